@@ -1,0 +1,38 @@
+# acxoci — the README's two commands are `make demo` and `make test`.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+export ACX_PEERS_DIR ?= $(CURDIR)/.peers
+
+.PHONY: venv peers test test-fast lint demo bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+peers:
+	bash scripts/install-peers.sh
+
+lint: venv
+	$(BIN)/ruff check attest acxoci tests
+	$(BIN)/mypy
+
+test: venv peers lint
+	bash scripts/run-tests.sh
+
+test-fast: venv
+	$(BIN)/pytest -q -x tests/unit tests/property
+
+demo: venv
+	bash scripts/demo.sh $(REGISTRY)
+
+bench: venv peers
+	$(BIN)/python scripts/bench.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .demo .bench

@@ -1,0 +1,1 @@
+"""The `acx` command line: the only layer that imports typer and rich."""

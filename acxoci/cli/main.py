@@ -1,0 +1,115 @@
+"""Entry point of `acx`: builds the typer app from the command-group modules and maps errors
+to exit codes (docs/cli.md)."""
+
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+
+import typer
+from rich.markup import escape
+
+from acxoci import __version__
+from acxoci.cli import groups
+from acxoci.cli.output import OPTS, err_console
+from acxoci.errors import AcxError, InternalError, UsageError
+
+try:  # typer >= 0.23 vendors click; older versions use the click package
+    from typer._click import exceptions as click_exc
+except ImportError:  # pragma: no cover
+    from click import exceptions as click_exc  # type: ignore[no-redef]
+
+GLOBAL_FLAGS = {"--json": "json", "-v": "verbose", "--verbose": "verbose", "-q": "quiet", "--quiet": "quiet"}
+
+app = typer.Typer(
+    name="acx",
+    help="acxoci: build, sign, verify, push, pull, attest, level and install ACX agent artifacts.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"acx (acxoci) {__version__}")
+        typer.echo("ACX spec 0.1, container wire format 1.0")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
+    json_: bool = typer.Option(False, "--json", help="Machine-readable JSON output (any position)."),
+    verbose: bool = typer.Option(False, "-v", "--verbose", help="More detail; tracebacks on errors."),
+    quiet: bool = typer.Option(False, "-q", "--quiet", help="Only errors."),
+) -> None:
+    """Global options are accepted before or after the subcommand."""
+
+
+groups.register_all(app)
+
+
+def _extract_global_flags(argv: list[str]) -> list[str]:
+    """Pull global flags out of argv wherever they stand (before `--`), so `--json` works
+    after any subcommand too."""
+    out: list[str] = []
+    passthrough = False
+    for arg in argv:
+        if passthrough:
+            out.append(arg)
+            continue
+        if arg == "--":
+            passthrough = True
+            out.append(arg)
+            continue
+        attr = GLOBAL_FLAGS.get(arg)
+        if attr:
+            setattr(OPTS, attr, True)
+            continue
+        out.append(arg)
+    return out
+
+
+def _print_error(err: AcxError) -> None:
+    if OPTS.json:
+        sys.stdout.write(json.dumps({"error": err.to_json()}, indent=2, ensure_ascii=False) + "\n")
+    else:
+        err_console.print(f"[bold red]error[/bold red] ({escape(err.kind)}): {escape(err.one_line())}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the CLI and exit with the documented code."""
+    args = _extract_global_flags(list(sys.argv[1:] if argv is None else argv))
+    try:
+        app(args=args, prog_name="acx", standalone_mode=False)
+    except AcxError as err:
+        if OPTS.verbose:
+            traceback.print_exc()
+        _print_error(err)
+        sys.exit(err.exit_code)
+    except typer.Exit as ex:
+        sys.exit(ex.exit_code)
+    except typer.Abort:
+        sys.exit(130)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except click_exc.NoArgsIsHelpError as exc:
+        sys.exit(0)  # typer has already printed the help
+    except click_exc.UsageError as exc:
+        uerr = UsageError(exc.format_message(), hint="see `acx --help`")
+        _print_error(uerr)
+        sys.exit(uerr.exit_code)
+    except click_exc.ClickException as exc:
+        cerr = UsageError(exc.format_message())
+        _print_error(cerr)
+        sys.exit(cerr.exit_code)
+    except Exception as exc:  # a real bug: one line, traceback only with -v
+        if OPTS.verbose:
+            traceback.print_exc()
+        ierr = InternalError(f"unexpected {type(exc).__name__}: {exc}", hint="rerun with -v and report it")
+        _print_error(ierr)
+        sys.exit(ierr.exit_code)
+    sys.exit(0)

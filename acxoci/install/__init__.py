@@ -1,0 +1,1 @@
+"""acxoci.install."""

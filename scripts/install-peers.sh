@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# Install the interop peers (distribution registry, oras 1.2/1.3, cosign 2.5/3.x, crane,
+# acx-refreg) from Debian packages into a git-ignored folder, without touching the system's
+# apt sources. Idempotent: a second run only re-checks what is there.
+#   ACX_PEERS_DIR  target folder (default: <repo>/.peers)
+#   PEERS_FORCE=1  re-extract everything
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")/.." && pwd)
+PEERS=${ACX_PEERS_DIR:-$here/.peers}
+mkdir -p "$PEERS/apt"
+
+have_all() {
+  for b in cosign2/usr/bin/cosign cosign3/usr/bin/cosign oras12/usr/bin/oras \
+           oras13/usr/bin/oras crane/usr/bin/crane refreg/acx-refreg; do
+    [ -x "$PEERS/$b" ] || return 1
+  done
+  command -v docker-registry >/dev/null || return 1
+}
+if [ -z "${PEERS_FORCE:-}" ] && have_all; then
+  echo "peers: all present in $PEERS"
+  exit 0
+fi
+
+# The mirror URI comes from the system's own apt configuration (never hard-coded here).
+uri=""
+if [ -f /etc/apt/sources.list.d/debian.sources ]; then
+  uri=$(awk '/^URIs:/{print $2; exit}' /etc/apt/sources.list.d/debian.sources)
+fi
+if [ -z "$uri" ] && [ -f /etc/apt/sources.list ]; then
+  uri=$(awk '$1=="deb"{for(i=2;i<=NF;i++) if($i ~ /^[a-z]+:\/\//){print $i; exit}}' /etc/apt/sources.list)
+fi
+[ -n "$uri" ] || { echo "peers: cannot read a Debian mirror URI from the apt sources" >&2; exit 1; }
+
+apt_private() {  # suite, apt-get args...
+  local suite=$1; shift
+  local d="$PEERS/apt/$suite"
+  mkdir -p "$d/lists/partial" "$d/cache/archives/partial"
+  echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $uri $suite main" > "$d/sources.list"
+  apt-get -q \
+    -o Dir::Etc::sourcelist="$d/sources.list" -o Dir::Etc::sourceparts=/nonexistent \
+    -o Dir::State::Lists="$d/lists" -o Dir::Cache="$d/cache" \
+    -o Dir::Cache::pkgcache="" -o Dir::Cache::srcpkgcache="" \
+    -o APT::Sandbox::User=root "$@"
+}
+
+updated=""
+ensure_lists() {
+  [ -n "$updated" ] && return 0
+  for s in trixie sid; do apt_private "$s" update >/dev/null; done
+  updated=1
+}
+
+extract() {  # suite package dest
+  local suite=$1 pkg=$2 dest="$PEERS/$3"
+  if [ -d "$dest/usr" ] && [ -z "${PEERS_FORCE:-}" ]; then return 0; fi
+  ensure_lists
+  local dl="$PEERS/apt/$suite/debs"; mkdir -p "$dl"
+  ( cd "$dl" && rm -f "${pkg}"_*.deb && apt_private "$suite" download "$pkg" >/dev/null )
+  local deb; deb=$(ls "$dl"/"${pkg}"_*.deb | head -1)
+  rm -rf "$dest"; mkdir -p "$dest"
+  dpkg -x "$deb" "$dest"
+  dpkg-deb -f "$deb" Package Version > "$dest/DEB-VERSION"
+  echo "peers: $pkg $(dpkg-deb -f "$deb" Version) ($suite)"
+}
+
+extract trixie cosign cosign2
+extract sid    cosign cosign3
+extract trixie oras   oras12
+extract sid    oras   oras13
+extract sid    crane  crane
+
+build_refreg() {
+  local out="$PEERS/refreg/acx-refreg"
+  [ -x "$out" ] && [ -z "${PEERS_FORCE:-}" ] && return 0
+  local go="$PEERS/go124"
+  if [ ! -x "$go/usr/lib/go-1.24/bin/go" ]; then
+    ensure_lists
+    local dl="$PEERS/apt/trixie/debs"; mkdir -p "$dl"
+    ( cd "$dl" && rm -f golang-1.24-go_*.deb golang-1.24-src_*.deb \
+        && apt_private trixie download golang-1.24-go golang-1.24-src >/dev/null )
+    rm -rf "$go"; mkdir -p "$go"
+    dpkg -x "$dl"/golang-1.24-go_*.deb "$go"; dpkg -x "$dl"/golang-1.24-src_*.deb "$go"
+  fi
+  extract sid golang-github-google-go-containerregistry-dev ggcr-src
+  local b="$PEERS/refreg-build"; mkdir -p "$b/src/acxrefreg" "$PEERS/refreg"
+  cp "$here/scripts/refreg/main.go" "$b/src/acxrefreg/main.go"
+  ( export GOROOT="$go/usr/lib/go-1.24" GO111MODULE=off GOTOOLCHAIN=local GOFLAGS= CGO_ENABLED=0 \
+           GOPATH="$b:$PEERS/ggcr-src/usr/share/gocode" GOCACHE="$b/cache" GOPROXY=off
+    "$GOROOT/bin/go" build -o "$out" acxrefreg )
+  echo "peers: built acx-refreg"
+}
+build_refreg
+
+if ! command -v docker-registry >/dev/null; then
+  apt-get update -q >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q docker-registry >/dev/null
+  # The package starts a system service on :5000; tests start their own, so stop it.
+  (systemctl stop docker-registry 2>/dev/null || service docker-registry stop 2>/dev/null || true) >/dev/null
+fi
+
+have_all || { echo "peers: some peers are missing after install" >&2; exit 1; }
+echo "peers: installed in $PEERS"

@@ -1,0 +1,1 @@
+"""pytest fixtures for real registries and peers (filled in below)."""
