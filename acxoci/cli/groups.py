@@ -9,6 +9,7 @@ from acxoci.cli import (
     cmd_attest,
     cmd_cartridge,
     cmd_cartridge_build,
+    cmd_harness,
     cmd_install,
     cmd_key,
     cmd_level,
@@ -19,7 +20,7 @@ from acxoci.cli import (
 )
 from acxoci.cli.apps import GROUPS
 
-MODULES = (cmd_key, cmd_cartridge, cmd_cartridge_build, cmd_policy, cmd_oci, cmd_attest, cmd_workflow,
+MODULES = (cmd_key, cmd_cartridge, cmd_cartridge_build, cmd_harness, cmd_policy, cmd_oci, cmd_attest, cmd_workflow,
            cmd_level, cmd_install, cmd_release)
 
 

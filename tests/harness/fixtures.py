@@ -1,1 +1,114 @@
-"""pytest fixtures for real registries and peers (filled in below)."""
+"""pytest fixtures: real registries and peers on 127.0.0.1, each started and stopped by PID.
+
+Registries are function-scoped by default (a clean registry per test); `*_session` variants
+share one server for read-mostly tests. A missing binary skips on a developer machine and
+fails when CI is set (tests/harness/env.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.harness import env
+from tests.harness.peers import Cosign, Oras
+from tests.harness.servers import Registry, start_crane, start_distribution, start_refreg
+
+REGISTRY_KINDS = ("distribution", "refreg", "crane")
+
+
+def start_registry(kind: str, root: Path, **kw: object) -> Registry:
+    """Start a registry of `kind` (distribution | refreg | crane) under `root`."""
+    if kind == "distribution":
+        return start_distribution(env.peer("docker-registry"), root, **kw)  # type: ignore[arg-type]
+    if kind == "refreg":
+        return start_refreg(env.peer("acx-refreg"), root)
+    if kind == "crane":
+        return start_crane(env.peer("crane"), root)
+    raise ValueError(kind)
+
+
+@pytest.fixture
+def distribution_registry(tmp_path: Path) -> Iterator[Registry]:
+    """distribution 2.8: no Referrers API (tag-schema fallback)."""
+    reg = start_registry("distribution", tmp_path / "distribution")
+    yield reg
+    reg.stop()
+
+
+@pytest.fixture
+def distribution_registry_basic(tmp_path: Path) -> Iterator[Registry]:
+    """distribution 2.8 with htpasswd basic auth (user `acx`, password `acx-secret`)."""
+    reg = start_registry("distribution", tmp_path / "distribution-basic", basic_auth=("acx", "acx-secret"))
+    yield reg
+    reg.stop()
+
+
+@pytest.fixture
+def distribution_registry_tls(tmp_path: Path) -> Iterator[Registry]:
+    """distribution 2.8 over TLS with a throwaway CA (`reg.ca_path`)."""
+    reg = start_registry("distribution", tmp_path / "distribution-tls", tls=True)
+    yield reg
+    reg.stop()
+
+
+@pytest.fixture
+def refreg(tmp_path: Path) -> Iterator[Registry]:
+    """acx-refreg: ggcr registry with the OCI 1.1 Referrers API."""
+    reg = start_registry("refreg", tmp_path / "refreg")
+    yield reg
+    reg.stop()
+
+
+@pytest.fixture
+def crane_registry(tmp_path: Path) -> Iterator[Registry]:
+    """`crane registry serve`: no Referrers API."""
+    reg = start_registry("crane", tmp_path / "crane")
+    yield reg
+    reg.stop()
+
+
+@pytest.fixture(params=REGISTRY_KINDS)
+def any_registry(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Registry]:
+    """Each registry kind in turn."""
+    reg = start_registry(str(request.param), tmp_path / str(request.param))
+    yield reg
+    reg.stop()
+
+
+@pytest.fixture
+def oci_layout(tmp_path: Path) -> Path:
+    """A path for an OCI image layout (not yet created)."""
+    return tmp_path / "layout"
+
+
+def _peer_home(tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
+    return tmp_path_factory.mktemp(f"home-{name}")
+
+
+@pytest.fixture(scope="session")
+def oras12(tmp_path_factory: pytest.TempPathFactory) -> Oras:
+    return Oras("oras12", env.peer("oras12"), _peer_home(tmp_path_factory, "oras12"))
+
+
+@pytest.fixture(scope="session")
+def oras13(tmp_path_factory: pytest.TempPathFactory) -> Oras:
+    return Oras("oras13", env.peer("oras13"), _peer_home(tmp_path_factory, "oras13"))
+
+
+@pytest.fixture(scope="session", params=["oras12", "oras13"])
+def any_oras(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Oras:
+    name = str(request.param)
+    return Oras(name, env.peer(name), _peer_home(tmp_path_factory, name))
+
+
+@pytest.fixture(scope="session")
+def cosign2(tmp_path_factory: pytest.TempPathFactory) -> Cosign:
+    return Cosign("cosign2", env.peer("cosign2"), _peer_home(tmp_path_factory, "cosign2"), major=2)
+
+
+@pytest.fixture(scope="session")
+def cosign3(tmp_path_factory: pytest.TempPathFactory) -> Cosign:
+    return Cosign("cosign3", env.peer("cosign3"), _peer_home(tmp_path_factory, "cosign3"), major=3)
