@@ -84,7 +84,8 @@ def main(argv: list[str] | None = None) -> None:
     """Run the CLI and exit with the documented code."""
     args = _extract_global_flags(list(sys.argv[1:] if argv is None else argv))
     try:
-        app(args=args, prog_name="acx", standalone_mode=False)
+        # In non-standalone mode click returns the code of `typer.Exit(code)` instead of exiting.
+        rc = app(args=args, prog_name="acx", standalone_mode=False)
     except AcxError as err:
         if OPTS.verbose:
             traceback.print_exc()
@@ -112,4 +113,4 @@ def main(argv: list[str] | None = None) -> None:
         ierr = InternalError(f"unexpected {type(exc).__name__}: {exc}", hint="rerun with -v and report it")
         _print_error(ierr)
         sys.exit(ierr.exit_code)
-    sys.exit(0)
+    sys.exit(rc if isinstance(rc, int) else 0)

@@ -105,3 +105,25 @@ def test_acx_error_raised_in_command_prints_one_line(capsys: pytest.CaptureFixtu
     code, out, _ = run(["boom", "--json"], capsys)
     assert json.loads(out)["error"]["where"] == "x.acx"
     assert issubclass(InvalidInput, AcxError)
+
+
+def test_typer_exit_code_is_propagated(capsys: pytest.CaptureFixture[str],
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A verdict command that raises typer.Exit(1) must exit 1, not 0."""
+    import typer
+
+    probe = typer.Typer()
+
+    @probe.command()
+    def verdict() -> None:
+        raise typer.Exit(1)
+
+    @probe.command()
+    def fine() -> None:
+        """Second command so typer keeps subcommand names."""
+
+    monkeypatch.setattr(cli_main, "app", probe)
+    code, _, _ = run(["verdict"], capsys)
+    assert code == 1
+    code, _, _ = run(["fine"], capsys)
+    assert code == 0

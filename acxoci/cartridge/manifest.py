@@ -1,0 +1,230 @@
+"""The ROM manifest (brief §2): recompute every ROM object's oid from its live source, rebuild the
+signed bare-array manifest, its hash (the ROM digest), `checksumHash` and `fileCount`, and find
+ROM content that no object covers.
+
+Works over any `Cartridge` (read-only file or a builder's connection via `Cartridge.from_connection`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from acxoci.cartridge.constants import (
+    BOUND_META_KEYS,
+    CANON_JCS,
+    CANON_RAW,
+    KIND_CARTRIDGE,
+    KIND_MEMORY,
+    KIND_SQLAR,
+    REF_CAPABILITY,
+    REF_MEMORY,
+    REF_META,
+    ZONE_ROM,
+)
+from acxoci.cartridge.reader import Cartridge, ObjectRow
+from attest.canonical import jcs, sha256_digest
+
+__all__ = [
+    "LiveSource",
+    "RomManifest",
+    "compute_rom_manifest",
+    "manifest_hash_of",
+    "meta_object_bytes",
+    "oid_capability",
+    "oid_memory",
+    "oid_meta",
+    "oid_sqlar",
+    "ref_kind",
+    "sort_key",
+    "utf16_key",
+]
+
+
+def oid_sqlar(data: bytes) -> tuple[str, int]:
+    """(oid, sz) of a sqlar file: sha256 of the uncompressed bytes, and their length."""
+    return sha256_digest(data), len(data)
+
+
+def oid_memory(payload: bytes) -> tuple[str, int]:
+    """(oid, sz) of a memory row: sha256 of the stored `payload` text (UTF-8 bytes)."""
+    return sha256_digest(payload), len(payload)
+
+
+def oid_capability(json_text: bytes) -> tuple[str, int]:
+    """(oid, sz) of a capability row: sha256 of the stored `json` text (UTF-8 bytes)."""
+    return sha256_digest(json_text), len(json_text)
+
+
+def meta_object_bytes(key: str, value: str) -> bytes:
+    """The JCS bytes `{"key":k,"value":v}` hashed for a bound meta key."""
+    return jcs({"key": key, "value": value})
+
+
+def oid_meta(key: str, value: str) -> tuple[str, int]:
+    """(oid, sz) of a bound meta key; sz is the UTF-8 length of the value only."""
+    return sha256_digest(meta_object_bytes(key, value)), len(value.encode("utf-8"))
+
+
+def ref_kind(source_ref: str) -> tuple[str, str]:
+    """(expected kind, expected canon) for a source_ref prefix; unknown prefixes are sqlar names."""
+    if source_ref.startswith(REF_MEMORY):
+        return KIND_MEMORY, CANON_JCS
+    if source_ref.startswith((REF_CAPABILITY, REF_META)):
+        return KIND_CARTRIDGE, CANON_JCS
+    return KIND_SQLAR, CANON_RAW
+
+
+def utf16_key(s: str) -> bytes:
+    """Sort key comparing UTF-16 code units, as the reference does (differs from code points only
+    outside the BMP)."""
+    return s.encode("utf-16-be", "surrogatepass")
+
+
+def sort_key(row: ObjectRow) -> tuple[bytes, bytes]:
+    """Manifest order: (kind, source_ref) by UTF-16 code units."""
+    return utf16_key(row.kind), utf16_key(row.source_ref)
+
+
+@dataclass(frozen=True)
+class LiveSource:
+    """The recomputed oid and size of one ROM object's source, or why it could not be found."""
+
+    oid: str | None
+    sz: int | None
+    problem: str | None = None
+
+
+def live_source(cart: Cartridge, row: ObjectRow, meta: dict[str, str]) -> LiveSource:
+    """Recompute the live oid of one object from its source, chosen by the source_ref prefix."""
+    ref = row.source_ref
+    if ref.startswith(REF_MEMORY):
+        mem = cart.memory(ref[len(REF_MEMORY) :])
+        if not mem:
+            return LiveSource(None, None, "missing source")
+        if mem[0].zone != ZONE_ROM:
+            return LiveSource(None, None, f"source is in the {mem[0].zone!r} zone")
+        oid, sz = oid_memory(mem[0].payload)
+        return LiveSource(oid, sz)
+    if ref.startswith(REF_CAPABILITY):
+        caps = cart.capabilities(ref[len(REF_CAPABILITY) :])
+        if not caps:
+            return LiveSource(None, None, "missing source")
+        oid, sz = oid_capability(caps[0].json)
+        if caps[0].content_hash != oid:
+            return LiveSource(oid, sz, "content_hash differs from the json column")
+        return LiveSource(oid, sz)
+    if ref.startswith(REF_META):
+        key = ref[len(REF_META) :]
+        if key not in meta:
+            return LiveSource(None, None, "missing source")
+        oid, sz = oid_meta(key, meta[key])
+        return LiveSource(oid, sz)
+    data = cart.sqlar_read(ref)
+    if data is None:
+        return LiveSource(None, None, "missing source")
+    oid, sz = oid_sqlar(data)
+    return LiveSource(oid, sz)
+
+
+def manifest_hash_of(entries: list[dict[str, Any]]) -> tuple[str, bytes]:
+    """(sha256:…, canonical bytes) of a manifest entry list (a bare JSON array, JCS)."""
+    canonical = jcs(entries)
+    return sha256_digest(canonical), canonical
+
+
+@dataclass(frozen=True)
+class RomManifest:
+    """The rebuilt ROM manifest and everything found while rebuilding it.
+
+    `hash` is the ROM digest (over stored rows, as the reference computes it); `mismatches`
+    (live oid differs, source missing, kind/canon/sz wrong, duplicates) and `uncovered` (ROM content
+    with no object) mean the ROM cannot match what was signed.
+    """
+
+    hash: str
+    canonical: bytes
+    entries: tuple[dict[str, Any], ...]
+    checksum_hash: str
+    file_count: int
+    mismatches: tuple[str, ...]
+    uncovered: tuple[str, ...]
+    counts_by_kind: dict[str, int]
+
+    @property
+    def ok(self) -> bool:
+        return not self.mismatches and not self.uncovered
+
+    @property
+    def hex(self) -> str:
+        return self.hash.removeprefix("sha256:")
+
+
+def _uncovered(cart: Cartridge, covered: set[str], meta: dict[str, str]) -> list[str]:
+    """ROM content that no ROM object covers (the reference's blind spot, brief §2)."""
+    out: list[str] = []
+    for info in cart.sqlar_infos():
+        if info.name.startswith("rom/") and info.name not in covered:
+            out.append(f"{info.name}: rom/ sqlar row not covered by any ROM object")
+    for mem in cart.memory():
+        if mem.zone == ZONE_ROM and f"{REF_MEMORY}{mem.id}" not in covered:
+            out.append(f"{REF_MEMORY}{mem.id}: ROM memory row not covered by any ROM object")
+        elif mem.zone not in (ZONE_ROM, "save"):
+            out.append(f"{REF_MEMORY}{mem.id}: unknown zone {mem.zone!r}")
+    for cap in cart.capabilities():
+        if f"{REF_CAPABILITY}{cap.id}" not in covered:
+            out.append(f"{REF_CAPABILITY}{cap.id}: capability row not covered by any ROM object")
+    for key in BOUND_META_KEYS:
+        if key in meta and f"{REF_META}{key}" not in covered:
+            out.append(f"{REF_META}{key}: bound meta key not covered by any ROM object")
+    return out
+
+
+def compute_rom_manifest(cart: Cartridge, *, strict: bool = True) -> RomManifest:
+    """Rebuild the ROM manifest from the `objects` rows, recomputing each live oid.
+
+    With strict=True, also check kind/canon/sz against the source and report uncovered ROM content.
+    Raises BadEntry/InvalidInput for content that cannot be read at all (bad names, bombs, bad UTF-8).
+    """
+    meta = cart.meta()
+    rows = [r for r in cart.objects() if r.zone == ZONE_ROM]
+    rows.sort(key=sort_key)
+    mismatches: list[str] = []
+    entries: list[dict[str, Any]] = []
+    refs = Counter(r.source_ref for r in rows)
+    for ref, n in sorted(refs.items()):
+        if n > 1:
+            mismatches.append(f"{ref}: {n} ROM objects share this source")
+    for row in rows:
+        live = live_source(cart, row, meta)
+        if live.oid is None:
+            mismatches.append(f"{row.source_ref}: {live.problem or 'missing source'}")
+        elif live.oid != row.oid:
+            mismatches.append(f"{row.source_ref}: oid mismatch")
+        elif strict:
+            if live.problem:
+                mismatches.append(f"{row.source_ref}: {live.problem}")
+            kind, canon = ref_kind(row.source_ref)
+            if row.kind != kind or row.canon != canon:
+                mismatches.append(
+                    f"{row.source_ref}: kind/canon {row.kind}/{row.canon} should be {kind}/{canon}"
+                )
+            if live.sz != row.sz:
+                mismatches.append(f"{row.source_ref}: sz {row.sz} differs from source size {live.sz}")
+        entries.append({"sourceRef": row.source_ref, "oid": row.oid, "canon": row.canon, "sz": row.sz})
+    digest, canonical = manifest_hash_of(entries)
+    lines = sorted((f"{r.oid}  {r.source_ref}" for r in rows), key=utf16_key)
+    checksum = "sha256:" + hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest()
+    uncovered = _uncovered(cart, set(refs), meta) if strict else []
+    return RomManifest(
+        hash=digest,
+        canonical=canonical,
+        entries=tuple(entries),
+        checksum_hash=checksum,
+        file_count=len(rows),
+        mismatches=tuple(mismatches),
+        uncovered=tuple(uncovered),
+        counts_by_kind=dict(Counter(r.kind for r in rows)),
+    )

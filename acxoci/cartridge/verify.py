@@ -1,0 +1,345 @@
+"""Cartridge verification (brief §4): the reference order, plus the checks the reference misses.
+
+`verify_cartridge` returns a `CartridgeVerdict` and never raises for a merely bad cartridge; it
+raises InvalidInput/NotFound only when the file is not a readable cartridge at all. Time and the
+trust registry are explicit inputs.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+from acxoci.cartridge.constants import (
+    HEX64_RE,
+    MAX_ENVELOPE_BYTES,
+    META_CARTRIDGE_ID,
+    META_PUBLISHER,
+    PAYLOAD_TYPE,
+    PREDICATE_TYPE,
+    SIGNATURE_TARGET,
+    STATEMENT_TYPE,
+)
+from acxoci.cartridge.manifest import RomManifest, compute_rom_manifest
+from acxoci.cartridge.reader import Cartridge, SignatureRow, open_cartridge
+from acxoci.cartridge.sqlar import BadEntry
+from attest.canonical import loads_strict
+from attest.dsse import Envelope
+from attest.errors import AttestError, MalformedError, SignatureError
+from attest.intoto import Statement
+from attest.keys import PublicKey, load_public_pem
+from attest.trust import SignerJudgement, TrustRegistry, judge_signer
+
+Status = Literal["verified", "warning", "invalid"]
+TrustLevel = Literal["trusted", "local", "portable", "unverified", "legacy", "tampered"]
+
+# SPEC order of the trust taxonomy, worst first.
+TRUST_ORDER: tuple[TrustLevel, ...] = ("tampered", "legacy", "unverified", "portable", "trusted", "local")
+
+S_UNSIGNED = "Unsigned cartridge (no DSSE envelope)."
+S_MALFORMED_ENV = "Malformed DSSE envelope."
+S_DIVERGES = "ROM content diverges from signed manifest (object hash mismatch)."
+S_UNCOVERED = "ROM holds content not covered by the signed manifest."
+S_MALFORMED_CONTENT = "Cartridge content is malformed."
+S_DSSE_FAILED = "DSSE verification failed."
+S_UNVERIFIED = "Signature present but UNVERIFIED (no public key available)."
+S_SUBJECT = "ROM manifest hash mismatch (content changed after signing)."
+S_RECORDED = "Recorded manifest hash differs from recomputed ROM."
+S_STATEMENT = "Signed statement does not describe this cartridge."
+S_KEYID = "Signer keyid does not match the verifying key."
+
+
+@dataclass(frozen=True)
+class CartridgeVerdict:
+    """The outcome of verifying one cartridge: status, trust, why, and what was bound."""
+
+    status: Status
+    trust: TrustLevel
+    summary: str
+    issues: tuple[str, ...] = ()
+    rom_digest: str | None = None
+    keyid: str | None = None
+    publisher_id: str | None = None
+    signed_at: str | None = None
+    file: str | None = None
+    key_source: Literal["registry", "cartridge"] | None = None
+    in_registry: bool = False
+    compromised: bool = False
+    checksum_hash: str | None = None
+    file_count: int | None = None
+    recorded_hash: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def reasons(self) -> tuple[str, ...]:
+        return self.issues
+
+    @property
+    def rejected(self) -> bool:
+        """True when the verdict is a rejection (the reference's exit 1)."""
+        return self.status == "invalid" or self.trust == "tampered"
+
+    def meets(self, require: str | None) -> bool:
+        """Whether the trust level satisfies `--require` (None, 'portable' or 'trusted')."""
+        if self.rejected:
+            return False
+        if require is None:
+            return True
+        if require not in TRUST_ORDER:
+            raise ValueError(f"unknown trust level {require!r}")
+        return TRUST_ORDER.index(self.trust) >= TRUST_ORDER.index(require)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "status": self.status,
+            "trust": self.trust,
+            "summary": self.summary,
+            "issues": list(self.issues),
+            "romDigest": self.rom_digest,
+            "keyId": self.keyid,
+            "publisherId": self.publisher_id,
+            "signedAt": self.signed_at,
+            "inRegistry": self.in_registry,
+            "keySource": self.key_source,
+            "checksumHash": self.checksum_hash,
+            "fileCount": self.file_count,
+        }
+        if self.compromised:
+            out["compromised"] = True
+        if self.file is not None:
+            out["file"] = self.file
+        return out
+
+
+def _status_for(trust: TrustLevel) -> Status:
+    if trust == "tampered":
+        return "invalid"
+    if trust in ("trusted", "local"):
+        return "verified"
+    return "warning"
+
+
+def pick_signature(rows: list[SignatureRow]) -> SignatureRow | None:
+    """The first `rom-manifest` row by created_at DESC (rows arrive in that order)."""
+    for r in rows:
+        if r.target == SIGNATURE_TARGET:
+            return r
+    return None
+
+
+def _statement_issues(
+    doc: Any, manifest: RomManifest, meta: dict[str, str]
+) -> tuple[list[str], list[str], dict[str, Any]]:
+    """Check the signed Statement. Returns (subject-hash issues, other binding issues, predicate)."""
+    subject_issues: list[str] = []
+    issues: list[str] = []
+    if not isinstance(doc, dict):
+        return [], ["statement is not a JSON object"], {}
+    if doc.get("_type") != STATEMENT_TYPE:
+        issues.append(f"_type is {doc.get('_type')!r}, expected {STATEMENT_TYPE}")
+    if doc.get("predicateType") != PREDICATE_TYPE:
+        issues.append(f"predicateType is {doc.get('predicateType')!r}, expected {PREDICATE_TYPE}")
+    extra = sorted(set(doc) - {"_type", "subject", "predicateType", "predicate"})
+    if extra:
+        issues.append(f"statement has unexpected field(s) {extra}")
+    try:
+        stmt = Statement.from_json(doc, allowed_types=(STATEMENT_TYPE,))
+    except MalformedError as exc:
+        issues.append(f"statement: {exc}")
+        pred = doc.get("predicate")
+        return subject_issues, issues, pred if isinstance(pred, dict) else {}
+    if len(stmt.subjects) != 1:
+        issues.append(f"statement has {len(stmt.subjects)} subjects, expected exactly 1")
+    subj = stmt.subjects[0]
+    got = subj.digest.get("sha256")
+    if got is None:
+        issues.append("subject[0].digest.sha256 is missing")
+    elif not HEX64_RE.match(got) or got != manifest.hex:
+        subject_issues.append(f"subject.digest {got} != recomputed {manifest.hex}")
+    if set(subj.digest) - {"sha256"}:
+        issues.append(
+            f"subject[0].digest has unexpected algorithm(s) {sorted(set(subj.digest) - {'sha256'})}"
+        )
+    cid = meta.get(META_CARTRIDGE_ID)
+    if subj.name != cid:
+        issues.append(f"subject[0].name {subj.name!r} != meta {META_CARTRIDGE_ID} {cid!r}")
+    pred = stmt.predicate
+    pub = pred.get("publisherId")
+    if pub != meta.get(META_PUBLISHER):
+        issues.append(f"predicate.publisherId {pub!r} != meta {META_PUBLISHER} {meta.get(META_PUBLISHER)!r}")
+    for name in ("romDigest", "manifestHash"):
+        if name in pred and pred[name] != manifest.hash:
+            subject_issues.append(f"predicate.{name} {pred[name]} != recomputed {manifest.hash}")
+    if "checksumHash" in pred and pred["checksumHash"] != manifest.checksum_hash:
+        issues.append(f"predicate.checksumHash {pred['checksumHash']} != recomputed {manifest.checksum_hash}")
+    if "fileCount" in pred and pred["fileCount"] != manifest.file_count:
+        issues.append(f"predicate.fileCount {pred['fileCount']} != recomputed {manifest.file_count}")
+    return subject_issues, issues, pred
+
+
+def _canonical_b64(text: str, data: bytes) -> bool:
+    """True if `text` is one of the four canonical base64 spellings of `data` (standard or URL-safe,
+    padded or not), so no other spelling of the same bytes passes as an untouched envelope."""
+    std = base64.b64encode(data).decode("ascii")
+    url = base64.urlsafe_b64encode(data).decode("ascii")
+    return text in (std, std.rstrip("="), url, url.rstrip("="))
+
+
+def _envelope_shape_issues(doc: Any, env: Envelope) -> list[str]:
+    """Exactly `{payloadType, payload, signatures:[{keyid?, sig}]}` with canonical base64."""
+    issues: list[str] = []
+    extra = sorted(set(doc) - {"payloadType", "payload", "signatures"})
+    if extra:
+        issues.append(f"envelope has unexpected field(s) {extra}")
+    if not _canonical_b64(doc["payload"], env.payload):
+        issues.append("payload is not canonical base64")
+    for i, (raw, parsed) in enumerate(zip(doc["signatures"], env.signatures, strict=True)):
+        extra_sig = sorted(set(raw) - {"keyid", "sig"})
+        if extra_sig:
+            issues.append(f"signatures[{i}] has unexpected field(s) {extra_sig}")
+        if not _canonical_b64(raw["sig"], parsed.sig):
+            issues.append(f"signatures[{i}].sig is not canonical base64")
+    return issues
+
+
+def verify_open(cart: Cartridge, *, registry: TrustRegistry | None, now: datetime) -> CartridgeVerdict:
+    """Verify an already opened cartridge (see `verify_cartridge`)."""
+    file = cart.label
+
+    def verdict(
+        trust: TrustLevel, summary: str, issues: list[str] | tuple[str, ...] = (), **kw: Any
+    ) -> CartridgeVerdict:
+        return CartridgeVerdict(_status_for(trust), trust, summary, tuple(issues), file=file, **kw)
+
+    # 1. signature row (before any content check: an unsigned file is legacy, never tampered)
+    try:
+        sig = pick_signature(cart.signatures())
+    except BadEntry as exc:
+        return verdict("tampered", S_MALFORMED_ENV, [exc.message])
+    if sig is None:
+        issues = ["Missing rom-manifest signature"]
+        rom: str | None = None
+        try:
+            m = compute_rom_manifest(cart)
+            rom = m.hash
+            issues += list(m.mismatches) + list(m.uncovered)
+        except BadEntry as exc:
+            issues.append(exc.message)
+        return verdict("legacy", S_UNSIGNED, issues, rom_digest=rom)
+
+    # 2. envelope
+    try:
+        env_doc = loads_strict(sig.envelope, max_bytes=MAX_ENVELOPE_BYTES)
+        env = Envelope.from_json(env_doc)
+    except AttestError as exc:
+        return verdict("tampered", S_MALFORMED_ENV, [str(exc)], keyid=sig.keyid)
+    shape = _envelope_shape_issues(env_doc, env)
+    if shape:
+        return verdict("tampered", S_MALFORMED_ENV, shape, keyid=sig.keyid)
+
+    # 3. signer
+    keyid = env.signatures[0].keyid or sig.keyid
+    binding: list[str] = []
+    if env.signatures[0].keyid and sig.keyid and env.signatures[0].keyid != sig.keyid:
+        binding.append(f"envelope keyid {env.signatures[0].keyid} != signatures.keyid {sig.keyid}")
+    entry = registry.get(keyid) if registry is not None else None
+
+    # 4. ROM objects (and the coverage the reference misses)
+    try:
+        manifest = compute_rom_manifest(cart)
+        meta = cart.meta()
+    except BadEntry as exc:
+        return verdict("tampered", S_MALFORMED_CONTENT, [exc.message], keyid=keyid)
+    common: dict[str, Any] = {
+        "rom_digest": manifest.hash,
+        "keyid": keyid,
+        "checksum_hash": manifest.checksum_hash,
+        "file_count": manifest.file_count,
+        "recorded_hash": sig.manifest_hash,
+    }
+    if manifest.mismatches:
+        return verdict("tampered", S_DIVERGES, manifest.mismatches, **common)
+    if manifest.uncovered:
+        return verdict("tampered", S_UNCOVERED, manifest.uncovered, **common)
+
+    # 5. DSSE with the registry key, else the cartridge's key; keyid must be sha256(SPKI) of it
+    key: PublicKey | None = None
+    key_source: Literal["registry", "cartridge"] | None = None
+    if entry is not None:
+        key, key_source = entry.public_key, "registry"
+    elif sig.public_key_pem:
+        key_source = "cartridge"
+        try:
+            key = load_public_pem(sig.public_key_pem)
+        except MalformedError as exc:
+            return verdict(
+                "tampered", S_DSSE_FAILED, [f"public_key_pem: {exc}"], key_source=key_source, **common
+            )
+    common["key_source"] = key_source
+    if env.payload_type != PAYLOAD_TYPE:
+        return verdict(
+            "tampered",
+            S_DSSE_FAILED,
+            [f"payloadType is {env.payload_type!r}, expected {PAYLOAD_TYPE}"],
+            **common,
+        )
+    if key is not None:
+        if key.keyid() != keyid:
+            return verdict(
+                "tampered",
+                S_KEYID,
+                [f"keyid {keyid} != sha256(SPKI) of the verifying key {key.keyid()}"],
+                **common,
+            )
+        try:
+            env.verify(key, index=0)
+        except SignatureError as exc:
+            return verdict("tampered", S_DSSE_FAILED, [str(exc)], **common)
+    if binding:
+        return verdict("tampered", S_KEYID, binding, **common)
+
+    # 6. subject and statement binding (checked even when unverified: an inconsistent file is rejected)
+    try:
+        stmt_doc = loads_strict(env.payload, max_bytes=MAX_ENVELOPE_BYTES)
+    except MalformedError as exc:
+        return verdict("tampered", S_DSSE_FAILED, [f"payload: {exc}"], **common)
+    subject_issues, stmt_issues, pred = _statement_issues(stmt_doc, manifest, meta)
+    publisher = pred.get("publisherId") if isinstance(pred.get("publisherId"), str) else None
+    raw_signed = pred.get("signedAt")
+    signed_at: str = raw_signed if isinstance(raw_signed, str) else sig.created_at
+    common.update(publisher_id=publisher, signed_at=signed_at)
+    if subject_issues:
+        return verdict("tampered", S_SUBJECT, subject_issues, **common)
+    if stmt_issues:
+        return verdict("tampered", S_STATEMENT, stmt_issues, **common)
+
+    # 7. recorded hash
+    if sig.manifest_hash != manifest.hash:
+        return verdict(
+            "tampered",
+            S_RECORDED,
+            [f"signatures.manifest_hash {sig.manifest_hash} != {manifest.hash}"],
+            **common,
+        )
+
+    if key is None:
+        return verdict(
+            "unverified", S_UNVERIFIED, ["no public key in the cartridge or the trust registry"], **common
+        )
+
+    # 8. registry
+    j: SignerJudgement = judge_signer(entry, signed_publisher=publisher or "", signed_at=signed_at, now=now)
+    return verdict(
+        j.trust, j.summary, j.issues, in_registry=j.in_registry, compromised=j.compromised, **common
+    )
+
+
+def verify_cartridge(
+    path: str | os.PathLike[str], *, registry: TrustRegistry | None, now: datetime
+) -> CartridgeVerdict:
+    """Open `path` read-only and verify it. Raises only if it is not a readable cartridge."""
+    with open_cartridge(path) as cart:
+        return verify_open(cart, registry=registry, now=now)

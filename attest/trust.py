@@ -1,0 +1,417 @@
+"""ACX trust registry (`acx.trust-registry/1`): a strict loader and the pure signer judgement.
+
+Shared by cartridge and workflow verification. No I/O: callers parse the JSON (with
+`attest.canonical.loads_strict`) and pass the time in explicitly. The semantics follow the ACX
+SPEC where the reference departs from it (see docs/decisions/0002-trust-semantics.md).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta, timezone
+from typing import Any, Literal
+
+from attest.errors import MalformedError
+from attest.keys import PublicKey, load_public_pem
+
+SCHEMA_VERSION = "acx.trust-registry/1"
+GITHUB_OIDC_ISSUER = "https://token.actions.githubusercontent.com"
+
+PUBLISHER_RE = re.compile(
+    r"^(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+[a-z0-9][a-z0-9-]*(?:[./][a-z0-9][a-z0-9._-]*)*$"
+)
+KEYID_RE = re.compile(r"^ed25519:[0-9a-f]{64}$")
+RFC3339_RE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(Z|[+-]\d{2}:\d{2})$")
+
+STATUSES = ("active", "revoked", "expired")
+REVOCATION_REASONS = ("key-compromise", "superseded", "retired")
+TOP_FIELDS = frozenset({"schemaVersion", "registryId", "updatedAt", "keys"})
+KEY_REQUIRED = frozenset(
+    {"keyid", "publisherId", "algorithm", "publicKeyPem", "status", "notBefore", "notAfter", "namespaceProof"}
+)
+KEY_OPTIONAL = frozenset({"rotatedFrom", "rotatedTo", "revokedAt", "revocationReason"})
+PROOF_FIELDS = {
+    "github-oidc": frozenset({"method", "oidcSubject", "oidcIssuer", "verifiedAt"}),
+    "dns-txt": frozenset({"method", "txtRecord", "verifiedAt"}),
+}
+
+Trust = Literal["trusted", "portable", "tampered"]
+
+
+def parse_rfc3339(value: Any, *, where: str = "date") -> datetime:
+    """Parse an RFC 3339 timestamp (the brief's regex, then a real calendar check) to an aware datetime.
+
+    Fractions beyond microseconds are truncated; raises MalformedError naming `where`.
+    """
+    if not isinstance(value, str):
+        raise MalformedError(f"{where}: expected an RFC 3339 string, got {type(value).__name__}")
+    m = RFC3339_RE.match(value)
+    if not m:
+        raise MalformedError(f"{where}: {value!r} is not RFC 3339")
+    year, month, day, hour, minute, second, frac, tz = m.groups()
+    micro = int((frac or "0")[:6].ljust(6, "0"))
+    if tz == "Z":
+        tzinfo: timezone = UTC
+    else:
+        sign = 1 if tz[0] == "+" else -1
+        hh, mm = int(tz[1:3]), int(tz[4:6])
+        if hh > 23 or mm > 59:
+            raise MalformedError(f"{where}: {value!r} has an invalid UTC offset")
+        tzinfo = timezone(sign * timedelta(hours=hh, minutes=mm))
+    try:
+        return datetime(
+            int(year), int(month), int(day), int(hour), int(minute), int(second), micro, tzinfo=tzinfo
+        )
+    except ValueError as exc:
+        raise MalformedError(f"{where}: {value!r} is not a real date ({exc})") from exc
+
+
+def publisher_root(publisher_id: str) -> str:
+    """The publisher id without its `/sub` namespace."""
+    return publisher_id.split("/", 1)[0]
+
+
+def expected_txt_record(publisher_id: str) -> str:
+    """`_acx-challenge.` + the publisher root with its labels reversed (com.example.x → x.example.com)."""
+    return "_acx-challenge." + ".".join(reversed(publisher_root(publisher_id).split(".")))
+
+
+def github_owner(publisher_id: str) -> str | None:
+    """The GitHub owner of an `io.github.<owner>…` publisher, else None."""
+    labels = publisher_root(publisher_id).split(".")
+    if len(labels) >= 3 and labels[0] == "io" and labels[1] == "github":
+        return labels[2]
+    return None
+
+
+@dataclass(frozen=True)
+class NamespaceProof:
+    """The recorded proof that a publisher controls its namespace (shape only; no lookups)."""
+
+    method: Literal["github-oidc", "dns-txt"]
+    verified_at: datetime
+    oidc_subject: str | None = None
+    oidc_issuer: str | None = None
+    txt_record: str | None = None
+
+
+@dataclass(frozen=True)
+class TrustKey:
+    """One public key entry of a trust registry."""
+
+    keyid: str
+    publisher_id: str
+    algorithm: str
+    public_key_pem: str
+    public_key: PublicKey
+    status: Literal["active", "revoked", "expired"]
+    not_before: datetime
+    not_after: datetime
+    namespace_proof: NamespaceProof
+    rotated_from: str | None = None
+    rotated_to: str | None = None
+    revoked_at: datetime | None = None
+    revocation_reason: str | None = None
+
+    @property
+    def compromised(self) -> bool:
+        """True when the key is recorded as revoked for key-compromise."""
+        return self.revocation_reason == "key-compromise"
+
+
+@dataclass(frozen=True)
+class SignerJudgement:
+    """What a trust registry says about one signer, for one signed artifact, at one time."""
+
+    trust: Trust
+    summary: str
+    issues: tuple[str, ...]
+    in_registry: bool
+    compromised: bool
+
+
+def _walk_strings(value: Any) -> Iterable[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield str(k)
+            yield from _walk_strings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _walk_strings(v)
+
+
+def _exact_fields(
+    obj: dict[str, Any], required: frozenset[str], optional: frozenset[str], where: str
+) -> None:
+    unknown = sorted(set(obj) - required - optional)
+    if unknown:
+        raise MalformedError(f"{where}: unknown field(s) {unknown}")
+    missing = sorted(required - set(obj))
+    if missing:
+        raise MalformedError(f"{where}: missing field(s) {missing}")
+
+
+def _str(obj: dict[str, Any], name: str, where: str) -> str:
+    v = obj.get(name)
+    if not isinstance(v, str) or not v:
+        raise MalformedError(f"{where}.{name}: expected a non-empty string")
+    return v
+
+
+def _opt_str(obj: dict[str, Any], name: str, where: str) -> str | None:
+    v = obj.get(name)
+    if v is None:
+        return None
+    if not isinstance(v, str) or not v:
+        raise MalformedError(f"{where}.{name}: expected a non-empty string or null")
+    return v
+
+
+def _parse_proof(doc: Any, publisher_id: str, where: str, now: datetime | None) -> NamespaceProof:
+    if not isinstance(doc, dict):
+        raise MalformedError(f"{where}: namespaceProof is not an object")
+    method = doc.get("method")
+    if method not in PROOF_FIELDS:
+        raise MalformedError(f"{where}.method: {method!r} is not github-oidc or dns-txt")
+    _exact_fields(doc, PROOF_FIELDS[method], frozenset(), where)
+    verified_at = parse_rfc3339(doc["verifiedAt"], where=f"{where}.verifiedAt")
+    if now is not None and verified_at > now:
+        raise MalformedError(f"{where}.verifiedAt: {doc['verifiedAt']} is in the future")
+    owner = github_owner(publisher_id)
+    if method == "github-oidc":
+        if owner is None:
+            raise MalformedError(
+                f"{where}: github-oidc proof needs an io.github.<owner> publisher, got {publisher_id!r}"
+            )
+        subject = _str(doc, "oidcSubject", where)
+        issuer = _str(doc, "oidcIssuer", where)
+        if not subject.startswith(f"repo:{owner}/"):
+            raise MalformedError(f"{where}.oidcSubject: {subject!r} does not start with 'repo:{owner}/'")
+        if issuer != GITHUB_OIDC_ISSUER:
+            raise MalformedError(f"{where}.oidcIssuer: {issuer!r} is not {GITHUB_OIDC_ISSUER}")
+        return NamespaceProof("github-oidc", verified_at, oidc_subject=subject, oidc_issuer=issuer)
+    if owner is not None:
+        raise MalformedError(
+            f"{where}: publisher {publisher_id!r} is io.github.*, so the proof must be github-oidc"
+        )
+    txt = _str(doc, "txtRecord", where)
+    expected = expected_txt_record(publisher_id)
+    if txt != expected:
+        raise MalformedError(f"{where}.txtRecord: {txt!r} is not {expected!r}")
+    return NamespaceProof("dns-txt", verified_at, txt_record=txt)
+
+
+def _parse_key(doc: Any, where: str, now: datetime | None) -> TrustKey:
+    if not isinstance(doc, dict):
+        raise MalformedError(f"{where}: key entry is not an object")
+    _exact_fields(doc, KEY_REQUIRED, KEY_OPTIONAL, where)
+    keyid = _str(doc, "keyid", where)
+    if not KEYID_RE.match(keyid):
+        raise MalformedError(f"{where}.keyid: {keyid!r} is not ed25519:<64 hex>")
+    publisher = _str(doc, "publisherId", where)
+    if not PUBLISHER_RE.match(publisher):
+        raise MalformedError(f"{where}.publisherId: {publisher!r} is not a valid publisher id")
+    algorithm = _str(doc, "algorithm", where)
+    if algorithm != "ed25519":
+        raise MalformedError(f"{where}.algorithm: {algorithm!r} is not ed25519")
+    pem = _str(doc, "publicKeyPem", where)
+    try:
+        pub = load_public_pem(pem)
+    except MalformedError as exc:
+        raise MalformedError(f"{where}.publicKeyPem: {exc}") from exc
+    if pub.algorithm != "ed25519":
+        raise MalformedError(f"{where}.publicKeyPem: key is {pub.algorithm}, not Ed25519")
+    if pub.keyid() != keyid:
+        raise MalformedError(f"{where}.keyid: {keyid} is not sha256(SPKI) of publicKeyPem ({pub.keyid()})")
+    status = doc.get("status")
+    if status not in STATUSES:
+        raise MalformedError(f"{where}.status: {status!r} is not one of {list(STATUSES)}")
+    not_before = parse_rfc3339(doc["notBefore"], where=f"{where}.notBefore")
+    not_after = parse_rfc3339(doc["notAfter"], where=f"{where}.notAfter")
+    revoked_at = None
+    if doc.get("revokedAt") is not None:
+        revoked_at = parse_rfc3339(doc["revokedAt"], where=f"{where}.revokedAt")
+    reason = doc.get("revocationReason")
+    if reason is not None and reason not in REVOCATION_REASONS:
+        raise MalformedError(f"{where}.revocationReason: {reason!r} is not one of {list(REVOCATION_REASONS)}")
+    rotated_from = _opt_str(doc, "rotatedFrom", where)
+    rotated_to = _opt_str(doc, "rotatedTo", where)
+    for name, val in (("rotatedFrom", rotated_from), ("rotatedTo", rotated_to)):
+        if val is not None and not KEYID_RE.match(val):
+            raise MalformedError(f"{where}.{name}: {val!r} is not ed25519:<64 hex>")
+    proof = _parse_proof(doc["namespaceProof"], publisher, f"{where}.namespaceProof", now)
+    return TrustKey(
+        keyid=keyid,
+        publisher_id=publisher,
+        algorithm=algorithm,
+        public_key_pem=pem,
+        public_key=pub,
+        status=status,
+        not_before=not_before,
+        not_after=not_after,
+        namespace_proof=proof,
+        rotated_from=rotated_from,
+        rotated_to=rotated_to,
+        revoked_at=revoked_at,
+        revocation_reason=reason,
+    )
+
+
+@dataclass(frozen=True)
+class TrustRegistry:
+    """A parsed, validated `acx.trust-registry/1` document (public keys only)."""
+
+    keys: tuple[TrustKey, ...]
+    registry_id: str | None = None
+    updated_at: datetime | None = None
+
+    @classmethod
+    def from_json(cls, doc: Any, *, now: datetime | None = None) -> TrustRegistry:
+        """Validate and parse a registry document; raises MalformedError naming the field.
+
+        With `now`, a namespace proof verified in the future is rejected here as well.
+        """
+        if not isinstance(doc, dict):
+            raise MalformedError("trust registry: document is not a JSON object")
+        for s in _walk_strings(doc):
+            if "PRIVATE KEY" in s:
+                raise MalformedError("trust registry: contains private key material")
+        _exact_fields(doc, frozenset({"schemaVersion", "keys"}), TOP_FIELDS, "trust registry")
+        if doc["schemaVersion"] != SCHEMA_VERSION:
+            raise MalformedError(
+                f"trust registry.schemaVersion: {doc['schemaVersion']!r} is not {SCHEMA_VERSION!r}"
+            )
+        registry_id = _opt_str(doc, "registryId", "trust registry")
+        updated_at = None
+        if doc.get("updatedAt") is not None:
+            updated_at = parse_rfc3339(doc["updatedAt"], where="trust registry.updatedAt")
+        raw_keys = doc["keys"]
+        if not isinstance(raw_keys, list):
+            raise MalformedError("trust registry.keys: expected an array")
+        keys: list[TrustKey] = []
+        seen: set[str] = set()
+        for i, raw in enumerate(raw_keys):
+            key = _parse_key(raw, f"keys[{i}]", now)
+            if key.keyid in seen:
+                raise MalformedError(f"keys[{i}].keyid: duplicate keyid {key.keyid}")
+            seen.add(key.keyid)
+            keys.append(key)
+        by_id = {k.keyid: k for k in keys}
+        for k in keys:
+            succ = by_id.get(k.rotated_to or "")
+            if succ is not None and succ.rotated_from not in (None, k.keyid):
+                raise MalformedError(f"{k.keyid}: rotatedTo {succ.keyid}, whose rotatedFrom points elsewhere")
+        return cls(keys=tuple(keys), registry_id=registry_id, updated_at=updated_at)
+
+    def get(self, keyid: str | None) -> TrustKey | None:
+        """The entry for `keyid`, or None."""
+        if keyid is None:
+            return None
+        for k in self.keys:
+            if k.keyid == keyid:
+                return k
+        return None
+
+
+def eligibility_issues(
+    entry: TrustKey, *, signed_publisher: str, signed_at: datetime | None, now: datetime
+) -> list[str]:
+    """Reasons the entry cannot give `trusted` (SPEC semantics; revocation is judged separately)."""
+    issues: list[str] = []
+    rotated = entry.rotated_to is not None
+    revoked_before_signing_ok = (
+        entry.status == "revoked"
+        and not entry.compromised
+        and entry.revoked_at is not None
+        and signed_at is not None
+        and signed_at < entry.revoked_at
+    )
+    if (
+        entry.status != "active"
+        and not (entry.status == "expired" and rotated)
+        and not revoked_before_signing_ok
+    ):
+        issues.append(f"signer key status is {entry.status}, not active")
+    if entry.algorithm != "ed25519":
+        issues.append("signer algorithm is not ed25519")
+    if entry.publisher_id != signed_publisher:
+        issues.append("registry publisherId does not match signed publisherId")
+    if entry.not_before > entry.not_after:
+        issues.append("registry key validity window is inverted")
+    if signed_at is None:
+        issues.append("signedAt is missing or not RFC 3339")
+    else:
+        if signed_at < entry.not_before:
+            issues.append("artifact signed before key validity window")
+        if signed_at > entry.not_after:
+            issues.append("artifact signed after key validity window")
+    if now > entry.not_after and not rotated:
+        issues.append("signer key expired")
+    if entry.namespace_proof.verified_at > now:
+        issues.append("namespace proof verifiedAt is in the future")
+    return issues
+
+
+def judge_signer(
+    entry: TrustKey | None, *, signed_publisher: str, signed_at: str, now: datetime
+) -> SignerJudgement:
+    """Apply a registry entry to a verified signature: trusted, portable or tampered (compromised).
+
+    Call only after the signature itself verified. Times are compared as parsed datetimes.
+    """
+    if entry is None:
+        return SignerJudgement(
+            "portable",
+            "Signature valid but signer not in trust registry.",
+            ("Signer keyid not in trust registry",),
+            False,
+            False,
+        )
+    if entry.compromised:
+        return SignerJudgement(
+            "tampered",
+            "Signer key is compromised (revoked).",
+            ("signer key revoked for key-compromise: never trusted",),
+            True,
+            True,
+        )
+    try:
+        signed = parse_rfc3339(signed_at, where="signedAt")
+    except MalformedError:
+        signed = None
+    issues = eligibility_issues(entry, signed_publisher=signed_publisher, signed_at=signed, now=now)
+    if entry.status == "revoked":
+        before = entry.revoked_at is not None and signed is not None and signed < entry.revoked_at
+        if not before:
+            return SignerJudgement(
+                "portable", "Signer key revoked.", ("signer key revoked", *issues), True, False
+            )
+        if issues:
+            return SignerJudgement(
+                "portable",
+                "Signer key later revoked (non-compromise); signed before revocation.",
+                tuple(issues),
+                True,
+                False,
+            )
+        return SignerJudgement(
+            "trusted",
+            f"Signed by trusted publisher {signed_publisher}. "
+            "(Key later revoked, non-compromise; signed before revocation.)",
+            (),
+            True,
+            False,
+        )
+    if issues:
+        return SignerJudgement(
+            "portable",
+            "Signer registry entry is not eligible for trusted status.",
+            tuple(issues),
+            True,
+            False,
+        )
+    return SignerJudgement("trusted", f"Signed by trusted publisher {signed_publisher}.", (), True, False)

@@ -1,0 +1,208 @@
+"""Benchmark: verify a generated signed cartridge of ~10,000 ROM objects and ~200 MB.
+
+Generates the cartridge in a temporary directory (deleted afterwards; never committed), signs it
+with a key made at run time, then times `verify_cartridge` in a fresh process (so its peak RSS is
+its own) against two baselines: sha256 over the whole file, and reading every sqlar blob with
+plain sqlite3. Prints the numbers and ratios. Usage: .venv/bin/python scripts/bench_cartridge.py
+[--objects N] [--mb M] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from acxoci.cartridge.constants import (  # noqa: E402
+    APPLICATION_ID,
+    PAYLOAD_TYPE,
+    PREDICATE_TYPE,
+    STATEMENT_TYPE,
+    USER_VERSION,
+)
+from acxoci.cartridge.manifest import compute_rom_manifest, oid_meta, oid_sqlar  # noqa: E402
+from acxoci.cartridge.reader import Cartridge  # noqa: E402
+from attest.canonical import jcs  # noqa: E402
+from attest.dsse import sign  # noqa: E402
+from attest.keys import generate_ed25519  # noqa: E402
+
+DDL = """
+CREATE TABLE cartridge (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE sqlar (name TEXT PRIMARY KEY, mode INT, mtime INT, sz INT, data BLOB);
+CREATE TABLE memory (id TEXT PRIMARY KEY NOT NULL, zone TEXT NOT NULL, artifact_fingerprint TEXT NOT NULL,
+  codebase_fingerprint TEXT, payload TEXT NOT NULL, oid TEXT NOT NULL,
+  created_at TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE vectors (memory_id TEXT PRIMARY KEY, zone TEXT NOT NULL, embedding BLOB NOT NULL,
+  artifact_fingerprint TEXT);
+CREATE TABLE objects (oid TEXT PRIMARY KEY NOT NULL, kind TEXT NOT NULL, source_ref TEXT NOT NULL,
+  canon TEXT NOT NULL, zone TEXT NOT NULL, sz INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE signatures (sig_id TEXT PRIMARY KEY NOT NULL, target TEXT NOT NULL DEFAULT 'rom-manifest',
+  manifest_hash TEXT NOT NULL, envelope TEXT NOT NULL, keyid TEXT NOT NULL, public_key_pem TEXT,
+  alg TEXT NOT NULL DEFAULT 'ed25519', created_at TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE attestations (att_id TEXT PRIMARY KEY NOT NULL, type TEXT NOT NULL, subject_oid TEXT,
+  media_type TEXT NOT NULL, document TEXT NOT NULL, status_url TEXT, created_at TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE capabilities (id TEXT PRIMARY KEY NOT NULL, json TEXT NOT NULL, content_hash TEXT NOT NULL);
+"""
+
+PUBLISHER = "io.github.bench-acx"
+SIGNED_AT = "2026-01-15T00:00:00.000Z"
+
+
+def generate(path: Path, objects: int, total_mb: int) -> None:
+    """Write a signed cartridge with `objects` ROM objects (16 bound meta keys + sqlar files)."""
+    meta = {
+        "acx.spec_version": "0.1",
+        "acx.cartridge_id": f"{PUBLISHER}/bench@00000000-0000-4000-8000-000000000000",
+        "acx.created_at": SIGNED_AT,
+        "acx.embedding_engine": '{"id":"local-hash-128","dim":128}',
+        "acx.publisher_id": PUBLISHER,
+        "acx.agent_name": "Bench",
+        "acx.provider": "none",
+        "acx.model": "none",
+        "acx.role": "builder",
+        "acx.declared_level": "1",
+        "acx.artifact_id": "bench",
+        "acx.artifact_version": "1.0.0",
+        "acx.description": "benchmark cartridge",
+        "acx.license": "MIT",
+        "acx.authors": "[]",
+        "acx.tags": "[]",
+    }
+    files = objects - len(meta)
+    size = max(1, total_mb * 1024 * 1024 // files)
+    conn = sqlite3.connect(str(path), isolation_level=None)
+    conn.execute("PRAGMA page_size = 4096")
+    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+    conn.execute(f"PRAGMA user_version = {USER_VERSION}")
+    conn.execute("PRAGMA journal_mode = OFF")
+    conn.execute("PRAGMA synchronous = OFF")
+    conn.executescript(DDL)
+    conn.execute("BEGIN")
+    for k, v in meta.items():
+        conn.execute("INSERT INTO cartridge VALUES (?, ?)", (k, v))
+        oid, sz = oid_meta(k, v)
+        conn.execute(
+            "INSERT INTO objects VALUES (?, 'cartridge', ?, 'jcs-rfc8785', 'rom', ?)",
+            (oid, f"cartridge:{k}", sz),
+        )
+    for i in range(files):
+        name = f"rom/bench/d{i // 500:03d}/f{i:05d}.bin"
+        data = os.urandom(size)  # incompressible: stored raw, as the brief recommends
+        conn.execute("INSERT INTO sqlar VALUES (?, 420, 0, ?, ?)", (name, len(data), data))
+        oid, sz = oid_sqlar(data)
+        conn.execute("INSERT INTO objects VALUES (?, 'sqlar', ?, 'raw', 'rom', ?)", (oid, name, sz))
+    conn.execute("COMMIT")
+    m = compute_rom_manifest(Cartridge.from_connection(conn, label=str(path)))
+    conn.execute("INSERT INTO cartridge VALUES ('acx.rom_manifest_hash', ?)", (m.hash,))
+    statement = {
+        "_type": STATEMENT_TYPE,
+        "subject": [{"name": meta["acx.cartridge_id"], "digest": {"sha256": m.hex}}],
+        "predicateType": PREDICATE_TYPE,
+        "predicate": {
+            "acxSchemaVersion": "0.1",
+            "checksumHash": m.checksum_hash,
+            "embeddingEngine": {"dim": 128, "id": "local-hash-128"},
+            "fileCount": m.file_count,
+            "manifestHash": m.hash,
+            "provenanceInstanceId": None,
+            "publisherId": PUBLISHER,
+            "romDigest": m.hash,
+            "signedAt": SIGNED_AT,
+        },
+    }
+    key = generate_ed25519()
+    pub = key.public()
+    env = sign(PAYLOAD_TYPE, jcs(statement), key, pub.keyid())
+    conn.execute(
+        "INSERT INTO signatures VALUES (?, 'rom-manifest', ?, ?, ?, ?, 'ed25519', ?)",
+        (
+            f"sig-rom-{m.hex[:12]}",
+            m.hash,
+            json.dumps(env.to_json(), separators=(",", ":")),
+            pub.keyid(),
+            pub.spki_pem(),
+            SIGNED_AT,
+        ),
+    )
+    conn.close()
+
+
+CHILD = """
+import json, resource, sys, time
+from datetime import UTC, datetime
+t0 = time.perf_counter()
+from acxoci.cartridge.verify import verify_cartridge
+v = verify_cartridge(sys.argv[1], registry=None, now=datetime(2026, 11, 30, tzinfo=UTC))
+dt = time.perf_counter() - t0
+print(json.dumps({"seconds": dt, "trust": v.trust, "status": v.status, "fileCount": v.file_count,
+                  "maxrssKiB": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
+"""
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--objects", type=int, default=10_000)
+    ap.add_argument("--mb", type=int, default=200)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--keep", type=Path, default=None, help="write the cartridge here instead of a temp dir")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="acx-bench-") as d:
+        path = (args.keep or Path(d)) / "bench.acx"
+        t0 = time.perf_counter()
+        generate(path, args.objects, args.mb)
+        gen = time.perf_counter() - t0
+        size = path.stat().st_size
+        print(f"generated {path.name}: {args.objects} ROM objects, {size / 1e6:.1f} MB in {gen:.1f} s")
+
+        t0 = time.perf_counter()
+        h = hashlib.sha256()
+        with open(path, "rb") as fh:
+            while chunk := fh.read(1 << 20):
+                h.update(chunk)
+        base_hash = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        conn = sqlite3.connect(path.resolve().as_uri() + "?mode=ro&immutable=1", uri=True)
+        n = sum(len(r[0]) for r in conn.execute("SELECT data FROM sqlar"))
+        conn.close()
+        base_read = time.perf_counter() - t0
+        print(f"baseline sha256(file):          {base_hash:6.2f} s")
+        print(f"baseline read all sqlar blobs:  {base_read:6.2f} s ({n / 1e6:.0f} MB)")
+
+        env = dict(os.environ, PYTHONPATH=str(REPO))
+        results = []
+        for _ in range(args.runs):
+            out = subprocess.run(
+                [sys.executable, "-c", CHILD, str(path)], capture_output=True, text=True, env=env, check=True
+            )
+            results.append(json.loads(out.stdout))
+        best = min(r["seconds"] for r in results)
+        r0 = results[0]
+        ok = r0["trust"] == "portable" and r0["fileCount"] == args.objects
+        print(
+            f"acx verify (best of {args.runs}):     {best:6.2f} s  verdict {r0['status']}/{r0['trust']}, "
+            f"fileCount {r0['fileCount']}, peak RSS {max(r['maxrssKiB'] for r in results) / 1024:.0f} MiB"
+        )
+        print(f"ratio verify / sha256(file):    {best / base_hash:6.1f}x")
+        print(f"ratio verify / read blobs:      {best / base_read:6.1f}x")
+        print(
+            f"throughput:                     {size / 1e6 / best:6.0f} MB/s, "
+            f"{args.objects / best:,.0f} objects/s"
+        )
+        if not ok:
+            print("bench: unexpected verdict", file=sys.stderr)
+            return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,240 @@
+"""Cartridge verification: agreement with the reference on every vector, the stricter checks acxoci
+adds (each shown to pass on an honest re-signed control first), strip and the CLI exit codes."""
+
+from __future__ import annotations
+
+import base64
+import json
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from acxoci.cartridge.strip import strip_cartridge
+from acxoci.cartridge.trust_file import load_trust_registry
+from acxoci.cartridge.verify import verify_cartridge
+from tests.unit.test_cartridge_verify_support import (
+    NOW,
+    SAMPLE,
+    SAMPLE_KEYID,
+    copy_vector,
+    read_statement,
+    resign,
+    sql,
+)
+
+
+def _cases(vectors: Path) -> list[tuple[str, dict[str, Any]]]:
+    exp = json.loads((vectors / "expected.json").read_text())
+    return [(k, v) for k, v in exp.items() if v["kind"] == "cartridge"]
+
+
+def test_every_vector_verdict(vectors_dir: Path) -> None:
+    cases = _cases(vectors_dir)
+    assert len(cases) >= 14
+    for name, case in cases:
+        reg = load_trust_registry(vectors_dir / case["registry"], now=NOW) if "registry" in case else None
+        v = verify_cartridge(vectors_dir / case.get("file", name), registry=reg, now=NOW)
+        ref = case["reference"]
+        must = case.get("acxoci_must_say")
+        if must == "tampered":
+            assert (v.trust, v.status) == ("tampered", "invalid"), (name, v)
+        elif must == "valid":
+            assert not v.rejected and v.trust == ref["trust"], (name, v)
+        else:
+            assert (v.status, v.trust, v.summary) == (ref["status"], ref["trust"], ref["summary"]), (name, v)
+        assert int(v.rejected) == (1 if must == "tampered" else ref["exit"]), name
+        if "romDigest" in case:
+            assert v.rom_digest == case["romDigest"]
+        if "keyid" in case:
+            assert v.keyid == case["keyid"]
+
+
+@pytest.fixture
+def sample(vectors_dir: Path, tmp_path: Path) -> Path:
+    return copy_vector(vectors_dir, SAMPLE, tmp_path / "c.acx")
+
+
+def _verify(p: Path) -> Any:
+    return verify_cartridge(p, registry=None, now=NOW)
+
+
+def test_resigned_control_is_portable(sample: Path) -> None:
+    resign(sample, read_statement(sample))
+    v = _verify(sample)
+    assert (v.trust, v.status) == ("portable", "warning") and v.keyid != SAMPLE_KEYID
+
+
+def _mutate_statement(stmt: dict[str, Any], what: str) -> None:
+    if what == "predicateType":
+        stmt["predicateType"] = "https://example.com/other/v1"
+    elif what == "_type":
+        stmt["_type"] = "https://in-toto.io/Statement/v0.1"
+    elif what == "two subjects":
+        stmt["subject"].append(dict(stmt["subject"][0], name="other"))
+    elif what == "publisherId":
+        stmt["predicate"]["publisherId"] = "io.github.someone-else"
+    elif what == "subject digest":
+        stmt["subject"][0]["digest"]["sha256"] = "0" * 64
+    elif what == "subject digest absent":
+        stmt["subject"][0]["digest"] = {"sha512": "0" * 128}
+    elif what == "subject name":
+        stmt["subject"][0]["name"] = "io.github.example-acx/other@x"
+    elif what == "fileCount":
+        stmt["predicate"]["fileCount"] = 1
+    elif what == "extra field":
+        stmt["extra"] = 1
+
+
+@pytest.mark.parametrize(
+    "what",
+    [
+        "predicateType",
+        "_type",
+        "two subjects",
+        "publisherId",
+        "subject digest",
+        "subject digest absent",
+        "subject name",
+        "fileCount",
+        "extra field",
+    ],
+)
+def test_statement_binding_is_checked(sample: Path, what: str) -> None:
+    stmt = read_statement(sample)
+    _mutate_statement(stmt, what)
+    resign(sample, stmt)
+    v = _verify(sample)
+    assert (v.trust, v.status) == ("tampered", "invalid"), v
+
+
+def test_wrong_payload_type_is_tampered(sample: Path) -> None:
+    resign(sample, read_statement(sample), payload_type="application/json")
+    v = _verify(sample)
+    assert v.summary == "DSSE verification failed." and "payloadType" in v.issues[0]
+
+
+def test_keyid_must_be_spki_hash(sample: Path) -> None:
+    key = resign(sample, read_statement(sample))
+    sql(
+        sample,
+        "UPDATE signatures SET keyid = ?, envelope = replace(envelope, ?, ?)",
+        params=(SAMPLE_KEYID, key.public().keyid(), SAMPLE_KEYID),
+    )
+    v = _verify(sample)
+    assert v.summary == "Signer keyid does not match the verifying key."
+
+
+def test_envelope_and_column_keyid_must_agree(sample: Path) -> None:
+    sql(sample, "UPDATE signatures SET keyid = 'ed25519:' || hex(zeroblob(32))")
+    assert _verify(sample).trust == "tampered"
+
+
+def test_bad_signature_is_tampered(sample: Path) -> None:
+    key = resign(sample, read_statement(sample))
+    forged = key.sign(b"something else entirely")
+    env = json.loads(sqlite3.connect(str(sample)).execute("SELECT envelope FROM signatures").fetchone()[0])
+    env["signatures"][0]["sig"] = base64.b64encode(forged).decode()
+    sql(sample, "UPDATE signatures SET envelope = ?", params=(json.dumps(env),))
+    v = _verify(sample)
+    assert (v.trust, v.summary) == ("tampered", "DSSE verification failed.")
+
+
+def test_no_public_key_is_unverified(sample: Path) -> None:
+    sql(sample, "UPDATE signatures SET public_key_pem = NULL")
+    v = _verify(sample)
+    assert (v.status, v.trust) == ("warning", "unverified")
+    assert v.meets(None) and not v.meets("portable") and not v.meets("trusted")
+
+
+def test_registry_key_used_when_cartridge_has_none(vectors_dir: Path, sample: Path) -> None:
+    sql(sample, "UPDATE signatures SET public_key_pem = NULL")
+    reg = load_trust_registry(vectors_dir / "sample/trust-active.json", now=NOW)
+    v = verify_cartridge(sample, registry=reg, now=NOW)
+    assert (v.trust, v.key_source) == ("trusted", "registry")
+
+
+def test_unsigned_is_legacy(sample: Path) -> None:
+    sql(sample, "DELETE FROM signatures")
+    v = _verify(sample)
+    assert (v.status, v.trust, v.issues[0]) == ("warning", "legacy", "Missing rom-manifest signature")
+    assert not v.meets("portable")
+
+
+@pytest.mark.parametrize(
+    ("stmt", "needle"),
+    [
+        ("DELETE FROM objects WHERE source_ref LIKE 'memory:%'", "memory:mem-ge-mnhsl3xg"),
+        ("DELETE FROM objects WHERE source_ref LIKE 'capability:%'", "capability:"),
+        ("DELETE FROM objects WHERE source_ref = 'cartridge:acx.homepage'", "cartridge:acx.homepage"),
+        ("DELETE FROM memory", "memory:mem-ge-mnhsl3xg: missing source"),
+        ("DELETE FROM sqlar WHERE name = 'rom/knowledge/STYLE.md'", "rom/knowledge/STYLE.md: missing source"),
+        ("UPDATE memory SET zone = 'save'", "memory:mem-ge-mnhsl3xg"),
+        ("UPDATE objects SET sz = sz + 1 WHERE source_ref = 'rom/knowledge/STYLE.md'", "sz"),
+        ("UPDATE objects SET kind = 'skill' WHERE source_ref = 'rom/knowledge/STYLE.md'", "kind/canon"),
+        ("UPDATE capabilities SET content_hash = 'sha256:' || hex(zeroblob(32))", "content_hash"),
+    ],
+)
+def test_coverage_and_sources_checked_before_signature(sample: Path, stmt: str, needle: str) -> None:
+    sql(sample, stmt)
+    v = _verify(sample)
+    assert v.trust == "tampered", v
+    assert any(needle in i for i in v.issues), v.issues
+
+
+def test_strip_keeps_rom_and_signature(vectors_dir: Path, tmp_path: Path) -> None:
+    src = vectors_dir / "sample/tampered/save-only-change.acx"
+    out = tmp_path / "out.acx"
+    r = strip_cartridge(src, out, now=NOW)
+    assert r.ok and r.equal and r.removed.get("sqlar") == 1 and out.exists()
+    assert verify_cartridge(out, registry=None, now=NOW).trust == "portable"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.acx"]
+
+
+def test_strip_refuses_tampered_input(vectors_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out.acx"
+    r = strip_cartridge(vectors_dir / "sample/tampered/rom-data.acx", out, now=NOW)
+    assert not r.ok and r.output is None and not out.exists()
+    assert list(tmp_path.iterdir()) == []
+
+
+def _acx(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "acxoci", *args], capture_output=True, text=True, timeout=60, check=False
+    )
+
+
+def test_cli_exit_codes(vectors_dir: Path, tmp_path: Path) -> None:
+    s = str(vectors_dir / SAMPLE)
+    assert _acx("cartridge", "verify", s).returncode == 0
+    r = _acx("cartridge", "verify", s, "--require", "trusted")
+    assert r.returncode == 8
+    r = _acx(
+        "cartridge",
+        "verify",
+        s,
+        "--trust-registry",
+        str(vectors_dir / "sample/trust-active.json"),
+        "--require",
+        "trusted",
+        "--now",
+        "2026-11-30T00:00:00Z",
+        "--json",
+    )
+    assert r.returncode == 0 and json.loads(r.stdout)["trust"] == "trusted"
+    r = _acx("cartridge", "verify", s, "--trust-registry", str(vectors_dir / "sample/trust-compromised.json"))
+    assert r.returncode == 1 and r.stdout.startswith("TAMPERED")
+    r = _acx("--json", "cartridge", "verify", str(vectors_dir / "sample/tampered/injected-rom-row.acx"))
+    assert r.returncode == 1 and json.loads(r.stdout)["trust"] == "tampered"
+    r = _acx("cartridge", "inspect", s, "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["romObjects"]["count"] == 34
+    out = tmp_path / "o.acx"
+    r = _acx("cartridge", "strip", s, "-o", str(out))
+    assert r.returncode == 0 and "EQUAL" in r.stdout and out.exists()
+    bad = tmp_path / "bad.acx"
+    bad.write_bytes(b"not sqlite at all" * 10)
+    r = _acx("--json", "cartridge", "verify", str(bad))
+    assert r.returncode == 3 and json.loads(r.stdout)["error"]["where"] == str(bad)
