@@ -33,7 +33,9 @@ class PublicKey:
         return f"ecdsa-{self.key.curve.name}"
 
     def spki_der(self) -> bytes:
-        return self.key.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+        return self.key.public_bytes(
+            serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
 
     def spki_pem(self) -> str:
         return self.key.public_bytes(

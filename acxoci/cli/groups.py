@@ -20,8 +20,19 @@ from acxoci.cli import (
 )
 from acxoci.cli.apps import GROUPS
 
-MODULES = (cmd_key, cmd_cartridge, cmd_cartridge_build, cmd_harness, cmd_policy, cmd_oci, cmd_attest, cmd_workflow,
-           cmd_level, cmd_install, cmd_release)
+MODULES = (
+    cmd_key,
+    cmd_cartridge,
+    cmd_cartridge_build,
+    cmd_harness,
+    cmd_policy,
+    cmd_oci,
+    cmd_attest,
+    cmd_workflow,
+    cmd_level,
+    cmd_install,
+    cmd_release,
+)
 
 
 def register_all(app: typer.Typer) -> None:

@@ -18,7 +18,7 @@ from acxoci.errors import AcxError, InternalError, UsageError
 try:  # typer >= 0.23 vendors click; older versions use the click package
     from typer._click import exceptions as click_exc
 except ImportError:  # pragma: no cover
-    from click import exceptions as click_exc  # type: ignore[no-redef]
+    from click import exceptions as click_exc  # type: ignore[no-redef,import-not-found,unused-ignore]
 
 GLOBAL_FLAGS = {"--json": "json", "-v": "verbose", "--verbose": "verbose", "-q": "quiet", "--quiet": "quiet"}
 
@@ -41,7 +41,9 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def root(
-    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version."
+    ),
     json_: bool = typer.Option(False, "--json", help="Machine-readable JSON output (any position)."),
     verbose: bool = typer.Option(False, "-v", "--verbose", help="More detail; tracebacks on errors."),
     quiet: bool = typer.Option(False, "-q", "--quiet", help="Only errors."),
@@ -97,7 +99,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(130)
     except KeyboardInterrupt:
         sys.exit(130)
-    except click_exc.NoArgsIsHelpError as exc:
+    except click_exc.NoArgsIsHelpError:
         sys.exit(0)  # typer has already printed the help
     except click_exc.UsageError as exc:
         uerr = UsageError(exc.format_message(), hint="see `acx --help`")

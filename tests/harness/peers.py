@@ -11,12 +11,19 @@ from pathlib import Path
 
 NOTLOG_SIGNING_CONFIG = {
     "mediaType": "application/vnd.dev.sigstore.signingconfig.v0.2+json",
-    "caUrls": [], "oidcUrls": [], "rekorTlogUrls": [], "tsaUrls": [],
-    "rekorTlogConfig": {"selector": "ANY"}, "tsaConfig": {"selector": "ANY"},
+    "caUrls": [],
+    "oidcUrls": [],
+    "rekorTlogUrls": [],
+    "tsaUrls": [],
+    "rekorTlogConfig": {"selector": "ANY"},
+    "tsaConfig": {"selector": "ANY"},
 }
 EMPTY_TRUSTED_ROOT = {
     "mediaType": "application/vnd.dev.sigstore.trustedroot+json;version=0.1",
-    "tlogs": [], "certificateAuthorities": [], "ctlogs": [], "timestampAuthorities": [],
+    "tlogs": [],
+    "certificateAuthorities": [],
+    "ctlogs": [],
+    "timestampAuthorities": [],
 }
 
 
@@ -31,16 +38,31 @@ class Peer:
     home: Path
     env: dict[str, str] = field(default_factory=dict)
 
-    def run(self, *args: str, check: bool = True, env: dict[str, str] | None = None,
-            timeout: float = 120, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    def run(
+        self,
+        *args: str,
+        check: bool = True,
+        env: dict[str, str] | None = None,
+        timeout: float = 120,
+        cwd: Path | None = None,
+    ) -> subprocess.CompletedProcess[str]:
         """Run the peer; with check=True a non-zero exit raises PeerFailed with its output."""
         full_env = {**os.environ, "HOME": str(self.home), **self.env, **(env or {})}
         full_env.pop("SSL_CERT_FILE", None) if "SSL_CERT_FILE" not in (env or {}) else None
-        proc = subprocess.run([str(self.bin), *args], capture_output=True, text=True, env=full_env,
-                              timeout=timeout, cwd=str(cwd) if cwd else None, stdin=subprocess.DEVNULL)
+        proc = subprocess.run(
+            [str(self.bin), *args],
+            capture_output=True,
+            text=True,
+            env=full_env,
+            timeout=timeout,
+            cwd=str(cwd) if cwd else None,
+            stdin=subprocess.DEVNULL,
+        )
         if check and proc.returncode != 0:
-            raise PeerFailed(f"{self.name} {' '.join(args)} exited {proc.returncode}\n"
-                             f"stdout: {proc.stdout[-3000:]}\nstderr: {proc.stderr[-3000:]}")
+            raise PeerFailed(
+                f"{self.name} {' '.join(args)} exited {proc.returncode}\n"
+                f"stdout: {proc.stdout[-3000:]}\nstderr: {proc.stderr[-3000:]}"
+            )
         return proc
 
     @property
@@ -57,8 +79,9 @@ class Peer:
 class Oras(Peer):
     """oras with loopback plain HTTP: pass `plain_http=True` for 127.0.0.1 registries."""
 
-    def discover_json(self, ref: str, *, plain_http: bool = True, layout: bool = False,
-                      artifact_type: str | None = None) -> dict[str, object]:
+    def discover_json(
+        self, ref: str, *, plain_http: bool = True, layout: bool = False, artifact_type: str | None = None
+    ) -> dict[str, object]:
         args = ["discover"]
         if layout:
             args.append("--oci-layout")
@@ -96,8 +119,17 @@ class Cosign(Peer):
         self.run("generate-key-pair", cwd=directory, env={"COSIGN_PASSWORD": password})
         return directory / "cosign.key", directory / "cosign.pub"
 
-    def attest(self, ref: str, key: Path, predicate_type: str, predicate: Path, *, fmt: str = "legacy",
-               password: str = "test-pass", check: bool = True) -> subprocess.CompletedProcess[str]:
+    def attest(
+        self,
+        ref: str,
+        key: Path,
+        predicate_type: str,
+        predicate: Path,
+        *,
+        fmt: str = "legacy",
+        password: str = "test-pass",
+        check: bool = True,
+    ) -> subprocess.CompletedProcess[str]:
         """Attest `ref` (a digest reference) in `legacy` (.att tag) or `bundle` (referrer) format."""
         sc, tr = self._files()
         args = ["attest", "--key", str(key), "--type", predicate_type, "--predicate", str(predicate), "-y"]
@@ -109,8 +141,9 @@ class Cosign(Peer):
             args += ["--use-signing-config=false", "--tlog-upload=false", "--new-bundle-format=false"]
         return self.run(*args, ref, env={"COSIGN_PASSWORD": password}, check=check)
 
-    def verify_attestation(self, ref: str, pub: Path, predicate_type: str, *, fmt: str = "default",
-                           check: bool = True) -> subprocess.CompletedProcess[str]:
+    def verify_attestation(
+        self, ref: str, pub: Path, predicate_type: str, *, fmt: str = "default", check: bool = True
+    ) -> subprocess.CompletedProcess[str]:
         """verify-attestation offline. fmt: `default` (the version's default), or `bundle` for
         cosign 2.5 `--new-bundle-format`."""
         _, tr = self._files()
@@ -119,22 +152,58 @@ class Cosign(Peer):
             args += ["--new-bundle-format", "--trusted-root", str(tr)]
         return self.run(*args, ref, check=check)
 
-    def attest_blob(self, blob: Path, key: Path, predicate_type: str, predicate: Path, out: Path, *,
-                    fmt: str = "bundle", password: str = "test-pass") -> subprocess.CompletedProcess[str]:
+    def attest_blob(
+        self,
+        blob: Path,
+        key: Path,
+        predicate_type: str,
+        predicate: Path,
+        out: Path,
+        *,
+        fmt: str = "bundle",
+        password: str = "test-pass",
+    ) -> subprocess.CompletedProcess[str]:
         """attest-blob offline: `bundle` writes a sigstore bundle, `envelope` a DSSE envelope (2.5)."""
-        args = ["attest-blob", "--key", str(key), "--type", predicate_type, "--predicate", str(predicate), "-y"]
+        args = [
+            "attest-blob",
+            "--key",
+            str(key),
+            "--type",
+            predicate_type,
+            "--predicate",
+            str(predicate),
+            "-y",
+        ]
         if self.major == 2:
             args += ["--tlog-upload=false"]
-            args += ["--new-bundle-format", "--bundle", str(out)] if fmt == "bundle" else ["--output-signature", str(out)]
+            args += (
+                ["--new-bundle-format", "--bundle", str(out)]
+                if fmt == "bundle"
+                else ["--output-signature", str(out)]
+            )
         else:
             args += ["--use-signing-config=false", "--tlog-upload=false", "--bundle", str(out)]
         return self.run(*args, str(blob), env={"COSIGN_PASSWORD": password})
 
-    def verify_blob_attestation(self, blob: Path, pub: Path, predicate_type: str, *, bundle: Path | None = None,
-                                envelope: Path | None = None, check: bool = True
-                                ) -> subprocess.CompletedProcess[str]:
+    def verify_blob_attestation(
+        self,
+        blob: Path,
+        pub: Path,
+        predicate_type: str,
+        *,
+        bundle: Path | None = None,
+        envelope: Path | None = None,
+        check: bool = True,
+    ) -> subprocess.CompletedProcess[str]:
         _, tr = self._files()
-        args = ["verify-blob-attestation", "--key", str(pub), "--type", predicate_type, "--insecure-ignore-tlog"]
+        args = [
+            "verify-blob-attestation",
+            "--key",
+            str(pub),
+            "--type",
+            predicate_type,
+            "--insecure-ignore-tlog",
+        ]
         if bundle is not None:
             args += ["--bundle", str(bundle)]
             if self.major == 2:

@@ -18,8 +18,15 @@ import pytest
 from tests.harness.env import REPO
 
 OURS = ("attest", "acxoci")
-DOMAIN = ("acxoci.cartridge", "acxoci.workflow", "acxoci.policy", "acxoci.level", "acxoci.attestation",
-          "acxoci.artifact", "acxoci.install")
+DOMAIN = (
+    "acxoci.cartridge",
+    "acxoci.workflow",
+    "acxoci.policy",
+    "acxoci.level",
+    "acxoci.attestation",
+    "acxoci.artifact",
+    "acxoci.install",
+)
 
 
 def module_name(path: Path, root: Path = REPO) -> str:
@@ -62,8 +69,13 @@ def violations_for(path: Path, root: Path = REPO) -> list[str]:
         where = f"{path.relative_to(root)}:{line} imports {imp}"
         if under(me, "attest") and under(imp, "acxoci"):
             out.append(f"{where}: attest must import nothing of acxoci")
-        if under(me, "acxoci.oci") and under(imp, "acxoci") and not (
-                under(imp, "acxoci.oci") or imp in ("acxoci.errors", "acxoci") or under(imp, "acxoci.errors")):
+        if (
+            under(me, "acxoci.oci")
+            and under(imp, "acxoci")
+            and not (
+                under(imp, "acxoci.oci") or imp in ("acxoci.errors", "acxoci") or under(imp, "acxoci.errors")
+            )
+        ):
             out.append(f"{where}: acxoci.oci may import only attest")
         if not under(me, "acxoci.cli") and (under(imp, "typer") or under(imp, "rich")):
             out.append(f"{where}: only acxoci.cli may import typer/rich")
@@ -93,14 +105,17 @@ def test_import_arrows_follow_design() -> None:
     assert not problems, "\n".join(problems)
 
 
-@pytest.mark.parametrize(("module", "body", "expected"), [
-    ("attest/zz_bad.py", "from acxoci.errors import AcxError\n", "attest must import nothing"),
-    ("acxoci/oci/zz_bad.py", "import acxoci.cartridge.verify\n", "acxoci.oci may import only attest"),
-    ("acxoci/cartridge/zz_bad.py", "import typer\n", "only acxoci.cli may import typer"),
-    ("acxoci/workflow/zz_bad.py", "from acxoci.cli import output\n", "nothing may import acxoci.cli"),
-    ("acxoci/level/zz_bad.py", "from ..release import engine\n", "must not import acxoci.release"),
-    ("acxoci/oci/zz_ok.py", "from attest.canonical import jcs\nfrom . import layout\n", None),
-])
+@pytest.mark.parametrize(
+    ("module", "body", "expected"),
+    [
+        ("attest/zz_bad.py", "from acxoci.errors import AcxError\n", "attest must import nothing"),
+        ("acxoci/oci/zz_bad.py", "import acxoci.cartridge.verify\n", "acxoci.oci may import only attest"),
+        ("acxoci/cartridge/zz_bad.py", "import typer\n", "only acxoci.cli may import typer"),
+        ("acxoci/workflow/zz_bad.py", "from acxoci.cli import output\n", "nothing may import acxoci.cli"),
+        ("acxoci/level/zz_bad.py", "from ..release import engine\n", "must not import acxoci.release"),
+        ("acxoci/oci/zz_ok.py", "from attest.canonical import jcs\nfrom . import layout\n", None),
+    ],
+)
 def test_checker_catches_a_wrong_arrow(tmp_path: Path, module: str, body: str, expected: str | None) -> None:
     """The checker itself: a planted wrong import is reported (proves the test can fail)."""
     fake = tmp_path / module

@@ -34,7 +34,9 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_python_dash_m_and_console_script_agree() -> None:
-    a = subprocess.run([sys.executable, "-m", "acxoci", "--version"], capture_output=True, text=True, cwd=REPO)
+    a = subprocess.run(
+        [sys.executable, "-m", "acxoci", "--version"], capture_output=True, text=True, cwd=REPO
+    )
     assert a.returncode == 0 and __version__ in a.stdout
 
 
@@ -64,16 +66,29 @@ def test_exit_codes_are_distinct_per_kind() -> None:
     # tampered is a kind of verification failure and shares its exit code; all others differ
     codes = [c for k, c in by_kind.items() if k != "tampered"]
     assert len(codes) == len(set(codes)), by_kind
-    for needed in ("usage", "invalid_input", "verification_failed", "not_found", "auth_failure",
-                   "host_failure", "writeback_failed", "refused_by_policy"):
+    for needed in (
+        "usage",
+        "invalid_input",
+        "verification_failed",
+        "not_found",
+        "auth_failure",
+        "host_failure",
+        "writeback_failed",
+        "refused_by_policy",
+    ):
         assert needed in by_kind
 
 
 def test_error_json_shape() -> None:
     err = NotFound("tag v9 not found", where="oci-layout:/x", hint="list tags with `acx tags`")
     doc = err.to_json()
-    assert doc == {"kind": "not_found", "message": "tag v9 not found", "exitCode": 4,
-                   "where": "oci-layout:/x", "hint": "list tags with `acx tags`"}
+    assert doc == {
+        "kind": "not_found",
+        "message": "tag v9 not found",
+        "exitCode": 4,
+        "where": "oci-layout:/x",
+        "hint": "list tags with `acx tags`",
+    }
     assert err.one_line().startswith("oci-layout:/x: tag v9 not found")
 
 
@@ -84,8 +99,9 @@ def test_docs_list_every_exit_code() -> None:
         assert f"| {cls.exit_code} " in text
 
 
-def test_acx_error_raised_in_command_prints_one_line(capsys: pytest.CaptureFixture[str],
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_acx_error_raised_in_command_prints_one_line(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     import typer
 
     probe = typer.Typer()
@@ -107,8 +123,9 @@ def test_acx_error_raised_in_command_prints_one_line(capsys: pytest.CaptureFixtu
     assert issubclass(InvalidInput, AcxError)
 
 
-def test_typer_exit_code_is_propagated(capsys: pytest.CaptureFixture[str],
-                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_typer_exit_code_is_propagated(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A verdict command that raises typer.Exit(1) must exit 1, not 0."""
     import typer
 

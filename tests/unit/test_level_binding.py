@@ -1,0 +1,145 @@
+"""The credential binds to the recomputed, signature-verified ROM digest: a ROM edit (re-signed)
+is a binding mismatch, a tampered copy does not verify at all, and an issuer cannot level its own
+cartridge."""
+
+from __future__ import annotations
+
+import shutil
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from acxoci.cartridge.build import build_cartridge
+from acxoci.errors import RefusedByPolicy, VerificationFailed
+from acxoci.level import status as st
+from acxoci.level.benchmark import demo_suite
+from acxoci.level.binding import bind_cartridge
+from acxoci.level.credential import REASON_MISMATCH, issue_credential, verify_credential
+from acxoci.level.issuers import IssuerRegistry
+from acxoci.level.run import run_level
+from acxoci.level.solver import ReferenceSolver
+from attest.keys import PrivateKey, generate_ed25519
+from attest.statuslist import StatusEntry
+
+T0 = datetime(2026, 8, 1, tzinfo=UTC)
+CREATED = "2026-07-01T00:00:00Z"
+ISSUER = "did:web:verifier.example"
+LIST = "https://status.example/b"
+
+
+def _build(pkg: Path, out: Path, key: PrivateKey) -> Path:
+    return build_cartridge(pkg, out, publisher="io.github.example-acx", key=key, created_at=CREATED).path
+
+
+def _issuers(key: PrivateKey) -> IssuerRegistry:
+    pub = key.public()
+    return IssuerRegistry.from_json(
+        {
+            "schemaVersion": "acx.trust-registry/1",
+            "keys": [
+                {
+                    "keyid": pub.keyid(),
+                    "publisherId": "example.verifier",
+                    "algorithm": "ed25519",
+                    "publicKeyPem": pub.spki_pem(),
+                    "status": "active",
+                    "notBefore": "2026-01-01T00:00:00Z",
+                    "notAfter": "2028-01-01T00:00:00Z",
+                    "namespaceProof": {
+                        "method": "dns-txt",
+                        "txtRecord": "_acx-challenge.verifier.example",
+                        "verifiedAt": "2026-01-01T00:00:00Z",
+                    },
+                }
+            ],
+        }
+    )
+
+
+@pytest.fixture
+def two_versions(tmp_path: Path, vectors_dir: Path) -> tuple[Path, Path, PrivateKey]:
+    pkg = tmp_path / "pkg"
+    shutil.copytree(vectors_dir / "sample" / "sample-agent-package", pkg)
+    publisher = generate_ed25519()
+    v1 = _build(pkg, tmp_path / "v1.acx", publisher)
+    skills = pkg / "SKILLS.md"
+    skills.write_text(skills.read_text() + "\n- one more skill, added after the level was issued\n")
+    v2 = _build(pkg, tmp_path / "v2.acx", publisher)
+    return v1, v2, publisher
+
+
+def test_rom_edit_is_a_binding_mismatch(tmp_path: Path, two_versions: tuple[Path, Path, PrivateKey]) -> None:
+    v1, v2, _ = two_versions
+    b1, b2 = bind_cartridge(v1, now=T0), bind_cartridge(v2, now=T0)
+    assert b1.cartridge_id == b2.cartridge_id and b1.rom_digest != b2.rom_digest
+    issuer = generate_ed25519()
+    lst = tmp_path / "sl.json"
+    st.write_json_atomic(lst, st.create_status_list(list_id=LIST, issuer=ISSUER, key=issuer, now=T0))
+    result = run_level(
+        demo_suite(), cartridge=v1, rom_digest=b1.rom_digest, solver=ReferenceSolver(33), signer=issuer
+    )
+    vc = issue_credential(
+        result,
+        cartridge_id=b1.cartridge_id,
+        issuer=ISSUER,
+        key=issuer,
+        now=T0,
+        status=StatusEntry(LIST, 1, "revocation", f"{LIST}#1"),
+        subject_keyid=b1.keyid,
+    )
+    assert vc["credentialSubject"]["id"] == f"urn:acx:cartridge:{b1.cartridge_id}"
+    issuers = _issuers(issuer)
+    at = T0 + timedelta(hours=1)
+
+    def check(entry: StatusEntry, vc_issuer: str) -> st.StatusOutcome:
+        return st.check_status(
+            entry, source=str(lst), issuers=issuers, vc_issuer=vc_issuer, now=at, cache_dir=tmp_path / "cache"
+        )
+
+    ok = verify_credential(
+        vc,
+        issuers=issuers,
+        expected_rom_digest=b1.rom_digest,
+        now=at,
+        status_check=check,
+        subject_publisher=b1.publisher_id,
+        subject_keyid=b1.keyid,
+    )
+    assert ok.state == "verified", ok.reasons
+    moved = verify_credential(
+        vc,
+        issuers=issuers,
+        expected_rom_digest=b2.rom_digest,
+        now=at,
+        status_check=check,
+        subject_publisher=b2.publisher_id,
+        subject_keyid=b2.keyid,
+    )
+    assert moved.state == "invalid" and any(r.startswith(REASON_MISMATCH) for r in moved.reasons)
+
+
+def test_tampered_or_unsigned_cartridges_do_not_bind(vectors_dir: Path) -> None:
+    for name in ("rom-data.acx", "bound-meta.acx", "injected-rom-row.acx", "keyid-rewritten.acx"):
+        with pytest.raises(VerificationFailed):
+            bind_cartridge(vectors_dir / "sample" / "tampered" / name, now=T0)
+    b = bind_cartridge(vectors_dir / "sample" / "sample.acx", now=T0)
+    assert b.rom_digest == "sha256:8ba92c59b173298b2e307b78daf9d82d89813fdb237f4d0ba738ce324efbdb5b"
+
+
+def test_issuer_cannot_level_a_cartridge_it_signed(two_versions: tuple[Path, Path, PrivateKey]) -> None:
+    v1, _, publisher = two_versions
+    b1 = bind_cartridge(v1, now=T0)
+    result = run_level(
+        demo_suite(), cartridge=v1, rom_digest=b1.rom_digest, solver=ReferenceSolver(33), signer=publisher
+    )
+    with pytest.raises(RefusedByPolicy, match="self-issuance"):
+        issue_credential(
+            result,
+            cartridge_id=b1.cartridge_id,
+            issuer=ISSUER,
+            key=publisher,
+            now=T0,
+            status=StatusEntry(LIST, 1, "revocation", None),
+            subject_keyid=b1.keyid,
+        )

@@ -1,0 +1,340 @@
+"""Level credentials end to end: issue → verify, revocation, freshness, anti-transplant, rejections."""
+
+from __future__ import annotations
+
+import copy
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from acxoci.errors import RefusedByPolicy, UsageError
+from acxoci.level import status as st
+from acxoci.level.benchmark import demo_suite
+from acxoci.level.credential import REASON_MISMATCH, LevelVerdict, issue_credential, verify_credential
+from acxoci.level.issuers import IssuerRegistry, did_web_publisher
+from acxoci.level.run import RunResult, run_level
+from acxoci.level.solver import ReferenceSolver
+from attest import statuslist
+from attest.keys import PrivateKey, PublicKey, generate_ed25519, load_public_pem
+from attest.statuslist import StatusEntry
+
+T0 = datetime(2026, 8, 1, 12, 0, tzinfo=UTC)
+ADA = "sha256:318b930a1942eb9d3e8088906c6b32f91def9e156d4cbb3a178e676d4e28aaca"
+REX = "sha256:f763d225d5f79817876cfaa60183164471bf3ec5d8dbf711f3ae772916526d2f"
+ISSUER = "did:web:verifier.example"
+LIST_ID = "https://status.example/lists/1"
+
+
+def registry_doc(
+    *keys: tuple[PublicKey, str], status: str = "active", reason: str | None = None
+) -> dict[str, Any]:
+    entries = []
+    for pub, publisher in keys:
+        e: dict[str, Any] = {
+            "keyid": pub.keyid(),
+            "publisherId": publisher,
+            "algorithm": "ed25519",
+            "publicKeyPem": pub.spki_pem(),
+            "status": status,
+            "notBefore": "2026-01-01T00:00:00Z",
+            "notAfter": "2028-01-01T00:00:00Z",
+            "namespaceProof": {
+                "method": "dns-txt",
+                "txtRecord": "_acx-challenge." + ".".join(reversed(publisher.split("."))),
+                "verifiedAt": "2026-01-01T00:00:00Z",
+            },
+        }
+        if reason:
+            e["revocationReason"] = reason
+            e["revokedAt"] = "2026-02-01T00:00:00Z"
+        entries.append(e)
+    return {"schemaVersion": "acx.trust-registry/1", "keys": entries}
+
+
+class World:
+    """An issuer with a registry, a status list on disk and a run of ada-ridge's ROM."""
+
+    def __init__(self, tmp: Path, key: PrivateKey, result: RunResult) -> None:
+        self.tmp, self.key, self.result = tmp, key, result
+        self.issuers = IssuerRegistry.from_json(registry_doc((key.public(), "example.verifier")))
+        self.list_path = tmp / "status.json"
+        st.write_json_atomic(
+            self.list_path, st.create_status_list(list_id=LIST_ID, issuer=ISSUER, key=key, now=T0)
+        )
+        self.cache = tmp / "cache"
+        self.entry = StatusEntry(LIST_ID, 42, "revocation", f"{LIST_ID}#42")
+        self.vc = issue_credential(
+            result,
+            cartridge_id="io.github.ridgeworks/ada-ridge@x",
+            issuer=ISSUER,
+            key=key,
+            now=T0,
+            status=self.entry,
+            validity=timedelta(days=30),
+        )
+
+    def verify(
+        self,
+        doc: Any = None,
+        *,
+        rom: str = ADA,
+        now: datetime = T0 + timedelta(hours=1),
+        source: str | None = None,
+        max_age: timedelta = timedelta(days=1),
+        offline: bool = False,
+        issuers: IssuerRegistry | None = None,
+        **kw: Any,
+    ) -> LevelVerdict:
+        reg = issuers or self.issuers
+        src = source or str(self.list_path)
+
+        def check(entry: StatusEntry, vc_issuer: str) -> st.StatusOutcome:
+            return st.check_status(
+                entry,
+                source=src,
+                issuers=reg,
+                vc_issuer=vc_issuer,
+                now=now,
+                max_age=max_age,
+                allow_offline=offline,
+                cache_dir=self.cache,
+            )
+
+        return verify_credential(
+            self.vc if doc is None else doc,
+            issuers=reg,
+            expected_rom_digest=rom,
+            now=now,
+            status_check=check,
+            **kw,
+        )
+
+    def revoke(self, index: int = 42, at: datetime = T0 + timedelta(minutes=30)) -> None:
+        doc = st.read_list_file(self.list_path)
+        st.write_json_atomic(self.list_path, st.set_status(doc, index, key=self.key, now=at))
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> World:
+    key = generate_ed25519()  # the issuer signs the evidence too
+    result = run_level(
+        demo_suite(), cartridge=Path("ada-ridge.acx"), rom_digest=ADA, solver=ReferenceSolver(33), signer=key
+    )
+    return World(tmp_path, key, result)
+
+
+def test_issued_credential_fields(world: World) -> None:
+    vc = world.vc
+    res = vc["credentialSubject"]["result"][0]
+    assert vc["@context"][0] == "https://www.w3.org/ns/credentials/v2"
+    assert vc["type"] == ["VerifiableCredential", "OpenBadgeCredential"]
+    assert vc["issuer"] == {"id": ISSUER, "type": ["Profile"]}
+    assert vc["credentialSubject"]["id"] == "urn:acx:cartridge:io.github.ridgeworks/ada-ridge@x"
+    assert (res["acx:ratingMu"], res["acx:ratingSigma"], res["acx:passRate"]) == (32.087, 1.204, 0.567)
+    assert (res["acx:acxLevel"], res["achievedLevel"], res["acx:gamesPlayed"]) == (28, "principal", 90)
+    assert res["acx:cartridgeRomDigest"] == ADA
+    assert vc["credentialStatus"] == {
+        "id": f"{LIST_ID}#42",
+        "type": "BitstringStatusListEntry",
+        "statusPurpose": "revocation",
+        "statusListIndex": "42",
+        "statusListCredential": LIST_ID,
+    }
+    assert len(vc["evidence"]) == 90 and vc["evidence"][0]["acx:digestMultibase"].startswith("u")
+    assert vc["validUntil"] == "2026-08-31T12:00:00.000Z"
+    assert vc["proof"]["verificationMethod"] == f"{ISSUER}#key-1"
+
+
+def test_issue_then_verify_passes(world: World) -> None:
+    v = world.verify()
+    assert v.state == "verified", v.reasons
+    assert v.ok and v.variant == "w3c" and v.level == 28 and v.evidence_checked == 90
+    assert v.status is not None and v.status.state == "valid"
+
+
+def test_revoked_after_bit_flip(world: World) -> None:
+    world.revoke()
+    v = world.verify()
+    assert v.state == "revoked" and not v.ok
+    assert v.reasons[0].startswith("revoked")
+    world.revoke(index=7)  # re-signing for another credential keeps ours set
+    assert world.verify().state == "revoked"
+
+
+def test_other_bits_do_not_revoke(world: World) -> None:
+    world.revoke(index=41)
+    assert world.verify().state == "verified"
+
+
+def test_stale_list_fails_unless_offline_allowed(world: World) -> None:
+    late = T0 + timedelta(days=3)
+    v = world.verify(now=late)
+    assert v.state == "invalid" and any("stale" in r for r in v.reasons)
+    ok = world.verify(now=late, offline=True)
+    assert ok.state == "verified" and ok.status is not None and ok.status.stale
+    assert "offline allowed" in ok.status.reason
+
+
+def test_unreachable_list_uses_cache_only_offline(world: World) -> None:
+    assert world.verify().ok  # fills the cache
+    world.list_path.unlink()
+    v = world.verify()
+    assert v.state == "invalid" and any("unreachable" in r for r in v.reasons)
+    ok = world.verify(offline=True)
+    assert ok.ok and ok.status is not None and ok.status.from_cache
+    cached = list(world.cache.glob("*.json"))
+    assert len(cached) == 1 and json.loads(cached[0].read_text())["fetchedAt"] == "2026-08-01T13:00:00.000Z"
+    world.cache = world.tmp / "empty-cache"
+    assert world.verify(offline=True).state == "invalid"
+
+
+def test_same_vc_against_another_rom_is_a_binding_mismatch(world: World) -> None:
+    v = world.verify(rom=REX)
+    assert v.state == "invalid"
+    assert any(r.startswith(REASON_MISMATCH) for r in v.reasons)
+
+
+def test_self_issued_rejected(world: World) -> None:
+    v = world.verify(subject_keyid=world.key.public().keyid())
+    assert v.state == "invalid" and any("self-issuance rejected" in r for r in v.reasons)
+    v2 = world.verify(subject_publisher="example.verifier/agents")
+    assert any("self-issuance rejected" in r for r in v2.reasons)
+    with pytest.raises(RefusedByPolicy, match="self-issuance"):
+        issue_credential(
+            world.result,
+            cartridge_id="c",
+            issuer=ISSUER,
+            key=world.key,
+            now=T0,
+            status=world.entry,
+            subject_keyid=world.key.public().keyid(),
+        )
+
+
+def test_expired_and_not_yet_valid(world: World) -> None:
+    v = world.verify(now=T0 + timedelta(days=31), offline=True)
+    assert v.state == "invalid" and any(r.startswith("expired: validUntil") for r in v.reasons)
+    early = world.verify(now=T0 - timedelta(days=1), offline=True)
+    assert any(r.startswith("not yet valid") for r in early.reasons)
+
+
+def test_unknown_issuer_rejected(world: World) -> None:
+    other = IssuerRegistry.from_json(registry_doc((generate_ed25519().public(), "org.elsewhere")))
+    v = world.verify(issuers=other)
+    assert v.state == "invalid" and v.reasons[0].startswith("unknown issuer")
+    wrong_key = IssuerRegistry.from_json(registry_doc((generate_ed25519().public(), "example.verifier")))
+    v2 = world.verify(issuers=wrong_key)
+    assert v2.state == "invalid" and "does not verify" in v2.reasons[0]
+
+
+def test_ineligible_issuer_key_rejected(world: World) -> None:
+    revoked = IssuerRegistry.from_json(
+        registry_doc((world.key.public(), "example.verifier"), status="revoked", reason="key-compromise")
+    )
+    v = world.verify(issuers=revoked)
+    assert v.state == "invalid" and any("not eligible" in r for r in v.reasons)
+
+
+@pytest.mark.parametrize(
+    "mutate",
+    [
+        lambda d: d["credentialSubject"]["result"][0].__setitem__("acx:acxLevel", 35),
+        lambda d: d["credentialSubject"]["result"][0].__setitem__("acx:cartridgeRomDigest", REX),
+        lambda d: d.__setitem__("validUntil", "2099-01-01T00:00:00.000Z"),
+        lambda d: d["credentialStatus"].__setitem__("statusListIndex", "43"),
+        lambda d: d["evidence"].pop(),
+    ],
+)
+def test_tampered_vc_rejected(world: World, mutate: Any) -> None:
+    doc = copy.deepcopy(world.vc)
+    mutate(doc)
+    v = world.verify(doc)
+    assert v.state == "invalid" and "tampered credential" in v.reasons[0]
+
+
+def test_tampered_status_list_rejected(world: World) -> None:
+    doc = st.read_list_file(world.list_path)
+    bits = statuslist.decode_list(doc["credentialSubject"]["encodedList"])
+    statuslist.set_bit(bits, 42)
+    doc["credentialSubject"]["encodedList"] = statuslist.encode_list(bits)  # bit flipped, not re-signed
+    st.write_json_atomic(world.list_path, doc)
+    v = world.verify()
+    assert v.state == "invalid" and any("status list rejected" in r and "tampered" in r for r in v.reasons)
+
+
+def test_status_list_from_another_issuer_rejected(world: World) -> None:
+    mallory = generate_ed25519()
+    path = world.tmp / "mallory.json"
+    st.write_json_atomic(
+        path, st.create_status_list(list_id=LIST_ID, issuer="did:web:mallory.example", key=mallory, now=T0)
+    )
+    v = world.verify(source=str(path))
+    assert v.state == "invalid" and any("not in the issuer trust registry" in r for r in v.reasons)
+    path2 = world.tmp / "other-id.json"
+    st.write_json_atomic(
+        path2,
+        st.create_status_list(list_id="https://status.example/lists/2", issuer=ISSUER, key=world.key, now=T0),
+    )
+    v2 = world.verify(source=str(path2))
+    assert any("is not the credential's statusListCredential" in r for r in v2.reasons)
+
+
+def test_forged_evidence_rejected(world: World) -> None:
+    # Re-sign a credential whose evidence was signed by a different key: the proof holds, evidence fails.
+    stranger = run_level(
+        demo_suite(),
+        cartridge=Path("x"),
+        rom_digest=ADA,
+        solver=ReferenceSolver(33),
+        signer=generate_ed25519(),
+    )
+    doc = issue_credential(
+        stranger, cartridge_id="c", issuer=ISSUER, key=world.key, now=T0, status=world.entry
+    )
+    v = world.verify(doc)
+    assert v.state == "invalid" and any(r.startswith("evidence[0]") for r in v.reasons)
+
+
+def test_gate_refuses_issuance(world: World) -> None:
+    short = run_level(
+        demo_suite(),
+        cartridge=Path("x"),
+        rom_digest=ADA,
+        solver=ReferenceSolver(33),
+        signer=world.key,
+        draw_count=20,
+    )
+    with pytest.raises(RefusedByPolicy, match=r"gating failed: sigma=\d+\.\d+ \(<1\.5\? no\), games=20"):
+        issue_credential(short, cartridge_id="c", issuer=ISSUER, key=world.key, now=T0, status=world.entry)
+
+
+def test_no_status_check_is_unresolved(world: World) -> None:
+    v = verify_credential(world.vc, issuers=world.issuers, expected_rom_digest=ADA, now=T0)
+    assert v.state == "unresolved" and not v.ok
+
+
+def test_reference_vc_min_through_the_policy(vectors_dir: Path) -> None:
+    doc = json.loads((vectors_dir / "level" / "vc-min.json").read_text())
+    pub = load_public_pem((vectors_dir / "level" / "vc-min.pub.pem").read_bytes())
+    reg = IssuerRegistry.from_json(registry_doc((pub, "example.verifier")))
+    rom = doc["credentialSubject"]["result"][0]["acx:cartridgeRomDigest"]
+    v = verify_credential(doc, issuers=reg, expected_rom_digest=rom, now=T0)
+    assert v.state == "unresolved" and v.variant == "acx" and v.level == 30
+    bad = verify_credential(doc, issuers=reg, expected_rom_digest=ADA, now=T0)
+    assert bad.state == "invalid" and any(r.startswith(REASON_MISMATCH) for r in bad.reasons)
+
+
+def test_did_web_mapping() -> None:
+    assert did_web_publisher("did:web:verifier.acx.dev") == "dev.acx.verifier"
+    assert did_web_publisher("did:web:example.com:issuers:a") == "com.example/issuers/a"
+    for bad in ("did:key:z6Mk", "did:web:localhost%3A8443", "did:web:UPPER..x"):
+        with pytest.raises(Exception):  # noqa: B017 - InvalidInput for every non-mappable DID
+            did_web_publisher(bad)
+
+
+def test_http_sources_refused(world: World) -> None:
+    with pytest.raises(UsageError):
+        st.fetch_list("http://status.example/1", now=T0)

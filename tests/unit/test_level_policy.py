@@ -1,0 +1,102 @@
+"""Level requirements (`--min-level`, workflow minLevel): parsing and the pass/fail decision."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from acxoci.errors import UsageError
+from acxoci.level import policy
+from acxoci.level import status as st
+from acxoci.level.benchmark import demo_suite
+from acxoci.level.binding import CartridgeBinding
+from acxoci.level.credential import issue_credential
+from acxoci.level.issuers import IssuerRegistry
+from acxoci.level.run import run_level
+from acxoci.level.solver import ReferenceSolver
+from attest.keys import generate_ed25519
+from attest.statuslist import StatusEntry
+
+T0 = datetime(2026, 8, 1, tzinfo=UTC)
+ROM = "sha256:f763d225d5f79817876cfaa60183164471bf3ec5d8dbf711f3ae772916526d2f"
+ISSUER = "did:web:verifier.example"
+LIST = "https://status.example/p"
+
+
+@pytest.mark.parametrize(("text", "level"), [("18", 18), ("senior", 15), ("Principal", 25), ("intern", 0)])
+def test_parse_requirement(text: str, level: int) -> None:
+    assert policy.parse_requirement(text) == level
+
+
+def test_parse_requirement_rejects_nonsense() -> None:
+    with pytest.raises(UsageError, match="tier"):
+        policy.parse_requirement("guru")
+
+
+def test_min_level_decision(tmp_path: Path) -> None:
+    key = generate_ed25519()
+    pub = key.public()
+    issuers = IssuerRegistry.from_json(
+        {
+            "schemaVersion": "acx.trust-registry/1",
+            "keys": [
+                {
+                    "keyid": pub.keyid(),
+                    "publisherId": "example.verifier",
+                    "algorithm": "ed25519",
+                    "publicKeyPem": pub.spki_pem(),
+                    "status": "active",
+                    "notBefore": "2026-01-01T00:00:00Z",
+                    "notAfter": "2028-01-01T00:00:00Z",
+                    "namespaceProof": {
+                        "method": "dns-txt",
+                        "txtRecord": "_acx-challenge.verifier.example",
+                        "verifiedAt": "2026-01-01T00:00:00Z",
+                    },
+                }
+            ],
+        }
+    )
+    lst = tmp_path / "sl.json"
+    st.write_json_atomic(lst, st.create_status_list(list_id=LIST, issuer=ISSUER, key=key, now=T0))
+    result = run_level(
+        demo_suite(), cartridge=Path("rex.acx"), rom_digest=ROM, solver=ReferenceSolver(24), signer=key
+    )
+    vc = issue_credential(
+        result,
+        cartridge_id="io.github.calder-sec/rex",
+        issuer=ISSUER,
+        key=key,
+        now=T0,
+        status=StatusEntry(LIST, 3, "revocation", f"{LIST}#3"),
+    )
+    binding = CartridgeBinding(
+        Path("rex.acx"), ROM, "io.github.calder-sec/rex", None, "io.github.calder-sec", "portable"
+    )
+    at = T0 + timedelta(hours=1)
+    check = policy.status_checker(str(lst), issuers=issuers, now=at, cache_dir=tmp_path / "c")
+    senior = policy.check_documents(
+        [("a", vc)],
+        binding,
+        issuers=issuers,
+        now=at,
+        status_check=check,
+        required=policy.parse_requirement("senior"),
+    )
+    assert senior.ok and senior.best is not None and senior.best.level == 18
+    assert "Lv18 senior" in senior.reason()
+    staff = policy.check_documents(
+        [("a", vc)],
+        binding,
+        issuers=issuers,
+        now=at,
+        status_check=check,
+        required=policy.parse_requirement("staff"),
+    )
+    assert not staff.ok and "below the required 20" in staff.reason()
+    unresolved = policy.check_documents([("a", vc)], binding, issuers=issuers, now=at, status_check=None)
+    assert not unresolved.ok and "unresolved" in unresolved.reason()
+    none = policy.check_documents([], binding, issuers=issuers, now=at, status_check=check)
+    assert not none.ok and none.reason() == "no level credential attached"

@@ -1,0 +1,142 @@
+"""W3C Bitstring Status List: bit order, GZIP + multibase base64url encoding, size limits."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import io
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from attest import statuslist
+from attest.errors import MalformedError
+
+
+def _gz(data: bytes) -> bytes:
+    buf = io.BytesIO()
+    with gzip.GzipFile(fileobj=buf, mode="wb", mtime=0) as fh:
+        fh.write(data)
+    return buf.getvalue()
+
+
+def _u(data: bytes) -> str:
+    return "u" + base64.urlsafe_b64encode(data).decode().rstrip("=")
+
+
+def test_new_list_is_16kib_of_zero_bits() -> None:
+    bits = statuslist.new_bitstring()
+    assert len(bits) == 16 * 1024
+    assert not any(bits)
+    with pytest.raises(MalformedError):
+        statuslist.new_bitstring(1024)
+    with pytest.raises(MalformedError):
+        statuslist.new_bitstring(statuslist.MIN_BITS + 3)
+
+
+def test_bits_count_msb_first_from_byte_zero() -> None:
+    bits = statuslist.new_bitstring()
+    statuslist.set_bit(bits, 0)
+    assert bits[0] == 0x80
+    statuslist.set_bit(bits, 9)
+    assert bits[1] == 0x40
+    statuslist.set_bit(bits, 131071)
+    assert bits[-1] == 0x01
+    assert statuslist.get_bit(bits, 0) and statuslist.get_bit(bits, 9) and statuslist.get_bit(bits, 131071)
+    assert not statuslist.get_bit(bits, 1)
+    statuslist.set_bit(bits, 0, False)
+    assert bits[0] == 0 and not statuslist.get_bit(bits, 0)
+    for bad in (-1, 131072):
+        with pytest.raises(MalformedError):
+            statuslist.get_bit(bits, bad)
+
+
+def test_encode_is_gzip_base64url_multibase_and_roundtrips() -> None:
+    bits = statuslist.new_bitstring()
+    statuslist.set_bit(bits, 7)
+    statuslist.set_bit(bits, 4242)
+    enc = statuslist.encode_list(bits)
+    assert enc.startswith("u") and "=" not in enc and "+" not in enc and "/" not in enc
+    raw = base64.urlsafe_b64decode(enc[1:] + "=" * (-len(enc[1:]) % 4))
+    assert raw[:2] == b"\x1f\x8b"  # GZIP magic
+    assert gzip.decompress(raw) == bytes(bits)
+    dec = statuslist.decode_list(enc)
+    assert dec == bits
+    assert statuslist.get_bit(dec, 4242) and not statuslist.get_bit(dec, 4243)
+
+
+def test_decode_accepts_an_independently_encoded_list() -> None:
+    data = bytearray(16 * 1024)
+    data[2] = 0b0010_0000  # index 18
+    dec = statuslist.decode_list(_u(_gz(bytes(data))))
+    assert statuslist.get_bit(dec, 18)
+    assert sum(statuslist.get_bit(dec, i) for i in range(64)) == 1
+
+
+def test_decompression_bomb_is_refused() -> None:
+    bomb = _u(_gz(b"\x00" * (20 * 1024 * 1024)))  # 20 MiB of zeros compresses to ~20 KiB
+    assert len(bomb) < 100_000
+    with pytest.raises(MalformedError, match="decompression bomb"):
+        statuslist.decode_list(bomb)
+
+
+@pytest.mark.parametrize(
+    ("encoded", "match"),
+    [
+        ("z" + "abc", "must start with 'u'"),
+        ("u" + base64.b64encode(b"\xfb\xff\xfe" * 10).decode(), "base64url"),
+        ("u!!!!", "base64url"),
+        (_u(b"not gzip at all"), "GZIP"),
+        (_u(_gz(b"\x00" * 1024)), "below"),
+        (_u(_gz(b"\x00" * 16384) + b"junk"), "trailing"),
+        (_u(_gz(b"\x00" * 16384)[:-12]), "truncated"),
+    ],
+)
+def test_decode_rejects_bad_lists(encoded: str, match: str) -> None:
+    with pytest.raises(MalformedError, match=match):
+        statuslist.decode_list(encoded)
+
+
+def test_status_entry_parse_and_credential_shape() -> None:
+    entry = statuslist.StatusEntry.from_json(
+        {
+            "id": "https://s.example/1#5",
+            "type": "BitstringStatusListEntry",
+            "statusPurpose": "revocation",
+            "statusListIndex": "5",
+            "statusListCredential": "https://s.example/1",
+        }
+    )
+    assert entry.index == 5 and entry.to_json()["statusListIndex"] == "5"
+    for bad in (
+        {"type": "Other"},
+        {
+            "type": "BitstringStatusListEntry",
+            "statusListCredential": "x",
+            "statusListIndex": 5,
+            "statusPurpose": "revocation",
+        },
+    ):
+        with pytest.raises(MalformedError):
+            statuslist.StatusEntry.from_json(bad)
+    doc = statuslist.status_list_credential(
+        list_id="https://s.example/1",
+        issuer="did:web:s.example",
+        encoded_list=statuslist.encode_list(statuslist.new_bitstring()),
+        valid_from="2026-01-01T00:00:00Z",
+    )
+    assert doc["type"] == ["VerifiableCredential", "BitstringStatusListCredential"]
+    bits, purpose = statuslist.list_bits_from_credential(doc)
+    assert purpose == "revocation" and len(bits) * 8 == statuslist.MIN_BITS
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.sets(st.integers(min_value=0, max_value=statuslist.MIN_BITS - 1), max_size=40))
+def test_set_bits_survive_encoding(indexes: set[int]) -> None:
+    bits = statuslist.new_bitstring()
+    for i in indexes:
+        statuslist.set_bit(bits, i)
+    dec = statuslist.decode_list(statuslist.encode_list(bits))
+    assert {i for i in indexes if statuslist.get_bit(dec, i)} == indexes
+    assert sum(bin(b).count("1") for b in dec) == len(indexes)
