@@ -1,0 +1,261 @@
+"""Attest an OCI artifact through a Target: build the statement (cartridge, workflow or any
+predicate), sign it, and write it as cosign's legacy `.att` tag and/or a sigstore bundle referrer
+(default: both, so cosign 2.5 and 3.x verify with no extra flags), plus the cartridge's own DSSE
+envelope as a referrer.
+
+Re-attesting replaces rather than piles up: in the `.att` manifest the layers with the same
+predicate type are replaced (cosign's `--replace`); older bundle referrers with the same predicate
+type *signed by the same key* are deleted after the new one is written (best effort: a registry
+that refuses DELETE keeps them, and verification judges every one). Attestations by other signers
+are never touched. The cartridge-envelope referrer is deterministic, so it is written once.
+"""
+
+from __future__ import annotations
+
+import io
+import tempfile
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from acxoci.attestation.content import cartridge_facts, embedded_envelope
+from acxoci.attestation.formats import (
+    Blob,
+    BuiltManifest,
+    LegacyLayer,
+    build_bundle_referrer,
+    build_envelope_referrer,
+    build_legacy_manifest,
+    classify_referrer,
+    legacy_layer,
+    legacy_layers,
+    legacy_tag,
+)
+from acxoci.attestation.signing import bundle_bytes, envelope_bytes, sign_statement
+from acxoci.attestation.statements import (
+    cartridge_statement,
+    oci_statement,
+    workflow_facts,
+    workflow_statement,
+)
+from acxoci.cartridge.constants import ARTIFACT_TYPE_CARTRIDGE
+from acxoci.errors import AcxError, InvalidInput, NotFound, UsageError
+from acxoci.oci.descriptor import Descriptor, Manifest
+from acxoci.oci.digest import copy_verified
+from acxoci.oci.target import Target, fetch_bytes, fetch_manifest
+from attest.bundle import parse_bundle
+from attest.canonical import sha256_digest
+from attest.errors import AttestError
+from attest.intoto import Statement
+from attest.keys import PrivateKey
+
+FormatChoice = Literal["legacy", "bundle", "both"]
+CARTRIDGE_LAYER_PREFIX = "application/vnd.acx.cartridge.layer"
+WORKFLOW_MARK = "application/vnd.acx.workflow"
+MAX_WORKFLOW_BYTES = 16 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class AttestResult:
+    """What one attest wrote: the subject, the signer, and each object's digest."""
+
+    subject: str
+    repository: str
+    predicate_type: str
+    signer_keyid: str
+    statement_digest: str
+    legacy_tag: str | None = None
+    legacy_manifest: str | None = None
+    replaced_layers: int = 0
+    bundle_referrer: str | None = None
+    replaced_bundles: tuple[str, ...] = ()
+    kept_bundles: tuple[str, ...] = ()
+    envelope_referrer: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"subject": self.subject, "repository": self.repository, "predicateType": self.predicate_type,
+                "signerKeyId": self.signer_keyid, "statementDigest": self.statement_digest,
+                "legacy": None if self.legacy_manifest is None else {
+                    "tag": self.legacy_tag, "manifest": self.legacy_manifest,
+                    "replacedLayers": self.replaced_layers},
+                "bundleReferrer": self.bundle_referrer, "replacedBundles": list(self.replaced_bundles),
+                "keptBundles": list(self.kept_bundles), "envelopeReferrer": self.envelope_referrer}
+
+
+def _rfc3339(now: datetime) -> str:
+    return now.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _push_blob(target: Target, blob: Blob) -> None:
+    if not target.exists(blob.desc):
+        target.push(blob.desc, io.BytesIO(blob.data))
+
+
+def _push_manifest(target: Target, built: BuiltManifest) -> Descriptor:
+    for b in built.blobs:
+        _push_blob(target, b)
+    _push_blob(target, built.manifest)
+    return built.manifest.desc
+
+
+def artifact_kind(manifest: Manifest) -> Literal["cartridge", "workflow", "other"]:
+    """What the subject manifest holds, by artifactType or layer media type."""
+    at = manifest.artifact_type or ""
+    types = [la.media_type for la in manifest.layers]
+    if at == ARTIFACT_TYPE_CARTRIDGE or any(t.startswith(CARTRIDGE_LAYER_PREFIX) for t in types):
+        return "cartridge"
+    if WORKFLOW_MARK in at or any(WORKFLOW_MARK in t for t in types):
+        return "workflow"
+    return "other"
+
+
+def content_layer(manifest: Manifest, kind: str, digest: str | None = None) -> Descriptor:
+    """The layer carrying the cartridge/workflow (by digest if given, else by media type)."""
+    if digest is not None:
+        for la in manifest.layers:
+            if la.digest == digest:
+                return la
+        raise InvalidInput(f"the manifest has no layer {digest}")
+    mark = CARTRIDGE_LAYER_PREFIX if kind == "cartridge" else WORKFLOW_MARK
+    hits = [la for la in manifest.layers if mark in la.media_type]
+    if not hits and len(manifest.layers) == 1:
+        hits = list(manifest.layers)
+    if len(hits) != 1:
+        raise InvalidInput(f"cannot tell which layer holds the {kind} ({len(hits)} candidates)")
+    return hits[0]
+
+
+def pull_layer(target: Target, layer: Descriptor, dest: Path) -> Path:
+    """Download a layer to `dest` (digest and size verified before the file appears)."""
+    with target.fetch(layer) as reader:
+        copy_verified(reader, dest)
+    return dest
+
+
+def write_attestation(target: Target, subject: Descriptor, statement: Statement, key: PrivateKey, *,
+                      formats: FormatChoice = "both", now: datetime) -> AttestResult:
+    """Sign `statement` and write it in the chosen formats as attestations of `subject`."""
+    pub = key.public()
+    name = statement.subjects[0].name if statement.subjects else ""
+    result = AttestResult(subject.digest, name, statement.predicate_type, pub.keyid(),
+                          sha256_digest(statement.canonical_bytes()))
+    legacy_fields: dict[str, Any] = {}
+    if formats in ("legacy", "both"):
+        env = envelope_bytes(sign_statement(statement, key, keyid=pub.keyid()))
+        tag = legacy_tag(subject.digest)
+        keep: list[LegacyLayer] = []
+        replaced = 0
+        try:
+            old = fetch_manifest(target, target.resolve(tag))
+            for la in legacy_layers(old):
+                if la.predicate_type == statement.predicate_type:
+                    replaced += 1
+                else:
+                    keep.append(la)
+        except NotFound:
+            pass
+        new_layer, data = legacy_layer(env, statement.predicate_type)
+        nd = new_layer.desc
+        _push_blob(target, Blob(Descriptor(nd.media_type, nd.digest, nd.size), data))
+        desc = _push_manifest(target, build_legacy_manifest([*keep, new_layer]))
+        target.tag(desc, tag)
+        legacy_fields = {"legacy_tag": tag, "legacy_manifest": desc.digest, "replaced_layers": replaced}
+    bundle_fields: dict[str, Any] = {}
+    if formats in ("bundle", "both"):
+        bundle = bundle_bytes(sign_statement(statement, key, keyid=None), pub)
+        built = build_bundle_referrer(bundle, subject.plain(), statement.predicate_type,
+                                      created=_rfc3339(now))
+        new = _push_manifest(target, built)
+        gone, kept = _replace_old_bundles(target, subject, new.digest, statement.predicate_type, key)
+        bundle_fields = {"bundle_referrer": new.digest, "replaced_bundles": gone, "kept_bundles": kept}
+    return AttestResult(result.subject, result.repository, result.predicate_type, result.signer_keyid,
+                        result.statement_digest, **bundle_fields, **legacy_fields)
+
+
+def _same_signer_same_type(data: bytes, predicate_type: str, key: PrivateKey) -> bool:
+    """True if `data` is a bundle signed by `key` whose statement has `predicate_type`."""
+    try:
+        bundle = parse_bundle(data)
+        if bundle.envelope is None or bundle.keyless:
+            return False
+        bundle.envelope.verify(key.public(), index=None)
+        return Statement.from_bytes(bundle.envelope.payload).predicate_type == predicate_type
+    except AttestError:
+        return False
+
+
+def _replace_old_bundles(target: Target, subject: Descriptor, new_digest: str, predicate_type: str,
+                         key: PrivateKey) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Delete earlier bundle referrers of the same type by the same key; (deleted, kept)."""
+    deleted: list[str] = []
+    kept: list[str] = []
+    for entry in target.referrers(subject.plain()):
+        if entry.digest == new_digest:
+            continue
+        try:
+            manifest = fetch_manifest(target, entry)
+            kind, layer = classify_referrer(manifest)
+            if kind != "bundle" or layer is None:
+                continue
+            if not _same_signer_same_type(fetch_bytes(target, layer), predicate_type, key):
+                continue
+        except AcxError:
+            continue
+        try:
+            target.delete(entry.plain())
+            deleted.append(entry.digest)
+        except AcxError:
+            kept.append(entry.digest)
+    return tuple(deleted), tuple(kept)
+
+
+def attach_envelope(target: Target, subject: Descriptor, envelope: bytes) -> str:
+    """Attach a DSSE envelope (the cartridge's own) as a referrer; returns its manifest digest.
+    No timestamp annotation, so attaching the same envelope again writes nothing new."""
+    built = build_envelope_referrer(envelope, subject.plain())
+    return _push_manifest(target, built).digest
+
+
+def attest_artifact(target: Target, subject: Descriptor, repository: str, key: PrivateKey, *,
+                    formats: FormatChoice = "both", predicate_type: str | None = None,
+                    predicate: dict[str, Any] | None = None, attach_cartridge_envelope: bool = True,
+                    now: datetime) -> AttestResult:
+    """Attest the artifact `subject` (a manifest in `target`), named `repository` in the statement.
+
+    With `predicate_type`/`predicate` the statement carries that predicate; otherwise a cartridge
+    gets the cartridge predicate (pulled and verified first) and a workflow the workflow predicate.
+    """
+    if (predicate_type is None) != (predicate is None):
+        raise UsageError("--predicate-type and --predicate go together")
+    manifest = fetch_manifest(target, subject)
+    kind = artifact_kind(manifest)
+    if predicate_type is not None and predicate is not None:
+        stmt = oci_statement(subject.digest, repository, predicate_type, predicate)
+        return write_attestation(target, subject, stmt, key, formats=formats, now=now)
+    if kind == "cartridge":
+        layer = content_layer(manifest, kind)
+        with tempfile.TemporaryDirectory(prefix="acx-attest-") as tmp:
+            path = pull_layer(target, layer, Path(tmp) / "cartridge.acx")
+            facts = cartridge_facts(path, layer.digest, now=now)
+            env = embedded_envelope(path)
+        stmt = cartridge_statement(subject.digest, repository, facts)
+        result = write_attestation(target, subject, stmt, key, formats=formats, now=now)
+        if attach_cartridge_envelope and env is not None:
+            digest = attach_envelope(target, subject, env)
+            result = AttestResult(**{**result.__dict__, "envelope_referrer": digest})
+        return result
+    if kind == "workflow":
+        layer = content_layer(manifest, kind)
+        data = fetch_bytes(target, layer, limit=MAX_WORKFLOW_BYTES)
+        stmt = workflow_statement(subject.digest, repository, workflow_facts(data, layer.digest))
+        return write_attestation(target, subject, stmt, key, formats=formats, now=now)
+    raise UsageError(f"{subject.digest} is neither a cartridge nor a workflow artifact "
+                     f"(artifactType {manifest.artifact_type!r}); pass --predicate-type and --predicate")
+
+
+def attest_after_push(target: Target, manifest: Descriptor, repository: str, key: PrivateKey, *,
+                      now: datetime, formats: FormatChoice = "both") -> AttestResult:
+    """`acx push --sign --key K`: attest the manifest just pushed (cartridge or workflow), dual-write
+    by default, and attach the cartridge's DSSE envelope as a referrer."""
+    return attest_artifact(target, manifest, repository, key, formats=formats, now=now)

@@ -1,0 +1,119 @@
+"""Pure per-attestation judgement, shared by `acx verify` and `acx verify-blob`: parse the DSSE
+envelope or bundle, check the signature against trusted keys, the payload type, the predicate
+type and the statement subject, the way cosign's `--key` verification does (plus ACX trust)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Any, Literal
+
+from acxoci.attestation.signing import TrustedKey, verify_with_keys
+from attest.bundle import KeylessBundle, check_cosign_keyids, parse_bundle
+from attest.canonical import loads_strict
+from attest.dsse import INTOTO_PAYLOAD_TYPE, Envelope
+from attest.errors import AttestError, MalformedError, SignatureError
+from attest.intoto import Statement
+from attest.trust import judge_signer
+
+Verdict = Literal["verified", "rejected", "unverified", "skipped", "unsupported"]
+Kind = Literal["envelope", "bundle"]
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """One attestation's verdict and why; `statement` is set once the signature verified."""
+
+    verdict: Verdict
+    reasons: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    signer_keyid: str | None = None
+    predicate_type: str | None = None
+    statement: Statement | None = None
+    trust: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def with_reasons(self, verdict: Verdict, reasons: tuple[str, ...]) -> Judgement:
+        """A copy with a new verdict and extra reasons (content checks run after the pure part)."""
+        return replace(self, verdict=verdict, reasons=self.reasons + reasons)
+
+
+def _unsigned_statement(env: Envelope) -> Statement | None:
+    try:
+        return Statement.from_bytes(env.payload)
+    except AttestError:
+        return None
+
+
+def judge(data: bytes, kind: Kind, keys: list[TrustedKey], *, subject_sha256: str,
+          want_type: str | None, now: datetime) -> Judgement:
+    """Judge one attestation document (`envelope` = DSSE JSON, `bundle` = sigstore bundle).
+
+    `subject_sha256` is the bare hex the statement subject must carry. Verdicts: verified;
+    rejected (a trusted signer signed something that does not bind: wrong subject, compromised
+    key, cosign-incompatible bundle); unverified (no trusted key verifies, or malformed);
+    skipped (another predicate type); unsupported (keyless bundle).
+    """
+    notes: list[str] = []
+    try:
+        if kind == "bundle":
+            bundle = parse_bundle(data)
+            if bundle.keyless:
+                raise KeylessBundle(f"keyless bundle ({bundle.describe()}): verifying certificates against a "
+                                    "trusted root is not supported, so it is not verified")
+            if bundle.envelope is None:
+                return Judgement("unverified", ("bundle carries a messageSignature, not an attestation",))
+            env = bundle.envelope
+            if bundle.tlog_entries:
+                notes.append(f"{bundle.tlog_entries} transparency-log entr(y/ies) present, not verified "
+                             "(no trusted root; like --insecure-ignore-tlog)")
+        else:
+            env = Envelope.from_json(loads_strict(data))
+    except KeylessBundle as exc:
+        return Judgement("unsupported", (str(exc),))
+    except AttestError as exc:
+        return Judgement("unverified", (f"malformed {kind}: {exc}",))
+    peek = _unsigned_statement(env)
+    peek_type = peek.predicate_type if peek else None
+    if want_type is not None and peek_type is not None and peek_type != want_type:
+        return Judgement("skipped", (f"predicate type {peek_type}, not {want_type}",),
+                         predicate_type=peek_type)
+    try:
+        tk, _sig = verify_with_keys(env, keys)
+    except SignatureError as exc:
+        return Judgement("unverified", (str(exc),), predicate_type=peek_type)
+    base = Judgement("verified", (), tuple(notes), tk.keyid, peek_type)
+    if kind == "bundle":
+        if (bundle.public_key_hint is not None and bundle.public_key_hint != tk.key.sigstore_hint()):
+            notes.append("publicKey.hint does not match the verifying key (unauthenticated hint, ignored)")
+            base = replace(base, notes=tuple(notes))
+        try:
+            check_cosign_keyids(env)
+        except MalformedError as exc:
+            return base.with_reasons("rejected", (str(exc),))
+    if env.payload_type != INTOTO_PAYLOAD_TYPE:
+        why = f"payloadType {env.payload_type!r} is not {INTOTO_PAYLOAD_TYPE}"
+        return base.with_reasons("rejected", (why,))
+    try:
+        stmt = Statement.from_bytes(env.payload)
+    except AttestError as exc:
+        return base.with_reasons("rejected", (f"signed payload is not an in-toto statement: {exc}",))
+    base = replace(base, statement=stmt, predicate_type=stmt.predicate_type)
+    if want_type is not None and stmt.predicate_type != want_type:
+        why = f"predicate type {stmt.predicate_type}, not {want_type}"
+        return replace(base, verdict="skipped", reasons=(why,))
+    if not any(s.digest.get("sha256") == subject_sha256 for s in stmt.subjects):
+        found = ", ".join(f"sha256:{s.digest.get('sha256')}" for s in stmt.subjects)
+        why = f"statement subject ({found}) does not match the manifest digest sha256:{subject_sha256}"
+        return base.with_reasons("rejected", (why,))
+    if tk.entry is not None:
+        pred = stmt.predicate
+        publisher = pred.get("publisherId")
+        if not isinstance(publisher, str):
+            publisher = tk.entry.publisher_id
+        signed_at = pred.get("signedAt") if isinstance(pred.get("signedAt"), str) else ""
+        j = judge_signer(tk.entry, signed_publisher=str(publisher), signed_at=str(signed_at), now=now)
+        base = replace(base, trust=j.trust, notes=base.notes + tuple(j.issues))
+        if j.trust == "tampered":
+            return base.with_reasons("rejected", (j.summary,))
+    return base

@@ -1,0 +1,242 @@
+"""`acx verify REF`: find an artifact's attestations (Referrers API / fallback tag and cosign's
+`.att` tag), judge each like `cosign verify-attestation --key`, then check that what they attest
+(ROM digest, layer digest, workflow digest) matches the pulled content.
+
+Overall verdict: pass when at least one attestation verified and none was *rejected*. Rejected
+means a trusted key signed something that does not bind (wrong subject, content mismatch,
+compromised key, a bundle cosign would refuse) or stored bytes were altered. Attestations that no
+trusted key verifies (other signers, tampered statements) are reported as unverified and do not
+count either way.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass, replace
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from acxoci.attestation.attach import artifact_kind, content_layer, pull_layer
+from acxoci.attestation.content import ContentCheck, check_cartridge_content, check_workflow_content
+from acxoci.attestation.formats import classify_referrer, legacy_layers, legacy_tag
+from acxoci.attestation.judge import Judgement, Kind, judge
+from acxoci.attestation.signing import TrustedKey
+from acxoci.attestation.statements import CARTRIDGE_PREDICATE_TYPE, WORKFLOW_PREDICATE_TYPE
+from acxoci.errors import AcxError, NotFound, Tampered
+from acxoci.oci.descriptor import Descriptor
+from acxoci.oci.reference import fallback_tag
+from acxoci.oci.target import Target, fetch_bytes, fetch_manifest
+
+Format = Literal["legacy", "bundle", "envelope"]
+MAX_ATTESTATION_BYTES = 16 * 1024 * 1024
+MAX_WORKFLOW_BYTES = 16 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Found:
+    """One attestation document located in the target (not yet fetched)."""
+
+    format: Format
+    location: str
+    manifest: str
+    layer: Descriptor
+
+
+@dataclass(frozen=True)
+class AttestationReport:
+    """Per-attestation result: where, which format, who signed, which type, verdict, why."""
+
+    format: Format
+    location: str
+    manifest: str
+    judgement: Judgement
+    content: dict[str, Any] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        j = self.judgement
+        out: dict[str, Any] = {"format": self.format, "location": self.location, "manifest": self.manifest,
+                               "verdict": j.verdict, "signerKeyId": j.signer_keyid,
+                               "predicateType": j.predicate_type, "reasons": list(j.reasons),
+                               "notes": list(j.notes)}
+        if j.trust is not None:
+            out["trust"] = j.trust
+        if self.content is not None:
+            out["content"] = self.content
+        return out
+
+
+@dataclass(frozen=True)
+class VerifyReport:
+    """The overall verdict for one artifact plus every attestation's report."""
+
+    reference: str
+    subject: str
+    ok: bool
+    summary: str
+    reasons: tuple[str, ...]
+    attestations: tuple[AttestationReport, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"ok": self.ok, "verdict": "verified" if self.ok else "failed", "summary": self.summary,
+                "reference": self.reference, "subject": self.subject, "reasons": list(self.reasons),
+                "attestations": [a.to_json() for a in self.attestations]}
+
+
+def find_attestations(target: Target, subject: Descriptor) -> tuple[list[Found], list[str]]:
+    """Attestations of `subject`: bundle/envelope referrers, then the layers of the `.att` tag.
+
+    Returns (found, problems); a referrer that cannot be read is a problem, not a crash.
+    """
+    found: list[Found] = []
+    problems: list[str] = []
+    entries = list(target.referrers(subject.plain()))
+    seen = {e.digest for e in entries}
+    for extra in _fallback_entries(target, subject, problems):
+        if extra.digest not in seen:
+            seen.add(extra.digest)
+            entries.append(extra)
+    for entry in entries:
+        try:
+            manifest = fetch_manifest(target, entry)
+        except AcxError as exc:
+            problems.append(f"referrer {entry.digest}: {exc.one_line()}")
+            continue
+        if manifest.subject is None or manifest.subject.digest != subject.digest:
+            continue
+        kind, layer = classify_referrer(manifest)
+        if kind != "other" and layer is not None:
+            found.append(Found(kind, f"referrer {entry.digest}", entry.digest, layer))
+    tag = legacy_tag(subject.digest)
+    try:
+        att_desc = target.resolve(tag)
+    except NotFound:
+        return found, problems
+    try:
+        att = fetch_manifest(target, att_desc)
+    except AcxError as exc:
+        problems.append(f"{tag}: {exc.one_line()}")
+        return found, problems
+    for i, la in enumerate(legacy_layers(att)):
+        found.append(Found("legacy", f"{tag} layer {i}", att_desc.digest, la.desc))
+    return found, problems
+
+
+def _fallback_entries(target: Target, subject: Descriptor, problems: list[str]) -> list[Descriptor]:
+    """Entries of the `sha256-<hex>` referrers tag even where the Referrers API is served (a tool
+    may have written only the tag, e.g. oras on a registry that sends no OCI-Subject header)."""
+    tag = fallback_tag(subject.digest)
+    try:
+        desc = target.resolve(tag)
+    except NotFound:
+        return []
+    except AcxError as exc:
+        problems.append(f"{tag}: {exc.one_line()}")
+        return []
+    try:
+        index = fetch_manifest(target, desc)
+    except AcxError as exc:
+        problems.append(f"{tag}: {exc.one_line()}")
+        return []
+    return list(index.manifests) if index.is_index else []
+
+
+def overall(reports: list[AttestationReport], want_type: str | None,
+            problems: list[str] | None = None) -> tuple[bool, str, tuple[str, ...]]:
+    """The pure overall decision over per-attestation reports (see the module docstring)."""
+    counted = [r for r in reports if r.format != "envelope"]
+    rejected = [r for r in counted if r.judgement.verdict == "rejected"]
+    verified = [r for r in counted if r.judgement.verdict == "verified"]
+    if rejected:
+        reasons = tuple(f"{r.location}: {why}" for r in rejected for why in r.judgement.reasons)
+        return False, f"{len(rejected)} attestation(s) rejected", reasons
+    if verified:
+        return True, f"{len(verified)} attestation(s) verified", ()
+    if not counted:
+        extra = tuple(problems or ())
+        return False, "no attestations found", ("no attestation in the referrers or the .att tag", *extra)
+    if want_type is not None and all(r.judgement.verdict == "skipped" for r in counted):
+        types = sorted({r.judgement.predicate_type or "?" for r in counted})
+        return False, "no attestation of the requested predicate type", (
+            f"none of the attestations matched the predicate type {want_type}, found: {', '.join(types)}",)
+    reasons = tuple(f"{r.location}: {why}" for r in counted if r.judgement.verdict != "skipped"
+                    for why in r.judgement.reasons)
+    return False, "no attestation verified", reasons
+
+
+class _ContentCache:
+    """Pull the subject's content at most once and check predicates against it."""
+
+    def __init__(self, target: Target, subject: Descriptor, tmp: Path, now: datetime) -> None:
+        self.target, self.subject, self.tmp, self.now = target, subject, tmp, now
+        self._paths: dict[str, Path] = {}
+
+    def check(self, predicate_type: str, pred: dict[str, Any]) -> ContentCheck:
+        try:
+            manifest = fetch_manifest(self.target, self.subject)
+            kind = "cartridge" if predicate_type == CARTRIDGE_PREDICATE_TYPE else "workflow"
+            if artifact_kind(manifest) != kind:
+                return ContentCheck(False, (f"attested as a {kind} but the artifact is not one",), {})
+            try:
+                layer = content_layer(manifest, kind)
+            except AcxError as exc:
+                return ContentCheck(False, (exc.message,), {})
+            if kind == "workflow":
+                data = fetch_bytes(self.target, layer, limit=MAX_WORKFLOW_BYTES)
+                return check_workflow_content(pred, data, layer.digest)
+            path = self._paths.get(layer.digest)
+            if path is None:
+                path = pull_layer(self.target, layer, self.tmp / f"{layer.digest.replace(':', '-')}.acx")
+                self._paths[layer.digest] = path
+            return check_cartridge_content(pred, path, layer.digest, now=self.now)
+        except Tampered as exc:
+            return ContentCheck(False, (f"pulled content is tampered: {exc.one_line()}",), {})
+        except AcxError as exc:
+            return ContentCheck(False, (f"content could not be checked: {exc.one_line()}",), {})
+
+
+def judge_found(target: Target, item: Found, keys: list[TrustedKey], *, subject: Descriptor,
+                want_type: str | None, now: datetime) -> Judgement:
+    """Fetch one attestation document and judge it (fetch failures become verdicts)."""
+    try:
+        data = fetch_bytes(target, item.layer, limit=MAX_ATTESTATION_BYTES)
+    except Tampered as exc:
+        why = f"attestation bytes do not match their digest (tampered): {exc.one_line()}"
+        return Judgement("rejected", (why,))
+    except AcxError as exc:
+        return Judgement("unverified", (f"cannot fetch attestation: {exc.one_line()}",))
+    kind: Kind = "bundle" if item.format == "bundle" else "envelope"
+    return judge(data, kind, keys, subject_sha256=subject.digest.removeprefix("sha256:"),
+                 want_type=want_type, now=now)
+
+
+def verify_artifact(target: Target, subject: Descriptor, keys: list[TrustedKey], *, reference: str,
+                    want_type: str | None = None, check_content: bool = True, now: datetime) -> VerifyReport:
+    """Verify every attestation of `subject` and decide overall (see the module docstring)."""
+    found, problems = find_attestations(target, subject)
+    reports: list[AttestationReport] = []
+    with tempfile.TemporaryDirectory(prefix="acx-verify-") as tmp:
+        cache = _ContentCache(target, subject, Path(tmp), now)
+        for item in found:
+            if item.format == "envelope":
+                why = ("ACX cartridge envelope (its subject is the ROM digest; it is checked with the "
+                       "cartridge, not here)")
+                reports.append(AttestationReport(item.format, item.location, item.manifest,
+                                                 Judgement("skipped", (why,))))
+                continue
+            j = judge_found(target, item, keys, subject=subject, want_type=want_type, now=now)
+            content: dict[str, Any] | None = None
+            if (j.verdict == "verified" and check_content and j.statement is not None
+                    and j.statement.predicate_type in (CARTRIDGE_PREDICATE_TYPE, WORKFLOW_PREDICATE_TYPE)):
+                cc = cache.check(j.statement.predicate_type, j.statement.predicate)
+                content = {"ok": cc.ok, **cc.facts}
+                if not cc.ok:
+                    j = j.with_reasons("rejected", cc.reasons)
+            reports.append(AttestationReport(item.format, item.location, item.manifest, j, content))
+    ok, summary, reasons = overall(reports, want_type, problems)
+    return VerifyReport(reference, subject.digest, ok, summary, reasons, tuple(reports))
+
+
+def verdict_only(report: VerifyReport) -> VerifyReport:
+    """The report without per-attestation content details (for terse output)."""
+    return replace(report, attestations=tuple(replace(a, content=None) for a in report.attestations))

@@ -1,0 +1,69 @@
+"""Helpers shared by the attestation tests (push a cartridge/workflow artifact into any Target),
+plus checks that the helpers themselves produce the brief §11 shapes."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+from acxoci.oci.descriptor import (
+    EMPTY_DATA,
+    EMPTY_JSON,
+    OCI_MANIFEST,
+    Descriptor,
+    descriptor_for,
+    manifest_bytes,
+)
+from acxoci.oci.target import Target, fetch_manifest
+from attest.canonical import sha256_digest
+
+CARTRIDGE_ARTIFACT = "application/vnd.acx.cartridge.v1"
+CARTRIDGE_LAYER = "application/vnd.acx.cartridge.layer.v1+sqlite"
+WORKFLOW_MEDIA = "application/vnd.acx.workflow.v1+json"
+
+
+def _push(target: Target, data: bytes, media_type: str) -> Descriptor:
+    desc = descriptor_for(data, media_type)
+    if not target.exists(desc):
+        target.push(desc, io.BytesIO(data))
+    return desc
+
+
+def push_artifact(target: Target, data: bytes, *, artifact_type: str, layer_type: str, tag: str,
+                  annotations: dict[str, str] | None = None) -> Descriptor:
+    """Push one-layer artifact (empty config) and tag it; returns the manifest descriptor."""
+    layer = _push(target, data, layer_type)
+    _push(target, EMPTY_DATA, EMPTY_JSON)
+    layer_obj: dict[str, object] = {"mediaType": layer_type, "digest": layer.digest, "size": layer.size}
+    if annotations:
+        layer_obj["annotations"] = annotations
+    manifest = {"schemaVersion": 2, "mediaType": OCI_MANIFEST, "artifactType": artifact_type,
+                "config": {"mediaType": EMPTY_JSON, "digest": sha256_digest(EMPTY_DATA), "size": 2},
+                "layers": [layer_obj]}
+    desc = _push(target, manifest_bytes(manifest), OCI_MANIFEST)
+    target.tag(desc, tag)
+    return desc
+
+
+def push_cartridge(target: Target, path: Path, tag: str = "v1") -> Descriptor:
+    """Push a .acx file the way brief §11 describes a cartridge manifest."""
+    return push_artifact(target, path.read_bytes(), artifact_type=CARTRIDGE_ARTIFACT,
+                         layer_type=CARTRIDGE_LAYER,
+                         tag=tag, annotations={"vnd.acx.spec-version": "0.1"})
+
+
+def push_workflow(target: Target, doc: dict[str, object], tag: str = "wf1") -> Descriptor:
+    """Push a workflow JSON document as a one-layer artifact."""
+    data = json.dumps(doc, indent=2).encode("utf-8")
+    return push_artifact(target, data, artifact_type=WORKFLOW_MEDIA, layer_type=WORKFLOW_MEDIA, tag=tag)
+
+
+def test_push_cartridge_shape(tmp_path: Path, vectors_dir: Path) -> None:
+    from acxoci.oci.layout import LayoutStore
+    store = LayoutStore(tmp_path / "layout")
+    desc = push_cartridge(store, vectors_dir / "sample" / "sample.acx")
+    m = fetch_manifest(store, desc)
+    assert m.artifact_type == CARTRIDGE_ARTIFACT
+    assert m.layers[0].digest == sha256_digest((vectors_dir / "sample" / "sample.acx").read_bytes())
+    assert store.resolve("v1").digest == desc.digest
