@@ -1,9 +1,143 @@
-"""`acx cartridge build|sign|spec` (the producer side; filled in by its capability)."""
+"""`acx cartridge build|sign|spec|skillset`: the producer side of cartridges."""
 
 from __future__ import annotations
 
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
 import typer
+from rich.markup import escape
+
+from acxoci.cartridge.build import build_cartridge, check_time, format_time
+from acxoci.cartridge.reader import open_cartridge
+from acxoci.cartridge.sign import resign_file
+from acxoci.cartridge.spec import PATH_SKILLSET, check_spec
+from acxoci.cli.apps import cartridge_app
+from acxoci.cli.cmd_key import load_private_key
+from acxoci.cli.output import console, emit
+from acxoci.errors import InvalidInput, NotFound
+
+
+@cartridge_app.command("build")
+def build(
+    pkg_dir: Path = typer.Argument(
+        ..., help="Agent package directory (manifest.json, knowledge .md, memory-records.json)."
+    ),
+    out: Path = typer.Option(..., "-o", "--out", help="Cartridge file to write (.acx)."),
+    publisher: str = typer.Option(..., "--publisher", help="Publisher id (reverse DNS, e.g. io.github.you)."),
+    key: Path = typer.Option(..., "--key", help="Signing key (PKCS#8 PEM)."),
+    password_env: str | None = typer.Option(
+        None, "--password-env", help="Env var holding the key passphrase."
+    ),
+    created_at: str | None = typer.Option(
+        None, "--created-at", help="RFC 3339 build time (fix it for reproducible builds)."
+    ),
+    include_field_learned: bool = typer.Option(
+        False, "--include-field-learned", help="Put field-learned memory in SAVE instead of quarantining it."
+    ),
+) -> None:
+    """Build and sign a cartridge, deterministically for a fixed key and --created-at."""
+    if created_at is not None:
+        check_time(created_at, where="--created-at")
+    result = build_cartridge(
+        pkg_dir,
+        out,
+        publisher=publisher,
+        key=load_private_key(key, password_env),
+        created_at=created_at,
+        include_field_learned=include_field_learned,
+    )
+    data = result.to_json()
+
+    def human() -> None:
+        console.print(f"[green]built[/green] {escape(str(out))}")
+        console.print(f"cartridge id:  {escape(data['cartridgeId'])}")
+        console.print(f"rom hash:      {data['romDigest']}")
+        console.print(f"keyid:         {data['keyId']}")
+        console.print(f"signed at:     {data['signedAt']}  ({data['fileCount']} ROM objects)")
+        console.print(
+            f"field-learned: {data['fieldLearned']}"
+            + (f", {len(result.quarantined)} quarantined" if result.quarantined else "")
+        )
+
+    emit(data, human)
+
+
+@cartridge_app.command("sign")
+def sign(
+    file: Path = typer.Argument(..., help="Cartridge to re-sign in place."),
+    key: Path = typer.Option(..., "--key", help="Signing key (PKCS#8 PEM)."),
+    password_env: str | None = typer.Option(
+        None, "--password-env", help="Env var holding the key passphrase."
+    ),
+    signed_at: str | None = typer.Option(None, "--signed-at", help="RFC 3339 signing time (default: now)."),
+    refresh: bool = typer.Option(False, "--refresh", help="Re-index ROM objects from their sources first."),
+) -> None:
+    """Re-sign a cartridge (after edits made through the library)."""
+    if not file.is_file():
+        raise NotFound(f"cartridge not found: {file}")
+    when = check_time(signed_at, where="--signed-at") if signed_at else format_time(datetime.now(UTC))
+    result = resign_file(file, load_private_key(key, password_env), signed_at=when, refresh=refresh)
+    data = result.to_json()
+    emit(
+        data,
+        lambda: console.print(
+            f"[green]signed[/green] {escape(str(file))}\nrom hash: {data['romDigest']}\n"
+            f"keyid:    {data['keyId']}\nsignedAt: {data['signedAt']}"
+        ),
+    )
+
+
+@cartridge_app.command("spec")
+def spec(file: Path = typer.Argument(..., help="Cartridge to check.")) -> None:
+    """Check the package-spec profile, ROM content rules, and the harness and policy documents."""
+    report = check_spec(file)
+
+    def human() -> None:
+        console.print(f"validation: {'[green]CLEAN ✓[/green]' if report.clean else '[red]ISSUES[/red]'}")
+        engine = json.dumps(report.engine, separators=(",", ":")) if report.engine else "?"
+        console.print(f"package-spec: {report.schema_version or '?'}  engine={escape(engine)}")
+        console.print("artifacts:")
+        for a in report.artifacts:
+            star = "*" if a.get("required") else " "
+            count = f" ({a['count']})" if "count" in a else ""
+            console.print(f"  {star} {a.get('role')!s:<16}{a.get('schema')!s:<28}{a.get('kind')}{count}")
+        for i in report.issues:
+            console.print(f"  - {escape(str(i))}" + (" (warning)" if i.severity != "error" else ""))
+
+    emit(report.to_json(), human)
+    raise SystemExit(0 if report.clean else 1)
+
+
+@cartridge_app.command("skillset")
+def skillset(file: Path = typer.Argument(..., help="Cartridge to read.")) -> None:
+    """Show the CalSkillSet (rom/cal/skillset.json) and the skill index."""
+    with open_cartridge(file) as cart:
+        raw = cart.sqlar_read(PATH_SKILLSET)
+        if raw is None:
+            raise InvalidInput(f"{PATH_SKILLSET} is missing", where=str(file))
+        try:
+            doc: Any = json.loads(raw)
+        except ValueError as exc:
+            raise InvalidInput(f"{PATH_SKILLSET} is not JSON: {exc}", where=str(file)) from exc
+        skills = [
+            {"path": s.sqlar_path, "name": s.name, "description": s.description, "version": s.skill_version}
+            for s in cart.skills()
+        ]
+
+    def human() -> None:
+        for play in doc.get("plays", []) if isinstance(doc, dict) else []:
+            console.print(
+                f"play {escape(str(play.get('role')))}: provides {play.get('providesCapabilities')}, "
+                f"can complete {play.get('canComplete')}"
+            )
+        for s in skills:
+            console.print(f"  - {escape(str(s['name']))}: {escape(str(s['description']))}")
+
+    emit({"skillset": doc, "skills": skills}, human)
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands (to apps.cartridge_app)."""
+    """Commands are added to `cartridge_app` at import time."""

@@ -1,9 +1,114 @@
-"""`acx` commands for policy (filled in by its capability)."""
+"""`acx policy check|simulate`: validate a loop + context policy (file or cartridge) and replay a
+run trace through the pure loop evaluator."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import typer
+from rich.markup import escape
+
+from acxoci.cli.apps import policy_app
+from acxoci.cli.output import console, emit
+from acxoci.errors import InvalidInput
+from acxoci.policy import harness as harness_mod
+from acxoci.policy.evaluator import evaluate
+from acxoci.policy.files import load_document
+from acxoci.policy.limits import ResourceLimits, effective_limits, load_host_limits
+from acxoci.policy.loop_context import ROM_PATH, errors_only, parse_policy, validate_policy
+from attest.canonical import loads_strict
+from attest.errors import MalformedError
+
+
+def _scopes(harness_doc: Any) -> dict[str, tuple[str, ...]] | None:
+    if harness_doc is None or harness_mod.validate_harness(harness_doc):
+        return None
+    return harness_mod.parse_harness(harness_doc).scopes_by_role()
+
+
+@policy_app.command("check")
+def check(
+    file: Path = typer.Argument(..., help="A loop-context-policy JSON file, or a cartridge (.acx)."),
+    host_limits: Path | None = typer.Option(
+        None, "--host-limits", help="Host resource-limits.yaml (host wins)."
+    ),
+) -> None:
+    """Validate every rule of the loop + context policy; with --host-limits show the effective limits."""
+    loaded = load_document(file, ROM_PATH, with_harness=harness_mod.ROM_PATH)
+    issues = validate_policy(loaded.doc, harness_scopes=_scopes(loaded.harness))
+    errors = errors_only(issues)
+    data: dict[str, Any] = {
+        "source": loaded.source,
+        "valid": not errors,
+        "schemaVersion": loaded.doc.get("schemaVersion") if isinstance(loaded.doc, dict) else None,
+        "issues": [i.to_json() for i in issues],
+    }
+    if host_limits is not None:
+        host = load_host_limits(host_limits)
+        budget = loaded.doc.get("budget") if isinstance(loaded.doc, dict) and not errors else None
+        cart = ResourceLimits.from_json(budget) if isinstance(budget, dict) else None
+        data["effectiveLimits"] = effective_limits(host, cart).to_json()
+
+    def human() -> None:
+        console.print(
+            f"policy: {'[green]VALID[/green]' if not errors else '[red]INVALID[/red]'}  "
+            f"{escape(str(data['schemaVersion']))}  ({escape(loaded.source)})"
+        )
+        for i in issues:
+            console.print(f"  - {i.severity}: {escape(str(i))}")
+        eff = data.get("effectiveLimits")
+        if eff:
+            console.print("effective limits (host > cartridge):")
+            for name, src in sorted(eff["sources"].items()):
+                group, _, key = name.partition(".")
+                value = eff["limits"].get(group, {}).get(key) if key else eff["limits"].get(group)
+                capped = " (cartridge value capped)" if name in eff["capped"] else ""
+                console.print(f"  {name} = {value}  " + escape(f"[{src}]") + capped)
+
+    emit(data, human)
+    raise SystemExit(0 if not errors else 1)
+
+
+@policy_app.command("simulate")
+def simulate(
+    policy: Path = typer.Argument(..., help="A policy JSON file or a cartridge."),
+    trace: Path = typer.Argument(..., help='TRACE.json: {"events": [...]} (see acxoci.policy.evaluator).'),
+    host_limits: Path | None = typer.Option(None, "--host-limits", help="Host resource-limits.yaml."),
+) -> None:
+    """Replay a run's events and print the next phase, or the stop action and the report to emit."""
+    loaded = load_document(policy, ROM_PATH)
+    model = parse_policy(loaded.doc, where=loaded.source)
+    try:
+        tdoc = loads_strict(trace.read_bytes())
+    except (MalformedError, OSError) as exc:
+        raise InvalidInput(f"cannot read trace: {exc}", where=str(trace)) from exc
+    events = tdoc.get("events") if isinstance(tdoc, dict) else tdoc
+    if not isinstance(events, list):
+        raise InvalidInput('trace must be {"events": [...]} or an array of events', where=str(trace))
+    decision = evaluate(model, events, host_limits=load_host_limits(host_limits) if host_limits else None)
+    data = decision.to_json()
+
+    def human() -> None:
+        if decision.kind == "continue":
+            console.print(
+                f"next: [green]{decision.next_phase}[/green]  (turn {decision.turns}/{model.max_turns})"
+            )
+        else:
+            console.print(
+                f"stop: [yellow]{decision.condition}[/yellow] -> {decision.action}"
+                f"{'' if decision.declared else ' (undeclared; default)'}  (turn {decision.turns})"
+            )
+            if decision.report:
+                console.print(
+                    f"report: outcome={decision.report.outcome} "
+                    f"userAttentionRequired={decision.report.user_attention_required}"
+                )
+        for n in decision.notes:
+            console.print(f"  - {escape(n)}")
+
+    emit(data, human)
 
 
 def register(app: typer.Typer) -> None:
-    """Add this group's commands to the root app."""
+    """Commands are added to `policy_app` at import time."""

@@ -1,0 +1,231 @@
+"""Capability records (`acx.capability/1`): what the agent can do, with a TrueSkill proficiency
+that starts unverified. Stored as JCS in the `capabilities` table and covered by the ROM."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from acxoci.errors import InvalidInput
+from attest.canonical import jcs, sha256_digest
+
+SCHEMA_VERSION = "acx.capability/1"
+SCALE = "acx.proficiency/trueskill-1"
+DEFAULT_LICENSE = "LicenseRef-acx-proprietary"
+PURL_ALIASES = {
+    "airflow": "pkg:pypi/apache-airflow",
+    "dbt": "pkg:pypi/dbt-core",
+    "postgres": "pkg:generic/postgresql",
+}
+RECORD_KEYS = frozenset(
+    {
+        "schemaVersion",
+        "id",
+        "taskType",
+        "stack",
+        "domain",
+        "proficiency",
+        "evidenceRefs",
+        "sampleCount",
+        "lastDemonstratedAt",
+        "license",
+        "createdAt",
+        "updatedAt",
+    }
+)
+PROFICIENCY_KEYS = frozenset({"scale", "mu", "sigma", "score", "confidence", "verified"})
+#: A seed token (`build-dag`) or a reverse-DNS-namespaced extension (`dev.acx.x:generate-terraform`).
+TASK_RE = re.compile(r"^([a-z0-9]+(-[a-z0-9]+)*|[a-z0-9.-]+:[a-z0-9]+(-[a-z0-9]+)*)$")
+#: The closed SkillDomain set a capability's `domain` must come from.
+DOMAINS = frozenset(
+    {"frontend", "backend", "infrastructure", "testing", "architecture", "leadership", "product"}
+)
+EVIDENCE_KINDS = frozenset({"level-attestation", "memory-artifact", "trajectory"})
+_DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})$")
+#: acxoci's default task type and domain for a role when the package declares no capabilities.
+ROLE_DEFAULTS: dict[str, tuple[str, str]] = {
+    "reviewer": ("review", "testing"),
+    "designer": ("design-experience", "product"),
+    "architect": ("design-api", "architecture"),
+    "security_expert": ("harden-security", "infrastructure"),
+    "tester": ("test-authoring", "testing"),
+    "writer": ("write-docs", "product"),
+    "devops": ("deploy", "infrastructure"),
+    "frontend": ("implement-feature", "frontend"),
+}
+DEFAULT_TASK = ("implement-feature", "backend")
+
+
+@dataclass(frozen=True)
+class Capability:
+    """One stored capability row: id, JCS text and its content hash."""
+
+    id: str
+    record: Mapping[str, Any]
+    json: bytes
+    content_hash: str
+
+
+def purl(name: str) -> str:
+    """A package URL for a stack entry: known aliases, an existing purl, else `pkg:generic/<slug>`."""
+    n = name.strip()
+    if n.startswith("pkg:"):
+        return n
+    low = n.lower()
+    if low in PURL_ALIASES:
+        return PURL_ALIASES[low]
+    return "pkg:generic/" + (re.sub(r"[^a-z0-9.+-]+", "-", low).strip("-") or "unknown")
+
+
+def capability_id(task_type: str, stack: Iterable[str], domain: str) -> str:
+    """`cap-` + the first 16 hex of sha256(`taskType|sorted(stack).join(",")|domain`)."""
+    text = f"{task_type}|{','.join(sorted(stack))}|{domain}"
+    return "cap-" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def make_capability(
+    task_type: str,
+    stack: Iterable[str],
+    domain: str,
+    *,
+    at: str,
+    license_id: str = DEFAULT_LICENSE,
+    where: str = "capability",
+) -> Capability:
+    """Build a default (unverified, mu 25, sigma 8.333) capability record dated `at`."""
+    if not TASK_RE.match(task_type):
+        raise InvalidInput(f"taskType {task_type!r} must match {TASK_RE.pattern}", where=where)
+    if domain not in DOMAINS:
+        raise InvalidInput(f"domain {domain!r} must be one of {sorted(DOMAINS)}", where=where)
+    purls = sorted({purl(s) for s in stack})
+    record: dict[str, Any] = {
+        "schemaVersion": SCHEMA_VERSION,
+        "id": capability_id(task_type, purls, domain),
+        "taskType": task_type,
+        "stack": purls,
+        "domain": domain,
+        "proficiency": {
+            "scale": SCALE,
+            "mu": 25,
+            "sigma": 8.333,
+            "score": 0,
+            "confidence": 0,
+            "verified": False,
+        },
+        "evidenceRefs": [],
+        "sampleCount": 0,
+        "lastDemonstratedAt": at,
+        "license": license_id,
+        "createdAt": at,
+        "updatedAt": at,
+    }
+    text = jcs(record)
+    return Capability(record["id"], record, text, sha256_digest(text))
+
+
+def capabilities_for(
+    role: str, tech_stack: Sequence[str], declared: Sequence[Mapping[str, Any]] | None, *, at: str
+) -> list[Capability]:
+    """The package's declared capabilities (`capabilities.json`: [{taskType, stack, domain}]) or one
+    default derived from the role and tech stack; sorted by id, duplicates refused."""
+    out: list[Capability] = []
+    if declared is not None:
+        for i, d in enumerate(declared):
+            w = f"capabilities.json[{i}]"
+            tt, st, dom = d.get("taskType"), d.get("stack", []), d.get("domain", DEFAULT_TASK[1])
+            if not isinstance(tt, str) or not isinstance(st, list) or not isinstance(dom, str):
+                raise InvalidInput(
+                    "a capability needs taskType (string), stack (array), domain (string)", where=w
+                )
+            out.append(make_capability(tt, [str(s) for s in st], dom, at=at, where=w))
+    else:
+        tt, dom = ROLE_DEFAULTS.get(role, DEFAULT_TASK)
+        out.append(make_capability(tt, tech_stack, dom, at=at))
+    ids = [c.id for c in out]
+    dup = sorted({i for i in ids if ids.count(i) > 1})
+    if dup:
+        raise InvalidInput(f"capabilities {dup} are declared twice", where="capabilities.json")
+    return sorted(out, key=lambda c: c.id)
+
+
+def capability_issues(cap_id: str, json_text: bytes, content_hash: str) -> list[str]:
+    """Structural problems of a stored capability row (used by `acx cartridge spec`)."""
+    import json as _json
+
+    try:
+        rec = _json.loads(json_text)
+    except ValueError:
+        return ["json column is not JSON"]
+    out: list[str] = []
+    if sha256_digest(json_text) != content_hash:
+        out.append("content_hash does not match the json column")
+    if not isinstance(rec, dict):
+        return [*out, "record is not an object"]
+    extra, missing = set(rec) - RECORD_KEYS, RECORD_KEYS - set(rec) - {"license"}
+    if extra:
+        out.append(f"unknown keys {sorted(extra)}")
+    if missing:
+        out.append(f"missing keys {sorted(missing)}")
+        return out
+    if rec["schemaVersion"] != SCHEMA_VERSION:
+        out.append(f"schemaVersion is {rec['schemaVersion']!r}")
+    if rec["id"] != cap_id:
+        out.append(f"record id {rec['id']!r} differs from row id")
+    prof = rec["proficiency"]
+    if not isinstance(prof, dict) or set(prof) != PROFICIENCY_KEYS or prof.get("scale") != SCALE:
+        out.append(
+            "proficiency must be {scale: acx.proficiency/trueskill-1, mu, sigma, score, confidence, verified}"
+        )
+    if not isinstance(rec["stack"], list) or not all(
+        isinstance(s, str) and s.startswith("pkg:") for s in rec["stack"]
+    ):
+        out.append("stack must be an array of purls")
+    elif (
+        isinstance(rec["taskType"], str)
+        and isinstance(rec["domain"], str)
+        and capability_id(rec["taskType"], rec["stack"], rec["domain"]) != rec["id"]
+    ):
+        out.append("id does not match taskType|stack|domain")
+    refs = rec["evidenceRefs"]
+    if not isinstance(refs, list) or not all(
+        isinstance(e, dict)
+        and set(e) == {"kind", "ref"}
+        and e["kind"] in EVIDENCE_KINDS
+        and isinstance(e["ref"], str)
+        and e["ref"].strip()
+        for e in refs
+    ):
+        out.append("evidenceRefs must be [{kind: level-attestation|memory-artifact|trajectory, ref}]")
+    elif (
+        isinstance(prof, dict)
+        and prof.get("verified") is True
+        and not any(e["kind"] == "level-attestation" for e in refs)
+    ):
+        out.append("verified proficiency without level-attestation evidence")
+    if not isinstance(rec["taskType"], str) or not TASK_RE.match(rec["taskType"]):
+        out.append("taskType is invalid")
+    if rec["domain"] not in DOMAINS:
+        out.append(f"domain {rec['domain']!r} is not one of {sorted(DOMAINS)}")
+    if isinstance(prof, dict) and set(prof) == PROFICIENCY_KEYS:
+        nums = {k: prof[k] for k in ("mu", "sigma", "score", "confidence")}
+        if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in nums.values()):
+            out.append("proficiency numbers must be numbers")
+        elif nums["sigma"] < 0 or not 0 <= nums["score"] <= 1 or not 0 <= nums["confidence"] <= 1:
+            out.append("proficiency sigma must be >= 0, score and confidence within 0..1")
+        if not isinstance(prof["verified"], bool):
+            out.append("proficiency.verified must be boolean")
+    if (
+        not isinstance(rec["sampleCount"], int)
+        or isinstance(rec["sampleCount"], bool)
+        or rec["sampleCount"] < 0
+    ):
+        out.append("sampleCount must be a non-negative integer")
+    for k in ("lastDemonstratedAt", "createdAt", "updatedAt"):
+        if not isinstance(rec[k], str) or not _DATE_RE.match(rec[k]):
+            out.append(f"{k} must be RFC 3339")
+    if "license" in rec and (not isinstance(rec["license"], str) or not rec["license"].strip()):
+        out.append("license must be a non-empty string")
+    return out

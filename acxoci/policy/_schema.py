@@ -1,0 +1,112 @@
+"""Validate a document against one of our JSON Schemas and turn each failure into an Issue
+that names the rule (the nearest `x-rule` annotation in the schema) and the JSON path."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import jsonschema
+from jsonschema.exceptions import ValidationError
+
+ERROR = "error"
+WARNING = "warning"
+
+
+@dataclass(frozen=True)
+class Issue:
+    """One finding: the rule it breaks, where (a `$.a.b[0]` JSON path), why, and how bad."""
+
+    rule: str
+    path: str
+    message: str
+    severity: str = ERROR
+
+    def to_json(self) -> dict[str, str]:
+        return {"rule": self.rule, "path": self.path, "message": self.message, "severity": self.severity}
+
+    def __str__(self) -> str:
+        return f"[{self.rule}] {self.path}: {self.message}"
+
+
+@cache
+def load_schema(name: str) -> dict[str, Any]:
+    """Load `schemas/<name>` shipped as package data."""
+    text = (resources.files("acxoci") / "schemas" / name).read_text(encoding="utf-8")
+    doc: dict[str, Any] = json.loads(text)
+    return doc
+
+
+def child_path(path: str, key: str | int) -> str:
+    """Extend a `$`-rooted JSON path by one object key or array index."""
+    if isinstance(key, int):
+        return f"{path}[{key}]"
+    if key.isidentifier():
+        return f"{path}.{key}"
+    return f"{path}[{json.dumps(key)}]"
+
+
+def _rule_for(schema: dict[str, Any], schema_path: list[Any], default: str) -> str:
+    node: Any = schema
+    rule = default
+    if isinstance(node, dict) and isinstance(node.get("x-rule"), str):
+        rule = node["x-rule"]
+    for seg in schema_path:
+        try:
+            node = node[seg]
+        except (KeyError, IndexError, TypeError):
+            break
+        if isinstance(node, dict) and isinstance(node.get("x-rule"), str):
+            rule = node["x-rule"]
+    return rule
+
+
+def _json_path(err: ValidationError) -> str:
+    path = "$"
+    for seg in err.absolute_path:
+        path = child_path(path, seg if isinstance(seg, int) else str(seg))
+    return path
+
+
+def schema_issues(doc: Any, schema_name: str, *, default_rule: str = "schema") -> list[Issue]:
+    """All schema violations of `doc`, sorted by path, each named by rule and JSON path."""
+    schema = load_schema(schema_name)
+    validator = jsonschema.Draft202012Validator(schema)
+    out: list[Issue] = []
+    for err in validator.iter_errors(doc):
+        out.extend(_to_issues(schema, err, default_rule))
+    return sorted(set(out), key=lambda i: (i.path, i.rule, i.message))
+
+
+def _to_issues(schema: dict[str, Any], err: ValidationError, default_rule: str) -> list[Issue]:
+    path = _json_path(err)
+    spath = list(err.absolute_schema_path)
+    if err.validator == "required" and isinstance(err.instance, dict):
+        props = (err.schema.get("properties") or {}) if isinstance(err.schema, dict) else {}
+        issues = []
+        wanted: Any = err.validator_value
+        for key in wanted if isinstance(wanted, list) else []:
+            if key in err.instance:
+                continue
+            sub = props.get(key)
+            rule = sub.get("x-rule") if isinstance(sub, dict) and isinstance(sub.get("x-rule"), str) else None
+            issues.append(
+                Issue(
+                    rule or _rule_for(schema, spath[:-1], default_rule),
+                    child_path(path, key),
+                    f"required key {key!r} is missing",
+                )
+            )
+        return issues
+    if err.validator == "additionalProperties" and isinstance(err.instance, dict):
+        allowed = set((err.schema.get("properties") or {}).keys()) if isinstance(err.schema, dict) else set()
+        rule = _rule_for(schema, spath[:-1], default_rule)
+        return [
+            Issue(rule, child_path(path, k), f"unknown key {k!r} (closed object)")
+            for k in err.instance
+            if k not in allowed
+        ]
+    return [Issue(_rule_for(schema, spath, default_rule), path, err.message)]

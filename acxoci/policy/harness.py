@@ -1,0 +1,608 @@
+"""Harness requirements (`acx.harness.v1`), the host descriptor (`acx.host.v1`, ours) and the
+SPEC §8.5 boot handshake: bind one tool per role, grant scopes, emit a compliance descriptor or
+refuse with JSON-RPC -32602 "Unsupported harness". Pure: no I/O, nothing is activated here."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import date
+from typing import Any
+
+from acxoci.errors import InvalidInput, RefusedByPolicy
+from acxoci.policy._schema import Issue, schema_issues
+
+SCHEMA_VERSION = "acx.harness.v1"
+SCHEMA = "acx.harness.v1.schema.json"
+HOST_SCHEMA = "acx.host.v1.schema.json"
+COMPLIANCE_SCHEMA = "acx.harness-compliance.v1.schema.json"
+MEDIA_TYPE = "application/vnd.acx.harness-requirements.v1+json"
+COMPLIANCE_MEDIA_TYPE = "application/vnd.acx.harness-compliance.v1+json"
+COMPLIANCE_VERSION = "acx.harness.compliance.v1"
+ROM_PATH = "rom/manifest/harness-requirements.json"
+#: The oldest MCP revision with initialize, tools/list, tools/call and inputSchema.
+MCP_FLOOR = "2024-11-05"
+MCP_PREFERRED = "2025-11-25"
+#: The four required roles and the scopes each contract must at least ask for.
+REQUIRED_ROLES: dict[str, frozenset[str]] = {
+    "acx:execute": frozenset({"exec"}),
+    "acx:dispatch": frozenset({"dispatch"}),
+    "acx:memory.write": frozenset({"memory.write"}),
+    "acx:search": frozenset({"search", "memory.read"}),
+}
+JSONRPC_INVALID_PARAMS = -32602
+REFUSAL_MESSAGE = "Unsupported harness"
+_EGRESS_ORDER = {"none": 0, "allowlist": 1, "any": 2}
+_REV_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+
+
+@dataclass(frozen=True)
+class ToolContract:
+    """A tool-role contract: what the cartridge needs a host tool to do."""
+
+    role: str
+    tier: str
+    scopes: tuple[str, ...]
+    name: str
+    description: str
+    input_schema: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class HarnessRequirements:
+    """A parsed, validated harness requirements document."""
+
+    min_protocol_revision: str
+    preferred_protocol_revision: str | None
+    tool_use: bool
+    min_context_window_tokens: int
+    structured_output: bool | None
+    required_tools: tuple[ToolContract, ...]
+    optional_tools: tuple[ToolContract, ...] = ()
+    fs_read: tuple[str, ...] = ()
+    fs_write: tuple[str, ...] = ()
+    egress: str = "none"
+    allowlist: tuple[str, ...] = ()
+
+    def scopes_by_role(self) -> dict[str, tuple[str, ...]]:
+        """role -> contract scopes (used by the policy's read-only sub-agent rule)."""
+        return {t.role: t.scopes for t in (*self.required_tools, *self.optional_tools)}
+
+
+@dataclass(frozen=True)
+class HostTool:
+    """A concrete tool the host offers, the acx roles it can serve and the scopes it is granted."""
+
+    name: str
+    roles: tuple[str, ...]
+    scopes: tuple[str, ...]
+    input_schema: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class HostDescriptor:
+    """What a host offers (acxoci's `acx.host.v1`)."""
+
+    protocol_revisions: tuple[str, ...]
+    tool_use: bool
+    context_window_tokens: int
+    tools: tuple[HostTool, ...]
+    structured_output: bool | None = None
+    fs_read: tuple[str, ...] = ()
+    fs_write: tuple[str, ...] = ()
+    egress: str = "none"
+    allowlist: tuple[str, ...] = ()
+    host_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Binding:
+    """One role bound (or not) to a host tool."""
+
+    role: str
+    tier: str
+    bound_tool: str | None
+    scopes_granted: tuple[str, ...]
+    satisfied: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "role": self.role,
+            "tier": self.tier,
+            "boundTool": self.bound_tool,
+            "scopesGranted": list(self.scopes_granted),
+            "satisfied": self.satisfied,
+        }
+
+
+@dataclass(frozen=True)
+class ComplianceDescriptor:
+    """The handshake result (`application/vnd.acx.harness-compliance.v1+json`)."""
+
+    requirements_hash: str
+    protocol_revision: str | None
+    tool_use: bool
+    context_window_tokens: int
+    structured_output: bool | None
+    bindings: tuple[Binding, ...]
+    filesystem_granted: Mapping[str, tuple[str, ...]] | None
+    network_granted: Mapping[str, Any] | None
+    verdict: str
+    unmet: tuple[str, ...]
+    supported: Mapping[str, Any] = field(default_factory=dict)
+    requested: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def accepted(self) -> bool:
+        return self.verdict == "accept"
+
+    def to_json(self) -> dict[str, Any]:
+        model: dict[str, Any] = {"toolUse": self.tool_use, "contextWindowTokens": self.context_window_tokens}
+        if self.structured_output is not None:
+            model["structuredOutput"] = self.structured_output
+        out: dict[str, Any] = {
+            "schemaVersion": COMPLIANCE_VERSION,
+            "requirementsHash": self.requirements_hash,
+            "protocolRevision": self.protocol_revision,
+            "model": model,
+            "bindings": [b.to_json() for b in self.bindings],
+        }
+        if self.filesystem_granted is not None:
+            out["filesystemGranted"] = {k: list(v) for k, v in self.filesystem_granted.items()}
+        if self.network_granted is not None:
+            out["networkGranted"] = dict(self.network_granted)
+        out["verdict"] = self.verdict
+        out["unmet"] = list(self.unmet)
+        return out
+
+    def jsonrpc_error(self) -> dict[str, Any] | None:
+        """The JSON-RPC error object a refusing host returns (None when accepted)."""
+        if self.accepted:
+            return None
+        return {
+            "code": JSONRPC_INVALID_PARAMS,
+            "message": REFUSAL_MESSAGE,
+            "data": {
+                "unmet": list(self.unmet),
+                "supported": dict(self.supported),
+                "requested": dict(self.requested),
+            },
+        }
+
+
+class HarnessRefused(RefusedByPolicy):
+    """The host cannot run the cartridge: the ROM is not activated and SAVE is not touched."""
+
+    kind = "harness_refused"
+
+
+def _valid_date(s: str) -> bool:
+    try:
+        date.fromisoformat(s)
+    except ValueError:
+        return False
+    return True
+
+
+def _semantic_issues(doc: Mapping[str, Any]) -> list[Issue]:
+    out: list[Issue] = []
+    req = doc.get("requiredTools") if isinstance(doc.get("requiredTools"), list) else []
+    opt = doc.get("optionalTools") if isinstance(doc.get("optionalTools"), list) else []
+    assert isinstance(req, list) and isinstance(opt, list)
+    by_role: dict[str, tuple[int, Mapping[str, Any]]] = {}
+    seen: dict[str, str] = {}
+    for key, tools in (("requiredTools", req), ("optionalTools", opt)):
+        for i, t in enumerate(tools):
+            if not isinstance(t, Mapping) or not isinstance(t.get("role"), str):
+                continue
+            p = f"$.{key}[{i}]"
+            role = t["role"]
+            if role in seen:
+                out.append(
+                    Issue(
+                        "harness.unique-roles",
+                        f"{p}.role",
+                        f"role {role!r} is already declared at {seen[role]}",
+                    )
+                )
+            seen.setdefault(role, p)
+            if key == "requiredTools":
+                by_role.setdefault(role, (i, t))
+            schema = t.get("inputSchema")
+            if isinstance(schema, Mapping):
+                if schema.get("type") not in (None, "object"):
+                    out.append(
+                        Issue(
+                            "harness.tool-contract.inputSchema",
+                            f"{p}.inputSchema.type",
+                            "a tool inputSchema must describe an object",
+                        )
+                    )
+                reqd = schema.get("required", [])
+                props = schema.get("properties", {})
+                if isinstance(reqd, list) and isinstance(props, Mapping):
+                    for r in reqd:
+                        if r not in props:
+                            out.append(
+                                Issue(
+                                    "harness.tool-contract.inputSchema",
+                                    f"{p}.inputSchema.required",
+                                    f"required property {r!r} is not in properties",
+                                )
+                            )
+    for role, needed in REQUIRED_ROLES.items():
+        if role not in by_role:
+            where = "$.requiredTools"
+            if role in seen:
+                where = seen[role] + ".tier"
+            out.append(
+                Issue(
+                    "harness.required-roles",
+                    where,
+                    f"required role {role!r} is missing from requiredTools (a host would have to refuse)",
+                )
+            )
+            continue
+        i, t = by_role[role]
+        scopes = set(t.get("capabilityScopes") or [])
+        missing = sorted(needed - scopes)
+        if missing:
+            out.append(
+                Issue(
+                    "harness.role-scopes",
+                    f"$.requiredTools[{i}].capabilityScopes",
+                    f"role {role!r} must ask for scopes {sorted(needed)}; missing {missing}",
+                )
+            )
+    mcp = doc.get("mcp")
+    if isinstance(mcp, Mapping):
+        lo, pref = mcp.get("minProtocolRevision"), mcp.get("preferredProtocolRevision")
+        for k, v in (("minProtocolRevision", lo), ("preferredProtocolRevision", pref)):
+            if isinstance(v, str) and _REV_RE.match(v) and not _valid_date(v):
+                out.append(Issue(f"harness.mcp.{k}", f"$.mcp.{k}", f"{v!r} is not a real date"))
+        if isinstance(lo, str) and _REV_RE.match(lo) and lo < MCP_FLOOR:
+            out.append(
+                Issue(
+                    "harness.mcp.floor",
+                    "$.mcp.minProtocolRevision",
+                    f"{lo} is older than {MCP_FLOOR}, the first MCP revision with tools and inputSchema",
+                )
+            )
+        if isinstance(lo, str) and isinstance(pref, str) and pref < lo:
+            out.append(
+                Issue(
+                    "harness.mcp.preferredProtocolRevision",
+                    "$.mcp.preferredProtocolRevision",
+                    f"preferred revision {pref} is older than the floor {lo}",
+                )
+            )
+    net = doc.get("network")
+    if isinstance(net, Mapping):
+        allow = net.get("allowlist") or []
+        if net.get("egress") == "allowlist" and not allow:
+            out.append(
+                Issue(
+                    "harness.network.allowlist",
+                    "$.network.allowlist",
+                    "egress 'allowlist' needs at least one allowlist entry",
+                )
+            )
+        if net.get("egress") in ("none", "any") and allow:
+            out.append(
+                Issue(
+                    "harness.network.allowlist",
+                    "$.network.allowlist",
+                    f"an allowlist is meaningless with egress {net.get('egress')!r}",
+                )
+            )
+    return out
+
+
+def validate_harness(doc: Any) -> list[Issue]:
+    """Every schema and semantic finding for a harness requirements document."""
+    if not isinstance(doc, Mapping):
+        return [Issue("harness.object", "$", "the harness document is not a JSON object")]
+    if doc.get("schemaVersion") != SCHEMA_VERSION:
+        return [
+            Issue(
+                "harness.schemaVersion",
+                "$.schemaVersion",
+                f"unknown schemaVersion {doc.get('schemaVersion')!r}; expected {SCHEMA_VERSION!r}",
+            )
+        ]
+    issues = schema_issues(doc, SCHEMA, default_rule="harness.schema") + _semantic_issues(doc)
+    return sorted(set(issues), key=lambda i: (i.path, i.rule))
+
+
+def _contract(t: Mapping[str, Any]) -> ToolContract:
+    return ToolContract(
+        t["role"],
+        t["tier"],
+        tuple(t["capabilityScopes"]),
+        t["name"],
+        t["description"],
+        dict(t["inputSchema"]),
+    )
+
+
+def parse_harness(doc: Any, *, where: str = ROM_PATH) -> HarnessRequirements:
+    """Validate and build the model; raises InvalidInput listing each rule and JSON path."""
+    issues = validate_harness(doc)
+    if issues:
+        raise InvalidInput(
+            f"harness requirements are invalid ({len(issues)} issue(s)): " + "; ".join(map(str, issues)),
+            where=where,
+            details={"issues": [i.to_json() for i in issues]},
+        )
+    assert isinstance(doc, Mapping)
+    fs = doc.get("filesystem") or {}
+    net = doc.get("network") or {}
+    return HarnessRequirements(
+        min_protocol_revision=doc["mcp"]["minProtocolRevision"],
+        preferred_protocol_revision=doc["mcp"].get("preferredProtocolRevision"),
+        tool_use=doc["model"]["toolUse"],
+        min_context_window_tokens=doc["model"]["minContextWindowTokens"],
+        structured_output=doc["model"].get("structuredOutput"),
+        required_tools=tuple(_contract(t) for t in doc["requiredTools"]),
+        optional_tools=tuple(_contract(t) for t in doc.get("optionalTools", ())),
+        fs_read=tuple(fs.get("read", ())),
+        fs_write=tuple(fs.get("write", ())),
+        egress=net.get("egress", "none"),
+        allowlist=tuple(net.get("allowlist", ())),
+    )
+
+
+def validate_host(doc: Any) -> list[Issue]:
+    """Schema findings for a host descriptor."""
+    return schema_issues(doc, HOST_SCHEMA, default_rule="host.schema")
+
+
+def parse_host(doc: Any, *, where: str = "host descriptor") -> HostDescriptor:
+    """Validate and build a host descriptor."""
+    issues = validate_host(doc)
+    if issues:
+        raise InvalidInput(
+            "host descriptor is invalid: " + "; ".join(map(str, issues)),
+            where=where,
+            details={"issues": [i.to_json() for i in issues]},
+        )
+    assert isinstance(doc, Mapping)
+    fs = doc.get("filesystem") or {}
+    net = doc.get("network") or {"egress": "none"}
+    return HostDescriptor(
+        protocol_revisions=tuple(doc["mcp"]["protocolRevisions"]),
+        tool_use=doc["model"]["toolUse"],
+        context_window_tokens=doc["model"]["contextWindowTokens"],
+        tools=tuple(
+            HostTool(t["name"], tuple(t["roles"]), tuple(t["scopes"]), dict(t["inputSchema"]))
+            for t in doc["tools"]
+        ),
+        structured_output=doc["model"].get("structuredOutput"),
+        fs_read=tuple(fs.get("read", ())),
+        fs_write=tuple(fs.get("write", ())),
+        egress=net.get("egress", "none"),
+        allowlist=tuple(net.get("allowlist", ())),
+        host_id=doc.get("hostId"),
+    )
+
+
+def _types(schema: Any) -> set[str] | None:
+    if not isinstance(schema, Mapping) or "type" not in schema:
+        return None
+    t = schema["type"]
+    return {t} if isinstance(t, str) else {str(x) for x in t} if isinstance(t, list) else None
+
+
+def schema_accepts(tool_schema: Mapping[str, Any], contract_schema: Mapping[str, Any]) -> list[str]:
+    """Why a tool's inputSchema does not structurally accept the contract: each contract-required
+    property must exist in the tool's properties with a compatible type. Empty list = accepts."""
+    problems: list[str] = []
+    tprops = tool_schema.get("properties") if isinstance(tool_schema.get("properties"), Mapping) else {}
+    cprops = (
+        contract_schema.get("properties") if isinstance(contract_schema.get("properties"), Mapping) else {}
+    )
+    assert isinstance(tprops, Mapping) and isinstance(cprops, Mapping)
+    for name in contract_schema.get("required", []) or []:
+        if name not in tprops:
+            problems.append(f"property {name!r} missing")
+            continue
+        want, have = _types(cprops.get(name)), _types(tprops[name])
+        if (
+            want is not None
+            and have is not None
+            and not (want & have or ("integer" in want and "number" in have))
+        ):
+            problems.append(f"property {name!r} has type {sorted(have)}, contract needs {sorted(want)}")
+    return problems
+
+
+def _covers(grant: str, path: str) -> bool:
+    if grant in ("*", "**", "/"):
+        return True
+    if grant in (".", "./"):
+        return not path.startswith("/") and not path.startswith("..")
+    g = grant.rstrip("/")
+    return path == grant or path.rstrip("/") == g or path.startswith(g + "/")
+
+
+def _negotiated_revision(requested: str, offered: Sequence[str]) -> str | None:
+    if not offered:
+        return None
+    if requested in offered:
+        return requested
+    older = [r for r in offered if r <= requested]
+    return max(older) if older else max(offered)
+
+
+def _bind(contract: ToolContract, host: HostDescriptor, unmet: list[str]) -> Binding:
+    candidates = [t for t in host.tools if contract.role in t.roles or t.name == contract.name]
+    required = contract.tier == "required"
+    best: tuple[HostTool, list[str]] | None = None
+    for tool in candidates:
+        why = schema_accepts(tool.input_schema, contract.input_schema)
+        missing = [s for s in contract.scopes if s not in tool.scopes]
+        if not why and not missing:
+            return Binding(contract.role, contract.tier, tool.name, tuple(contract.scopes), True)
+        if not why and best is None:
+            best = (tool, missing)
+    if best is not None:
+        tool, missing = best
+        if required:
+            unmet.extend(f"scope:{contract.role}:{s}" for s in missing)
+        granted = tuple(s for s in contract.scopes if s in tool.scopes)
+        return Binding(contract.role, contract.tier, tool.name, granted, False)
+    if required:
+        if candidates:
+            unmet.append(f"schema:{contract.role}:" + ",".join(t.name for t in candidates))
+        else:
+            unmet.append(f"role:{contract.role}")
+    return Binding(contract.role, contract.tier, None, (), False)
+
+
+def negotiate(req: HarnessRequirements, host: HostDescriptor, requirements_hash: str) -> ComplianceDescriptor:
+    """SPEC §8.5 steps 2-5 against a host descriptor: negotiate the MCP revision, bind one tool per
+    role, check model, filesystem and network grants. Returns the descriptor; `verdict` is
+    `refuse` (with every unmet item) when any required item fails. Optional tools never block."""
+    unmet: list[str] = []
+    requested_rev = req.preferred_protocol_revision or req.min_protocol_revision
+    rev = _negotiated_revision(requested_rev, host.protocol_revisions)
+    if rev is None or rev < req.min_protocol_revision:
+        unmet.append(f"protocolRevision:{rev or 'none'}<{req.min_protocol_revision}")
+    if req.tool_use and not host.tool_use:
+        unmet.append("model.toolUse")
+    if host.context_window_tokens < req.min_context_window_tokens:
+        unmet.append(
+            f"model.contextWindowTokens:{host.context_window_tokens}<{req.min_context_window_tokens}"
+        )
+    bindings = [_bind(c, host, unmet) for c in (*req.required_tools, *req.optional_tools)]
+    fs_granted: dict[str, tuple[str, ...]] | None = None
+    if req.fs_read or req.fs_write:
+        read_ok = [p for p in req.fs_read if any(_covers(g, p) for g in (*host.fs_read, *host.fs_write))]
+        write_ok = [p for p in req.fs_write if any(_covers(g, p) for g in host.fs_write)]
+        unmet.extend(f"filesystem.read:{p}" for p in req.fs_read if p not in read_ok)
+        unmet.extend(f"filesystem.write:{p}" for p in req.fs_write if p not in write_ok)
+        fs_granted = {"read": tuple(read_ok), "write": tuple(write_ok)}
+    net_granted: dict[str, Any] | None = None
+    if req.egress != "none":
+        if _EGRESS_ORDER[host.egress] < _EGRESS_ORDER[req.egress]:
+            unmet.append(f"network.egress:{req.egress}")
+            net_granted = {"egress": host.egress, "allowlist": list(host.allowlist)}
+        elif req.egress == "allowlist" and host.egress == "allowlist":
+            denied = [h for h in req.allowlist if h not in host.allowlist]
+            unmet.extend(f"network.allowlist:{h}" for h in denied)
+            net_granted = {"egress": "allowlist", "allowlist": [h for h in req.allowlist if h not in denied]}
+        else:
+            net_granted = {"egress": req.egress, "allowlist": list(req.allowlist)}
+    supported = {
+        "protocolRevisions": list(host.protocol_revisions),
+        "roles": sorted({r for t in host.tools for r in t.roles}),
+        "tools": [{"name": t.name, "roles": list(t.roles), "scopes": list(t.scopes)} for t in host.tools],
+        "model": {"toolUse": host.tool_use, "contextWindowTokens": host.context_window_tokens},
+    }
+    requested = {
+        "minProtocolRevision": req.min_protocol_revision,
+        "preferredProtocolRevision": req.preferred_protocol_revision,
+        "roles": [{"role": c.role, "scopes": list(c.scopes)} for c in req.required_tools],
+        "model": {"toolUse": req.tool_use, "minContextWindowTokens": req.min_context_window_tokens},
+    }
+    return ComplianceDescriptor(
+        requirements_hash=requirements_hash,
+        protocol_revision=rev,
+        tool_use=host.tool_use,
+        context_window_tokens=host.context_window_tokens,
+        structured_output=host.structured_output,
+        bindings=tuple(bindings),
+        filesystem_granted=fs_granted,
+        network_granted=net_granted,
+        verdict="refuse" if unmet else "accept",
+        unmet=tuple(unmet),
+        supported=supported,
+        requested=requested,
+    )
+
+
+def preflight(descriptor: Mapping[str, Any]) -> list[str]:
+    """SPEC §8.5 step 6: reasons a persisted compliance descriptor must stop activation."""
+    reasons = []
+    if descriptor.get("verdict") != "accept":
+        reasons.append(f"verdict is {descriptor.get('verdict')!r}")
+    for b in descriptor.get("bindings", []) or []:
+        if (
+            isinstance(b, Mapping)
+            and b.get("tier", "required") == "required"
+            and b.get("satisfied") is not True
+        ):
+            reasons.append(f"required binding {b.get('role')!r} is not satisfied")
+    return reasons
+
+
+def default_harness() -> dict[str, Any]:
+    """acxoci's default requirements document: the four roles, schema-valid (closed, fs/net objects)."""
+
+    def tool(
+        role: str, tier: str, scopes: list[str], name: str, desc: str, prop: str | None
+    ) -> dict[str, Any]:
+        schema: dict[str, Any] = {"type": "object", "properties": {}}
+        if prop:
+            schema = {"type": "object", "required": [prop], "properties": {prop: {"type": "string"}}}
+        return {
+            "role": role,
+            "tier": tier,
+            "capabilityScopes": scopes,
+            "name": name,
+            "description": desc,
+            "inputSchema": schema,
+        }
+
+    return {
+        "schemaVersion": SCHEMA_VERSION,
+        "mcp": {"minProtocolRevision": MCP_FLOOR, "preferredProtocolRevision": MCP_PREFERRED},
+        "model": {"toolUse": True, "minContextWindowTokens": 100000, "structuredOutput": False},
+        "requiredTools": [
+            tool(
+                "acx:execute",
+                "required",
+                ["exec", "fs.read"],
+                "execute",
+                "Run a command in a sandbox.",
+                "command",
+            ),
+            tool(
+                "acx:dispatch",
+                "required",
+                ["dispatch"],
+                "dispatch",
+                "Hand a unit of work to a sub-agent.",
+                "task",
+            ),
+            tool(
+                "acx:memory.write",
+                "required",
+                ["memory.write"],
+                "add_memory",
+                "Append a durable record to the SAVE zone.",
+                "summary",
+            ),
+            tool(
+                "acx:search",
+                "required",
+                ["search", "memory.read"],
+                "search_memory",
+                "Search memory and knowledge.",
+                "query",
+            ),
+        ],
+        "optionalTools": [
+            tool(
+                "acx:list_agents",
+                "optional",
+                ["memory.read"],
+                "list_agents",
+                "List the agents available.",
+                None,
+            )
+        ],
+        "filesystem": {"read": ["."], "write": []},
+        "network": {"egress": "none", "allowlist": []},
+    }
