@@ -415,3 +415,55 @@ def judge_signer(
             False,
         )
     return SignerJudgement("trusted", f"Signed by trusted publisher {signed_publisher}.", (), True, False)
+
+
+def format_rfc3339(when: datetime) -> str:
+    """`YYYY-MM-DDTHH:MM:SSZ` in UTC, the form registries are written in."""
+    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def make_key_entry(
+    public: PublicKey,
+    *,
+    publisher_id: str,
+    not_before: datetime,
+    not_after: datetime,
+    verified_at: datetime,
+    oidc_subject: str | None = None,
+) -> dict[str, Any]:
+    """A registry key entry for an Ed25519 public key, with the namespace proof the publisher
+    form calls for: github-oidc (needs `oidc_subject`) for `io.github.*`, dns-txt otherwise.
+
+    The entry records what the registry operator verified; it is checked by `from_json`.
+    """
+    if public.algorithm != "ed25519":
+        raise MalformedError("trust registry entries take Ed25519 keys only")
+    proof: dict[str, Any]
+    if github_owner(publisher_id) is not None:
+        if not oidc_subject:
+            raise MalformedError(f"publisher {publisher_id} needs a github-oidc proof: give the OIDC subject")
+        proof = {"method": "github-oidc", "oidcSubject": oidc_subject, "oidcIssuer": GITHUB_OIDC_ISSUER,
+                 "verifiedAt": format_rfc3339(verified_at)}
+    else:
+        proof = {"method": "dns-txt", "txtRecord": expected_txt_record(publisher_id),
+                 "verifiedAt": format_rfc3339(verified_at)}
+    return {
+        "keyid": public.keyid(),
+        "publisherId": publisher_id,
+        "algorithm": "ed25519",
+        "publicKeyPem": public.spki_pem(),
+        "status": "active",
+        "notBefore": format_rfc3339(not_before),
+        "notAfter": format_rfc3339(not_after),
+        "namespaceProof": proof,
+    }
+
+
+def add_key_entry(doc: dict[str, Any] | None, entry: dict[str, Any], *, now: datetime) -> dict[str, Any]:
+    """Return a registry document with `entry` added (or replacing the same keyid), validated."""
+    base: dict[str, Any] = dict(doc) if doc else {"schemaVersion": SCHEMA_VERSION, "keys": []}
+    keys = [k for k in base.get("keys", []) if not (isinstance(k, dict) and k.get("keyid") == entry["keyid"])]
+    base["keys"] = [*keys, entry]
+    base["updatedAt"] = format_rfc3339(now)
+    TrustRegistry.from_json(base, now=now)
+    return base

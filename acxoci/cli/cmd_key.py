@@ -3,8 +3,10 @@ with the public SPKI PEM beside it; and the key loader the signing commands shar
 
 from __future__ import annotations
 
+import json
 import os
 import stat
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import typer
@@ -12,8 +14,11 @@ import typer
 from acxoci.cli.apps import key_app
 from acxoci.cli.output import console, emit, info
 from acxoci.errors import InvalidInput, NotFound, UsageError
+from acxoci.fsutil import atomic_write
+from attest.canonical import loads_strict
 from attest.errors import MalformedError
-from attest.keys import PrivateKey, generate_ed25519, generate_p256, load_private_pem
+from attest.keys import PrivateKey, generate_ed25519, generate_p256, load_private_pem, load_public_pem
+from attest.trust import add_key_entry, make_key_entry, parse_rfc3339
 
 
 def public_path_for(key_path: Path) -> Path:
@@ -89,6 +94,42 @@ def generate(
         "encrypted": password_env is not None,
     }
     emit(data, lambda: console.print(f"keyid: {keyid}\nprivate key: {out} (0600)\npublic key:  {pub_path}"))
+
+
+@key_app.command("trust")
+def trust(
+    public_key: Path = typer.Argument(..., help="Public key PEM (or a private key: its public half)."),
+    publisher: str = typer.Option(..., "--publisher", help="Publisher id the key signs for (reverse DNS)."),
+    registry: Path = typer.Option(..., "--registry", "-r", help="Trust registry file to create or update."),
+    oidc_subject: str | None = typer.Option(
+        None, "--oidc-subject", help="GitHub OIDC subject you verified (io.github.* publishers)."),
+    not_before: str | None = typer.Option(
+        None, "--not-before", help="RFC 3339 start of the key's validity (default: now)."),
+    valid_days: int = typer.Option(365, "--valid-days", help="notAfter = now + this many days."),
+    password_env: str | None = typer.Option(None, "--password-env", help="Env var with the key passphrase."),
+) -> None:
+    """Add a key to an `acx.trust-registry/1` file, with the namespace proof you verified.
+
+    The file is validated with the same strict loader verification uses, then written atomically.
+    """
+    now = datetime.now(UTC)
+    data = public_key.read_bytes() if public_key.exists() else b""
+    if not data:
+        raise NotFound(f"no key file at {public_key}", where=str(public_key))
+    try:
+        pub = (load_private_key(public_key, password_env).public() if b"PRIVATE KEY" in data
+               else load_public_pem(data))
+        doc = loads_strict(registry.read_bytes()) if registry.exists() else None
+        start = parse_rfc3339(not_before, where="--not-before") if not_before else now
+        entry = make_key_entry(pub, publisher_id=publisher, not_before=start,
+                               not_after=now + timedelta(days=valid_days), verified_at=now,
+                               oidc_subject=oidc_subject)
+        updated = add_key_entry(doc, entry, now=now)
+    except MalformedError as exc:
+        raise InvalidInput(str(exc), where=str(registry)) from exc
+    atomic_write(registry, (json.dumps(updated, indent=2) + "\n").encode(), mode=0o644)
+    emit({"registry": str(registry), "keyid": entry["keyid"], "publisherId": publisher},
+         lambda: console.print(f"trusted {entry['keyid']} for {publisher} in {registry}"))
 
 
 def register(app: typer.Typer) -> None:

@@ -1,0 +1,115 @@
+"""`acx key trust`: writes a registry the strict loader accepts, with the right proof shape,
+and that makes a cartridge signed by that key `trusted`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from acxoci.cartridge.trust_file import load_trust_registry
+from attest.errors import MalformedError
+from attest.keys import generate_ed25519, generate_p256
+from attest.trust import add_key_entry, make_key_entry, parse_rfc3339
+from tests.harness.env import REPO
+
+NOW = parse_rfc3339("2026-11-30T00:00:00Z")
+
+
+def acx(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "acxoci", *args], capture_output=True, text=True, cwd=REPO)
+
+
+def test_entry_shapes_follow_publisher_form() -> None:
+    pub = generate_ed25519().public()
+    dns = make_key_entry(pub, publisher_id="dev.acxoci.demo", not_before=NOW, not_after=NOW, verified_at=NOW)
+    assert dns["namespaceProof"] == {
+        "method": "dns-txt",
+        "txtRecord": "_acx-challenge.demo.acxoci.dev",
+        "verifiedAt": "2026-11-30T00:00:00Z",
+    }
+    with pytest.raises(MalformedError, match="github-oidc"):
+        make_key_entry(pub, publisher_id="io.github.someone", not_before=NOW, not_after=NOW, verified_at=NOW)
+    gh = make_key_entry(
+        pub,
+        publisher_id="io.github.someone",
+        not_before=NOW,
+        not_after=NOW,
+        verified_at=NOW,
+        oidc_subject="repo:someone/agents:ref:refs/heads/main",
+    )
+    assert gh["namespaceProof"]["method"] == "github-oidc"
+    with pytest.raises(MalformedError, match="Ed25519"):
+        make_key_entry(
+            generate_p256().public(), publisher_id="dev.x.y", not_before=NOW, not_after=NOW, verified_at=NOW
+        )
+
+
+def test_add_replaces_same_keyid_and_validates() -> None:
+    pub = generate_ed25519().public()
+    e = make_key_entry(pub, publisher_id="dev.acxoci.demo", not_before=NOW, not_after=NOW, verified_at=NOW)
+    doc = add_key_entry(add_key_entry(None, e, now=NOW), e, now=NOW)
+    assert len(doc["keys"]) == 1
+    bad = dict(e, keyid="ed25519:" + "0" * 64)
+    with pytest.raises(MalformedError):
+        add_key_entry(doc, bad, now=NOW)
+
+
+def test_cli_trust_then_verify_is_trusted(tmp_path: Path) -> None:
+    key = tmp_path / "pub.pem"
+    assert acx("-q", "key", "generate", "-o", str(key)).returncode == 0
+    reg = tmp_path / "trust.json"
+    r = acx(
+        "key",
+        "trust",
+        str(tmp_path / "pub.pub.pem"),
+        "--publisher",
+        "dev.acxoci.demo",
+        "-r",
+        str(reg),
+        "--not-before",
+        "2026-01-01T00:00:00Z",
+    )
+    assert r.returncode == 0, r.stderr
+    load_trust_registry(reg, now=datetime.now(UTC))
+    cart = tmp_path / "a.acx"
+    r = acx(
+        "-q",
+        "cartridge",
+        "build",
+        str(REPO / "examples/agent-package"),
+        "-o",
+        str(cart),
+        "--publisher",
+        "dev.acxoci.demo",
+        "--key",
+        str(key),
+        "--created-at",
+        "2026-11-30T00:00:00Z",
+    )
+    assert r.returncode == 0, r.stderr
+    out = acx(
+        "--json", "cartridge", "verify", str(cart), "--trust-registry", str(reg), "--require", "trusted"
+    )
+    assert out.returncode == 0, out.stdout
+    assert json.loads(out.stdout)["trust"] == "trusted"
+    other = tmp_path / "other.json"
+    acx(
+        "key",
+        "trust",
+        str(tmp_path / "pub.pub.pem"),
+        "--publisher",
+        "dev.acxoci.other",
+        "-r",
+        str(other),
+        "--not-before",
+        "2026-01-01T00:00:00Z",
+    )
+    out = acx(
+        "--json", "cartridge", "verify", str(cart), "--trust-registry", str(other), "--require", "trusted"
+    )
+    assert out.returncode != 0
