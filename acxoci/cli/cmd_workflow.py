@@ -1,9 +1,275 @@
-"""`acx` commands for workflow (filled in by its capability)."""
+"""`acx workflow lint|sign|verify|digest|remix|inspect|ready`: author and consume CAL workflows."""
 
 from __future__ import annotations
 
+import os
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
 import typer
+from rich.markup import escape
+
+from acxoci.cartridge.trust_file import load_trust_registry
+from acxoci.cli.apps import workflow_app
+from acxoci.cli.output import console, emit
+from acxoci.errors import InvalidInput, NotFound, Tampered, UsageError
+from acxoci.workflow.inspect import inspect_workflow, render_lines
+from acxoci.workflow.lineage import RELATIONS, remix
+from acxoci.workflow.lint import LintResult, lint
+from acxoci.workflow.model import Workflow, load_document
+from acxoci.workflow.ready import assess, directory_roster, load_roster, rac_checklist
+from acxoci.workflow.roster_oci import load_registry_roster
+from acxoci.workflow.sign import default_signed_name, render, sign_workflow, workflow_digest, write_atomic
+from acxoci.workflow.verify import WorkflowVerdict, verify_workflow
+from attest.errors import MalformedError
+from attest.keys import load_private_pem
+from attest.trust import TrustRegistry, parse_rfc3339
+
+_COLOR = {"trusted": "green", "portable": "yellow", "unsigned": "yellow", "tampered": "red"}
+
+
+def _exit(code: int) -> None:
+    """End a verdict-style command (SystemExit: typer.Exit is swallowed under standalone_mode=False)."""
+    raise SystemExit(code)
+
+
+def _now(value: str | None) -> datetime:
+    if value is None:
+        return datetime.now(UTC)
+    try:
+        return parse_rfc3339(value, where="--now")
+    except MalformedError as exc:
+        raise UsageError(str(exc)) from exc
+
+
+def _registry(path: Path | None, now: datetime) -> TrustRegistry | None:
+    return None if path is None else load_trust_registry(path, now=now)
+
+
+def _print_issues(result: LintResult) -> None:
+    for i in result.issues:
+        console.print(f"  - {escape(i.text())}")
+
+
+@workflow_app.command("lint")
+def lint_cmd(
+    file: Path = typer.Argument(..., help="The .cal.json workflow."),
+    publish: bool = typer.Option(False, "--publish", help="Also apply the public profile and secret scrub."),
+) -> None:
+    """Check structure, conditions, graph rules and lineage (and with --publish the public profile)."""
+    result = lint(load_document(file), publish=publish)
+
+    def human() -> None:
+        if result.ok:
+            what = "structure and publish profile pass" if publish else "structure passes"
+            console.print(f"[bold green]VALID ✓[/bold green] — {what}")
+        else:
+            console.print(f"[bold red]INVALID[/bold red] — {len(result.errors)} issue(s)")
+        _print_issues(result)
+
+    emit({"file": str(file), **result.to_json()}, human)
+    _exit(0 if result.ok else 1)
+
+
+@workflow_app.command("digest")
+def digest_cmd(file: Path = typer.Argument(..., help="The .cal.json workflow.")) -> None:
+    """Print the workflow digest: sha256 of the JCS form without `integrity`."""
+    d = workflow_digest(load_document(file))
+    emit({"file": str(file), "digest": d}, lambda: console.print(d))
+
+
+@workflow_app.command("sign")
+def sign_cmd(
+    file: Path = typer.Argument(..., help="The unsigned (or re-signed) .cal.json workflow."),
+    publisher: str = typer.Option(..., "--publisher", help="Reverse-DNS publisher id, e.g. io.github.you."),
+    key: Path = typer.Option(..., "--key", help="PKCS#8 PEM Ed25519 private key."),
+    out: Path | None = typer.Option(None, "-o", "--out", help="Output (default <name>.signed.cal.json)."),
+    password_env: str | None = typer.Option(None, "--password-env", help="Env var holding the key password."),
+    now: str | None = typer.Option(None, "--now", help="Signing time (RFC 3339; default: now)."),
+) -> None:
+    """Lint --publish, then sign: JCS digest, in-toto Statement, DSSE, acx.workflow-signature/1."""
+    doc = load_document(file)
+    password: bytes | None = None
+    if password_env is not None:
+        value = os.environ.get(password_env)
+        if value is None:
+            raise UsageError(f"environment variable {password_env} is not set", where="--password-env")
+        password = value.encode("utf-8")
+    try:
+        pem = key.read_bytes()
+    except FileNotFoundError as exc:
+        raise NotFound(f"no such key file: {key}") from exc
+    try:
+        private = load_private_pem(pem, password)
+    except MalformedError as exc:
+        raise InvalidInput(str(exc), where=str(key)) from exc
+    signed = sign_workflow(doc, publisher_id=publisher, key=private, now=_now(now))
+    target = out or default_signed_name(file)
+    write_atomic(target, render(signed))
+    integ = signed["integrity"]
+    emit(
+        {
+            "file": str(target),
+            "digest": integ["digest"],
+            "publisherId": publisher,
+            "keyid": integ["keyid"],
+            "signedAt": integ["signedAt"],
+        },
+        lambda: console.print(
+            f"[bold green]SIGNED[/bold green] {escape(str(target))}\n"
+            f"  digest:    {integ['digest']}\n  keyid:     {integ['keyid']}\n"
+            f"  publisher: {publisher}\n  signedAt:  {integ['signedAt']}"
+        ),
+    )
+
+
+def _render_verdict(v: WorkflowVerdict, structure: LintResult) -> None:
+    color = _COLOR.get(v.trust, "white")
+    console.print(f"[bold {color}]{v.trust.upper()}[/bold {color}] ({v.status}): {escape(v.summary)}")
+    console.print(f"  digest:     {v.digest}")
+    console.print(f"  publisher:  {v.publisher_id or '—'}")
+    if v.keyid:
+        console.print(f"  keyid:      {v.keyid}")
+    console.print(f"  structure:  {'publishable ✓' if structure.ok else 'invalid'}")
+    for i in v.issues:
+        console.print(f"  - {escape(i)}")
+    _print_issues(structure)
+
+
+@workflow_app.command("verify")
+def verify_cmd(
+    file: Path = typer.Argument(..., help="The signed .cal.json workflow."),
+    trust_registry: Path | None = typer.Option(None, "--trust-registry", help="acx.trust-registry/1 file."),
+    now: str | None = typer.Option(None, "--now", help="Evaluate trust at this time (RFC 3339)."),
+) -> None:
+    """Verify every signature binding and the signer's trust; exit 0 only if signed, ok and publishable."""
+    at = _now(now)
+    doc = load_document(file)
+    v = verify_workflow(doc, registry=_registry(trust_registry, at), now=at)
+    structure = lint(doc, publish=True)
+    code = 0 if (v.ok and v.signed and structure.ok) else 1
+    emit(
+        {"file": str(file), **v.to_json(), "structure": structure.to_json()},
+        lambda: _render_verdict(v, structure),
+    )
+    _exit(code)
+
+
+@workflow_app.command("remix")
+def remix_cmd(
+    signed: Path = typer.Argument(..., help="The signed parent workflow."),
+    out: Path = typer.Option(..., "-o", "--out", help="Where to write the unsigned draft."),
+    relation: str = typer.Option("remix", "--relation", help="remix | fork | derived-from | supersedes."),
+    new_id: str | None = typer.Option(None, "--id", help="New workflow id for the draft."),
+    new_version: str | None = typer.Option(None, "--version", help="New SemVer for the draft."),
+) -> None:
+    """Turn a verified signed workflow into a draft with a digest-pinned lineage parent."""
+    if relation not in RELATIONS:
+        raise UsageError(f"--relation must be one of {', '.join(RELATIONS)}")
+    doc = load_document(signed)
+    at = datetime.now(UTC)
+    v = verify_workflow(doc, registry=None, now=at)
+    if not v.signed:
+        raise InvalidInput("only a signed workflow can be remixed", where=str(signed))
+    if not v.ok:
+        raise Tampered("parent does not verify: " + "; ".join(v.issues), where=str(signed))
+    draft = remix(doc, relation, new_id=new_id, new_version=new_version)
+    write_atomic(out, render(draft))
+    parent = draft["lineage"]["parents"][0]
+    emit(
+        {"file": str(out), "parent": parent},
+        lambda: console.print(
+            f"[bold green]DRAFT[/bold green] {escape(str(out))} — {relation} of "
+            f"{parent['publisherId']}/{parent['id']}@{parent.get('version', '')} "
+            f"{parent['digest']} (unsigned; sign it with `acx workflow sign`)"
+        ),
+    )
+
+
+@workflow_app.command("inspect")
+def inspect_cmd(
+    file: Path = typer.Argument(..., help="The .cal.json workflow."),
+    trust_registry: Path | None = typer.Option(None, "--trust-registry", help="acx.trust-registry/1 file."),
+) -> None:
+    """Participants, RAC checklist, nodes, flow and conditional transitions, limits, signature."""
+    at = datetime.now(UTC)
+    doc = load_document(file)
+    structure = lint(doc)
+    verdict = verify_workflow(doc, registry=_registry(trust_registry, at), now=at)
+    view = inspect_workflow(Workflow.from_json(doc), lint_result=structure, verdict=verdict)
+
+    def human() -> None:
+        for line in render_lines(view):
+            console.print(escape(line))
+        console.print("")
+        console.print(f"verdict: {'VALID ✓' if structure.ok else 'INVALID'}")
+        _print_issues(structure)
+
+    emit(view, human)
+
+
+@workflow_app.command("ready")
+def ready_cmd(
+    file: Path = typer.Argument(..., help="The .cal.json workflow."),
+    cartridges: Path | None = typer.Option(
+        None, "--cartridges", help="Directory scanned recursively for *.acx."
+    ),
+    roster: list[str] | None = typer.Option(
+        None, "--roster", help="Cartridge reference or repository (every tag); repeat for more."
+    ),
+    trust_registry: Path | None = typer.Option(None, "--trust-registry", help="acx.trust-registry/1 file."),
+    now: str | None = typer.Option(None, "--now", help="Evaluate trust at this time (RFC 3339)."),
+) -> None:
+    """Staff every participant from verified cartridges and check each task; READY exits 0."""
+    if cartridges is None and not roster:
+        raise UsageError("give --cartridges DIR and/or --roster REF")
+    if cartridges is not None and not cartridges.is_dir():
+        raise NotFound(f"no such roster directory: {cartridges}")
+    at = _now(now)
+    registry = _registry(trust_registry, at)
+    doc = load_document(file)
+    wf = Workflow.from_json(doc)
+    entries = (
+        [] if cartridges is None else load_roster(directory_roster(cartridges), registry=registry, now=at)
+    )
+    with tempfile.TemporaryDirectory(prefix="acx-roster-") as tmp:
+        if roster:
+            entries += load_registry_roster(roster, Path(tmp), registry=registry, now=at)
+        report = assess(
+            wf,
+            entries,
+            lint_result=lint(doc),
+            workflow_verdict=verify_workflow(doc, registry=registry, now=at),
+        )
+    data: dict[str, Any] = {"file": str(file), **report.to_json(), "rac": rac_checklist(wf)}
+
+    def human() -> None:
+        if report.ready:
+            console.print(
+                "[bold green]READY ✓[/bold green] — structure valid, team staffed, requirements covered"
+            )
+        else:
+            console.print(f"[bold red]NOT READY[/bold red] — {len(report.reasons)} reason(s)")
+        for r in report.reasons:
+            console.print(f"  - {escape(r)}")
+        for w in report.warnings:
+            console.print(f"  [yellow]warning:[/yellow] {escape(w)}")
+        console.print(f"Team ({report.roster_size} cartridge(s) scanned):")
+        for s in report.participants:
+            mark = "[green]✓[/green]" if s.staffed else "[red]✗[/red]"
+            who = escape(s.cartridge.label) if s.cartridge else "—"
+            console.print(f"  {mark} {escape(s.alias):<12} {s.bind:<5} {who}  ({escape(s.reason)})")
+        if wf.rac:
+            console.print("RAC checklist (□ required, · optional):")
+            for item in wf.rac:
+                mark = "□" if item.required else "·"
+                console.print(f"  {mark} {escape(item.id)} ({item.kind}) {escape(item.description)}")
+
+    emit(data, human)
+    _exit(0 if report.ready else 1)
 
 
 def register(app: typer.Typer) -> None:
-    """Add this group's commands to the root app."""
+    """Commands are added to the shared `workflow` group at import time."""

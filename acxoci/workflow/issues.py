@@ -1,0 +1,44 @@
+"""The one issue record every workflow check returns: rule id, JSON path, value, message."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+_MISSING = object()
+
+
+def show(value: Any) -> str:
+    """A short JSON rendering of an offending value for messages."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, sort_keys=True)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+@dataclass(frozen=True)
+class Issue:
+    """A finding: `rule` is a stable id, `path` a JSONPath like `$.nodes[2].agent`."""
+
+    rule: str
+    path: str
+    message: str
+    value: Any = None
+    severity: str = "error"
+
+    def text(self) -> str:
+        """One line: `[rule] path: message (value: …)`."""
+        return f"[{self.rule}] {self.path}: {self.message} (value: {show(self.value)})"
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON form for `--json` output."""
+        return {
+            "rule": self.rule,
+            "path": self.path,
+            "message": self.message,
+            "value": self.value,
+            "severity": self.severity,
+            "text": self.text(),
+        }
