@@ -16,11 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from acxoci.errors import InvalidInput, RefusedByPolicy
-from acxoci.workflow._jcs import canonical, canonical_digest
 from acxoci.workflow.lineage import check_lineage
 from acxoci.workflow.lint import lint
 from acxoci.workflow.model import PREDICATE_TYPE, PUBLISHER_RE, SIGNATURE_SCHEMA_VERSION
 from attest import dsse
+from attest.canonical import jcs as canonical
+from attest.canonical import jcs_digest as canonical_digest
 from attest.intoto import STATEMENT_V1
 from attest.keys import PrivateKey
 
