@@ -71,12 +71,13 @@ class LevelCheck:
 def status_checker(source: str | None, *, issuers: IssuerRegistry, now: datetime,
                    max_age: timedelta = st.DEFAULT_MAX_AGE, allow_offline: bool = False,
                    cache_dir: Path | None = None) -> StatusCheck | None:
-    """A revocation check bound to one status list source (None → credentials stay unresolved)."""
-    if source is None:
-        return None
+    """A revocation check. `source` overrides where the list is read from (a file, https URL or
+    OCI reference); with None each credential's own `statusListCredential` is fetched, so
+    revocation is always checked, never skipped."""
 
     def check(entry: StatusEntry, vc_issuer: str) -> st.StatusOutcome:
-        return st.check_status(entry, source=source, issuers=issuers, vc_issuer=vc_issuer, now=now,
+        where = source if source is not None else entry.list_credential
+        return st.check_status(entry, source=where, issuers=issuers, vc_issuer=vc_issuer, now=now,
                                max_age=max_age, allow_offline=allow_offline, cache_dir=cache_dir)
     return check
 

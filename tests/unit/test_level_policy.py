@@ -100,3 +100,55 @@ def test_min_level_decision(tmp_path: Path) -> None:
     assert not unresolved.ok and "unresolved" in unresolved.reason()
     none = policy.check_documents([], binding, issuers=issuers, now=at, status_check=check)
     assert not none.ok and none.reason() == "no level credential attached"
+
+
+def test_default_status_source_is_the_credentials_own_list(tmp_path: Path) -> None:
+    """With no override, revocation is checked against the credential's statusListCredential
+    (here a file path), so a flipped bit is seen; it is never silently skipped."""
+    key = generate_ed25519()
+    pub = key.public()
+    issuers = IssuerRegistry.from_json(
+        {
+            "schemaVersion": "acx.trust-registry/1",
+            "keys": [
+                {
+                    "keyid": pub.keyid(),
+                    "publisherId": "example.verifier",
+                    "algorithm": "ed25519",
+                    "publicKeyPem": pub.spki_pem(),
+                    "status": "active",
+                    "notBefore": "2026-01-01T00:00:00Z",
+                    "notAfter": "2028-01-01T00:00:00Z",
+                    "namespaceProof": {
+                        "method": "dns-txt",
+                        "txtRecord": "_acx-challenge.verifier.example",
+                        "verifiedAt": "2026-01-01T00:00:00Z",
+                    },
+                }
+            ],
+        }
+    )
+    lst = tmp_path / "sl.json"
+    list_id = str(lst)
+    st.write_json_atomic(lst, st.create_status_list(list_id=list_id, issuer=ISSUER, key=key, now=T0))
+    result = run_level(
+        demo_suite(), cartridge=Path("rex.acx"), rom_digest=ROM, solver=ReferenceSolver(24), signer=key
+    )
+    vc = issue_credential(
+        result,
+        cartridge_id="io.github.calder-sec/rex",
+        issuer=ISSUER,
+        key=key,
+        now=T0,
+        status=StatusEntry(list_id, 5, "revocation", f"{list_id}#5"),
+    )
+    binding = CartridgeBinding(
+        Path("rex.acx"), ROM, "io.github.calder-sec/rex", None, "io.github.calder-sec", "portable"
+    )
+    at = T0 + timedelta(hours=1)
+    check = policy.status_checker(None, issuers=issuers, now=at, cache_dir=tmp_path / "c")
+    ok = policy.check_documents([("a", vc)], binding, issuers=issuers, now=at, status_check=check)
+    assert ok.ok, ok.reason()
+    st.write_json_atomic(lst, st.set_status(st.read_list_file(lst), 5, key=key, now=T0))
+    revoked = policy.check_documents([("a", vc)], binding, issuers=issuers, now=at, status_check=check)
+    assert not revoked.ok and "revoked" in revoked.reason()
