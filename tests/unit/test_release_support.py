@@ -1,0 +1,127 @@
+"""Builders shared by the release tests (no tests here): a release world with a real cartridge from
+the vectors, an attestation key generated at run time, an acceptance policy (acx.verification-policy/1)
+trusting the vectors' publisher registry and the attestation key, and a release plan."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from acxoci.release.interpreter import KILL_ENV
+from attest.keys import PrivateKey, generate_ed25519
+from tests.harness.env import REPO
+
+PUBLISHER = "io.github.example-acx"
+
+
+@dataclass
+class ReleaseWorld:
+    """Files of one release: plan, policy, inputs, key; `state` is the journal root."""
+
+    tmp: Path
+    plan: Path
+    policy: Path
+    key: PrivateKey
+    cartridge: Path
+    state: Path
+
+    def plan_doc(self) -> dict[str, Any]:
+        doc: dict[str, Any] = yaml.safe_load(self.plan.read_text())
+        return doc
+
+    def write_plan(self, doc: dict[str, Any]) -> None:
+        self.plan.write_text(yaml.safe_dump(doc, sort_keys=False))
+
+
+def make_world(tmp: Path, vectors: Path, repositories: list[str], *, goal: str = "sample-1",
+               tags: tuple[str, ...] = ("v1", "latest"), formats: tuple[str, ...] = ("legacy", "bundle"),
+               registries: list[dict[str, Any]] | None = None,
+               extra: dict[str, Any] | None = None) -> ReleaseWorld:
+    """A plan releasing the vectors' sample cartridge to `repositories` under `tags`."""
+    tmp.mkdir(parents=True, exist_ok=True)
+    key = generate_ed25519()
+    keys = tmp / "keys"
+    keys.mkdir(exist_ok=True)
+    priv = keys / "attest.pem"
+    priv.write_bytes(key.pkcs8_pem())
+    os.chmod(priv, 0o600)
+    (keys / "attest.pub.pem").write_text(key.public().spki_pem())
+    cart = tmp / "sample.acx"
+    shutil.copyfile(vectors / "sample" / "sample.acx", cart)
+    policy = tmp / "policy.yaml"
+    trust = str(vectors / "sample" / "trust-active.json")
+    pol: dict[str, Any] = {"schemaVersion": "acx.verification-policy/1",
+                           "publishers": [{"id": PUBLISHER, "trustRegistries": [trust]}]}
+    if formats:
+        pol["attestations"] = {"formats": list(formats), "keys": [{"publicKeyFile": "keys/attest.pub.pem"}]}
+    policy.write_text(yaml.safe_dump(pol, sort_keys=False))
+    doc: dict[str, Any] = {
+        "schemaVersion": "acx.release-plan/1",
+        "goal": {"id": goal, "artifacts": [{"input": "agent", "to": [{"repository": r, "tags": list(tags)}
+                                                                     for r in repositories]}],
+                 "attestations": {"formats": list(formats)}},
+        "inputs": {"artifacts": {"agent": {"cartridge": "sample.acx"}},
+                   "keys": {"attestation": {"file": "keys/attest.pem"}}},
+        "acceptance": {"policy": "policy.yaml"},
+        "budget": {"attempts": 3, "backoffSeconds": 0.01, "maxBackoffSeconds": 0.05, "transportRetries": 2},
+    }
+    if registries:
+        doc["inputs"]["registries"] = registries
+    if extra:
+        doc.update(extra)
+    plan = tmp / "acx-release.yaml"
+    plan.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return ReleaseWorld(tmp, plan, policy, key, cart, tmp / "state")
+
+
+def acx(*args: str, env: dict[str, str] | None = None,
+        cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """Run the `acx` CLI in a child process (so a SIGKILL hook kills only the child)."""
+    full = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
+    return subprocess.run([sys.executable, "-c", "from acxoci.cli.main import main; main()", *args],
+                          capture_output=True, text=True, env=full, cwd=cwd, timeout=120)
+
+
+def run_forked(fn: Callable[[], int], env: dict[str, str] | None = None) -> int:
+    """Run `fn` in a forked child (env applied there only); returns its exit code, or -signal if it
+    was killed. Forking (not a new interpreter) keeps the kill-point iteration fast."""
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - child
+        code = 70
+        try:
+            os.environ.update(env or {})
+            code = fn()
+        except BaseException:
+            traceback.print_exc()
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    if os.WIFSIGNALED(status):
+        return -os.WTERMSIG(status)
+    return os.WEXITSTATUS(status)
+
+
+def kill_chain(step: Callable[[], int], *, after_write: bool, limit: int = 60) -> int:
+    """Run `step` (one run/resume of a goal) again and again, each time SIGKILLing it at the next
+    effect: right after its journal entry, or (after_write) after its remote work but before its
+    journal entry. Returns how many runs were killed; the last run must complete (exit 0)."""
+    kills = 0
+    for i in range(limit):
+        point = ("1w" if i == 0 else "2w") if after_write else "1"
+        rc = run_forked(step, {KILL_ENV: point})
+        if rc == -signal.SIGKILL:
+            kills += 1
+            continue
+        assert rc == 0, f"run after {kills} kill(s) exited {rc}"
+        return kills
+    raise AssertionError(f"still not done after {limit} runs")
