@@ -1,9 +1,439 @@
-"""`acx` commands for oci (filled in by its capability)."""
+"""`acx push/pull/discover/attach/cp/tags/login/logout` and `acx manifest get`: moving ACX
+artifacts through OCI registries and on-disk layouts (`oci-layout:PATH[:tag|@digest]`)."""
 
 from __future__ import annotations
 
+import contextlib
+import io
+import sys
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
 import typer
+from rich.markup import escape
+from rich.tree import Tree
+
+from acxoci.cli.apps import manifest_app
+from acxoci.cli.output import OPTS, console, emit, err_console, info
+from acxoci.errors import InvalidInput, UsageError
+from acxoci.oci.descriptor import Descriptor, is_digest, parse_manifest
+from acxoci.oci.digest import file_descriptor
+from acxoci.oci.reference import Reference, parse_reference
+from acxoci.oci.target import ProgressFn, RemoteOptions, Target, fetch_bytes, open_target
+from attest.errors import AttestError
+
+PLAIN_HELP = "Use plain HTTP (default: only for localhost/127.0.0.1)."
+
+
+def _options(
+    plain_http: bool | None,
+    ca_file: Path | None,
+    insecure: bool,
+    username: str | None = None,
+    password: str | None = None,
+) -> RemoteOptions:
+    return RemoteOptions(
+        plain_http=plain_http,
+        ca_file=str(ca_file) if ca_file else None,
+        insecure_skip_verify=insecure,
+        username=username,
+        password=password,
+    )
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _trust(path: Path | None, now: datetime) -> Any:
+    if path is None:
+        return None
+    from acxoci.cartridge.trust_file import load_trust_registry
+
+    return load_trust_registry(path, now=now)
+
+
+@contextlib.contextmanager
+def _progress(label: str) -> Iterator[ProgressFn | None]:
+    """A rich progress bar on a TTY (stderr), silent otherwise or under --json/-q."""
+    if OPTS.json or OPTS.quiet or not sys.stderr.isatty():
+        yield None
+        return
+    from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
+
+    with Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        console=err_console,
+        transient=True,
+    ) as bar:
+        tasks: dict[str, Any] = {}
+
+        def update(desc: Descriptor, n: int) -> None:
+            task = tasks.get(desc.digest)
+            if task is None:
+                task = tasks[desc.digest] = bar.add_task(f"{label} {desc.digest[7:19]}", total=desc.size)
+            bar.update(task, advance=n)
+
+        yield update
+
+
+def _attest_guard() -> contextlib.AbstractContextManager[None]:
+    @contextlib.contextmanager
+    def guard() -> Iterator[None]:
+        try:
+            yield
+        except AttestError as exc:
+            raise InvalidInput(str(exc)) from exc
+
+    return guard()
+
+
+def _ref(text: str, *, require: bool = True) -> Reference:
+    ref = parse_reference(text)
+    if require and ref.reference is None:
+        raise UsageError("reference needs a :tag or @digest", where=text)
+    return ref
+
+
+def push_cmd(
+    file: Path = typer.Argument(..., help="Cartridge (.acx) or workflow (.cal.json)."),
+    ref: str = typer.Argument(..., help="host/repo:tag or oci-layout:PATH:tag"),
+    no_verify: bool = typer.Option(False, "--no-verify", help="Push without verifying the artifact."),
+    created: str | None = typer.Option(
+        None, "--created", help="org.opencontainers.image.created (default: signing time)."
+    ),
+    trust_registry: Path | None = typer.Option(None, "--trust-registry", help="acx.trust-registry/1 file."),
+    plain_http: bool | None = typer.Option(None, "--plain-http/--no-plain-http", help=PLAIN_HELP),
+    ca_file: Path | None = typer.Option(None, "--ca-file", help="CA bundle for TLS."),
+    insecure: bool = typer.Option(False, "--insecure", help="Do not verify TLS certificates."),
+) -> None:
+    """Push a cartridge or workflow as an OCI artifact; prints the manifest digest."""
+    from acxoci.artifact import push_path
+
+    now = _now()
+    r = _ref(ref, require=False)
+    if not file.is_file():
+        raise InvalidInput("file not found", where=str(file))
+    with _attest_guard():
+        target, _ = open_target(r, _options(plain_http, ca_file, insecure))
+        with _progress("push") as prog:
+            desc, facts, built = push_path(
+                target,
+                file,
+                r.tag if not r.digest else None,
+                verify=not no_verify,
+                registry=_trust(trust_registry, now),
+                now=now,
+                created=created,
+                progress=prog,
+            )
+    if r.digest and r.digest != desc.digest:
+        raise UsageError(f"pushed {desc.digest}, but the reference pins {r.digest}", where=ref)
+    data = {
+        "reference": str(r.with_digest(desc.digest)),
+        "digest": desc.digest,
+        "mediaType": desc.media_type,
+        "size": desc.size,
+        "artifactType": built.manifest["artifactType"],
+        "kind": facts.kind,
+        "tag": r.tag,
+        "verdict": facts.verdict,
+    }
+    emit(data, lambda: console.print(desc.digest))
+
+
+def pull_cmd(
+    ref: str = typer.Argument(..., help="host/repo:tag|@digest or oci-layout:PATH:tag"),
+    output: Path = typer.Option(..., "-o", "--output", help="File or directory to write."),
+    no_verify: bool = typer.Option(False, "--no-verify", help="Do not verify the artifact after download."),
+    trust_registry: Path | None = typer.Option(None, "--trust-registry", help="acx.trust-registry/1 file."),
+    plain_http: bool | None = typer.Option(None, "--plain-http/--no-plain-http", help=PLAIN_HELP),
+    ca_file: Path | None = typer.Option(None, "--ca-file", help="CA bundle for TLS."),
+    insecure: bool = typer.Option(False, "--insecure", help="Do not verify TLS certificates."),
+) -> None:
+    """Pull an artifact: digest-checked while streaming, verified, then renamed into place."""
+    from acxoci.artifact import pull_file
+
+    now = _now()
+    r = _ref(ref)
+    target, _ = open_target(r, _options(plain_http, ca_file, insecure), create=False)
+    with _attest_guard(), _progress("pull") as prog:
+        pulled = pull_file(
+            target,
+            r.reference or "",
+            output,
+            verify=not no_verify,
+            registry=_trust(trust_registry, now),
+            now=now,
+            progress=prog,
+        )
+    data = {
+        "reference": str(r.with_digest(pulled.manifest.digest)),
+        "digest": pulled.manifest.digest,
+        "layer": pulled.layer.digest,
+        "size": pulled.layer.size,
+        "path": str(pulled.path),
+        "kind": pulled.kind,
+        "verdict": pulled.verdict,
+    }
+    emit(data, lambda: console.print(f"pulled {escape(str(pulled.path))} {pulled.manifest.digest}"))
+
+
+def _tree(
+    target: Target, desc: Descriptor, artifact_type: str | None, depth: int, seen: set[str]
+) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    if depth <= 0 or desc.digest in seen:
+        return out
+    seen = seen | {desc.digest}
+    for r in target.referrers(desc, artifact_type):
+        node: dict[str, Any] = {
+            "reference": f"{target.name}@{r.digest}",
+            "mediaType": r.media_type,
+            "digest": r.digest,
+            "size": r.size,
+            "artifactType": r.artifact_type,
+        }
+        if r.annotations:
+            node["annotations"] = dict(r.annotations)
+        node["referrers"] = _tree(target, r.plain(), None, depth - 1, seen)
+        out.append(node)
+    return out
+
+
+def discover_cmd(
+    ref: str = typer.Argument(..., help="Subject: host/repo:tag|@digest or oci-layout:PATH:tag"),
+    artifact_type: str | None = typer.Option(None, "--artifact-type", help="Only referrers of this type."),
+    depth: int = typer.Option(8, "--depth", help="How deep to follow referrers of referrers."),
+    plain_http: bool | None = typer.Option(None, "--plain-http/--no-plain-http", help=PLAIN_HELP),
+    ca_file: Path | None = typer.Option(None, "--ca-file", help="CA bundle for TLS."),
+    insecure: bool = typer.Option(False, "--insecure", help="Do not verify TLS certificates."),
+) -> None:
+    """Show the referrers graph of an artifact as a tree (Referrers API or the fallback tag)."""
+    r = _ref(ref)
+    target, _ = open_target(r, _options(plain_http, ca_file, insecure), create=False)
+    desc = target.resolve(r.reference or "")
+    tree = _tree(target, desc, artifact_type, depth, set())
+    data = {
+        "reference": f"{target.name}@{desc.digest}",
+        "mediaType": desc.media_type,
+        "digest": desc.digest,
+        "size": desc.size,
+        "referrers": tree,
+    }
+
+    def human() -> None:
+        root = Tree(escape(str(data["reference"])))
+
+        def add(branch: Tree, nodes: list[dict[str, Any]]) -> None:
+            for n in nodes:
+                sub = branch.add(f"{escape(str(n.get('artifactType') or n['mediaType']))}").add(
+                    escape(n["digest"])
+                )
+                add(sub, n["referrers"])
+
+        add(root, tree)
+        console.print(root)
+
+    emit(data, human)
+
+
+def attach_cmd(
+    ref: str = typer.Argument(..., help="Subject: host/repo:tag|@digest or oci-layout:PATH:tag"),
+    file: Path = typer.Argument(..., help="File to attach as the referrer's one layer."),
+    artifact_type: str = typer.Option(..., "--artifact-type", help="artifactType of the referrer."),
+    media_type: str | None = typer.Option(
+        None, "--media-type", help="Layer media type (default: artifact type)."
+    ),
+    annotation: list[str] = typer.Option([], "--annotation", "-a", help="Manifest annotation KEY=VALUE."),
+    created: str | None = typer.Option(
+        None, "--created", help="org.opencontainers.image.created (default: now)."
+    ),
+    plain_http: bool | None = typer.Option(None, "--plain-http/--no-plain-http", help=PLAIN_HELP),
+    ca_file: Path | None = typer.Option(None, "--ca-file", help="CA bundle for TLS."),
+    insecure: bool = typer.Option(False, "--insecure", help="Do not verify TLS certificates."),
+) -> None:
+    """Attach a file to an artifact as an OCI 1.1 referrer (subject = the artifact's manifest)."""
+    from acxoci.oci.shapes import EMPTY_CONFIG_BLOB, referrer_manifest
+
+    r = _ref(ref)
+    if not file.is_file():
+        raise InvalidInput("file not found", where=str(file))
+    ann: dict[str, str] = {}
+    for a in annotation:
+        key, sep, value = a.partition("=")
+        if not sep or not key:
+            raise UsageError(f"annotation {a!r} is not KEY=VALUE")
+        ann[key] = value
+    target, _ = open_target(r, _options(plain_http, ca_file, insecure), create=False)
+    subject = target.resolve(r.reference or "")
+    layer = file_descriptor(file, media_type or artifact_type)
+    when = created or _now().strftime("%Y-%m-%dT%H:%M:%SZ")
+    built = referrer_manifest(
+        subject=subject.plain(),
+        artifact_type=artifact_type,
+        file_digest=layer.digest,
+        file_size=layer.size,
+        media_type=layer.media_type,
+        title=file.name,
+        created=when,
+        annotations=ann,
+    )
+    config = built.blobs[0]
+    if not target.exists(config):
+        target.push(config, io.BytesIO(EMPTY_CONFIG_BLOB))
+    if not target.exists(layer):
+        with file.open("rb") as fh:
+            target.push(layer, fh)
+    desc = Descriptor(built.descriptor.media_type, built.descriptor.digest, built.descriptor.size)
+    target.push(desc, io.BytesIO(built.data))
+    data = {
+        "reference": f"{target.name}@{desc.digest}",
+        "digest": desc.digest,
+        "subject": subject.digest,
+        "artifactType": artifact_type,
+    }
+    emit(data, lambda: console.print(desc.digest))
+
+
+def cp_cmd(
+    src: str = typer.Argument(..., help="Source reference (tag or digest)."),
+    dst: str = typer.Argument(..., help="Destination reference (tag optional: defaults to the source tag)."),
+    recursive: bool = typer.Option(
+        False, "-r", "--recursive", help="Also copy referrers (and cosign .sig/.att tags)."
+    ),
+    from_plain_http: bool | None = typer.Option(
+        None, "--from-plain-http/--no-from-plain-http", help=PLAIN_HELP
+    ),
+    to_plain_http: bool | None = typer.Option(None, "--to-plain-http/--no-to-plain-http", help=PLAIN_HELP),
+    plain_http: bool | None = typer.Option(None, "--plain-http/--no-plain-http", help=PLAIN_HELP),
+    ca_file: Path | None = typer.Option(None, "--ca-file", help="CA bundle for TLS."),
+    insecure: bool = typer.Option(False, "--insecure", help="Do not verify TLS certificates."),
+) -> None:
+    """Copy an artifact graph between any two targets (registry or layout), skipping existing blobs."""
+    from acxoci.oci.copy import copy
+
+    s = _ref(src)
+    d = _ref(dst, require=False)
+    src_t, _ = open_target(
+        s,
+        _options(from_plain_http if from_plain_http is not None else plain_http, ca_file, insecure),
+        create=False,
+    )
+    dst_t, _ = open_target(
+        d, _options(to_plain_http if to_plain_http is not None else plain_http, ca_file, insecure)
+    )
+    with _progress("copy") as prog:
+        report = copy(src_t, dst_t, s.reference or "", dst_tag=d.tag, referrers=recursive, progress=prog)
+    data = {
+        "digest": report.root.digest,
+        "source": str(s),
+        "destination": f"{dst_t.name}@{report.root.digest}",
+        "copied": len(report.copied),
+        "skipped": len(report.skipped),
+        "referrers": report.referrers,
+        "legacyTags": report.legacy_tags,
+        "bytes": report.bytes_copied,
+    }
+    emit(
+        data,
+        lambda: console.print(
+            f"copied {report.root.digest} ({len(report.copied)} new, "
+            f"{len(report.skipped)} skipped, {len(report.referrers)} referrers)"
+        ),
+    )
+
+
+def tags_cmd(
+    repo: str = typer.Argument(..., help="host/repo or oci-layout:PATH"),
+    plain_http: bool | None = typer.Option(None, "--plain-http/--no-plain-http", help=PLAIN_HELP),
+    ca_file: Path | None = typer.Option(None, "--ca-file", help="CA bundle for TLS."),
+    insecure: bool = typer.Option(False, "--insecure", help="Do not verify TLS certificates."),
+) -> None:
+    """List the tags of a repository or layout."""
+    r = _ref(repo, require=False)
+    target, _ = open_target(r, _options(plain_http, ca_file, insecure), create=False)
+    tags = target.tags()
+
+    def human() -> None:
+        for t in tags:
+            console.print(escape(t))
+
+    emit({"repository": target.name, "tags": tags}, human)
+
+
+def manifest_get_cmd(
+    ref: str = typer.Argument(..., help="host/repo:tag|@digest or oci-layout:PATH:tag"),
+    descriptor: bool = typer.Option(False, "--descriptor", help="Print the descriptor instead."),
+    plain_http: bool | None = typer.Option(None, "--plain-http/--no-plain-http", help=PLAIN_HELP),
+    ca_file: Path | None = typer.Option(None, "--ca-file", help="CA bundle for TLS."),
+    insecure: bool = typer.Option(False, "--insecure", help="Do not verify TLS certificates."),
+) -> None:
+    """Fetch a manifest (digest-checked); prints its exact bytes, or JSON under --json."""
+    r = _ref(ref)
+    target, _ = open_target(r, _options(plain_http, ca_file, insecure), create=False)
+    desc = target.resolve(r.reference or "")
+    data = fetch_bytes(target, desc)
+    m = parse_manifest(data, media_type=desc.media_type, where=str(r))
+    d = {"mediaType": desc.media_type, "digest": desc.digest, "size": desc.size}
+    if descriptor:
+        emit(d, lambda: console.print_json(data=d))
+        return
+    if OPTS.json:
+        emit({"descriptor": d, "manifest": dict(m.raw)})
+        return
+    sys.stdout.write(data.decode("utf-8") + "\n")
+
+
+def login_cmd(
+    host: str = typer.Argument(..., help="Registry host[:port]."),
+    username: str = typer.Option(..., "-u", "--username", help="User name."),
+    password_stdin: bool = typer.Option(False, "--password-stdin", help="Read the password from stdin."),
+    password: str | None = typer.Option(None, "-p", "--password", help="Password (prefer --password-stdin)."),
+    plain_http: bool | None = typer.Option(None, "--plain-http/--no-plain-http", help=PLAIN_HELP),
+    ca_file: Path | None = typer.Option(None, "--ca-file", help="CA bundle for TLS."),
+    insecure: bool = typer.Option(False, "--insecure", help="Do not verify TLS certificates."),
+) -> None:
+    """Check credentials against the registry, then store them in the docker config (like oras)."""
+    from acxoci.oci.auth import Credential, store_credential
+    from acxoci.oci.registry import Transport
+
+    if password_stdin:
+        password = sys.stdin.readline().rstrip("\r\n")
+    if not password:
+        raise UsageError("no password: use --password-stdin (or -p)")
+    if "/" in host or is_digest(host):
+        raise UsageError("login takes a registry host, not a reference", where=host)
+    opts = _options(plain_http, ca_file, insecure, username, password)
+    Transport(host, opts).ping()
+    path = store_credential(host, Credential(username, password))
+    emit({"host": host, "username": username, "config": str(path)}, lambda: console.print("Login Succeeded"))
+
+
+def logout_cmd(host: str = typer.Argument(..., help="Registry host[:port].")) -> None:
+    """Remove stored credentials for a registry host."""
+    from acxoci.oci.auth import remove_credential
+
+    removed = remove_credential(host)
+    emit(
+        {"host": host, "removed": removed},
+        lambda: info(f"logged out of {escape(host)}" if removed else f"no credentials for {escape(host)}"),
+    )
 
 
 def register(app: typer.Typer) -> None:
-    """Add this group's commands to the root app."""
+    """Add the OCI commands to the root app and `manifest get` to the manifest group."""
+    app.command("push")(push_cmd)
+    app.command("pull")(pull_cmd)
+    app.command("discover")(discover_cmd)
+    app.command("attach")(attach_cmd)
+    app.command("cp")(cp_cmd)
+    app.command("tags")(tags_cmd)
+    app.command("login")(login_cmd)
+    app.command("logout")(logout_cmd)
+    manifest_app.command("get")(manifest_get_cmd)

@@ -1,0 +1,222 @@
+"""Registry credentials and auth challenges: docker `config.json` (`auths`, `credHelpers`,
+`credsStore` via `docker-credential-*`, honouring `DOCKER_CONFIG`, the same file oras uses),
+and a strict parser for `WWW-Authenticate` (Basic / Bearer realm, service, scope)."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import os
+import re
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from acxoci.oci.errors import RegistryAuthError, RegistryProtocolError
+
+DOCKER_HUB_KEYS = ("https://index.docker.io/v1/", "index.docker.io", "docker.io", "registry-1.docker.io")
+
+
+@dataclass(frozen=True)
+class Credential:
+    """Username + password, or an identity (refresh) token (`username` is then `<token>`)."""
+
+    username: str = ""
+    password: str = ""
+    identity_token: str = ""
+
+    @property
+    def empty(self) -> bool:
+        return not (self.username or self.password or self.identity_token)
+
+
+@dataclass(frozen=True)
+class Challenge:
+    """One parsed `WWW-Authenticate` challenge: scheme (`basic`/`bearer`) and its parameters."""
+
+    scheme: str
+    params: dict[str, str]
+
+
+_TOKEN = r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+"
+_PARAM_RE = re.compile(rf"\s*({_TOKEN})\s*=\s*(\"(?:[^\"\\]|\\.)*\"|{_TOKEN})\s*(,|$)")
+
+
+def parse_challenge(header: str) -> Challenge:
+    """Parse `Bearer realm="…",service="…",scope="…"` or `Basic realm="…"`; RegistryProtocolError if
+    the header is malformed or the scheme unknown (a lying registry must not crash us)."""
+    text = header.strip()
+    scheme, _, rest = text.partition(" ")
+    scheme = scheme.lower()
+    if scheme not in ("basic", "bearer"):
+        raise RegistryProtocolError(
+            f"unsupported or malformed WWW-Authenticate scheme {scheme[:40]!r}", where="WWW-Authenticate"
+        )
+    params: dict[str, str] = {}
+    pos = 0
+    rest = rest.strip()
+    while pos < len(rest):
+        m = _PARAM_RE.match(rest, pos)
+        if not m or m.end() == pos:
+            raise RegistryProtocolError(
+                f"malformed WWW-Authenticate parameters: {rest[:120]!r}", where="WWW-Authenticate"
+            )
+        value = m.group(2)
+        if value.startswith('"'):
+            value = re.sub(r"\\(.)", r"\1", value[1:-1])
+        params[m.group(1).lower()] = value
+        pos = m.end()
+    if scheme == "bearer":
+        realm = params.get("realm", "")
+        if not realm.startswith(("https://", "http://")):
+            raise RegistryProtocolError(
+                f"Bearer challenge without a usable realm: {realm[:120]!r}", where="WWW-Authenticate"
+            )
+    return Challenge(scheme, params)
+
+
+def config_dir() -> Path:
+    """`$DOCKER_CONFIG` or `~/.docker`."""
+    env = os.environ.get("DOCKER_CONFIG")
+    return Path(env) if env else Path.home() / ".docker"
+
+
+def config_path(directory: str | None = None) -> Path:
+    return (Path(directory) if directory else config_dir()) / "config.json"
+
+
+def _load(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        return {}
+    try:
+        obj = json.loads(path.read_text(encoding="utf-8") or "{}")
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise RegistryAuthError(f"docker config is not valid JSON: {exc}", where=str(path)) from exc
+    if not isinstance(obj, dict):
+        raise RegistryAuthError("docker config is not a JSON object", where=str(path))
+    return obj
+
+
+def _keys_for(host: str) -> list[str]:
+    if host in DOCKER_HUB_KEYS:
+        return list(DOCKER_HUB_KEYS)
+    return [host, f"https://{host}", f"http://{host}", f"https://{host}/v1/", f"https://{host}/v2/"]
+
+
+def _helper(name: str, action: str, payload: str) -> str:
+    exe = f"docker-credential-{name}"
+    try:
+        proc = subprocess.run(
+            [exe, action], input=payload, capture_output=True, text=True, timeout=30, check=False
+        )
+    except FileNotFoundError as exc:
+        raise RegistryAuthError(f"credential helper {exe} not found on PATH", where=exe) from exc
+    except subprocess.TimeoutExpired as exc:
+        raise RegistryAuthError(f"credential helper {exe} timed out", where=exe) from exc
+    if proc.returncode != 0:
+        if "credentials not found" in (proc.stdout + proc.stderr).lower():
+            return ""
+        raise RegistryAuthError(
+            f"credential helper {exe} {action} failed: {proc.stderr.strip()[:200]}", where=exe
+        )
+    return proc.stdout
+
+
+def _from_helper(name: str, host: str) -> Credential:
+    out = _helper(name, "get", host)
+    if not out.strip():
+        return Credential()
+    try:
+        obj = json.loads(out)
+    except ValueError as exc:
+        raise RegistryAuthError(f"credential helper {name} returned invalid JSON", where=name) from exc
+    user, secret = str(obj.get("Username", "")), str(obj.get("Secret", ""))
+    if user == "<token>":
+        return Credential(identity_token=secret)
+    return Credential(user, secret)
+
+
+def load_credential(host: str, directory: str | None = None) -> Credential:
+    """Credentials for `host` from the docker config: credHelpers, then auths, then credsStore."""
+    cfg = _load(config_path(directory))
+    helpers = cfg.get("credHelpers") or {}
+    for key in _keys_for(host):
+        if isinstance(helpers, dict) and key in helpers:
+            return _from_helper(str(helpers[key]), host)
+    auths = cfg.get("auths") or {}
+    if isinstance(auths, dict):
+        for key in _keys_for(host):
+            entry = auths.get(key)
+            if not isinstance(entry, dict):
+                continue
+            if entry.get("identitytoken"):
+                return Credential(identity_token=str(entry["identitytoken"]))
+            if entry.get("auth"):
+                try:
+                    user, _, pw = base64.b64decode(str(entry["auth"])).decode("utf-8").partition(":")
+                except (binascii.Error, UnicodeDecodeError) as exc:
+                    raise RegistryAuthError(
+                        "auths entry is not base64(user:password)", where=f"{config_path(directory)}:{key}"
+                    ) from exc
+                return Credential(user, pw)
+            if entry.get("username"):
+                return Credential(str(entry["username"]), str(entry.get("password", "")))
+    store = cfg.get("credsStore")
+    if store:
+        return _from_helper(str(store), host)
+    return Credential()
+
+
+def _write(path: Path, cfg: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd, tmp = tempfile.mkstemp(prefix=".config.json.", dir=str(path.parent))
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(cfg, fh, indent="\t")
+            fh.write("\n")
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def store_credential(host: str, cred: Credential, directory: str | None = None) -> Path:
+    """Save credentials like `oras login`/`docker login`: a helper if configured, else `auths`."""
+    path = config_path(directory)
+    cfg = _load(path)
+    helper = (cfg.get("credHelpers") or {}).get(host) or cfg.get("credsStore")
+    if helper:
+        user = "<token>" if cred.identity_token else cred.username
+        secret = cred.identity_token or cred.password
+        _helper(str(helper), "store", json.dumps({"ServerURL": host, "Username": user, "Secret": secret}))
+        return path
+    auths = cfg.setdefault("auths", {})
+    if not isinstance(auths, dict):
+        raise RegistryAuthError("`auths` in the docker config is not an object", where=str(path))
+    if cred.identity_token:
+        auths[host] = {"identitytoken": cred.identity_token}
+    else:
+        auths[host] = {"auth": base64.b64encode(f"{cred.username}:{cred.password}".encode()).decode()}
+    _write(path, cfg)
+    return path
+
+
+def remove_credential(host: str, directory: str | None = None) -> bool:
+    """Forget credentials for `host` (helper erase or `auths` removal); True if something was removed."""
+    path = config_path(directory)
+    cfg = _load(path)
+    helper = (cfg.get("credHelpers") or {}).get(host) or cfg.get("credsStore")
+    removed = False
+    auths = cfg.get("auths")
+    if isinstance(auths, dict) and host in auths:
+        del auths[host]
+        _write(path, cfg)
+        removed = True
+    if helper:
+        _helper(str(helper), "erase", host)
+        removed = True
+    return removed

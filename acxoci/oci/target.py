@@ -1,0 +1,148 @@
+"""The one seam between acxoci and OCI storage: the `Target` protocol, implemented by
+`LayoutStore` (on-disk OCI image layout, the embedded default) and `RegistryTarget` (one
+repository of any OCI 1.1 registry), plus small helpers that work on any Target.
+
+Contract (every implementation):
+- `fetch(desc)` returns a `VerifyingReader`: reading it to EOF proves digest and size, and it
+  raises `DigestMismatch`/`SizeMismatch` (Tampered) otherwise. Use it as a context manager.
+- `push(desc, content)` stores exactly `desc.size` bytes hashing to `desc.digest` (manifests too:
+  manifest media types go to the manifest store). Pushing what exists is a cheap no-op.
+- A manifest whose JSON has a `subject` becomes a referrer of that subject when pushed
+  (layout: an untagged index.json entry; registry: Referrers API or the `sha256-<hex>` tag).
+- Errors are `acxoci.oci.errors` types (NotFound, AuthError, Tampered, TransientError, ...).
+
+Typical use:
+    target, ref = open_target("oci-layout:./store:v1")           # or "127.0.0.1:5000/acx/demo:v1"
+    desc = target.resolve(ref.reference or "latest")
+    manifest = fetch_manifest(target, desc)
+    for child in manifest.children(): ...
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+from acxoci.oci.descriptor import (
+    MANIFEST_LIMIT,
+    Descriptor,
+    Manifest,
+    descriptor_for,
+    parse_manifest,
+)
+from acxoci.oci.digest import Readable, VerifyingReader
+from acxoci.oci.errors import ManifestTooLarge
+from acxoci.oci.reference import Reference, parse_reference
+
+
+@runtime_checkable
+class Target(Protocol):
+    """Content-addressed storage with tags and referrers (one registry repository or one layout)."""
+
+    @property
+    def name(self) -> str:
+        """Human name: `host/repo` or `oci-layout:PATH`."""
+        ...
+
+    def resolve(self, reference: str) -> Descriptor:
+        """Tag or digest → the manifest's descriptor (mediaType, digest, size). NotFound if absent."""
+        ...
+
+    def fetch(self, desc: Descriptor) -> VerifyingReader:
+        """Open a streaming, digest+size-verifying reader for a blob or manifest."""
+        ...
+
+    def exists(self, desc: Descriptor) -> bool:
+        """True if the blob/manifest with this digest is present."""
+        ...
+
+    def push(self, desc: Descriptor, content: Readable) -> None:
+        """Store `content` (exactly desc.size bytes hashing to desc.digest) as a blob or manifest."""
+        ...
+
+    def tag(self, desc: Descriptor, tag: str) -> None:
+        """Point `tag` at the (already pushed) manifest `desc`."""
+        ...
+
+    def tags(self) -> list[str]:
+        """All tags, sorted."""
+        ...
+
+    def referrers(self, desc: Descriptor, artifact_type: str | None = None) -> list[Descriptor]:
+        """Manifests whose `subject` is `desc` (entries carry artifactType/annotations when known).
+        The filter is applied client-side on the entry's artifactType."""
+        ...
+
+    def delete(self, desc: Descriptor) -> None:
+        """Delete a manifest (untagging it) where the target allows it; Unsupported otherwise."""
+        ...
+
+
+@dataclass(frozen=True)
+class RemoteOptions:
+    """How to reach registries: plain HTTP (None = automatic for localhost/127.0.0.1, like oras),
+    a CA bundle, explicit credentials, the docker config dir, retry bounds."""
+
+    plain_http: bool | None = None
+    ca_file: str | None = None
+    insecure_skip_verify: bool = False
+    username: str | None = None
+    password: str | None = None
+    docker_config: str | None = None
+    max_retries: int = 5
+    max_retry_seconds: float = 60.0
+    chunk_size: int = 64 * 1024 * 1024
+    monolithic_limit: int = 32 * 1024 * 1024
+    timeout: float = 60.0
+
+
+def open_target(
+    text: str | Reference, options: RemoteOptions | None = None, *, create: bool = True
+) -> tuple[Target, Reference]:
+    """Parse a reference and open its Target (LayoutStore for `oci-layout:`, else RegistryTarget)."""
+    ref = text if isinstance(text, Reference) else parse_reference(text)
+    if ref.layout_path is not None:
+        from acxoci.oci.layout import LayoutStore
+
+        return LayoutStore(Path(ref.layout_path), create=create), ref
+    from acxoci.oci.registry import RegistryTarget
+
+    return RegistryTarget(ref, options or RemoteOptions()), ref
+
+
+def fetch_bytes(target: Target, desc: Descriptor, *, limit: int = MANIFEST_LIMIT) -> bytes:
+    """Fetch a small object fully into memory (verified); refuses anything over `limit`."""
+    if desc.size > limit:
+        raise ManifestTooLarge(f"{desc.size} bytes exceeds the {limit}-byte limit", where=desc.digest)
+    if desc.data is not None:
+        return desc.data
+    with target.fetch(desc) as reader:
+        return reader.read_all()
+
+
+def fetch_manifest(target: Target, desc: Descriptor) -> Manifest:
+    """Fetch and strictly parse a manifest or index (digest-checked, ≤ 4 MiB)."""
+    return parse_manifest(fetch_bytes(target, desc), media_type=desc.media_type, where=desc.digest)
+
+
+def push_bytes(
+    target: Target,
+    data: bytes,
+    media_type: str,
+    *,
+    artifact_type: str | None = None,
+    skip_existing: bool = True,
+) -> Descriptor:
+    """Push in-memory bytes (a config, a manifest) and return their descriptor."""
+    desc = descriptor_for(data, media_type, artifact_type=artifact_type)
+    if skip_existing and target.exists(desc):
+        return desc
+    target.push(desc, io.BytesIO(data))
+    return desc
+
+
+ProgressFn = Callable[[Descriptor, int], None]
+"""Progress callback: (descriptor being moved, bytes just moved)."""

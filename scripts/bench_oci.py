@@ -1,0 +1,156 @@
+"""Benchmark: push and pull a 1 GiB artifact to distribution 2.8, acx vs oras 1.3, same run.
+
+Prints MB/s for each tool and direction, the acx/oras ratio (target >= 1.0), acx's peak RSS per
+run (target <= 100 MB; measured with os.wait4 on the child), and this machine's sha256 rate.
+Set BENCH_OCI_MB to change the size (default 1024). Not a pass/fail test.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from tests.harness import env  # noqa: E402
+from tests.harness.servers import start_distribution  # noqa: E402
+
+LAYER = "application/vnd.acx.cartridge.layer.v1+sqlite"
+
+
+TIME = Path("/usr/bin/time")
+
+
+def run(cmd: list[str], cwd: Path | None = None) -> tuple[float, int]:
+    """Run a child; return (seconds, peak RSS in KiB) of that child alone. The RSS comes from
+    /usr/bin/time when present (a small parent, so fork-time pages of this big benchmark
+    process are not counted), else from os.wait4."""
+    wrapped = [str(TIME), "-f", "ACX_MAXRSS=%M", *cmd] if TIME.exists() else cmd
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(
+        wrapped,
+        cwd=str(cwd) if cwd else None,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "HOME": str(cwd or REPO)},
+    )
+    _, status, usage = os.wait4(proc.pid, 0)
+    elapsed = time.perf_counter() - t0
+    err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed: {err[-2000:]}")
+    rss = int(usage.ru_maxrss)
+    for line in err.splitlines():
+        if line.startswith("ACX_MAXRSS="):
+            rss = int(line.split("=", 1)[1])
+    return elapsed, rss
+
+
+def sha256_rate() -> float:
+    block = os.urandom(64 * 1024 * 1024)
+    t0 = time.perf_counter()
+    h = hashlib.sha256()
+    for _ in range(4):
+        h.update(block)
+    return 256 / (time.perf_counter() - t0)
+
+
+def make_file(path: Path, mb: int) -> None:
+    chunk = os.urandom(8 * 1024 * 1024)
+    with path.open("wb") as fh:
+        fh.write(b"SQLite format 3\x00")
+        written = 16
+        total = mb * 1024 * 1024
+        while written < total:
+            n = min(len(chunk), total - written)
+            fh.write(chunk[:n])
+            written += n
+
+
+def main() -> int:
+    mb = int(os.environ.get("BENCH_OCI_MB", "1024"))
+    acx = [str(Path(sys.executable).parent / "acx")]
+    if not Path(acx[0]).exists():
+        acx = [sys.executable, "-m", "acxoci"]
+    oras = str(env.peer("oras13"))
+    work = Path(tempfile.mkdtemp(prefix="acx-bench-oci-"))
+    reg = start_distribution(env.peer("docker-registry"), work / "registry")
+    try:
+        src = work / "big.acx"
+        make_file(src, mb)
+        rate = sha256_rate()
+        results: dict[str, float] = {}
+        rss: dict[str, int] = {"push": 0, "pull": 0}
+        rounds = int(os.environ.get("BENCH_OCI_ROUNDS", "2"))
+
+        def best(key: str, value: float) -> None:
+            results[key] = max(results.get(key, 0.0), value)
+
+        # alternate oras and acx, each round into fresh repositories (so nothing is skipped); best of N
+        for i in range(rounds):
+            t, _ = run(
+                [
+                    oras,
+                    "push",
+                    "--plain-http",
+                    f"{reg.host}/bench/oras{i}:v1",
+                    f"big.acx:{LAYER}",
+                    "--artifact-type",
+                    "application/vnd.acx.cartridge.v1",
+                ],
+                cwd=work,
+            )
+            best("oras push", mb / t)
+            t, r = run([*acx, "push", "--no-verify", str(src), f"{reg.host}/bench/acx{i}:v1"], cwd=work)
+            best("acx push", mb / t)
+            rss["push"] = max(rss["push"], r)
+            out_o = work / "oras-out"
+            out_o.mkdir()
+            t, _ = run(
+                [oras, "pull", "--plain-http", "-o", str(out_o), f"{reg.host}/bench/oras{i}:v1"], cwd=work
+            )
+            best("oras pull", mb / t)
+            shutil.rmtree(out_o)
+            out_a = work / "acx-out.acx"
+            t, r = run(
+                [*acx, "pull", "--no-verify", f"{reg.host}/bench/acx{i}:v1", "-o", str(out_a)], cwd=work
+            )
+            best("acx pull", mb / t)
+            rss["pull"] = max(rss["pull"], r)
+            assert out_a.stat().st_size == src.stat().st_size
+            out_a.unlink()
+        startup, r0 = run([*acx, "--version"], cwd=work)
+        print(f"artifact size        : {mb} MiB (one layer, distribution 2.8 on 127.0.0.1), best of {rounds}")
+        print(f"sha256 rate          : {rate:8.1f} MB/s (this machine, one core)")
+        for k, v in results.items():
+            print(f"{k:<21}: {v:8.1f} MB/s")
+        push_ratio = results["acx push"] / results["oras push"]
+        pull_ratio = results["acx pull"] / results["oras pull"]
+        print(f"ratio acx/oras push  : {push_ratio:8.2f}  (target >= 1.0)")
+        print(f"ratio acx/oras pull  : {pull_ratio:8.2f}  (target >= 1.0)")
+        print(f"acx peak RSS push    : {rss['push'] / 1024:8.1f} MB  (target <= 100 MB)")
+        print(f"acx peak RSS pull    : {rss['pull'] / 1024:8.1f} MB  (target <= 100 MB)")
+        print(
+            f"acx CLI startup      : {startup:8.2f} s, {r0 / 1024:.1f} MB RSS "
+            "(`acx --version`, included above)"
+        )
+        for op in ("push", "pull"):
+            secs = mb / results[f"acx {op}"] - startup
+            rate = mb / secs if secs > 0 else float("inf")
+            print(f"acx {op} w/o startup : {rate:8.1f} MB/s  (ratio {rate / results[f'oras {op}']:.2f})")
+        print(f"acx RSS above startup: {(max(rss.values()) - r0) / 1024:8.1f} MB  (added by the transfer)")
+    finally:
+        reg.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
