@@ -1,43 +1,84 @@
-"""Registers every command module, then mounts the non-empty groups on the root app.
-Each module has `register(app)` and adds commands to the root app or to a group in apps.py."""
+"""Which command modules serve which top-level command, and their registration.
+
+`acx` imports only the modules for the command being run (a cartridge verify does not pay
+for sigstore models or the level engine), which keeps start-up short for CI loops and for
+transfer benchmarks. Root help, or an unknown command, imports them all.
+"""
 
 from __future__ import annotations
 
+import importlib
+from types import ModuleType
+
 import typer
 
-from acxoci.cli import (
-    cmd_attest,
-    cmd_cartridge,
-    cmd_cartridge_build,
-    cmd_harness,
-    cmd_install,
-    cmd_key,
-    cmd_level,
-    cmd_oci,
-    cmd_policy,
-    cmd_release,
-    cmd_workflow,
-)
 from acxoci.cli.apps import GROUPS
 
-MODULES = (
-    cmd_key,
-    cmd_cartridge,
-    cmd_cartridge_build,
-    cmd_harness,
-    cmd_policy,
-    cmd_oci,
-    cmd_attest,
-    cmd_workflow,
-    cmd_level,
-    cmd_install,
-    cmd_release,
+ALL_MODULES = (
+    "cmd_key",
+    "cmd_cartridge",
+    "cmd_cartridge_build",
+    "cmd_harness",
+    "cmd_policy",
+    "cmd_oci",
+    "cmd_attest",
+    "cmd_workflow",
+    "cmd_level",
+    "cmd_install",
+    "cmd_release",
 )
+
+# top-level command or group name -> the modules that add commands under it
+ENTRY: dict[str, tuple[str, ...]] = {
+    **{
+        name: ("cmd_oci",)
+        for name in ("push", "pull", "discover", "attach", "cp", "tags", "login", "logout", "manifest")
+    },
+    **{name: ("cmd_attest",) for name in ("attest", "verify", "attest-blob", "verify-blob")},
+    **{name: ("cmd_install",) for name in ("install", "uninstall", "installed")},
+    "cartridge": ("cmd_cartridge", "cmd_cartridge_build"),
+    "workflow": ("cmd_workflow",),
+    "key": ("cmd_key",),
+    "policy": ("cmd_policy", "cmd_install"),
+    "harness": ("cmd_harness",),
+    "level": ("cmd_level",),
+    "status-list": ("cmd_level",),
+    "release": ("cmd_release",),
+}
+
+_done: set[str] = set()
+
+
+def modules_for(args: list[str]) -> tuple[str, ...]:
+    """The command modules needed to run `args` (all of them when the command is unknown)."""
+    for arg in args:
+        if arg == "--":
+            break
+        if arg == "--version":
+            return ()
+        if arg.startswith("-"):
+            continue
+        return ENTRY.get(arg, ALL_MODULES)
+    return ALL_MODULES
+
+
+def _load(name: str) -> ModuleType:
+    return importlib.import_module(f"acxoci.cli.{name}")
+
+
+def register(app: typer.Typer, modules: tuple[str, ...] = ALL_MODULES) -> None:
+    """Import and register `modules` (each once per process), then mount the non-empty groups."""
+    for name in modules:
+        if name in _done:
+            continue
+        _load(name).register(app)
+        _done.add(name)
+    mounted = {info.name for info in app.registered_groups}
+    for group_name, group in GROUPS.items():
+        if group_name not in mounted and (group.registered_commands or group.registered_groups):
+            app.add_typer(group, name=group_name)
 
 
 def register_all(app: typer.Typer) -> None:
-    for mod in MODULES:
-        mod.register(app)
-    for name, group in GROUPS.items():
-        if group.registered_commands or group.registered_groups:
-            app.add_typer(group, name=name)
+    """Register every command module."""
+    register(app, ALL_MODULES)

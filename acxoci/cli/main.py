@@ -51,7 +51,6 @@ def root(
     """Global options are accepted before or after the subcommand."""
 
 
-groups.register_all(app)
 
 
 def _extract_global_flags(argv: list[str]) -> list[str]:
@@ -86,6 +85,7 @@ def main(argv: list[str] | None = None) -> None:
     """Run the CLI and exit with the documented code."""
     args = _extract_global_flags(list(sys.argv[1:] if argv is None else argv))
     try:
+        groups.register(app, groups.modules_for(args))
         # In non-standalone mode click returns the code of `typer.Exit(code)` instead of exiting.
         rc = app(args=args, prog_name="acx", standalone_mode=False)
     except AcxError as err:
