@@ -51,6 +51,17 @@ from attest.intoto import Statement
 from attest.keys import PrivateKey
 
 FormatChoice = Literal["legacy", "bundle", "both"]
+
+
+def parse_format(value: str) -> FormatChoice:
+    """`legacy`, `bundle` or `both` (the `--format` option), else a usage error."""
+    if value == "legacy":
+        return "legacy"
+    if value == "bundle":
+        return "bundle"
+    if value == "both":
+        return "both"
+    raise UsageError(f"--format must be legacy, bundle or both, not {value!r}")
 CARTRIDGE_LAYER_PREFIX = "application/vnd.acx.cartridge.layer"
 WORKFLOW_MARK = "application/vnd.acx.workflow"
 MAX_WORKFLOW_BYTES = 16 * 1024 * 1024

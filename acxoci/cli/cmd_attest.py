@@ -12,7 +12,7 @@ from typing import Any
 import typer
 from rich.markup import escape
 
-from acxoci.attestation.attach import FormatChoice, attest_artifact
+from acxoci.attestation.attach import attest_artifact, parse_format
 from acxoci.attestation.blob import (
     DEFAULT_BLOB_PREDICATE_TYPE,
     BlobVerdict,
@@ -98,15 +98,6 @@ def _trusted_keys(key: Path | None, trust_registry: Path | None, now: datetime) 
     return trust_registry_keys(load_trust_registry(trust_registry, now=now))
 
 
-def _format(value: str) -> FormatChoice:
-    if value == "legacy":
-        return "legacy"
-    if value == "bundle":
-        return "bundle"
-    if value == "both":
-        return "both"
-    raise UsageError(f"--format must be legacy, bundle or both, not {value!r}")
-
 
 def attest_cmd(
     ref: str = typer.Argument(..., help="host/repo:tag, host/repo@sha256:…, oci-layout:DIR:tag."),
@@ -122,7 +113,7 @@ def attest_cmd(
 ) -> None:
     """Attest an OCI artifact so that stock `cosign verify-attestation --key` accepts it."""
     now = _now(now_)
-    formats = _format(fmt)
+    formats = parse_format(fmt)
     ptype, pred = _predicate(predicate_type, predicate)
     private = load_private_key_file(key, password_from_env(password_env))
     target, parsed = open_target(parse_reference(ref, require_ref=True))

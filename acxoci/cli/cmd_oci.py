@@ -108,17 +108,32 @@ def push_cmd(
         None, "--created", help="org.opencontainers.image.created (default: signing time)."
     ),
     trust_registry: Path | None = typer.Option(None, "--trust-registry", help="acx.trust-registry/1 file."),
+    sign: bool = typer.Option(False, "--sign", help="Also attest the pushed manifest (needs --key)."),
+    key: Path | None = typer.Option(None, "--key", help="With --sign: cosign.key or PKCS#8 PEM signing key."),
+    fmt: str = typer.Option("both", "--format", help="With --sign: legacy | bundle | both."),
+    password_env: str | None = typer.Option(None, "--password-env", help="Env var with the key password."),
     plain_http: bool | None = typer.Option(None, "--plain-http/--no-plain-http", help=PLAIN_HELP),
     ca_file: Path | None = typer.Option(None, "--ca-file", help="CA bundle for TLS."),
     insecure: bool = typer.Option(False, "--insecure", help="Do not verify TLS certificates."),
 ) -> None:
-    """Push a cartridge or workflow as an OCI artifact; prints the manifest digest."""
+    """Push a cartridge or workflow as an OCI artifact; prints the manifest digest.
+
+    With `--sign --key K` the pushed manifest is attested in the same step (as `acx attest`)."""
     from acxoci.artifact import push_path
 
     now = _now()
     r = _ref(ref, require=False)
     if not file.is_file():
         raise InvalidInput("file not found", where=str(file))
+    if sign and key is None:
+        raise UsageError("--sign needs --key")
+    if key is not None and not sign:
+        raise UsageError("--key is for --sign; add --sign to attest the push")
+    signer = None
+    if sign and key is not None:  # load (and unlock) the key before anything is pushed
+        from acxoci.attestation.signing import load_private_key_file, password_from_env
+
+        signer = load_private_key_file(key, password_from_env(password_env))
     with _attest_guard():
         target, _ = open_target(r, _options(plain_http, ca_file, insecure))
         with _progress("push") as prog:
@@ -134,6 +149,13 @@ def push_cmd(
             )
     if r.digest and r.digest != desc.digest:
         raise UsageError(f"pushed {desc.digest}, but the reference pins {r.digest}", where=ref)
+    attested: dict[str, object] | None = None
+    if signer is not None:
+        from acxoci.attestation.attach import attest_after_push, parse_format
+
+        with _attest_guard():
+            attested = attest_after_push(target, desc, r.repo_string(), signer, now=now,
+                                         formats=parse_format(fmt)).to_json()
     data = {
         "reference": str(r.with_digest(desc.digest)),
         "digest": desc.digest,
@@ -143,8 +165,15 @@ def push_cmd(
         "kind": facts.kind,
         "tag": r.tag,
         "verdict": facts.verdict,
+        "attestation": attested,
     }
-    emit(data, lambda: console.print(desc.digest))
+
+    def human() -> None:
+        console.print(desc.digest)
+        if attested is not None:
+            info(f"attested {attested.get('predicateType')} as {attested.get('signerKeyId')}")
+
+    emit(data, human)
 
 
 def pull_cmd(
