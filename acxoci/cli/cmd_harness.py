@@ -4,7 +4,6 @@ validation of a harness requirements document. The cartridge is only ever read."
 from __future__ import annotations
 
 import json
-import os
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -15,6 +14,7 @@ from acxoci.cartridge.trust_file import load_trust_registry
 from acxoci.cli.apps import harness_app
 from acxoci.cli.output import console, emit
 from acxoci.errors import InvalidInput, NotFound, RefusedByPolicy
+from acxoci.fsutil import atomic_write
 from acxoci.policy import harness as h
 from acxoci.policy.boot import handshake
 from acxoci.policy.files import is_cartridge, load_document
@@ -23,9 +23,7 @@ from attest.errors import MalformedError
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    atomic_write(path, data)
 
 
 @harness_app.command("negotiate")

@@ -10,7 +10,6 @@ import base64
 import binascii
 import hashlib
 import math
-import os
 import secrets
 from dataclasses import dataclass
 from importlib import resources
@@ -22,6 +21,7 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from acxoci.errors import InvalidInput, NotFound, Tampered, VerificationFailed
+from acxoci.fsutil import atomic_write
 from attest.canonical import jcs, jcs_digest, loads_strict
 from attest.errors import AttestError
 
@@ -220,11 +220,7 @@ def open_suite(doc: dict[str, Any], key: bytes, where: str = "benchmark") -> Ben
 
 def write_key(path: Path, key: bytes) -> None:
     """Write a sealing key as hex, mode 0600, atomically."""
-    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="ascii") as fh:
-        fh.write(key.hex() + "\n")
-    os.replace(tmp, path)
+    atomic_write(path, (key.hex() + "\n").encode("ascii"), mode=0o600)
 
 
 def read_key(path: Path) -> bytes:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -22,6 +21,7 @@ import requests
 from filelock import FileLock
 
 from acxoci.errors import InvalidInput, NotFound, TransientError, UsageError, VerificationFailed
+from acxoci.fsutil import atomic_write
 from acxoci.level.issuers import IssuerRegistry, issuer_did
 from attest import statuslist, vc
 from attest.canonical import loads_strict
@@ -49,15 +49,8 @@ def default_cache_dir() -> Path:
 
 
 def write_json_atomic(path: Path, doc: Any, mode: int = 0o644) -> None:
-    """Write JSON via a temp file in the same directory and os.replace."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    """Write JSON (2-space indent, final newline) atomically."""
+    atomic_write(path, (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode("utf-8"), mode=mode)
 
 
 def create_status_list(*, list_id: str, issuer: str, key: PrivateKey, now: datetime,

@@ -10,11 +10,11 @@ import json
 import os
 import re
 import subprocess
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from acxoci.fsutil import atomic_write
 from acxoci.oci.errors import RegistryAuthError, RegistryProtocolError
 
 DOCKER_HUB_KEYS = ("https://index.docker.io/v1/", "index.docker.io", "docker.io", "registry-1.docker.io")
@@ -172,16 +172,7 @@ def load_credential(host: str, directory: str | None = None) -> Credential:
 
 def _write(path: Path, cfg: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fd, tmp = tempfile.mkstemp(prefix=".config.json.", dir=str(path.parent))
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(cfg, fh, indent="\t")
-            fh.write("\n")
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write(path, (json.dumps(cfg, indent="\t") + "\n").encode("utf-8"), mode=0o600)
 
 
 def store_credential(host: str, cred: Credential, directory: str | None = None) -> Path:

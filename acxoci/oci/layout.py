@@ -18,6 +18,7 @@ from typing import Any
 
 from filelock import FileLock
 
+from acxoci.fsutil import atomic_write
 from acxoci.oci.descriptor import (
     ANNOTATION_REF_NAME,
     MANIFEST_TYPES,
@@ -272,16 +273,4 @@ def _index_bytes(index: dict[str, Any]) -> bytes:
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
-    """Write via a temp file in the same directory, fsync, then os.replace."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=str(path.parent))
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp_name, 0o644)
-        os.replace(tmp_name, path)
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise
+    atomic_write(path, data)

@@ -8,14 +8,13 @@ publisher, time and counts. The integrity block has exactly seven fields.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from acxoci.errors import InvalidInput, RefusedByPolicy
+from acxoci.fsutil import atomic_write
 from acxoci.workflow.lineage import check_lineage
 from acxoci.workflow.lint import lint
 from acxoci.workflow.model import PREDICATE_TYPE, PUBLISHER_RE, SIGNATURE_SCHEMA_VERSION
@@ -137,18 +136,8 @@ def render(doc: Mapping[str, Any]) -> str:
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Write via a temp file in the same directory and os.replace."""
-    path = path.resolve()
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Write text atomically (temp file in the same folder, fsync, rename)."""
+    atomic_write(path.resolve(), text.encode("utf-8"))
 
 
 def default_signed_name(source: Path) -> Path:
