@@ -186,7 +186,7 @@ class _ContentCache:
                 return check_workflow_content(pred, data, layer.digest)
             path = self._paths.get(layer.digest)
             if path is None:
-                path = pull_layer(self.target, layer, self.tmp / f"{layer.digest.replace(':', '-')}.acx")
+                path = pull_layer(self.target, layer, pulled_content_path(self.tmp, layer))
                 self._paths[layer.digest] = path
             return check_cartridge_content(pred, path, layer.digest, now=self.now)
         except Tampered as exc:
@@ -210,13 +210,21 @@ def judge_found(target: Target, item: Found, keys: list[TrustedKey], *, subject:
                  want_type=want_type, now=now)
 
 
+def pulled_content_path(workdir: Path, layer: Descriptor) -> Path:
+    """Where `verify_artifact(..., workdir=)` leaves a pulled cartridge layer (present only if pulled)."""
+    return workdir / f"{layer.digest.replace(':', '-')}.acx"
+
+
 def verify_artifact(target: Target, subject: Descriptor, keys: list[TrustedKey], *, reference: str,
-                    want_type: str | None = None, check_content: bool = True, now: datetime) -> VerifyReport:
-    """Verify every attestation of `subject` and decide overall (see the module docstring)."""
+                    want_type: str | None = None, check_content: bool = True, now: datetime,
+                    workdir: Path | None = None) -> VerifyReport:
+    """Verify every attestation of `subject` and decide overall (see the module docstring).
+
+    With `workdir`, pulled content is kept there (see `pulled_content_path`) for further checks."""
     found, problems = find_attestations(target, subject)
     reports: list[AttestationReport] = []
     with tempfile.TemporaryDirectory(prefix="acx-verify-") as tmp:
-        cache = _ContentCache(target, subject, Path(tmp), now)
+        cache = _ContentCache(target, subject, workdir if workdir is not None else Path(tmp), now)
         for item in found:
             if item.format == "envelope":
                 why = ("ACX cartridge envelope (its subject is the ROM digest; it is checked with the "

@@ -3,16 +3,15 @@ of OCI artifacts and of plain files (verdict first, short)."""
 
 from __future__ import annotations
 
-import os
 import tempfile
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import typer
 from rich.markup import escape
 
-from acxoci.attestation.attach import attest_artifact, parse_format
+from acxoci.attestation.attach import artifact_kind, attest_artifact, content_layer, parse_format, pull_layer
 from acxoci.attestation.blob import (
     DEFAULT_BLOB_PREDICATE_TYPE,
     BlobVerdict,
@@ -30,15 +29,22 @@ from acxoci.attestation.signing import (
     trust_registry_keys,
 )
 from acxoci.attestation.statements import CARTRIDGE_PREDICATE_TYPE, parse_predicate_file
-from acxoci.attestation.verify import VerifyReport, verify_artifact
+from acxoci.attestation.verify import VerifyReport, pulled_content_path, verify_artifact
 from acxoci.cartridge.constants import SQLITE_MAGIC
 from acxoci.cartridge.trust_file import load_trust_registry
 from acxoci.cli.output import console, emit
-from acxoci.errors import InvalidInput, NotFound, UsageError
+from acxoci.errors import AcxError, InvalidInput, NotFound, UsageError
+from acxoci.fsutil import atomic_write
+from acxoci.level.binding import bind_cartridge
+from acxoci.level.credential import StatusCheck
+from acxoci.level.issuers import IssuerRegistry
+from acxoci.level.policy import check_attached, parse_requirement, status_checker
+from acxoci.level.status import DEFAULT_MAX_AGE
+from acxoci.oci.descriptor import Descriptor
 from acxoci.oci.reference import parse_reference
-from acxoci.oci.target import open_target
+from acxoci.oci.target import Target, fetch_manifest, open_target
 from attest.errors import MalformedError
-from attest.trust import parse_rfc3339
+from attest.trust import TrustRegistry, parse_rfc3339
 
 _VERDICT_COLOR = {"verified": "green", "rejected": "red", "unverified": "yellow", "skipped": "dim",
                   "unsupported": "yellow"}
@@ -59,15 +65,7 @@ def _exit(code: int) -> None:
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=str(path.parent))
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write(path, data)
 
 
 def _read(path: Path, what: str) -> bytes:
@@ -161,6 +159,35 @@ def _render_report(report: VerifyReport) -> None:
             console.print(f"      [dim]note: {escape(note)}[/dim]")
 
 
+def _level_gate(target: Target, subject: Descriptor, workdir: Path, *, required: int,
+                issuers: IssuerRegistry, registry: TrustRegistry | None, now: datetime,
+                status_check: StatusCheck | None) -> dict[str, Any]:
+    """Bind the artifact's cartridge (reusing the copy `verify_artifact` pulled) and check its
+    attached level credentials (revocation included) against `required`; JSON result with `ok`."""
+    out: dict[str, Any] = {"required": required, "ok": False, "romDigest": None, "credentials": []}
+    try:
+        manifest = fetch_manifest(target, subject)
+        if artifact_kind(manifest) != "cartridge":
+            out["reason"] = "level unverifiable: the artifact is not a cartridge"
+            return out
+        layer = content_layer(manifest, "cartridge")
+        path = pulled_content_path(workdir, layer)
+        if not path.exists():
+            pull_layer(target, layer, path)
+        binding = bind_cartridge(path, now=now, registry=registry)
+        check = check_attached(target, subject, binding, issuers=issuers, now=now,
+                               status_check=status_check, required=required)
+    except AcxError as exc:
+        out["reason"] = f"level unverifiable: {exc.one_line()}"
+        return out
+    best = check.best
+    out.update(ok=check.ok, reason=check.reason(), romDigest=binding.rom_digest,
+               level=best.level if best is not None and best.ok else None,
+               tier=best.tier if best is not None and best.ok else None,
+               credentials=[v.to_json() | {"referrer": d} for d, v in check.verdicts])
+    return out
+
+
 def verify_cmd(
     ref: str = typer.Argument(..., help="The artifact reference (tag or digest)."),
     key: Path | None = typer.Option(None, "--key", help="Public key PEM (cosign.pub, acx key, openssl)."),
@@ -168,17 +195,59 @@ def verify_cmd(
     type_: str | None = typer.Option(None, "--type", help="Only attestations of this predicate type count."),
     no_content: bool = typer.Option(False, "--no-content",
                                     help="Skip pulling the artifact to check the attested digests."),
+    require_level: str | None = typer.Option(None, "--require-level",
+                                             help="Also require a verified, unrevoked level N or tier."),
+    issuers: Path | None = typer.Option(None, "--issuers", help="Level issuer trust registry (with "
+                                        "--require-level)."),
+    max_status_age: int = typer.Option(int(DEFAULT_MAX_AGE.total_seconds()), "--max-status-age",
+                                       help="Seconds after its validFrom that a status list is stale."),
+    allow_offline: bool = typer.Option(False, "--allow-offline", help="Accept a cached/stale status list."),
+    cache_dir: Path | None = typer.Option(None, "--cache-dir", help="Status-list cache directory."),
     now_: str | None = typer.Option(None, "--now", help="RFC 3339 time to use instead of the clock."),
 ) -> None:
-    """Verify an artifact's attestations (cosign legacy + bundle) and their binding to the content."""
+    """Verify an artifact's attestations (cosign legacy + bundle) and their binding to the content;
+    with --require-level also its level credential (issuer, ROM binding, revocation)."""
     now = _now(now_)
     keys = _trusted_keys(key, trust_registry, now)
+    required = parse_requirement(require_level) if require_level is not None else None
+    if required is not None and issuers is None:
+        raise UsageError("--require-level needs --issuers REG (the level issuer trust registry)")
+    level_issuers = IssuerRegistry.load(issuers, now=now) if issuers is not None and required is not None \
+        else None
     target, parsed = open_target(parse_reference(ref, require_ref=True), create=False)
     subject = target.resolve(parsed.reference or "")
-    report = verify_artifact(target, subject, keys, reference=str(parsed), want_type=type_,
-                             check_content=not no_content, now=now)
-    emit(report.to_json(), lambda: _render_report(report))
-    _exit(0 if report.ok else 1)
+    with tempfile.TemporaryDirectory(prefix="acx-verify-") as tmp:
+        report = verify_artifact(target, subject, keys, reference=str(parsed), want_type=type_,
+                                 check_content=not no_content, now=now, workdir=Path(tmp))
+        level: dict[str, Any] | None = None
+        if required is not None and level_issuers is not None:
+            check = status_checker(None, issuers=level_issuers, now=now,
+                                   max_age=timedelta(seconds=max_status_age), allow_offline=allow_offline,
+                                   cache_dir=cache_dir)
+            registry = load_trust_registry(trust_registry, now=now) if trust_registry is not None else None
+            level = _level_gate(target, subject, Path(tmp), required=required, issuers=level_issuers,
+                                registry=registry, now=now, status_check=check)
+    ok = report.ok and (level is None or bool(level["ok"]))
+    data = report.to_json()
+    if level is not None:
+        data["attestationsOk"] = report.ok
+        data["level"] = level
+        data["ok"], data["verdict"] = ok, "verified" if ok else "failed"
+        if not level["ok"]:
+            data["reasons"] = [*data["reasons"], f"level: {level['reason']}"]
+
+    def human() -> None:
+        if report.ok and level is not None and not level["ok"]:
+            console.print(f"[bold red]FAILED[/bold red]: level requirement {required} not met: "
+                          f"{escape(str(level['reason']))}")
+        _render_report(report)
+        if level is not None:
+            color, word = ("green", "LEVEL OK") if level["ok"] else ("red", "LEVEL FAILED")
+            console.print(f"[bold {color}]{word}[/bold {color}] (required {required}): "
+                          f"{escape(str(level['reason']))}")
+
+    emit(data, human)
+    _exit(0 if ok else 1)
 
 
 def _is_cartridge(path: Path) -> bool:

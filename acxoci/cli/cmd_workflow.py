@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +15,11 @@ from acxoci.cartridge.trust_file import load_trust_registry
 from acxoci.cli.apps import workflow_app
 from acxoci.cli.output import console, emit
 from acxoci.errors import InvalidInput, NotFound, Tampered, UsageError
+from acxoci.level.issuers import IssuerRegistry
+from acxoci.level.policy import status_checker
+from acxoci.level.status import DEFAULT_MAX_AGE
 from acxoci.workflow.inspect import inspect_workflow, render_lines
+from acxoci.workflow.level_resolver import VerifiedLevelResolver
 from acxoci.workflow.lineage import RELATIONS, remix
 from acxoci.workflow.lint import LintResult, lint
 from acxoci.workflow.model import Workflow, load_document
@@ -220,9 +224,22 @@ def ready_cmd(
         None, "--roster", help="Cartridge reference or repository (every tag); repeat for more."
     ),
     trust_registry: Path | None = typer.Option(None, "--trust-registry", help="acx.trust-registry/1 file."),
+    issuers: Path | None = typer.Option(
+        None, "--issuers", help="Level issuer trust registry: prove minLevel slots (else unverifiable)."
+    ),
+    max_status_age: int = typer.Option(
+        int(DEFAULT_MAX_AGE.total_seconds()),
+        "--max-status-age",
+        help="Seconds after its validFrom that a status list is stale.",
+    ),
+    allow_offline: bool = typer.Option(False, "--allow-offline", help="Accept a cached/stale status list."),
+    cache_dir: Path | None = typer.Option(None, "--cache-dir", help="Status-list cache directory."),
     now: str | None = typer.Option(None, "--now", help="Evaluate trust at this time (RFC 3339)."),
 ) -> None:
-    """Staff every participant from verified cartridges and check each task; READY exits 0."""
+    """Staff every participant from verified cartridges and check each task; READY exits 0.
+
+    With --issuers a minLevel slot is staffed only by a cartridge whose level credential (embedded
+    or attached as a referrer) verifies against its ROM digest and is not revoked."""
     if cartridges is None and not roster:
         raise UsageError("give --cartridges DIR and/or --roster REF")
     if cartridges is not None and not cartridges.is_dir():
@@ -231,6 +248,18 @@ def ready_cmd(
     registry = _registry(trust_registry, at)
     doc = load_document(file)
     wf = Workflow.from_json(doc)
+    resolver = None
+    if issuers is not None:
+        level_issuers = IssuerRegistry.load(issuers, now=at)
+        check = status_checker(
+            None,
+            issuers=level_issuers,
+            now=at,
+            max_age=timedelta(seconds=max_status_age),
+            allow_offline=allow_offline,
+            cache_dir=cache_dir,
+        )
+        resolver = VerifiedLevelResolver(level_issuers, at, check)
     entries = (
         [] if cartridges is None else load_roster(directory_roster(cartridges), registry=registry, now=at)
     )
@@ -242,6 +271,7 @@ def ready_cmd(
             entries,
             lint_result=lint(doc),
             workflow_verdict=verify_workflow(doc, registry=registry, now=at),
+            level_resolver=resolver,
         )
     data: dict[str, Any] = {"file": str(file), **report.to_json(), "rac": rac_checklist(wf)}
 

@@ -3,7 +3,8 @@
 Unlike the reference, a hash participant binds only to a cartridge whose ROM digest was
 *recomputed and verified* (never the stored meta copy), tampered or unverifiable cartridges are
 never staffed, and a `minLevel` slot is staffed only through a `LevelResolver` that proves the
-level (none is plugged in yet, so such slots report "level unverifiable").
+level (`acxoci.workflow.level_resolver.VerifiedLevelResolver`; without one such slots report
+"level unverifiable").
 
 I/O (`load_roster`) is separate from the pure decision (`assess`).
 """
@@ -271,6 +272,15 @@ def _staff_hash(p: Participant, roster: Sequence[RosterCartridge]) -> Staffing:
     return Staffing(p.alias, "hash", p.required, False, None, 0, reason, tuple(notes))
 
 
+def _why_unproven(resolver: LevelResolver | None, c: RosterCartridge) -> str | None:
+    """The resolver's reason a level is unproven, if it offers one (`why_unproven`)."""
+    explain = getattr(resolver, "why_unproven", None)
+    if resolver is None or not callable(explain):
+        return None
+    why = explain(c)
+    return why if isinstance(why, str) else None
+
+
 def _staff_slot(
     p: Participant, roster: Sequence[RosterCartridge], resolver: LevelResolver | None
 ) -> Staffing:
@@ -290,6 +300,9 @@ def _staff_slot(
         if slot.min_level is not None:
             if level is None:
                 level_blocked += 1
+                why = _why_unproven(resolver, c)
+                if why:
+                    notes.append(f"{c.label} level unverifiable: {why}")
                 continue
             ml = slot.min_level
             if ml.acx_level is not None and level.acx_level < ml.acx_level:
