@@ -1,0 +1,303 @@
+"""The pure install checks and the verification policy: each decision on hand-made inputs, the
+fixed order, and policy loading (schema, defaults, pinned keys, registry patterns)."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from acxoci.errors import InvalidInput
+from acxoci.install import checks as C
+from acxoci.install.vpolicy import VerificationPolicy, default_policy, load_policy, schema_errors
+from acxoci.policy.limits import ResourceLimits
+from tests.unit.test_install_support import BUDGET, PUBLISHER, write_policy
+
+NOW = datetime(2026, 11, 30, tzinfo=UTC)
+ROM = "sha256:" + "a" * 64
+
+
+def pol(**kw: Any) -> VerificationPolicy:
+    return dataclasses.replace(default_policy(), **kw)
+
+
+def sig(**kw: Any) -> C.SignatureEvidence:
+    base: dict[str, Any] = {
+        "status": "verified",
+        "trust": "trusted",
+        "summary": "ok",
+        "keyid": "ed25519:" + "b" * 64,
+        "publisher_id": PUBLISHER,
+        "rom_digest": ROM,
+    }
+    base.update(kw)
+    return C.SignatureEvidence(**base)
+
+
+def trusted_policy(**kw: Any) -> VerificationPolicy:
+    from acxoci.install.vpolicy import TrustedPublisher
+    from attest.trust import TrustRegistry
+
+    return pol(publishers=(TrustedPublisher(PUBLISHER, TrustRegistry(keys=())),), **kw)
+
+
+def cred(**kw: Any) -> C.CredentialFound:
+    base: dict[str, Any] = {
+        "issuer": "did:web:v.example",
+        "level": 20,
+        "tier": "staff",
+        "rom_digest": ROM,
+        "verified": True,
+        "status_list": "https://v.example/s/1",
+        "status_index": 1,
+        "revoked": False,
+        "status_list_valid_from": NOW - timedelta(hours=1),
+        "status_list_source": "fetched",
+        "status_reason": "not revoked",
+    }
+    base.update(kw)
+    return C.CredentialFound(**base)
+
+
+def test_order_is_fixed_and_every_check_runs() -> None:
+    g = C.Gathered("oci-layout:x", None, None, None, None, None, False, True, None)
+    results = C.run_checks(g, default_policy(), NOW)
+    assert [r.id for r in results] == list(C.CHECK_ORDER)
+    assert [r.order for r in results] == list(range(1, len(C.CHECK_ORDER) + 1))
+    failed = {r.id: r.status for r in C.failures(results)}
+    assert failed == {
+        "content-digest": "unavailable",
+        "signature": "unavailable",
+        "trust": "unavailable",
+        "policy-budget": "unavailable",
+    }
+    assert all(r.kind for r in C.failures(results))
+
+
+def test_content() -> None:
+    assert C.check_content(C.ContentEvidence(ROM, ROM)).status == "pass"
+    r = C.check_content(C.ContentEvidence(ROM, "sha256:" + "c" * 64))
+    assert (r.status, r.kind) == ("fail", "digest_mismatch")
+    r = C.check_content(C.ContentEvidence(ROM, ROM, "content hashes to sha256:ffff"))
+    assert (r.status, r.kind) == ("fail", "tampered") and "ffff" in r.reason
+
+
+@pytest.mark.parametrize(
+    ("status", "trust", "kind"),
+    [
+        ("invalid", "tampered", "tampered"),
+        ("warning", "legacy", "unsigned"),
+        ("warning", "unsigned", "unsigned"),
+        ("warning", "unverified", "bad_signature"),
+    ],
+)
+def test_signature_failures(status: str, trust: str, kind: str) -> None:
+    r = C.check_signature(sig(status=status, trust=trust))
+    assert (r.status, r.kind) == ("fail", kind)
+
+
+def test_signature_without_key_is_not_a_pass() -> None:
+    assert C.check_signature(sig(trust="portable", status="warning", keyid=None)).kind == "bad_signature"
+    assert C.check_signature(sig(trust="portable", status="warning")).status == "pass"
+
+
+def test_trust() -> None:
+    p = trusted_policy()
+    assert C.check_trust(sig(), p).status == "pass"
+    assert C.check_trust(sig(publisher_id=PUBLISHER + "/team"), p).status == "pass"
+    assert C.check_trust(sig(publisher_id=PUBLISHER + "x"), p).kind == "untrusted_publisher"
+    assert C.check_trust(sig(), default_policy()).kind == "untrusted_publisher"
+    assert C.check_trust(sig(trust="portable", status="warning"), p).kind == "trust_too_low"
+    assert (
+        C.check_trust(
+            sig(trust="portable", status="warning"), dataclasses.replace(p, minimum_trust="portable")
+        ).status
+        == "pass"
+    )
+    assert (
+        C.check_trust(
+            sig(trust="tampered", status="invalid"), dataclasses.replace(p, minimum_trust="portable")
+        ).status
+        == "fail"
+    )
+
+
+def test_attestations() -> None:
+    st = "https://slsa.dev/provenance/v1"
+    p = pol(attestation_formats=("legacy", "bundle"), predicate_types=(st,))
+    assert C.check_attestations(None, pol()).status == "skip"
+    assert C.check_attestations(None, p).status == "unavailable"
+    both = [C.AttestationFound("legacy", st, True), C.AttestationFound("bundle", st, True)]
+    assert C.check_attestations(both, p).status == "pass"
+    one = [C.AttestationFound("legacy", st, True), C.AttestationFound("bundle", st, False, "bad signature")]
+    r = C.check_attestations(one, p)
+    assert r.kind == "missing_attestation" and r.details["missing"] == [f"bundle:{st}"]
+    assert "bad signature" in r.reason
+    assert (
+        C.check_attestations([C.AttestationFound("bundle", "other", True)], pol(predicate_types=(st,))).kind
+        == "missing_attestation"
+    )
+    assert (
+        C.check_attestations(
+            [C.AttestationFound("bundle", "other", True)], pol(attestation_formats=("bundle",))
+        ).status
+        == "pass"
+    )
+
+
+def test_level() -> None:
+    assert C.check_level(None, pol(), ROM).status == "skip"
+    assert C.check_level(None, pol(level_minimum=5), ROM).status == "unavailable"
+    assert C.check_level([cred()], pol(level_minimum="staff"), ROM).status == "pass"
+    assert C.check_level([cred()], pol(level_minimum="principal"), ROM).kind == "level_too_low"
+    assert C.check_level([cred()], pol(level_minimum=21), ROM).kind == "level_too_low"
+    assert C.check_level([cred(level=3), cred(level=22)], pol(level_minimum=21), ROM).status == "pass"
+    assert (
+        C.check_level([cred()], pol(level_minimum=1, level_issuers=("did:web:x",)), ROM).kind
+        == "level_missing"
+    )
+    assert (
+        C.check_level([cred(rom_digest="sha256:" + "f" * 64)], pol(level_minimum=1), ROM).kind
+        == "level_missing"
+    )
+    assert (
+        C.check_level([cred(verified=False, reason="proof")], pol(level_minimum=1), ROM).kind
+        == "level_missing"
+    )
+
+
+def test_revocation() -> None:
+    p = pol(level_minimum=1)
+    assert C.check_revocation([cred()], pol(), ROM).status == "skip"
+    assert C.check_revocation([cred()], p, ROM).status == "pass"
+    assert C.check_revocation([cred(revoked=True)], p, ROM).kind == "revoked"
+    stale = cred(revoked=None, status_stale=True, status_error="status list is stale")
+    assert C.check_revocation([stale], p, ROM).kind == "stale_status_list"
+    assert (
+        C.check_revocation([cred(revoked=None, status_error="unreachable")], p, ROM).kind == "status_unknown"
+    )
+    assert C.check_revocation([cred(status_list=None, revoked=None)], p, ROM).kind == "status_unknown"
+    # a stale list read offline passes only when the policy allows offline use
+    offline = cred(status_stale=True, status_list_source="cache")
+    assert C.check_revocation([offline], p, ROM).kind == "stale_status_list"
+    assert (
+        C.check_revocation([offline], pol(level_minimum=1, allow_offline_cached=True), ROM).status == "pass"
+    )
+
+
+def test_harness() -> None:
+    assert C.check_harness(None, pol(), host_given=False).status == "skip"
+    assert C.check_harness(None, pol(require_host=True), host_given=False).kind == "harness_unmet"
+    assert C.check_harness(None, pol(), host_given=True).status == "unavailable"
+    r = C.check_harness(C.HarnessEvidence(False, ("tool:acx:dispatch",)), pol(), host_given=True)
+    assert r.kind == "harness_unmet" and "acx:dispatch" in r.reason
+    assert C.check_harness(C.HarnessEvidence(True), pol(), host_given=True).status == "pass"
+
+
+def test_budget() -> None:
+    budget = ResourceLimits.from_json(BUDGET)
+    host = ResourceLimits.from_json(
+        {"tokenSpend": {"dailyPerAgent": 100}, "timeouts": {"maxCommandSec": 9999}}
+    )
+    r = C.check_budget(C.BudgetEvidence((), budget, host), pol())
+    assert r.kind == "budget_above_host" and r.details["aboveHost"] == [
+        "tokenSpend.dailyPerAgent 500 > host 100"
+    ]
+    r = C.check_budget(C.BudgetEvidence((), budget, host), pol(budget_above_host="cap"))
+    assert r.status == "pass" and r.details["effectiveLimits"]["limits"]["tokenSpend"]["dailyPerAgent"] == 100
+    assert C.check_budget(C.BudgetEvidence((), budget, None), pol()).status == "pass"
+    assert C.check_budget(C.BudgetEvidence((), budget, None), pol(require_host_limits=True)).status == "fail"
+    assert C.check_budget(C.BudgetEvidence(("bad",), budget, None), pol()).kind == "invalid_policy"
+    assert C.check_budget(C.BudgetEvidence(present=False), pol()).kind == "invalid_policy"
+
+
+def test_staffing() -> None:
+    assert C.check_staffing("cartridge", None).status == "skip"
+    assert C.check_staffing("workflow", None).status == "unavailable"
+    assert C.check_staffing("workflow", {"ready": False, "reasons": ["x unresolved"]}).kind == "not_ready"
+    assert C.check_staffing("workflow", {"ready": True}).status == "pass"
+
+
+def test_policy_schema_and_defaults(tmp_path: Path) -> None:
+    d = default_policy()
+    assert d.publishers == () and d.minimum_trust == "trusted" and d.allowed_registries == ("*",)
+    assert d.max_status_list_age == 86400 and not d.allow_offline_cached and d.budget_above_host == "refuse"
+    assert schema_errors({"schemaVersion": "acx.verification-policy/1", "minimumTrust": "legacy"})
+    assert schema_errors({"schemaVersion": "acx.verification-policy/1", "surprise": 1})
+    assert schema_errors({"schemaVersion": "acx.verification-policy/1", "level": {"minimum": "boss"}})
+    bad = write_policy(tmp_path / "bad.yaml", {"minimumTrust": "sometimes"})
+    with pytest.raises(InvalidInput, match="minimumTrust"):
+        load_policy(bad, now=NOW)
+    dup = tmp_path / "dup.json"
+    dup.write_text(
+        '{"schemaVersion": "acx.verification-policy/1", "minimumTrust": "trusted", '
+        '"minimumTrust": "portable"}'
+    )
+    with pytest.raises(InvalidInput):
+        load_policy(dup, now=NOW)
+    p = load_policy(
+        write_policy(tmp_path / "r.yaml", {"registries": {"allowed": ["ghcr.io/acx/*"]}}), now=NOW
+    )
+    assert p.registry_allowed("ghcr.io/acx/agent") and not p.registry_allowed("docker.io/acx/agent")
+    assert p.digest.startswith("sha256:") and p.digest != d.digest
+
+
+def test_pinned_key_makes_the_sample_trusted(tmp_path: Path, vectors_dir: Path) -> None:
+    from acxoci.cartridge.verify import verify_cartridge
+
+    pem = (vectors_dir / "sample" / "sample.pub.pem").read_text()
+    p = load_policy(
+        write_policy(
+            tmp_path / "p.yaml",
+            {
+                "publishers": [
+                    {
+                        "id": PUBLISHER,
+                        "keys": [{"publicKeyFile": str(vectors_dir / "sample" / "sample.pub.pem")}],
+                    }
+                ]
+            },
+        ),
+        now=NOW,
+    )
+    v = verify_cartridge(vectors_dir / "sample" / "sample.acx", registry=p.combined_registry(), now=NOW)
+    assert v.trust == "trusted"
+    assert (
+        C.check_trust(
+            C.SignatureEvidence(v.status, v.trust, v.summary, keyid=v.keyid, publisher_id=v.publisher_id), p
+        ).status
+        == "pass"
+    )
+    wrong = write_policy(
+        tmp_path / "w.yaml",
+        {"publishers": [{"id": PUBLISHER, "keys": [{"publicKeyPem": pem, "keyid": "ed25519:" + "0" * 64}]}]},
+    )
+    with pytest.raises(InvalidInput, match="keyid"):
+        load_policy(wrong, now=NOW)
+    # keys of another publisher in a listed registry do not count for this one
+    other = write_policy(
+        tmp_path / "o.yaml",
+        {
+            "publishers": [
+                {
+                    "id": "io.github.nobody",
+                    "trustRegistries": [str(vectors_dir / "sample" / "trust-active.json")],
+                }
+            ]
+        },
+    )
+    assert load_policy(other, now=NOW).combined_registry().keys == ()
+
+
+def test_relied_credential_prefers_one_that_passes() -> None:
+    p = pol(level_minimum=10)
+    revoked_high = cred(level=30, tier="distinguished", revoked=True)
+    good_low = cred(level=12, tier="mid")
+    too_low = cred(level=3, tier="intern")
+    assert C.relied_credential([revoked_high, good_low, too_low], p, ROM)[0] is good_low
+    assert C.check_level([revoked_high, good_low], p, ROM).status == "pass"
+    assert C.check_revocation([revoked_high, good_low], p, ROM).status == "pass"
+    assert C.check_revocation([revoked_high, too_low], p, ROM).kind == "revoked"
