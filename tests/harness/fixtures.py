@@ -16,7 +16,23 @@ from tests.harness import env
 from tests.harness.peers import Cosign, Oras
 from tests.harness.servers import Registry, start_crane, start_distribution, start_refreg
 
-REGISTRY_KINDS = ("distribution", "refreg", "crane")
+
+def docker_engine_reachable() -> bool:
+    """True when a Docker engine answers (never on this project's machines; optional elsewhere)."""
+    try:
+        import docker  # installed with testcontainers
+
+        docker.from_env(timeout=2).ping()
+        return True
+    except Exception:
+        return False
+
+
+# A registry:2 container (testcontainers) joins the matrix only where a Docker engine is
+# reachable; it is never required, so its absence is not a skip.
+REGISTRY_KINDS: tuple[str, ...] = ("distribution", "refreg", "crane") + (
+    ("container",) if docker_engine_reachable() else ()
+)
 
 
 def start_registry(kind: str, root: Path, **kw: object) -> Registry:
@@ -27,7 +43,32 @@ def start_registry(kind: str, root: Path, **kw: object) -> Registry:
         return start_refreg(env.peer("acx-refreg"), root)
     if kind == "crane":
         return start_crane(env.peer("crane"), root)
+    if kind == "container":
+        return start_container_registry(root)
     raise ValueError(kind)
+
+
+def start_container_registry(root: Path) -> Registry:
+    """distribution in a `registry:2` container via testcontainers, published on 127.0.0.1."""
+    from testcontainers.core.container import DockerContainer
+
+    from tests.harness.servers import wait_ready
+
+    container = DockerContainer("registry:2").with_bind_ports(5000, None)
+    container.start()
+    host = f"127.0.0.1:{container.get_exposed_port(5000)}"
+
+    class _Proc:  # the Registry API stops by PID; a container stops through Docker
+        pid = -1
+        returncode: int | None = None
+
+        def poll(self) -> int | None:
+            return None
+
+    reg = Registry("distribution", host, _Proc(), root)  # type: ignore[arg-type]
+    reg.stop = container.stop  # type: ignore[method-assign]
+    wait_ready(reg.url, _Proc(), root / "container.log")  # type: ignore[arg-type]
+    return reg
 
 
 @pytest.fixture
