@@ -18,6 +18,8 @@ from acxoci.cli.apps import cartridge_app
 from acxoci.cli.cmd_key import load_private_key
 from acxoci.cli.output import console, emit
 from acxoci.errors import InvalidInput, NotFound
+from attest.canonical import loads_strict
+from attest.errors import MalformedError
 
 
 @cartridge_app.command("build")
@@ -113,30 +115,53 @@ def spec(file: Path = typer.Argument(..., help="Cartridge to check.")) -> None:
 
 @cartridge_app.command("skillset")
 def skillset(file: Path = typer.Argument(..., help="Cartridge to read.")) -> None:
-    """Show the CalSkillSet (rom/cal/skillset.json) and the skill index."""
+    """Print the cartridge's CalSkillSet derived from its role, capabilities and skills, and check
+    the stored rom/cal/skillset.json against it (exit 1 when they differ)."""
+    from acxoci.workflow.model import CalSkillSet, derive_skillset, skillset_differences
+
     with open_cartridge(file) as cart:
         raw = cart.sqlar_read(PATH_SKILLSET)
-        if raw is None:
-            raise InvalidInput(f"{PATH_SKILLSET} is missing", where=str(file))
-        try:
-            doc: Any = json.loads(raw)
-        except ValueError as exc:
-            raise InvalidInput(f"{PATH_SKILLSET} is not JSON: {exc}", where=str(file)) from exc
+        role = cart.meta().get("acx.role")
+        task_types: list[str] = []
+        for row in cart.capabilities():
+            try:
+                cap = loads_strict(row.json)
+            except MalformedError as exc:
+                raise InvalidInput(f"capability {row.id} is not JSON: {exc}", where=str(file)) from exc
+            if isinstance(cap, dict) and isinstance(cap.get("taskType"), str):
+                task_types.append(cap["taskType"])
         skills = [
             {"path": s.sqlar_path, "name": s.name, "description": s.description, "version": s.skill_version}
             for s in cart.skills()
         ]
+    derived = derive_skillset(role, task_types, [str(s["name"]) for s in skills])
+    if raw is None:
+        differences = [f"{PATH_SKILLSET} is missing"]
+        stored_doc: Any = None
+    else:
+        try:
+            stored_doc = loads_strict(raw)
+        except MalformedError as exc:
+            raise InvalidInput(f"{PATH_SKILLSET} is not JSON: {exc}", where=str(file)) from exc
+        differences = skillset_differences(CalSkillSet.from_json(stored_doc), derived)
 
     def human() -> None:
-        for play in doc.get("plays", []) if isinstance(doc, dict) else []:
+        word = "[green]CONSISTENT[/green]" if not differences else "[red]DIFFERS[/red]"
+        console.print(f"skillset {word} ({escape(str(file))})")
+        for play in derived.to_json().get("plays", []):
             console.print(
                 f"play {escape(str(play.get('role')))}: provides {play.get('providesCapabilities')}, "
                 f"can complete {play.get('canComplete')}"
             )
         for s in skills:
             console.print(f"  - {escape(str(s['name']))}: {escape(str(s['description']))}")
+        for d in differences:
+            console.print(f"  ✗ {escape(d)}")
 
-    emit({"skillset": doc, "skills": skills}, human)
+    emit({"skillset": derived.to_json(), "stored": stored_doc, "consistent": not differences,
+          "differences": differences, "skills": skills}, human)
+    if differences:
+        raise typer.Exit(1)
 
 
 def register(app: typer.Typer) -> None:
