@@ -7,7 +7,6 @@ manifest it was pulled from. Results (and why a level is unproven) are cached pe
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -25,9 +24,6 @@ from acxoci.oci.target import RemoteOptions, open_target
 from acxoci.workflow.ready import ProvenLevel, RosterCartridge
 from attest.canonical import loads_strict
 from attest.errors import AttestError
-
-#: roster_oci names a pulled cartridge `<manifest digest with ':' → '-'>.acx`.
-_PULLED_NAME = re.compile(r"^sha256-([0-9a-f]{64})\.acx$")
 
 
 def binding_of(cartridge: RosterCartridge) -> CartridgeBinding | None:
@@ -63,16 +59,15 @@ def referrer_credentials(cartridge: RosterCartridge,
     """Level credentials attached (OCI referrers) to the manifest a roster entry was pulled from.
 
     Only for entries loaded by `load_registry_roster`: the source label is re-opened and the
-    manifest digest is the one encoded in the pulled file's name (no tag is re-resolved)."""
-    m = _PULLED_NAME.match(Path(cartridge.path).name)
-    if m is None or not looks_like_reference(cartridge.source):
+    manifest digest recorded at pull time is used (no tag is re-resolved)."""
+    if cartridge.manifest_digest is None or not looks_like_reference(cartridge.source):
         return []
     try:
         ref = parse_reference(cartridge.source)
     except AcxError:
         return []
     target, _ = open_target(ref, options, create=False)
-    subject = target.resolve("sha256:" + m.group(1))
+    subject = target.resolve(cartridge.manifest_digest)
     return [(f"referrer {desc.digest}", doc) for desc, doc in find_credentials(target, subject)]
 
 

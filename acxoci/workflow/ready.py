@@ -68,6 +68,7 @@ class RosterCartridge:
     agent_name: str | None = None
     cartridge_id: str | None = None
     error: str | None = None
+    manifest_digest: str | None = None  # set for registry/layout rosters: the pulled OCI manifest
 
     @property
     def verified_rom_digest(self) -> str | None:

@@ -8,6 +8,7 @@ with the reason, never a crash of the whole roster.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
@@ -20,8 +21,9 @@ from acxoci.workflow.ready import RosterCartridge, describe_error, load_roster_e
 from attest.trust import TrustRegistry
 
 
-def _pull_one(target: Target, label: str, reference: str, workdir: Path) -> Path | None:
-    """Pull the cartridge layer of `reference`; None when the manifest is not a cartridge."""
+def _pull_one(target: Target, label: str, reference: str, workdir: Path) -> tuple[Path, str] | None:
+    """Pull the cartridge layer of `reference`: (file, manifest digest), or None when the manifest
+    is not a cartridge."""
     desc = target.resolve(reference)
     manifest = fetch_manifest(target, desc)
     if manifest.is_index or manifest.effective_artifact_type() != CARTRIDGE_ARTIFACT_TYPE:
@@ -34,7 +36,7 @@ def _pull_one(target: Target, label: str, reference: str, workdir: Path) -> Path
     dest = workdir / f"{desc.digest.replace(':', '-')}.acx"
     with target.fetch(layers[0]) as reader:
         copy_verified(reader, dest)
-    return dest
+    return dest, desc.digest
 
 
 def load_registry_roster(
@@ -64,10 +66,12 @@ def load_registry_roster(
             sep = "@" if reference.startswith("sha256:") else ":"
             label = f"{ref.repo_string()}{sep}{reference}"
             try:
-                path = _pull_one(target, label, reference, workdir)
+                pulled = _pull_one(target, label, reference, workdir)
             except AcxError as exc:
                 out.append(RosterCartridge(label, label, None, error=describe_error(exc)))
                 continue
-            if path is not None:
-                out.append(load_roster_entry(label, path, registry=registry, now=now))
+            if pulled is not None:
+                path, manifest_digest = pulled
+                entry = load_roster_entry(label, path, registry=registry, now=now)
+                out.append(dataclasses.replace(entry, manifest_digest=manifest_digest))
     return out
