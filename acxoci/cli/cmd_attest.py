@@ -4,7 +4,7 @@ of OCI artifacts and of plain files (verdict first, short)."""
 from __future__ import annotations
 
 import tempfile
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,8 @@ from acxoci.attestation.statements import CARTRIDGE_PREDICATE_TYPE, parse_predic
 from acxoci.attestation.verify import VerifyReport, pulled_content_path, verify_artifact
 from acxoci.cartridge.constants import SQLITE_MAGIC
 from acxoci.cartridge.trust_file import load_trust_registry
+from acxoci.cli.common import exit_with as _exit
+from acxoci.cli.common import parse_now as _now
 from acxoci.cli.output import console, emit
 from acxoci.errors import AcxError, InvalidInput, NotFound, UsageError
 from acxoci.fsutil import atomic_write
@@ -43,25 +45,10 @@ from acxoci.level.status import DEFAULT_MAX_AGE
 from acxoci.oci.descriptor import Descriptor
 from acxoci.oci.reference import parse_reference
 from acxoci.oci.target import Target, fetch_manifest, open_target
-from attest.errors import MalformedError
-from attest.trust import TrustRegistry, parse_rfc3339
+from attest.trust import TrustRegistry
 
 _VERDICT_COLOR = {"verified": "green", "rejected": "red", "unverified": "yellow", "skipped": "dim",
                   "unsupported": "yellow"}
-
-
-def _now(value: str | None) -> datetime:
-    if value is None:
-        return datetime.now(UTC)
-    try:
-        return parse_rfc3339(value, where="--now")
-    except MalformedError as exc:
-        raise UsageError(str(exc)) from exc
-
-
-def _exit(code: int) -> None:
-    """End a verdict-style command (SystemExit: typer.Exit is swallowed under standalone_mode=False)."""
-    raise SystemExit(code)
 
 
 def _write_atomic(path: Path, data: bytes) -> None:

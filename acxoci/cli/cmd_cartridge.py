@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -11,13 +10,13 @@ from rich.markup import escape
 
 from acxoci.cartridge.inspect import inspect_cartridge
 from acxoci.cartridge.strip import strip_cartridge
-from acxoci.cartridge.trust_file import load_trust_registry
 from acxoci.cartridge.verify import CartridgeVerdict, verify_cartridge
 from acxoci.cli.apps import cartridge_app
+from acxoci.cli.common import exit_with as _exit
+from acxoci.cli.common import load_registry as _registry
+from acxoci.cli.common import parse_now as _now
 from acxoci.cli.output import console, emit
 from acxoci.errors import RefusedByPolicy, UsageError
-from attest.errors import MalformedError
-from attest.trust import TrustRegistry, parse_rfc3339
 
 _COLOR = {
     "trusted": "green",
@@ -27,28 +26,6 @@ _COLOR = {
     "legacy": "yellow",
     "tampered": "red",
 }
-
-
-def _exit(code: int) -> None:
-    """End a verdict-style command with `code`.
-
-    SystemExit rather than typer.Exit: under standalone_mode=False, click turns typer.Exit into a
-    return value that `acx` main currently ignores (reported to the lead).
-    """
-    raise SystemExit(code)
-
-
-def _now(value: str | None) -> datetime:
-    if value is None:
-        return datetime.now(UTC)
-    try:
-        return parse_rfc3339(value, where="--now")
-    except MalformedError as exc:
-        raise UsageError(str(exc)) from exc
-
-
-def _registry(path: Path | None, now: datetime) -> TrustRegistry | None:
-    return None if path is None else load_trust_registry(path, now=now)
 
 
 def _verdict_exit(v: CartridgeVerdict, require: str | None) -> int:

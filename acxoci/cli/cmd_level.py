@@ -9,7 +9,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from acxoci.cartridge.trust_file import load_trust_registry
 from acxoci.cli.apps import level_app, status_list_app
+from acxoci.cli.common import exit_with as _exit
+from acxoci.cli.common import parse_now as _now
 from acxoci.cli.output import OPTS, console, emit, err_console
 from acxoci.errors import InvalidInput, NotFound, RefusedByPolicy, UsageError, VerificationFailed
 from acxoci.level import benchmark as bench_mod
@@ -44,23 +46,9 @@ from attest.canonical import loads_strict
 from attest.errors import AttestError, MalformedError
 from attest.keys import PrivateKey, generate_ed25519, load_private_pem
 from attest.statuslist import StatusEntry
-from attest.trust import TrustRegistry, parse_rfc3339
+from attest.trust import TrustRegistry
 
 KEY_PASSWORD_ENV = "ACX_KEY_PASSWORD"
-
-
-def _exit(code: int) -> None:
-    """End a verdict-style command (SystemExit: typer.Exit is swallowed under standalone_mode=False)."""
-    raise SystemExit(code)
-
-
-def _now(value: str | None) -> datetime:
-    if value is None:
-        return datetime.now(UTC)
-    try:
-        return parse_rfc3339(value, where="--now")
-    except MalformedError as exc:
-        raise UsageError(str(exc)) from exc
 
 
 def _load_key(path: Path) -> PrivateKey:

@@ -11,8 +11,10 @@ from typing import Any
 import typer
 from rich.markup import escape
 
-from acxoci.cartridge.trust_file import load_trust_registry
 from acxoci.cli.apps import workflow_app
+from acxoci.cli.common import exit_with as _exit
+from acxoci.cli.common import load_registry as _registry
+from acxoci.cli.common import parse_now as _now
 from acxoci.cli.output import console, emit
 from acxoci.errors import InvalidInput, NotFound, Tampered, UsageError
 from acxoci.level.issuers import IssuerRegistry
@@ -29,27 +31,8 @@ from acxoci.workflow.sign import default_signed_name, render, sign_workflow, wor
 from acxoci.workflow.verify import WorkflowVerdict, verify_workflow
 from attest.errors import MalformedError
 from attest.keys import load_private_pem
-from attest.trust import TrustRegistry, parse_rfc3339
 
 _COLOR = {"trusted": "green", "portable": "yellow", "unsigned": "yellow", "tampered": "red"}
-
-
-def _exit(code: int) -> None:
-    """End a verdict-style command (SystemExit: typer.Exit is swallowed under standalone_mode=False)."""
-    raise SystemExit(code)
-
-
-def _now(value: str | None) -> datetime:
-    if value is None:
-        return datetime.now(UTC)
-    try:
-        return parse_rfc3339(value, where="--now")
-    except MalformedError as exc:
-        raise UsageError(str(exc)) from exc
-
-
-def _registry(path: Path | None, now: datetime) -> TrustRegistry | None:
-    return None if path is None else load_trust_registry(path, now=now)
 
 
 def _print_issues(result: LintResult) -> None:
