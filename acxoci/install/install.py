@@ -18,8 +18,6 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
@@ -28,6 +26,7 @@ from acxoci.errors import AcxError, InternalError, InvalidInput, RefusedByPolicy
 from acxoci.install import checks as C
 from acxoci.install.store import InstalledItem, Store, Transaction, check_name, list_files
 from acxoci.install.vpolicy import VerificationPolicy
+from acxoci.jsonschemas import schema_errors
 from acxoci.oci.descriptor import Descriptor, Manifest, parse_manifest
 from acxoci.oci.digest import copy_verified
 from acxoci.oci.errors import SizeMismatch
@@ -495,19 +494,9 @@ def _install_staged(txn: Transaction, staged: Path, target: Target, ref: Referen
                           str(item.path))
 
 
-@cache
-def _record_schema() -> dict[str, Any]:
-    text = (resources.files("acxoci") / "schemas" / RECORD_SCHEMA_FILE).read_text(encoding="utf-8")
-    doc: dict[str, Any] = loads_strict(text)
-    return doc
-
-
 def record_errors(record: Any) -> list[str]:
     """Schema violations of an install record (`schemas/acx.install-record-1.schema.json`)."""
-    import jsonschema
-
-    v = jsonschema.Draft202012Validator(_record_schema())
-    return [f"{'/'.join(map(str, e.absolute_path)) or '$'}: {e.message}" for e in v.iter_errors(record)]
+    return schema_errors(RECORD_SCHEMA_FILE, record)
 
 
 def build_record(*, name: str, kind: str, ref_text: str, ref: Reference, resolved: str, desc: Descriptor,

@@ -7,14 +7,12 @@ from __future__ import annotations
 import fnmatch
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-import jsonschema
 import yaml
 
+from acxoci import jsonschemas
 from acxoci.errors import InvalidInput, NotFound
 from attest.canonical import jcs_digest, loads_strict, sha256_digest
 from attest.errors import AttestError
@@ -120,21 +118,9 @@ class VerificationPolicy:
         return {"source": self.source, "digest": self.digest, "files": files, "document": self.document}
 
 
-@cache
-def _schema() -> dict[str, Any]:
-    text = (resources.files("acxoci") / "schemas" / SCHEMA_FILE).read_text(encoding="utf-8")
-    doc: dict[str, Any] = loads_strict(text)
-    return doc
-
-
 def schema_errors(doc: Any) -> list[str]:
     """Every schema violation of a policy document, as `$.path: message` lines."""
-    v = jsonschema.Draft202012Validator(_schema())
-    out = []
-    for e in sorted(v.iter_errors(doc), key=lambda e: list(map(str, e.absolute_path))):
-        path = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in e.absolute_path)
-        out.append(f"{path}: {e.message}")
-    return out
+    return jsonschemas.schema_errors(SCHEMA_FILE, doc)
 
 
 def _read(path: Path, what: str) -> bytes:

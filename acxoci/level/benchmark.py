@@ -12,16 +12,15 @@ import hashlib
 import math
 import secrets
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any, Final
 
-import jsonschema
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from acxoci.errors import InvalidInput, NotFound, Tampered, VerificationFailed
 from acxoci.fsutil import atomic_write
+from acxoci.jsonschemas import schema_errors
 from attest.canonical import jcs, jcs_digest, loads_strict
 from attest.errors import AttestError
 
@@ -155,19 +154,11 @@ def seal_suite(suite: BenchmarkSuite, key: bytes) -> dict[str, Any]:
     return doc
 
 
-def _schema() -> dict[str, Any]:
-    text = (resources.files("acxoci") / "schemas" / SCHEMA_FILE).read_text(encoding="utf-8")
-    schema: dict[str, Any] = loads_strict(text)
-    return schema
-
-
 def validate_document(doc: Any, where: str = "benchmark") -> dict[str, Any]:
     """Validate a public benchmark document against acx.benchmark-1.schema.json."""
-    try:
-        jsonschema.validate(doc, _schema())
-    except jsonschema.ValidationError as exc:
-        path = "/".join(str(p) for p in exc.absolute_path)
-        raise InvalidInput(f"{where}: schema violation at /{path}: {exc.message}") from exc
+    errors = schema_errors(SCHEMA_FILE, doc)
+    if errors:
+        raise InvalidInput(f"{where}: schema violation at {errors[0]}")
     assert isinstance(doc, dict)
     return doc
 

@@ -11,11 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from importlib import resources
 from typing import Any, Final, Literal
 
-import jsonschema
-
+from acxoci import jsonschemas
 from acxoci.errors import InvalidInput, RefusedByPolicy
 from acxoci.level import trueskill
 from acxoci.level.gate import gate
@@ -45,19 +43,9 @@ State = Literal["verified", "revoked", "invalid", "unresolved"]
 StatusCheck = Callable[[StatusEntry, str], StatusOutcome]
 
 
-def _schema() -> dict[str, Any]:
-    text = (resources.files("acxoci") / "schemas" / SCHEMA_FILE).read_text(encoding="utf-8")
-    schema: dict[str, Any] = loads_strict(text)
-    return schema
-
-
 def schema_errors(doc: Any) -> list[str]:
-    """Schema violations of a level credential, as `/path: message` strings (empty when valid)."""
-    validator = jsonschema.Draft202012Validator(_schema())
-    out = []
-    for err in sorted(validator.iter_errors(doc), key=lambda e: list(e.absolute_path)):
-        out.append("/" + "/".join(str(p) for p in err.absolute_path) + ": " + err.message)
-    return out
+    """Schema violations of a level credential, as `$.path: message` strings (empty when valid)."""
+    return jsonschemas.schema_errors(SCHEMA_FILE, doc)
 
 
 def build_credential(result: RunResult, *, cartridge_id: str, issuer: str, valid_from: datetime,

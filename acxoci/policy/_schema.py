@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from functools import cache
-from importlib import resources
 from typing import Any
 
 import jsonschema
 from jsonschema.exceptions import ValidationError
+
+from acxoci import jsonschemas
 
 ERROR = "error"
 WARNING = "warning"
@@ -32,12 +32,9 @@ class Issue:
         return f"[{self.rule}] {self.path}: {self.message}"
 
 
-@cache
 def load_schema(name: str) -> dict[str, Any]:
     """Load `schemas/<name>` shipped as package data."""
-    text = (resources.files("acxoci") / "schemas" / name).read_text(encoding="utf-8")
-    doc: dict[str, Any] = json.loads(text)
-    return doc
+    return jsonschemas.load_schema(name)
 
 
 def child_path(path: str, key: str | int) -> str:

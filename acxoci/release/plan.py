@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-import jsonschema
 import yaml
 
+from acxoci import jsonschemas
 from acxoci.errors import AuthError, InvalidInput, NotFound, UsageError
 from acxoci.oci.reference import parse_reference
 from acxoci.oci.target import RemoteOptions
@@ -185,21 +183,9 @@ class ReleasePlan:
         return RemoteOptions(max_retries=self.budget.transport_retries, max_retry_seconds=30.0)
 
 
-@cache
-def _schema() -> dict[str, Any]:
-    text = (resources.files("acxoci") / "schemas" / SCHEMA_FILE).read_text(encoding="utf-8")
-    doc: dict[str, Any] = loads_strict(text)
-    return doc
-
-
 def schema_errors(doc: Any) -> list[str]:
     """Every schema violation of a plan document, as `$.path: message` lines."""
-    v = jsonschema.Draft202012Validator(_schema())
-    out = []
-    for e in sorted(v.iter_errors(doc), key=lambda e: list(map(str, e.absolute_path))):
-        path = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in e.absolute_path)
-        out.append(f"{path}: {e.message}")
-    return out
+    return jsonschemas.schema_errors(SCHEMA_FILE, doc)
 
 
 def _key(obj: dict[str, Any], base: Path) -> KeyRef:

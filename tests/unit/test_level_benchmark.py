@@ -88,7 +88,7 @@ def test_schema_rejects_unknown_fields_and_bad_digests() -> None:
     with pytest.raises(InvalidInput, match="schema"):
         bm.validate_document(bad)
     bad2 = dict(doc, digest="sha256:XYZ")
-    with pytest.raises(InvalidInput, match="/digest"):
+    with pytest.raises(InvalidInput, match=r"\$\.digest"):
         bm.validate_document(bad2)
 
 
