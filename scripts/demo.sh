@@ -7,16 +7,18 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ACX=${ACX:-.venv/bin/acx}
 REGISTRY=${1:-${REGISTRY:-}}
-D=.demo
+D=${DEMO_DIR:-.demo}
 rm -rf "$D"; mkdir -p "$D"
 
 if [ -n "$REGISTRY" ]; then
   REPO="$REGISTRY/acxoci-demo/pr-reviewer"
   STATUS_REF="$REGISTRY/acxoci-demo/status:status"
+  STATUS_ID="oci://$STATUS_REF"          # the list's id: where verifiers fetch it
   where="registry $REGISTRY"
 else
   REPO="oci-layout:$D/store"
   STATUS_REF="oci-layout:$D/store:status"
+  STATUS_ID="$STATUS_REF"
   where="the embedded OCI layout $D/store"
 fi
 REF="$REPO:1.0.0"
@@ -46,7 +48,7 @@ acx discover "$REF"
 
 step "5. Level: an independent verifier runs the sealed held-out benchmark and issues a credential"
 acx level bench-init -o "$D/bench" --demo
-acx status-list create --id "$STATUS_REF" --issuer "$ISSUER" --issuer-key "$D/verifier.pem" -o "$D/status.json"
+acx status-list create --id "$STATUS_ID" --issuer "$ISSUER" --issuer-key "$D/verifier.pem" -o "$D/status.json"
 acx status-list publish "$D/status.json" "$STATUS_REF"
 acx level issue "$REF" --bench "$D/bench/acx-bench-dag-de@2026.07.1.bench.json" --issuer "$ISSUER" \
     --issuer-key "$D/verifier.pem" --status-list "$D/status.json" --trust-registry "$D/trust.json" \

@@ -1,0 +1,41 @@
+"""`make demo` tells the whole story: run scripts/demo.sh on the embedded layout store and
+against a real registry, and check the narrative's key outcomes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.harness.env import REPO
+from tests.harness.servers import Registry
+
+pytestmark = pytest.mark.interop
+
+
+def run_demo(tmp_path: Path, *args: str) -> str:
+    env = {**os.environ, "DEMO_DIR": str(tmp_path / "demo"), "ACX": str(REPO / ".venv/bin/acx")}
+    if not Path(env["ACX"]).exists():
+        env["ACX"] = "acx"
+    r = subprocess.run(["bash", str(REPO / "scripts/demo.sh"), *args], capture_output=True, text=True,
+                       env=env, cwd=REPO, timeout=240)
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
+    return r.stdout
+
+
+def check_story(out: str) -> None:
+    for needle in ("TRUSTED (verified)", "ATTESTED", "ISSUED Lv", "VERIFIED", "INSTALLED", "REVOKED",
+                   "credential revoked since install"):
+        assert needle in out, needle
+
+
+def test_demo_on_layout(tmp_path: Path) -> None:
+    out = run_demo(tmp_path)
+    check_story(out)
+    assert (tmp_path / "demo/store/index.json").exists()
+
+
+def test_demo_against_registry(tmp_path: Path, distribution_registry: Registry) -> None:
+    check_story(run_demo(tmp_path, distribution_registry.host))
