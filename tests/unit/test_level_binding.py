@@ -21,6 +21,7 @@ from acxoci.level.run import run_level
 from acxoci.level.solver import ReferenceSolver
 from attest.keys import PrivateKey, generate_ed25519
 from attest.statuslist import StatusEntry
+from tests.harness.trustdocs import registry_doc
 
 T0 = datetime(2026, 8, 1, tzinfo=UTC)
 CREATED = "2026-07-01T00:00:00Z"
@@ -35,25 +36,7 @@ def _build(pkg: Path, out: Path, key: PrivateKey) -> Path:
 def _issuers(key: PrivateKey) -> IssuerRegistry:
     pub = key.public()
     return IssuerRegistry.from_json(
-        {
-            "schemaVersion": "acx.trust-registry/1",
-            "keys": [
-                {
-                    "keyid": pub.keyid(),
-                    "publisherId": "example.verifier",
-                    "algorithm": "ed25519",
-                    "publicKeyPem": pub.spki_pem(),
-                    "status": "active",
-                    "notBefore": "2026-01-01T00:00:00Z",
-                    "notAfter": "2028-01-01T00:00:00Z",
-                    "namespaceProof": {
-                        "method": "dns-txt",
-                        "txtRecord": "_acx-challenge.verifier.example",
-                        "verifiedAt": "2026-01-01T00:00:00Z",
-                    },
-                }
-            ],
-        }
+        registry_doc(pub, "example.verifier")
     )
 
 

@@ -12,6 +12,7 @@ import pytest
 from acxoci.cli import main as cli_main
 from acxoci.cli.output import OPTS
 from attest.keys import generate_ed25519
+from tests.harness.trustdocs import registry_doc
 
 ISSUER = "did:web:verifier.example"
 LIST_ID = "https://status.example/lists/7"
@@ -38,25 +39,7 @@ def setup(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Path]
     key = generate_ed25519()
     pub = key.public()
     (tmp_path / "issuer.pem").write_bytes(key.pkcs8_pem())
-    reg = {
-        "schemaVersion": "acx.trust-registry/1",
-        "keys": [
-            {
-                "keyid": pub.keyid(),
-                "publisherId": "example.verifier",
-                "algorithm": "ed25519",
-                "publicKeyPem": pub.spki_pem(),
-                "status": "active",
-                "notBefore": "2026-01-01T00:00:00Z",
-                "notAfter": "2028-01-01T00:00:00Z",
-                "namespaceProof": {
-                    "method": "dns-txt",
-                    "txtRecord": "_acx-challenge.verifier.example",
-                    "verifiedAt": "2026-01-01T00:00:00Z",
-                },
-            }
-        ],
-    }
+    reg = registry_doc(pub, "example.verifier")
     (tmp_path / "issuers.json").write_text(json.dumps(reg))
     code, out = acx(capsys, "level", "bench-init", "--demo", "-o", str(tmp_path / "bench"))
     assert code == 0

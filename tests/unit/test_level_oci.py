@@ -19,6 +19,7 @@ from acxoci.oci.target import open_target
 from attest.keys import generate_ed25519
 from tests.harness.peers import Cosign
 from tests.harness.servers import Registry
+from tests.harness.trustdocs import registry_doc
 
 ISSUER = "did:web:verifier.example"
 LIST_ID = "https://status.example/lists/9"
@@ -54,25 +55,7 @@ def verifier(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Pa
     pub = key.public()
     (tmp_path / "issuer.pem").write_bytes(key.pkcs8_pem())
     (tmp_path / "issuer.pub").write_text(pub.spki_pem())
-    reg = {
-        "schemaVersion": "acx.trust-registry/1",
-        "keys": [
-            {
-                "keyid": pub.keyid(),
-                "publisherId": "example.verifier",
-                "algorithm": "ed25519",
-                "publicKeyPem": pub.spki_pem(),
-                "status": "active",
-                "notBefore": "2026-01-01T00:00:00Z",
-                "notAfter": "2028-01-01T00:00:00Z",
-                "namespaceProof": {
-                    "method": "dns-txt",
-                    "txtRecord": "_acx-challenge.verifier.example",
-                    "verifiedAt": "2026-01-01T00:00:00Z",
-                },
-            }
-        ],
-    }
+    reg = registry_doc(pub, "example.verifier")
     (tmp_path / "issuers.json").write_text(json.dumps(reg))
     assert acx(capsys, "level", "bench-init", "--demo", "-o", str(tmp_path / "bench"))[0] == 0
     code, _ = acx(

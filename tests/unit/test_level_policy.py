@@ -18,6 +18,7 @@ from acxoci.level.run import run_level
 from acxoci.level.solver import ReferenceSolver
 from attest.keys import generate_ed25519
 from attest.statuslist import StatusEntry
+from tests.harness.trustdocs import registry_doc
 
 T0 = datetime(2026, 8, 1, tzinfo=UTC)
 ROM = "sha256:f763d225d5f79817876cfaa60183164471bf3ec5d8dbf711f3ae772916526d2f"
@@ -39,25 +40,7 @@ def test_min_level_decision(tmp_path: Path) -> None:
     key = generate_ed25519()
     pub = key.public()
     issuers = IssuerRegistry.from_json(
-        {
-            "schemaVersion": "acx.trust-registry/1",
-            "keys": [
-                {
-                    "keyid": pub.keyid(),
-                    "publisherId": "example.verifier",
-                    "algorithm": "ed25519",
-                    "publicKeyPem": pub.spki_pem(),
-                    "status": "active",
-                    "notBefore": "2026-01-01T00:00:00Z",
-                    "notAfter": "2028-01-01T00:00:00Z",
-                    "namespaceProof": {
-                        "method": "dns-txt",
-                        "txtRecord": "_acx-challenge.verifier.example",
-                        "verifiedAt": "2026-01-01T00:00:00Z",
-                    },
-                }
-            ],
-        }
+        registry_doc(pub, "example.verifier")
     )
     lst = tmp_path / "sl.json"
     st.write_json_atomic(lst, st.create_status_list(list_id=LIST, issuer=ISSUER, key=key, now=T0))
@@ -108,25 +91,7 @@ def test_default_status_source_is_the_credentials_own_list(tmp_path: Path) -> No
     key = generate_ed25519()
     pub = key.public()
     issuers = IssuerRegistry.from_json(
-        {
-            "schemaVersion": "acx.trust-registry/1",
-            "keys": [
-                {
-                    "keyid": pub.keyid(),
-                    "publisherId": "example.verifier",
-                    "algorithm": "ed25519",
-                    "publicKeyPem": pub.spki_pem(),
-                    "status": "active",
-                    "notBefore": "2026-01-01T00:00:00Z",
-                    "notAfter": "2028-01-01T00:00:00Z",
-                    "namespaceProof": {
-                        "method": "dns-txt",
-                        "txtRecord": "_acx-challenge.verifier.example",
-                        "verifiedAt": "2026-01-01T00:00:00Z",
-                    },
-                }
-            ],
-        }
+        registry_doc(pub, "example.verifier")
     )
     lst = tmp_path / "sl.json"
     list_id = str(lst)

@@ -22,6 +22,7 @@ from acxoci.level import status as st
 from acxoci.level.issuers import IssuerRegistry
 from attest.keys import generate_ed25519
 from attest.statuslist import StatusEntry
+from tests.harness.trustdocs import registry_doc
 
 T0 = datetime(2026, 8, 1, 12, 0, tzinfo=UTC)
 ISSUER = "did:web:verifier.example"
@@ -100,25 +101,7 @@ def test_https_status_list_then_offline_cache(
     issuer_key = generate_ed25519()
     pub = issuer_key.public()
     issuers = IssuerRegistry.from_json(
-        {
-            "schemaVersion": "acx.trust-registry/1",
-            "keys": [
-                {
-                    "keyid": pub.keyid(),
-                    "publisherId": "example.verifier",
-                    "algorithm": "ed25519",
-                    "publicKeyPem": pub.spki_pem(),
-                    "status": "active",
-                    "notBefore": "2026-01-01T00:00:00Z",
-                    "notAfter": "2028-01-01T00:00:00Z",
-                    "namespaceProof": {
-                        "method": "dns-txt",
-                        "txtRecord": "_acx-challenge.verifier.example",
-                        "verifiedAt": "2026-01-01T00:00:00Z",
-                    },
-                }
-            ],
-        }
+        registry_doc(pub, "example.verifier")
     )
     doc = st.create_status_list(list_id=url, issuer=ISSUER, key=issuer_key, now=T0)
     doc = st.set_status(doc, 5, key=issuer_key, now=T0)

@@ -27,6 +27,7 @@ from acxoci.level.solver import ReferenceSolver
 from acxoci.oci.target import open_target
 from attest.keys import generate_ed25519
 from attest.statuslist import StatusEntry
+from tests.harness.trustdocs import registry_doc
 
 ISSUER = "did:web:verifier.example"
 NOW = "2026-08-01T12:00:00Z"
@@ -87,12 +88,7 @@ def world(tmp_path: Path, vectors_dir: Path) -> dict[str, Any]:
     assert rom is not None
     key = generate_ed25519()
     pub = key.public()
-    reg = {"schemaVersion": "acx.trust-registry/1", "keys": [{
-        "keyid": pub.keyid(), "publisherId": "example.verifier", "algorithm": "ed25519",
-        "publicKeyPem": pub.spki_pem(), "status": "active",
-        "notBefore": "2026-01-01T00:00:00Z", "notAfter": "2028-01-01T00:00:00Z",
-        "namespaceProof": {"method": "dns-txt", "txtRecord": "_acx-challenge.verifier.example",
-                           "verifiedAt": "2026-01-01T00:00:00Z"}}]}
+    reg = registry_doc(pub, "example.verifier")
     (tmp_path / "issuers.json").write_text(json.dumps(reg))
     status_ref = f"oci-layout:{tmp_path / 'status-store'}:status"
     lst = st.create_status_list(list_id=status_ref, issuer=ISSUER, key=key, now=AT)
