@@ -13,10 +13,10 @@ import pytest
 
 from acxoci.artifact import push_path
 from acxoci.cartridge.build import build_cartridge
-from acxoci.cli import main as cli_main
 from acxoci.cli.output import OPTS
 from acxoci.oci.target import open_target
 from attest.keys import generate_ed25519
+from tests.harness.cli import acx_json as acx
 
 ISSUER = "did:web:verifier.example"
 NOW = "2026-08-01T12:00:00Z"
@@ -30,13 +30,6 @@ def _reset_opts() -> Iterator[None]:
     OPTS.json = OPTS.verbose = OPTS.quiet = False
 
 
-def acx(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, Any]:
-    """Run the CLI with --json; (exit code, parsed output)."""
-    OPTS.json = OPTS.verbose = OPTS.quiet = False
-    with pytest.raises(SystemExit) as exc:
-        cli_main.main(["--json", *args])
-    out = capsys.readouterr().out
-    return int(exc.value.code or 0), json.loads(out) if out.strip() else None
 
 
 def _issuer_registry(path: Path, pub_pem: str, keyid: str) -> None:

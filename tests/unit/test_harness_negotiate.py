@@ -25,6 +25,7 @@ from acxoci.policy.harness import (
     schema_accepts,
 )
 from attest.keys import generate_ed25519
+from tests.harness.cli import run_acx
 from tests.harness.env import REPO
 
 HOST = json.loads((REPO / "examples" / "host.json").read_text())
@@ -155,31 +156,6 @@ def test_schema_accepts_checks_required_properties_and_types() -> None:
 
 def _sha(p: Path) -> str:
     return hashlib.sha256(p.read_bytes()).hexdigest()
-
-
-class CliResult:
-    """Outcome of one in-process `acx` run."""
-
-    def __init__(self, returncode: int, stdout: str, stderr: str) -> None:
-        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
-
-
-def run_acx(capsys: pytest.CaptureFixture[str], *args: str) -> CliResult:
-    """Run `acx ARGS` in this process (much faster than a subprocess) and capture its output."""
-    from acxoci.cli.main import main
-    from acxoci.cli.output import OPTS
-
-    OPTS.json = OPTS.verbose = OPTS.quiet = False
-    capsys.readouterr()
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    finally:
-        OPTS.json = OPTS.verbose = OPTS.quiet = False
-    out = capsys.readouterr()
-    return CliResult(code, out.out, out.err)
 
 
 def test_cli_refusal_leaves_cartridge_byte_identical(

@@ -10,32 +10,8 @@ from pathlib import Path
 import pytest
 
 from attest.keys import load_private_pem, load_public_pem
+from tests.harness.cli import run_acx
 from tests.harness.env import REPO
-
-
-class CliResult:
-    """Outcome of one in-process `acx` run."""
-
-    def __init__(self, returncode: int, stdout: str, stderr: str) -> None:
-        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
-
-
-def run_acx(capsys: pytest.CaptureFixture[str], *args: str) -> CliResult:
-    """Run `acx ARGS` in this process (much faster than a subprocess) and capture its output."""
-    from acxoci.cli.main import main
-    from acxoci.cli.output import OPTS
-
-    OPTS.json = OPTS.verbose = OPTS.quiet = False
-    capsys.readouterr()
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    finally:
-        OPTS.json = OPTS.verbose = OPTS.quiet = False
-    out = capsys.readouterr()
-    return CliResult(code, out.out, out.err)
 
 
 @pytest.mark.parametrize("ktype", ["ed25519", "p256"])

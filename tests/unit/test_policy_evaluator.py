@@ -13,34 +13,10 @@ from acxoci.errors import InvalidInput
 from acxoci.policy.evaluator import SuiteResult, evaluate, regression_accepted
 from acxoci.policy.limits import ResourceLimits
 from acxoci.policy.loop_context import LoopContextPolicy, default_policy, parse_policy
+from tests.harness.cli import run_acx
 from tests.harness.env import REPO
 
 EXAMPLE_POLICY = REPO / "examples" / "agent-package" / "loop-context-policy.json"
-
-
-class CliResult:
-    """Outcome of one in-process `acx` run."""
-
-    def __init__(self, returncode: int, stdout: str, stderr: str) -> None:
-        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
-
-
-def run_acx(capsys: pytest.CaptureFixture[str], *args: str) -> CliResult:
-    """Run `acx ARGS` in this process (much faster than a subprocess) and capture its output."""
-    from acxoci.cli.main import main
-    from acxoci.cli.output import OPTS
-
-    OPTS.json = OPTS.verbose = OPTS.quiet = False
-    capsys.readouterr()
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    finally:
-        OPTS.json = OPTS.verbose = OPTS.quiet = False
-    out = capsys.readouterr()
-    return CliResult(code, out.out, out.err)
 
 
 def policy(**loop: Any) -> LoopContextPolicy:

@@ -14,6 +14,7 @@ import pytest
 from acxoci.cartridge.build import build_cartridge
 from acxoci.cartridge.spec import check_spec
 from attest.keys import generate_ed25519
+from tests.harness.cli import run_acx
 from tests.harness.env import REPO
 
 EXAMPLE = REPO / "examples" / "agent-package"
@@ -76,31 +77,6 @@ def _json_edit(name: str, edit: Callable[[dict], None]) -> Callable[[sqlite3.Con
 
 def _sql(stmt: str, *args: object) -> Callable[[sqlite3.Connection], None]:
     return lambda conn: conn.execute(stmt, args) and None
-
-
-class CliResult:
-    """Outcome of one in-process `acx` run."""
-
-    def __init__(self, returncode: int, stdout: str, stderr: str) -> None:
-        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
-
-
-def run_acx(capsys: pytest.CaptureFixture[str], *args: str) -> CliResult:
-    """Run `acx ARGS` in this process (much faster than a subprocess) and capture its output."""
-    from acxoci.cli.main import main
-    from acxoci.cli.output import OPTS
-
-    OPTS.json = OPTS.verbose = OPTS.quiet = False
-    capsys.readouterr()
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    finally:
-        OPTS.json = OPTS.verbose = OPTS.quiet = False
-    out = capsys.readouterr()
-    return CliResult(code, out.out, out.err)
 
 
 PS = "rom/package-spec.json"

@@ -16,7 +16,6 @@ import pytest
 
 from acxoci.artifact import push_path
 from acxoci.cartridge.verify import verify_cartridge
-from acxoci.cli import main as cli_main
 from acxoci.cli.output import OPTS
 from acxoci.level import oci as level_oci
 from acxoci.level import status as st
@@ -27,6 +26,7 @@ from acxoci.level.solver import ReferenceSolver
 from acxoci.oci.target import open_target
 from attest.keys import generate_ed25519
 from attest.statuslist import StatusEntry
+from tests.harness.cli import acx_json as acx
 from tests.harness.trustdocs import registry_doc
 
 ISSUER = "did:web:verifier.example"
@@ -41,13 +41,6 @@ def _reset_opts() -> Iterator[None]:
     OPTS.json = OPTS.verbose = OPTS.quiet = False
 
 
-def acx(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, Any]:
-    """Run the CLI with --json; (exit code, parsed output)."""
-    OPTS.json = OPTS.verbose = OPTS.quiet = False
-    with pytest.raises(SystemExit) as exc:
-        cli_main.main(["--json", *args])
-    out = capsys.readouterr().out
-    return int(exc.value.code or 0), json.loads(out) if out.strip() else None
 
 
 def _workflow(path: Path, min_level: dict[str, Any]) -> Path:
