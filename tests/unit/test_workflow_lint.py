@@ -202,7 +202,7 @@ PUBLISH_CASES: list[tuple[str, Callable[[Doc], None]]] = [
     ("secret", lambda d: _node(d, "build").update(action="use AKIAIOSFODNN7EXAMPLE to deploy")),
     (
         "secret",
-        lambda d: d.__setitem__("extensions", {"com.example": {"note": "-----BEGIN PRIVATE KEY-----"}}),
+        lambda d: d.__setitem__("extensions", {"com.example": {"note": "-----BEGIN " + "PRIVATE KEY-----"}}),
     ),
     ("secret", lambda d: _node(d, "build").update(action="token ghp_" + "a1B2c3D4e5" * 4)),
     ("secret", lambda d: d["rac"][0]["check"].update(hint="postgres://admin:hunter22@db.internal/app")),
