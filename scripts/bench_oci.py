@@ -2,7 +2,8 @@
 
 Prints MB/s for each tool and direction, the acx/oras ratio (target >= 1.0), acx's peak RSS per
 run (target <= 100 MB; measured with os.wait4 on the child), and this machine's sha256 rate.
-Set BENCH_OCI_MB to change the size (default 1024). Not a pass/fail test.
+Set BENCH_OCI_MB to change the size (default 1024), BENCH_OCI_ROUNDS the number of rounds (default 3)
+(default 2, best kept), BENCH_OCI_VERBOSE=1 to print every run. Not a pass/fail test.
 """
 
 from __future__ import annotations
@@ -88,9 +89,13 @@ def main() -> int:
         rate = sha256_rate()
         results: dict[str, float] = {}
         rss: dict[str, int] = {"push": 0, "pull": 0}
-        rounds = int(os.environ.get("BENCH_OCI_ROUNDS", "2"))
+        rounds = int(os.environ.get("BENCH_OCI_ROUNDS", "3"))
+
+        verbose = os.environ.get("BENCH_OCI_VERBOSE") == "1"
 
         def best(key: str, value: float) -> None:
+            if verbose:
+                print(f"  run {key:<10}: {value:8.1f} MB/s", flush=True)
             results[key] = max(results.get(key, 0.0), value)
 
         # alternate oras and acx, each round into fresh repositories (so nothing is skipped); best of N

@@ -621,44 +621,51 @@ class _Linter:
         if not nodes:
             return
         ids = list(nodes)
-        index = {nid: k for k, nid in enumerate(ids)}
-        kinds = [nodes[nid][1] for nid in ids]
-        npath = [f"$.nodes[{nodes[nid][0]}]" for nid in ids]
-        succ: list[list[int]] = [[] for _ in ids]
-        pred: list[list[int]] = [[] for _ in ids]
-        unconditional_out = [0] * len(ids)
-        for src, dst, conditional in edges:
-            a, b = index[src], index[dst]
-            succ[a].append(b)
-            pred[b].append(a)
+        where = list(nodes.values())
+        index = dict(zip(ids, range(len(ids)), strict=True))
+        kinds = [w[1] for w in where]
+
+        def npath(k: int) -> str:  # built only for an issue
+            return f"$.nodes[{where[k][0]}]"
+
+        # Adjacency as flat arrays (head/next edge lists per node), not one list per node: the
+        # per-node lists cost fresh memory for every node and made big graphs superlinear.
+        n = len(ids)
+        adj = _Adjacency(n, len(edges))
+        outdeg = [0] * n
+        unconditional_out = [0] * n
+        for e, (src, dst, conditional) in enumerate(edges):
+            a = index[src]
+            adj.add(e, a, index[dst])
+            outdeg[a] += 1
             if not conditional:
                 unconditional_out[a] += 1
         starts = [k for k, kind in enumerate(kinds) if kind == "start"]
         if len(starts) > 1:
             self.add(
                 "start-event",
-                npath[starts[1]],
+                npath(starts[1]),
                 "workflow may contain at most one start event",
                 [ids[k] for k in starts],
             )
         for k in starts:
             if ids[k] != start and start is not None:
-                self.add("start-event", npath[k], "a start event must be the workflow's start node", ids[k])
+                self.add("start-event", npath(k), "a start event must be the workflow's start node", ids[k])
         terminals = [k for k, kind in enumerate(kinds) if kind in TERMINAL_EVENTS]
         if not terminals:
             self.add("no-terminal", "$.nodes", "workflow needs at least one end or stop event", None)
         for k, kind in enumerate(kinds):
             if kind in TERMINAL_EVENTS:
-                if succ[k]:
+                if outdeg[k]:
                     self.add(
-                        "terminal-outgoing", npath[k], "a terminal event must not have outgoing edges", ids[k]
+                        "terminal-outgoing", npath(k), "a terminal event must not have outgoing edges", ids[k]
                     )
-            elif not succ[k]:
-                self.add("dead-end", npath[k], "a non-terminal node needs an outgoing edge", ids[k])
-            elif kind != "gateway" and len(succ[k]) > 1 and unconditional_out[k]:
+            elif not outdeg[k]:
+                self.add("dead-end", npath(k), "a non-terminal node needs an outgoing edge", ids[k])
+            elif kind != "gateway" and outdeg[k] > 1 and unconditional_out[k]:
                 self.add(
                     "unconditional-branch",
-                    npath[k],
+                    npath(k),
                     "a non-gateway node with several outgoing edges needs a condition on every branch",
                     ids[k],
                 )
@@ -668,28 +675,36 @@ class _Linter:
         reach = [False] * len(ids)
         reach[s] = True
         queue: deque[int] = deque([s])
+        head, nxt, dst_of = adj.head, adj.next, adj.dst
         while queue:
             a = queue.popleft()
-            for b in succ[a]:
+            e = head[a]
+            while e >= 0:
+                b = dst_of[e]
                 if not reach[b]:
                     reach[b] = True
                     queue.append(b)
+                e = nxt[e]
         to_end = [False] * len(ids)
         for t in terminals:
             to_end[t] = True
         queue = deque(terminals)
+        rhead, rnxt, src_of = adj.rhead, adj.rnext, adj.src
         while queue:
             b = queue.popleft()
-            for a in pred[b]:
+            e = rhead[b]
+            while e >= 0:
+                a = src_of[e]
                 if not to_end[a]:
                     to_end[a] = True
                     queue.append(a)
+                e = rnxt[e]
         for k in range(len(ids)):
             if not reach[k]:
-                self.add("unreachable", npath[k], "node is unreachable from start", ids[k])
+                self.add("unreachable", npath(k), "node is unreachable from start", ids[k])
             elif terminals and not to_end[k]:
-                self.add("no-path-to-end", npath[k], "node has no path to an end or stop event", ids[k])
-        if max_steps is None and _has_cycle(succ, s):
+                self.add("no-path-to-end", npath(k), "node has no path to an end or stop event", ids[k])
+        if max_steps is None and _has_cycle(adj, s):
             self.add(
                 "cycle-needs-max-steps",
                 "$.limits.maxSteps",
@@ -698,21 +713,44 @@ class _Linter:
             )
 
 
-def _has_cycle(succ: list[list[int]], start: int) -> bool:
+class _Adjacency:
+    """Edges as flat int arrays: `head[a]`/`next[e]` chain node a's outgoing edges, `rhead`/`rnext`
+    its incoming ones; `src[e]`/`dst[e]` are the edge's ends. -1 ends a chain."""
+
+    def __init__(self, nodes: int, edges: int) -> None:
+        self.head = [-1] * nodes
+        self.rhead = [-1] * nodes
+        self.next = [-1] * edges
+        self.rnext = [-1] * edges
+        self.src = [0] * edges
+        self.dst = [0] * edges
+
+    def add(self, e: int, a: int, b: int) -> None:
+        """Record edge number `e` from node a to node b."""
+        self.src[e] = a
+        self.dst[e] = b
+        self.next[e] = self.head[a]
+        self.head[a] = e
+        self.rnext[e] = self.rhead[b]
+        self.rhead[b] = e
+
+
+def _has_cycle(adj: _Adjacency, start: int) -> bool:
     """Iterative three-colour DFS from `start`: True when a back edge exists."""
-    color = [0] * len(succ)  # 0 white, 1 on stack, 2 done
-    stack: list[tuple[int, int]] = [(start, 0)]
+    head, nxt, dst = adj.head, adj.next, adj.dst
+    color = [0] * len(head)  # 0 white, 1 on stack, 2 done
+    stack: list[tuple[int, int]] = [(start, head[start])]  # (node, next edge to follow)
     color[start] = 1
     while stack:
-        node, i = stack[-1]
-        if i < len(succ[node]):
-            stack[-1] = (node, i + 1)
-            nxt = succ[node][i]
-            if color[nxt] == 1:
+        node, e = stack[-1]
+        if e >= 0:
+            stack[-1] = (node, nxt[e])
+            b = dst[e]
+            if color[b] == 1:
                 return True
-            if color[nxt] == 0:
-                color[nxt] = 1
-                stack.append((nxt, 0))
+            if color[b] == 0:
+                color[b] = 1
+                stack.append((b, head[b]))
         else:
             color[node] = 2
             stack.pop()
@@ -837,15 +875,37 @@ def _high_entropy(token: str) -> bool:
 
 
 class _StringIndex:
-    """Every public string (outside `integrity`) in document order, with paths built only on demand."""
+    """Every public string (outside `integrity`) in document order, joined into one `blob`.
+    The scan keeps only the strings; where each one sits (for a JSON path) is worked out by a
+    second walk in the same order, and only when a path is asked for (a scrub hit)."""
 
     def __init__(self, doc: Mapping[str, Any]) -> None:
-        self.strings: list[str] = []
-        self.owner: list[int] = []  # per string: index into `containers`
-        self.keys: list[str | int] = []  # per string: key or index inside its owner
-        self.containers: list[tuple[int, str | int]] = [(-1, "")]  # (parent, key); 0 is the root
-        strings, owner, keys, containers = self.strings, self.owner, self.keys, self.containers
-        stack: list[tuple[Any, int]] = [({k: v for k, v in doc.items() if k != "integrity"}, 0)]
+        self._root = {k: v for k, v in doc.items() if k != "integrity"}
+        strings: list[str] = []
+        append = strings.append
+        stack: list[Any] = [self._root]
+        pop, push = stack.pop, stack.append
+        while stack:
+            obj = pop()
+            for v in obj.values() if type(obj) is dict else obj:
+                t = type(v)
+                if t is str:
+                    append(v)
+                elif t is dict or t is list:
+                    push(v)
+        self.strings = strings
+        self.blob = "\n".join(strings)
+        self._located: tuple[list[int], list[int], list[str | int], list[tuple[int, str | int]]] | None = None
+
+    def _locate(self) -> tuple[list[int], list[int], list[str | int], list[tuple[int, str | int]]]:
+        """(blob offset, owner container, key) per string and the (parent, key) containers; the walk
+        visits strings in exactly the order of `__init__`."""
+        if self._located is not None:
+            return self._located
+        owner: list[int] = []  # per string: index into `containers`
+        keys: list[str | int] = []  # per string: key or index inside its owner
+        containers: list[tuple[int, str | int]] = [(-1, "")]  # (parent, key); 0 is the root
+        stack: list[tuple[Any, int]] = [(self._root, 0)]
         pop = stack.pop
         while stack:
             obj, cidx = pop()
@@ -853,18 +913,18 @@ class _StringIndex:
             for k, v in items:
                 t = type(v)
                 if t is str:
-                    strings.append(v)
                     owner.append(cidx)
                     keys.append(k)
                 elif t is dict or t is list:
                     containers.append((cidx, k))
                     stack.append((v, len(containers) - 1))
-        self.offsets: list[int] = []
+        offsets: list[int] = []
         pos = 0
-        for text in strings:
-            self.offsets.append(pos)
+        for text in self.strings:
+            offsets.append(pos)
             pos += len(text) + 1
-        self.blob = "\n".join(strings)
+        self._located = (offsets, owner, keys, containers)
+        return self._located
 
     @staticmethod
     def _step(key: str | int) -> str:
@@ -872,11 +932,12 @@ class _StringIndex:
 
     def path_at(self, offset: int) -> str:
         """The JSON path of the string that contains blob offset `offset`."""
-        i = bisect.bisect_right(self.offsets, offset) - 1
-        parts = [self._step(self.keys[i])]
-        c = self.owner[i]
+        offsets, owner, keys, containers = self._locate()
+        i = bisect.bisect_right(offsets, offset) - 1
+        parts = [self._step(keys[i])]
+        c = owner[i]
         while c > 0:
-            parent, key = self.containers[c]
+            parent, key = containers[c]
             parts.append(self._step(key))
             c = parent
         return "$" + "".join(reversed(parts))

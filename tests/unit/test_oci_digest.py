@@ -74,3 +74,61 @@ def test_copy_to_sequential_and_pipelined(
         with pytest.raises(error):
             reader.copy_to(out, bufsize=7919)
         assert not reader.verified
+
+
+@pytest.mark.parametrize("direct", [False, True])
+@pytest.mark.parametrize(
+    ("body", "error"), [(DATA, None), (DATA[:-5], SizeMismatch), (b"x" + DATA[1:], DigestMismatch)]
+)
+def test_pipelined_copy_into_real_file(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, direct: bool, body: bytes, error: type[Exception] | None
+) -> None:
+    """The large-body path into a regular file (O_DIRECT where allowed): exact bytes and length,
+    the zero padding of the last block trimmed, the handle left at the end; lies still raise."""
+    import acxoci.oci.digest as dg
+
+    monkeypatch.setattr(dg, "PIPELINE_MIN", 1)
+    monkeypatch.setattr(dg, "DIRECT_IO", direct)
+    path = tmp_path / "blob.part"
+    reader = VerifyingReader(io.BytesIO(body), _desc())
+    with path.open("wb") as fh:
+        if error is None:
+            assert reader.copy_to(fh, bufsize=5000) == len(DATA)  # not a block multiple
+            assert fh.tell() == len(DATA)
+            fh.write(b"!")  # buffered writes continue at the right offset
+        else:
+            with pytest.raises(error):
+                reader.copy_to(fh, bufsize=5000)
+    if error is None:
+        assert path.read_bytes() == DATA + b"!" and reader.verified
+    else:
+        assert not reader.verified
+
+
+def test_direct_write_refused_falls_back_to_plain_writes(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A filesystem that takes O_DIRECT but refuses the I/O (EINVAL) still gets every byte."""
+    import errno
+    import fcntl
+    import os
+
+    import acxoci.oci.digest as dg
+
+    if not getattr(os, "O_DIRECT", 0):
+        pytest.skip("no O_DIRECT on this platform")
+    refused: list[int] = []
+
+    def picky_write(fd: int, data: memoryview) -> int:
+        if fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_DIRECT:
+            refused.append(len(data))
+            raise OSError(errno.EINVAL, "direct I/O refused")
+        return os.write(fd, data)
+
+    monkeypatch.setattr(dg, "PIPELINE_MIN", 1)
+    monkeypatch.setattr(dg._DirectWriter, "_write", staticmethod(picky_write))
+    path = tmp_path / "blob.part"
+    reader = VerifyingReader(io.BytesIO(DATA), _desc())
+    with path.open("wb") as fh:
+        assert reader.copy_to(fh, bufsize=8192) == len(DATA)
+    assert path.read_bytes() == DATA and reader.verified and refused
