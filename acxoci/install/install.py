@@ -29,7 +29,7 @@ from acxoci.install.vpolicy import VerificationPolicy
 from acxoci.jsonschemas import schema_errors
 from acxoci.oci.descriptor import Descriptor, Manifest, parse_manifest
 from acxoci.oci.digest import copy_verified
-from acxoci.oci.errors import SizeMismatch
+from acxoci.oci.errors import SizeMismatch, TruncatedBody
 from acxoci.oci.reference import Reference, parse_reference
 from acxoci.oci.target import RemoteOptions, Target, fetch_bytes, open_target
 from acxoci.policy.limits import ResourceLimits
@@ -165,9 +165,9 @@ def pull(target: Target, desc: Descriptor, staged: Path) -> Pulled:
             copy_verified(reader, dest, fsync=True)
         out.content_path, out.content_digest = dest, layer.digest
         out.blobs.append(("content", layer.digest))
+    except TruncatedBody as exc:  # the connection was cut: a transport failure, not a verdict
+        raise TransientError(f"transfer cut short: {exc.one_line()}", hint="retry the install") from exc
     except SizeMismatch as exc:
-        if "truncated" in exc.message:  # the connection was cut: a transport failure, not a verdict
-            raise TransientError(f"transfer cut short: {exc.one_line()}", hint="retry the install") from exc
         out.error = f"pulled content does not match its size: {exc.one_line()}"
     except Tampered as exc:
         out.error = f"pulled content does not match its digest: {exc.one_line()}"

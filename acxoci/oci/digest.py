@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import IO, Protocol
 
 from acxoci.oci.descriptor import Descriptor
-from acxoci.oci.errors import DigestMismatch, SizeMismatch, Unsupported
+from acxoci.oci.errors import DigestMismatch, SizeMismatch, TruncatedBody, Unsupported
 
 CHUNK = 1024 * 1024
 PIPELINE_MIN = 16 * 1024 * 1024
@@ -280,7 +280,7 @@ class VerifyingReader:
     def _finish(self) -> None:
         self._eof = True
         if self._count != self.desc.size:
-            raise SizeMismatch(
+            raise TruncatedBody(
                 f"got {self._count} bytes, expected {self.desc.size} (truncated body)", where=self._where
             )
         got = f"{self.desc.digest.split(':', 1)[0]}:{self._hasher.hexdigest()}"

@@ -27,6 +27,13 @@ class SizeMismatch(Tampered):
     kind = "size_mismatch"
 
 
+class TruncatedBody(SizeMismatch):
+    """Fewer bytes arrived than declared (the connection was cut or the body ended early):
+    callers may retry, since nothing unproven was kept."""
+
+    kind = "truncated_body"
+
+
 class ManifestTooLarge(InvalidInput):
     """A manifest or index larger than the 4 MiB limit was offered or served."""
 

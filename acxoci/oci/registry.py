@@ -56,6 +56,7 @@ from acxoci.oci.errors import (
     RegistryProtocolError,
     RegistryUnavailable,
     SizeMismatch,
+    TruncatedBody,
     Unsupported,
     UploadFailed,
 )
@@ -191,7 +192,7 @@ class _RawReader:
             urllib3.exceptions.IncompleteRead,
             http.client.IncompleteRead,
         ) as exc:
-            raise SizeMismatch(f"body truncated: {exc}", where=self._where) from None
+            raise TruncatedBody(f"body truncated: {exc}", where=self._where) from None
         except (urllib3.exceptions.ReadTimeoutError, requests.RequestException, OSError) as exc:
             raise RegistryUnavailable(f"read failed: {exc}", where=self._where) from None
 
@@ -203,7 +204,7 @@ class _RawReader:
         try:
             return self._fp.readinto(buf)
         except http.client.IncompleteRead as exc:
-            raise SizeMismatch(f"body truncated: {exc!r}", where=self._where) from None
+            raise TruncatedBody(f"body truncated: {exc!r}", where=self._where) from None
         except (ConnectionError, TimeoutError, OSError, http.client.HTTPException) as exc:
             raise RegistryUnavailable(f"read failed: {exc}", where=self._where) from None
 

@@ -132,3 +132,14 @@ def test_direct_write_refused_falls_back_to_plain_writes(
     with path.open("wb") as fh:
         assert reader.copy_to(fh, bufsize=8192) == len(DATA)
     assert path.read_bytes() == DATA and reader.verified and refused
+
+
+def test_short_body_is_a_truncation_not_just_a_size_lie() -> None:
+    """A body that ends early is TruncatedBody (retryable); one that runs long is not."""
+    from acxoci.oci.errors import TruncatedBody
+
+    with pytest.raises(TruncatedBody):
+        VerifyingReader(io.BytesIO(DATA[:-1]), _desc()).read_all()
+    with pytest.raises(SizeMismatch) as exc:
+        VerifyingReader(io.BytesIO(DATA + b"!"), _desc()).read_all()
+    assert not isinstance(exc.value, TruncatedBody)
