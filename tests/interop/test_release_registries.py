@@ -34,7 +34,8 @@ def _tags(reg_url: str, repo: str) -> list[str]:
 
 
 def _referrer_digests(reg: Registry, repo: str, subject: str) -> list[str]:
-    """Raw referrer entries (duplicates NOT folded): the Referrers API, else the fallback index."""
+    """Raw referrer entries, sorted (duplicates NOT folded): the Referrers API, else the fallback
+    index. Sorted because ggcr's Referrers API lists them in Go map order, which varies per call."""
     if reg.has_referrers_api:
         r = requests.get(f"{reg.url}/v2/{repo}/referrers/{subject}", headers={"Accept": OCI_INDEX},
                          timeout=10)
@@ -42,7 +43,7 @@ def _referrer_digests(reg: Registry, repo: str, subject: str) -> list[str]:
         r = requests.get(f"{reg.url}/v2/{repo}/manifests/{fallback_tag(subject)}",
                          headers={"Accept": OCI_INDEX}, timeout=10)
     r.raise_for_status()
-    return [m["digest"] for m in r.json().get("manifests", [])]
+    return sorted(m["digest"] for m in r.json().get("manifests", []))
 
 
 def _run_counts(state: Path, goal: str) -> list[dict[str, object]]:
