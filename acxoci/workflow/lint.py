@@ -218,22 +218,49 @@ class _Linter:
         )
         return self.issues
 
+    def keyed_items(
+        self,
+        value: Any,
+        *,
+        field: str,
+        array_rule: str,
+        item_rule: str,
+        noun: str,
+        keys: frozenset[str],
+        id_key: str,
+        id_noun: str,
+        dup_rule: str,
+        ids: set[str],
+        optional: bool,
+    ) -> Iterator[tuple[str, dict[str, Any]]]:
+        """Yield `(path, item)` for each object in the array at `$.field` after the checks every
+        keyed list shares: array shape, object items, closed keys, identifier syntax and
+        uniqueness (identifiers are collected into `ids`)."""
+        if value is None and optional:
+            return
+        if not isinstance(value, list):
+            self.add(array_rule, f"$.{field}", f"{field} must be an array", value)
+            return
+        for i, item in enumerate(value):
+            path = f"$.{field}[{i}]"
+            if not isinstance(item, dict):
+                self.add(item_rule, path, f"a {noun} must be an object", item)
+                continue
+            self.closed(item, keys, path, noun)
+            ident = self.ident(item.get(id_key), f"{path}.{id_key}", id_noun)
+            if ident is not None:
+                if ident in ids:
+                    self.add(dup_rule, f"{path}.{id_key}", f"duplicate {id_noun}", ident)
+                ids.add(ident)
+            yield path, item
+
     def participants(self, value: Any) -> set[str]:
         aliases: set[str] = set()
-        if not isinstance(value, list):
-            self.add("participants", "$.participants", "participants must be an array", value)
-            return aliases
-        for i, p in enumerate(value):
-            path = f"$.participants[{i}]"
-            if not isinstance(p, dict):
-                self.add("participant", path, "a participant must be an object", p)
-                continue
-            self.closed(p, PARTICIPANT_KEYS, path, "participant")
-            alias = self.ident(p.get("alias"), f"{path}.alias", "participant alias")
-            if alias is not None:
-                if alias in aliases:
-                    self.add("duplicate-alias", f"{path}.alias", "duplicate participant alias", alias)
-                aliases.add(alias)
+        for path, p in self.keyed_items(
+            value, field="participants", array_rule="participants", item_rule="participant",
+            noun="participant", keys=PARTICIPANT_KEYS, id_key="alias", id_noun="participant alias",
+            dup_rule="duplicate-alias", ids=aliases, optional=False,
+        ):
             if "required" in p and not isinstance(p["required"], bool):
                 self.add("participant", f"{path}.required", "required must be a boolean", p["required"])
             bind = p.get("bind")
@@ -330,22 +357,10 @@ class _Linter:
 
     def rac(self, value: Any) -> set[str]:
         ids: set[str] = set()
-        if value is None:
-            return ids
-        if not isinstance(value, list):
-            self.add("rac", "$.rac", "rac must be an array", value)
-            return ids
-        for i, r in enumerate(value):
-            path = f"$.rac[{i}]"
-            if not isinstance(r, dict):
-                self.add("rac", path, "a RAC item must be an object", r)
-                continue
-            self.closed(r, RAC_KEYS, path, "RAC item")
-            rid = self.ident(r.get("id"), f"{path}.id", "RAC id")
-            if rid is not None:
-                if rid in ids:
-                    self.add("duplicate-rac", f"{path}.id", "duplicate RAC id", rid)
-                ids.add(rid)
+        for path, r in self.keyed_items(
+            value, field="rac", array_rule="rac", item_rule="rac", noun="RAC item", keys=RAC_KEYS,
+            id_key="id", id_noun="RAC id", dup_rule="duplicate-rac", ids=ids, optional=True,
+        ):
             if "content" in r:
                 self.add(
                     "rac-content",
@@ -388,22 +403,11 @@ class _Linter:
 
     def variables(self, value: Any) -> set[str]:
         names: set[str] = set()
-        if value is None:
-            return names
-        if not isinstance(value, list):
-            self.add("variables", "$.variables", "variables must be an array", value)
-            return names
-        for i, v in enumerate(value):
-            path = f"$.variables[{i}]"
-            if not isinstance(v, dict):
-                self.add("variables", path, "a variable must be an object", v)
-                continue
-            self.closed(v, VARIABLE_KEYS, path, "variable")
-            name = self.ident(v.get("name"), f"{path}.name", "variable name")
-            if name is not None:
-                if name in names:
-                    self.add("duplicate-variable", f"{path}.name", "duplicate variable name", name)
-                names.add(name)
+        for path, v in self.keyed_items(
+            value, field="variables", array_rule="variables", item_rule="variables", noun="variable",
+            keys=VARIABLE_KEYS, id_key="name", id_noun="variable name", dup_rule="duplicate-variable",
+            ids=names, optional=True,
+        ):
             if v.get("type") not in VARIABLE_TYPES:
                 self.add(
                     "variable-type",
