@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -104,15 +105,22 @@ def _timed(clock: Callable[[], float], doc: dict[str, Any], key: PrivateKey) -> 
     return {"lint": t1 - t0, "sign": t2 - t1, "verify": t3 - t2, "total": t3 - t0}
 
 
-def measure(n: int, repeat: int, clock: Callable[[], float]) -> dict[str, float]:
-    """Best-of-`repeat` seconds per step (lint --publish, sign, verify) on an n-node workflow."""
-    doc = generate(n)
+def measure(
+    sizes: tuple[int, ...], repeat: int, clock: Callable[[], float]
+) -> tuple[list[dict[str, float]], list[list[float]]]:
+    """Best-of-`repeat` seconds per step (lint --publish, sign, verify) for each size, and every
+    round's totals. The sizes are interleaved round by round, so a slow spell on a shared VM
+    hits both sizes of that round, not one."""
+    docs = [generate(n) for n in sizes]
     key = generate_ed25519()
-    runs = []
+    runs: list[list[dict[str, float]]] = [[] for _ in sizes]
     for _ in range(repeat):
-        gc.collect()
-        runs.append(_timed(clock, doc, key))
-    return min(runs, key=lambda r: r["total"])
+        for i, doc in enumerate(docs):
+            gc.collect()
+            runs[i].append(_timed(clock, doc, key))
+    best = [min(r, key=lambda x: x["total"]) for r in runs]
+    totals = [[r["total"] for r in size_runs] for size_runs in runs]
+    return best, totals
 
 
 def main() -> int:
@@ -123,20 +131,23 @@ def main() -> int:
     args = ap.parse_args()
     ok = True
     for label, clock in (("wall", time.perf_counter), ("cpu", time.process_time)):
-        small = measure(args.nodes, args.repeat, clock)
-        big = measure(2 * args.nodes, args.repeat, clock)
+        (small, big), (small_t, big_t) = measure((args.nodes, 2 * args.nodes), args.repeat, clock)
         for n, r in ((args.nodes, small), (2 * args.nodes, big)):
             print(
                 f"[{label:>4}] {n:>6} nodes: lint --publish {r['lint'] * 1000:6.1f} ms  "
                 f"sign {r['sign'] * 1000:6.1f} ms  verify {r['verify'] * 1000:6.1f} ms  "
                 f"total {r['total'] * 1000:6.1f} ms"
             )
-        ratio = big["total"] / small["total"]
+        # Scaling is judged on the median of the per-round ratios (each round times both sizes
+        # back to back); the ratio of the two best-of totals is printed too, for reference.
+        ratio = statistics.median(b / a for a, b in zip(small_t, big_t, strict=True))
+        best_ratio = big["total"] / small["total"]
         good = small["total"] <= 1.0 and ratio <= 2.2
         ok = ok and good
         print(
             f"[{label:>4}] total at {args.nodes} nodes {small['total']:.3f} s (target <= 1 s); "
-            f"2x nodes -> {ratio:.2f}x time (target <= 2.2x): {'PASS' if good else 'MISS'}"
+            f"2x nodes -> {ratio:.2f}x time, median of {args.repeat} paired rounds "
+            f"(best-of ratio {best_ratio:.2f}x; target <= 2.2x): {'PASS' if good else 'MISS'}"
         )
     return 0 if ok else 1
 
