@@ -11,8 +11,7 @@ import pytest
 
 from acxoci.cli import main as cli_main
 from acxoci.cli.output import OPTS
-from attest.keys import generate_ed25519
-from tests.harness.trustdocs import registry_doc
+from tests.harness.trustdocs import make_level_verifier
 
 ISSUER = "did:web:verifier.example"
 LIST_ID = "https://status.example/lists/7"
@@ -36,34 +35,10 @@ def acx(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, Any]:
 
 @pytest.fixture
 def setup(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Path]:
-    key = generate_ed25519()
-    pub = key.public()
-    (tmp_path / "issuer.pem").write_bytes(key.pkcs8_pem())
-    reg = registry_doc(pub, "example.verifier")
-    (tmp_path / "issuers.json").write_text(json.dumps(reg))
-    code, out = acx(capsys, "level", "bench-init", "--demo", "-o", str(tmp_path / "bench"))
-    assert code == 0
-    assert out["digest"] == "sha256:019fc517108a721b9bfc83e9a8d61c5011c29894c43a361c35fdacb2c783e900"
-    code, out = acx(
-        capsys,
-        "status-list",
-        "create",
-        "--id",
-        LIST_ID,
-        "--issuer",
-        ISSUER,
-        "--issuer-key",
-        str(tmp_path / "issuer.pem"),
-        "-o",
-        str(tmp_path / "sl.json"),
-        "--now",
-        NOW,
-    )
-    assert code == 0 and out["size"] == 131072
-    return {
-        "dir": tmp_path,
-        "bench": Path(out["statusList"]).parent / "bench" / "acx-bench-dag-de@2026.07.1.bench.json",
-    }
+    v = make_level_verifier(capsys, tmp_path, issuer=ISSUER, list_id=LIST_ID, now=NOW)
+    bench = json.loads(v["bench"].read_text())
+    assert bench["digest"] == "sha256:019fc517108a721b9bfc83e9a8d61c5011c29894c43a361c35fdacb2c783e900"
+    return v
 
 
 def test_issue_verify_revoke_cycle(

@@ -19,7 +19,7 @@ from acxoci.oci.target import open_target
 from attest.keys import generate_ed25519
 from tests.harness.peers import Cosign
 from tests.harness.servers import Registry
-from tests.harness.trustdocs import registry_doc
+from tests.harness.trustdocs import make_level_verifier
 
 ISSUER = "did:web:verifier.example"
 LIST_ID = "https://status.example/lists/9"
@@ -51,30 +51,7 @@ def _push(cartridge: Path, ref: str) -> str:
 
 @pytest.fixture
 def verifier(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Path]:
-    key = generate_ed25519()
-    pub = key.public()
-    (tmp_path / "issuer.pem").write_bytes(key.pkcs8_pem())
-    (tmp_path / "issuer.pub").write_text(pub.spki_pem())
-    reg = registry_doc(pub, "example.verifier")
-    (tmp_path / "issuers.json").write_text(json.dumps(reg))
-    assert acx(capsys, "level", "bench-init", "--demo", "-o", str(tmp_path / "bench"))[0] == 0
-    code, _ = acx(
-        capsys,
-        "status-list",
-        "create",
-        "--id",
-        LIST_ID,
-        "--issuer",
-        ISSUER,
-        "--issuer-key",
-        str(tmp_path / "issuer.pem"),
-        "-o",
-        str(tmp_path / "sl.json"),
-        "--now",
-        NOW,
-    )
-    assert code == 0
-    return {"dir": tmp_path, "bench": tmp_path / "bench" / "acx-bench-dag-de@2026.07.1.bench.json"}
+    return make_level_verifier(capsys, tmp_path, issuer=ISSUER, list_id=LIST_ID, now=NOW)
 
 
 def _issue(capsys: pytest.CaptureFixture[str], v: dict[str, Path], ref: str, competence: str) -> Any:

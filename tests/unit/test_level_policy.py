@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,7 +17,7 @@ from acxoci.level.credential import issue_credential
 from acxoci.level.issuers import IssuerRegistry
 from acxoci.level.run import run_level
 from acxoci.level.solver import ReferenceSolver
-from attest.keys import generate_ed25519
+from attest.keys import PrivateKey, generate_ed25519
 from attest.statuslist import StatusEntry
 from tests.harness.trustdocs import registry_doc
 
@@ -36,14 +37,16 @@ def test_parse_requirement_rejects_nonsense() -> None:
         policy.parse_requirement("guru")
 
 
-def test_min_level_decision(tmp_path: Path) -> None:
+Issued = tuple[PrivateKey, IssuerRegistry, Path, dict[str, Any], CartridgeBinding]
+
+
+def _issued(tmp_path: Path, list_id: str, index: int) -> Issued:
+    """A verifier key trusted as an issuer, a status list file, and a level credential for the
+    rex ROM digest with status entry `list_id#index`."""
     key = generate_ed25519()
-    pub = key.public()
-    issuers = IssuerRegistry.from_json(
-        registry_doc(pub, "example.verifier")
-    )
+    issuers = IssuerRegistry.from_json(registry_doc(key.public(), "example.verifier"))
     lst = tmp_path / "sl.json"
-    st.write_json_atomic(lst, st.create_status_list(list_id=LIST, issuer=ISSUER, key=key, now=T0))
+    st.write_json_atomic(lst, st.create_status_list(list_id=list_id, issuer=ISSUER, key=key, now=T0))
     result = run_level(
         demo_suite(), cartridge=Path("rex.acx"), rom_digest=ROM, solver=ReferenceSolver(24), signer=key
     )
@@ -53,11 +56,16 @@ def test_min_level_decision(tmp_path: Path) -> None:
         issuer=ISSUER,
         key=key,
         now=T0,
-        status=StatusEntry(LIST, 3, "revocation", f"{LIST}#3"),
+        status=StatusEntry(list_id, index, "revocation", f"{list_id}#{index}"),
     )
     binding = CartridgeBinding(
         Path("rex.acx"), ROM, "io.github.calder-sec/rex", None, "io.github.calder-sec", "portable"
     )
+    return key, issuers, lst, vc, binding
+
+
+def test_min_level_decision(tmp_path: Path) -> None:
+    _key, issuers, lst, vc, binding = _issued(tmp_path, LIST, 3)
     at = T0 + timedelta(hours=1)
     check = policy.status_checker(str(lst), issuers=issuers, now=at, cache_dir=tmp_path / "c")
     senior = policy.check_documents(
@@ -88,28 +96,7 @@ def test_min_level_decision(tmp_path: Path) -> None:
 def test_default_status_source_is_the_credentials_own_list(tmp_path: Path) -> None:
     """With no override, revocation is checked against the credential's statusListCredential
     (here a file path), so a flipped bit is seen; it is never silently skipped."""
-    key = generate_ed25519()
-    pub = key.public()
-    issuers = IssuerRegistry.from_json(
-        registry_doc(pub, "example.verifier")
-    )
-    lst = tmp_path / "sl.json"
-    list_id = str(lst)
-    st.write_json_atomic(lst, st.create_status_list(list_id=list_id, issuer=ISSUER, key=key, now=T0))
-    result = run_level(
-        demo_suite(), cartridge=Path("rex.acx"), rom_digest=ROM, solver=ReferenceSolver(24), signer=key
-    )
-    vc = issue_credential(
-        result,
-        cartridge_id="io.github.calder-sec/rex",
-        issuer=ISSUER,
-        key=key,
-        now=T0,
-        status=StatusEntry(list_id, 5, "revocation", f"{list_id}#5"),
-    )
-    binding = CartridgeBinding(
-        Path("rex.acx"), ROM, "io.github.calder-sec/rex", None, "io.github.calder-sec", "portable"
-    )
+    key, issuers, lst, vc, binding = _issued(tmp_path, str(tmp_path / "sl.json"), 5)
     at = T0 + timedelta(hours=1)
     check = policy.status_checker(None, issuers=issuers, now=at, cache_dir=tmp_path / "c")
     ok = policy.check_documents([("a", vc)], binding, issuers=issuers, now=at, status_check=check)
