@@ -8,6 +8,8 @@ import os
 import tempfile
 from pathlib import Path
 
+from acxoci.errors import InvalidInput, NotFound
+
 
 def atomic_write(path: Path, data: bytes, *, mode: int = 0o644) -> None:
     """Write `data` to `path` atomically with the given permission bits."""
@@ -31,3 +33,18 @@ def atomic_write(path: Path, data: bytes, *, mode: int = 0o644) -> None:
             os.fsync(dfd)
         finally:
             os.close(dfd)
+
+
+def read_bytes(path: Path, what: str, *, limit: int | None = None) -> bytes:
+    """The bytes of `path`; NotFound or InvalidInput naming the file (and `what` it should be)
+    instead of a bare OSError, and InvalidInput when the file exceeds `limit` bytes."""
+    try:
+        with Path(path).open("rb") as fh:
+            data = fh.read() if limit is None else fh.read(limit + 1)
+    except FileNotFoundError as exc:
+        raise NotFound(f"{what} not found", where=str(path)) from exc
+    except OSError as exc:
+        raise InvalidInput(f"cannot read {what}: {exc.strerror or exc}", where=str(path)) from exc
+    if limit is not None and len(data) > limit:
+        raise InvalidInput(f"{what} exceeds {limit} bytes", where=str(path))
+    return data

@@ -4,52 +4,19 @@ envelope, wrap it in a bundle, load private/public key files, and try a set of t
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from acxoci.errors import AuthError, InvalidInput, NotFound, UsageError
+from acxoci.errors import InvalidInput
+from acxoci.fsutil import read_bytes
 from attest.bundle import build_dsse_bundle
-from attest.cosignkey import WrongPassword, load_signing_key
 from attest.dsse import INTOTO_PAYLOAD_TYPE, Envelope, Signature
 from attest.dsse import sign as dsse_sign
 from attest.errors import AttestError, MalformedError, SignatureError
 from attest.intoto import Statement
 from attest.keys import PrivateKey, PublicKey, load_public_pem
 from attest.trust import TrustKey, TrustRegistry
-
-DEFAULT_PASSWORD_ENV = "COSIGN_PASSWORD"
-
-
-def _read(path: Path, what: str) -> bytes:
-    try:
-        return path.read_bytes()
-    except FileNotFoundError as exc:
-        raise NotFound(f"{what} not found", where=str(path)) from exc
-    except OSError as exc:
-        raise InvalidInput(f"cannot read {what}: {exc}", where=str(path)) from exc
-
-
-def password_from_env(var: str | None) -> bytes | None:
-    """The key password from `var` (default COSIGN_PASSWORD); None when that variable is unset."""
-    name = var or DEFAULT_PASSWORD_ENV
-    if var is not None and var not in os.environ:
-        raise UsageError(f"--password-env names {var}, which is not set")
-    value = os.environ.get(name)
-    return value.encode("utf-8") if value is not None else None
-
-
-def load_private_key_file(path: Path, password: bytes | None) -> PrivateKey:
-    """A signing key from a cosign.key or PKCS#8 PEM file (typed errors naming the file)."""
-    data = _read(path, "private key")
-    try:
-        return load_signing_key(data, password)
-    except WrongPassword as exc:
-        raise AuthError(str(exc), where=str(path),
-                        hint="set COSIGN_PASSWORD or pass --password-env VAR") from exc
-    except MalformedError as exc:
-        raise InvalidInput(str(exc), where=str(path)) from exc
 
 
 @dataclass(frozen=True)
@@ -67,7 +34,7 @@ class TrustedKey:
 
 def load_public_key_file(path: Path) -> TrustedKey:
     """A `--key PUB` file: SPKI PEM (cosign.pub, openssl, acx key)."""
-    data = _read(path, "public key")
+    data = read_bytes(path, "public key")
     try:
         return TrustedKey(load_public_pem(data), f"key file {path.name}")
     except MalformedError as exc:

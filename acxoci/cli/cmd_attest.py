@@ -23,9 +23,7 @@ from acxoci.attestation.content import cartridge_facts
 from acxoci.attestation.judge import Kind
 from acxoci.attestation.signing import (
     TrustedKey,
-    load_private_key_file,
     load_public_key_file,
-    password_from_env,
     trust_registry_keys,
 )
 from acxoci.attestation.statements import CARTRIDGE_PREDICATE_TYPE, parse_predicate_file
@@ -33,10 +31,11 @@ from acxoci.attestation.verify import VerifyReport, pulled_content_path, verify_
 from acxoci.cartridge.constants import SQLITE_MAGIC
 from acxoci.cartridge.trust_file import load_trust_registry
 from acxoci.cli.common import exit_with as _exit
+from acxoci.cli.common import load_signing_key
 from acxoci.cli.common import parse_now as _now
 from acxoci.cli.output import console, emit
-from acxoci.errors import AcxError, InvalidInput, NotFound, UsageError
-from acxoci.fsutil import atomic_write
+from acxoci.errors import AcxError, UsageError
+from acxoci.fsutil import atomic_write, read_bytes
 from acxoci.level.binding import bind_cartridge
 from acxoci.level.credential import StatusCheck
 from acxoci.level.issuers import IssuerRegistry
@@ -51,19 +50,6 @@ _VERDICT_COLOR = {"verified": "green", "rejected": "red", "unverified": "yellow"
                   "unsupported": "yellow"}
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
-    atomic_write(path, data)
-
-
-def _read(path: Path, what: str) -> bytes:
-    try:
-        return path.read_bytes()
-    except FileNotFoundError as exc:
-        raise NotFound(f"{what} not found", where=str(path)) from exc
-    except OSError as exc:
-        raise InvalidInput(f"cannot read {what}: {exc}", where=str(path)) from exc
-
-
 def _predicate(ptype: str | None, pfile: Path | None) -> tuple[str | None, dict[str, Any] | None]:
     if pfile is None:
         if ptype is not None:
@@ -71,7 +57,7 @@ def _predicate(ptype: str | None, pfile: Path | None) -> tuple[str | None, dict[
         return None, None
     if ptype is None:
         raise UsageError("--predicate needs --predicate-type URI")
-    return ptype, parse_predicate_file(_read(pfile, "predicate"), where=str(pfile))
+    return ptype, parse_predicate_file(read_bytes(pfile, "predicate"), where=str(pfile))
 
 
 def _trusted_keys(key: Path | None, trust_registry: Path | None, now: datetime) -> list[TrustedKey]:
@@ -100,7 +86,7 @@ def attest_cmd(
     now = _now(now_)
     formats = parse_format(fmt)
     ptype, pred = _predicate(predicate_type, predicate)
-    private = load_private_key_file(key, password_from_env(password_env))
+    private = load_signing_key(key, password_env)
     target, parsed = open_target(parse_reference(ref, require_ref=True))
     subject = target.resolve(parsed.reference or "")
     result = attest_artifact(target, subject, parsed.repo_string(), private, formats=formats,
@@ -260,10 +246,10 @@ def attest_blob_cmd(
     if (bundle is None) == (output_signature is None):
         raise UsageError("give exactly one of --bundle OUT or --output-signature OUT")
     now = _now(now_)
-    private = load_private_key_file(key, password_from_env(password_env))
+    private = load_signing_key(key, password_env)
     if predicate is not None:
         ptype = type_ or DEFAULT_BLOB_PREDICATE_TYPE
-        pred = parse_predicate_file(_read(predicate, "predicate"), where=str(predicate))
+        pred = parse_predicate_file(read_bytes(predicate, "predicate"), where=str(predicate))
     elif _is_cartridge(file) and type_ in (None, CARTRIDGE_PREDICATE_TYPE):
         ptype = CARTRIDGE_PREDICATE_TYPE
         pred = cartridge_facts(file, "sha256:" + file_sha256(file), now=now).predicate()
@@ -273,7 +259,7 @@ def attest_blob_cmd(
     out = bundle if bundle is not None else output_signature
     assert out is not None
     data = attest_blob(file, private, ptype, pred, as_bundle=bundle is not None)
-    _write_atomic(out, data)
+    atomic_write(out, data)
     emit({"file": str(file), "digest": "sha256:" + file_sha256(file), "predicateType": ptype,
           "signerKeyId": private.public().keyid(), "format": "bundle" if bundle else "envelope",
           "output": str(out)},
@@ -309,7 +295,7 @@ def verify_blob_cmd(
     doc = bundle if bundle is not None else signature
     assert doc is not None
     kind: Kind = "bundle" if bundle is not None else "envelope"
-    verdict = verify_blob(file, _read(doc, "attestation"), kind, keys, want_type=type_, now=now)
+    verdict = verify_blob(file, read_bytes(doc, "attestation"), kind, keys, want_type=type_, now=now)
     emit(verdict.to_json(), lambda: _render_blob(verdict))
     _exit(0 if verdict.ok else 1)
 

@@ -15,7 +15,7 @@ from acxoci.cartridge.reader import open_cartridge
 from acxoci.cartridge.sign import resign_file
 from acxoci.cartridge.spec import PATH_SKILLSET, check_spec
 from acxoci.cli.apps import cartridge_app
-from acxoci.cli.cmd_key import load_private_key
+from acxoci.cli.common import load_signing_key
 from acxoci.cli.output import console, emit
 from acxoci.errors import InvalidInput, NotFound
 from attest.canonical import loads_strict
@@ -47,7 +47,7 @@ def build(
         pkg_dir,
         out,
         publisher=publisher,
-        key=load_private_key(key, password_env),
+        key=load_signing_key(key, password_env),
         created_at=created_at,
         include_field_learned=include_field_learned,
     )
@@ -81,7 +81,7 @@ def sign(
     if not file.is_file():
         raise NotFound(f"cartridge not found: {file}")
     when = check_time(signed_at, where="--signed-at") if signed_at else format_time(datetime.now(UTC))
-    result = resign_file(file, load_private_key(key, password_env), signed_at=when, refresh=refresh)
+    result = resign_file(file, load_signing_key(key, password_env), signed_at=when, refresh=refresh)
     data = result.to_json()
     emit(
         data,

@@ -5,19 +5,19 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import typer
 
 from acxoci.cli.apps import key_app
-from acxoci.cli.output import console, emit, info
+from acxoci.cli.common import load_signing_key
+from acxoci.cli.output import console, emit
 from acxoci.errors import InvalidInput, NotFound, UsageError
 from acxoci.fsutil import atomic_write
 from attest.canonical import loads_strict
 from attest.errors import MalformedError
-from attest.keys import PrivateKey, generate_ed25519, generate_p256, load_private_pem, load_public_pem
+from attest.keys import generate_ed25519, generate_p256, load_public_pem
 from attest.trust import add_key_entry, make_key_entry, parse_rfc3339
 
 
@@ -53,20 +53,6 @@ def _write_new(path: Path, data: bytes, mode: int, force: bool) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-
-
-def load_private_key(path: Path, password_env: str | None = None) -> PrivateKey:
-    """Read a PEM private key for signing; the passphrase (if any) comes from the named env var."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError as exc:
-        raise NotFound(f"key file not found: {path}") from exc
-    if stat.S_IMODE(path.stat().st_mode) & 0o077:
-        info(f"[yellow]warning[/yellow]: {path} is readable by group or others (chmod 600 it)")
-    try:
-        return load_private_pem(data, _password(password_env))
-    except MalformedError as exc:
-        raise InvalidInput(str(exc), where=str(path)) from exc
 
 
 @key_app.command("generate")
@@ -117,7 +103,7 @@ def trust(
     if not data:
         raise NotFound(f"no key file at {public_key}", where=str(public_key))
     try:
-        pub = (load_private_key(public_key, password_env).public() if b"PRIVATE KEY" in data
+        pub = (load_signing_key(public_key, password_env).public() if b"PRIVATE KEY" in data
                else load_public_pem(data))
         doc = loads_strict(registry.read_bytes()) if registry.exists() else None
         start = parse_rfc3339(not_before, where="--not-before") if not_before else now

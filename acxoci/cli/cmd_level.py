@@ -3,7 +3,6 @@ verifier's side (run the sealed held-out slice, gate, issue, revoke) and the con
 
 from __future__ import annotations
 
-import os
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -21,6 +20,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from acxoci.cartridge.trust_file import load_trust_registry
 from acxoci.cli.apps import level_app, status_list_app
 from acxoci.cli.common import exit_with as _exit
+from acxoci.cli.common import load_signing_key
 from acxoci.cli.common import parse_now as _now
 from acxoci.cli.output import OPTS, console, emit, err_console
 from acxoci.errors import InvalidInput, NotFound, RefusedByPolicy, UsageError, VerificationFailed
@@ -44,24 +44,9 @@ from acxoci.level.solver import load_solver
 from attest import statuslist, vc
 from attest.canonical import loads_strict
 from attest.errors import AttestError, MalformedError
-from attest.keys import PrivateKey, generate_ed25519, load_private_pem
+from attest.keys import PrivateKey, generate_ed25519
 from attest.statuslist import StatusEntry
 from attest.trust import TrustRegistry
-
-KEY_PASSWORD_ENV = "ACX_KEY_PASSWORD"
-
-
-def _load_key(path: Path) -> PrivateKey:
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError as exc:
-        raise NotFound(f"private key not found: {path}") from exc
-    pw = os.environ.get(KEY_PASSWORD_ENV)
-    try:
-        return load_private_pem(data, pw.encode() if pw is not None else None)
-    except MalformedError as exc:
-        raise InvalidInput(f"{path}: {exc}",
-                           hint=f"encrypted keys read their password from {KEY_PASSWORD_ENV}") from exc
 
 
 def _read_json(path: Path, what: str) -> Any:
@@ -180,7 +165,7 @@ def run_cmd(
 ) -> None:
     """Re-run the cartridge on the sealed held-out slice and rate it (no credential)."""
     at = _now(now)
-    signer = _load_key(signer_key) if signer_key else generate_ed25519()
+    signer = load_signing_key(signer_key) if signer_key else generate_ed25519()
     with _cartridge(ref, at, _registry(trust_registry, at)) as resolved:
         result = _play(bench, bench_key, resolved.binding, solver, competence, draws, signer)
     decision = gate(result.rating.sigma, result.games_played)
@@ -221,7 +206,7 @@ def issue_cmd(
     For an OCI reference the credential is also attached as a referrer and signed as a cosign
     level attestation (unless --no-attach)."""
     at = _now(now)
-    key = _load_key(issuer_key)
+    key = load_signing_key(issuer_key)
     log = attempt_log or Path(platformdirs.user_data_dir("acxoci")) / "level-attempts.jsonl"
     doc = bench_mod.load_document(bench)
     suite_label = f"{doc['id']}@{doc['version']}"
@@ -397,7 +382,7 @@ def revoke_cmd(
     if lst.get("id") != entry.list_credential:
         raise UsageError(f"{status_list} is list {lst.get('id')}, "
                          f"the credential uses {entry.list_credential}")
-    new = st.set_status(lst, entry.index, key=_load_key(issuer_key), now=at)
+    new = st.set_status(lst, entry.index, key=load_signing_key(issuer_key), now=at)
     st.write_json_atomic(status_list, new)
     data: dict[str, Any] = {"revoked": True, "statusList": str(status_list), "listId": entry.list_credential,
                             "index": entry.index, "validFrom": new["validFrom"]}
@@ -420,7 +405,7 @@ def status_create_cmd(
     """Create and sign an empty Bitstring Status List credential (revocation)."""
     at = _now(now)
     try:
-        doc = st.create_status_list(list_id=list_id, issuer=issuer, key=_load_key(issuer_key), now=at,
+        doc = st.create_status_list(list_id=list_id, issuer=issuer, key=load_signing_key(issuer_key), now=at,
                                     size_bits=size,
                                     valid_for=timedelta(days=valid_days) if valid_days is not None else None)
     except MalformedError as exc:

@@ -16,6 +16,7 @@ from rich.markup import escape
 from rich.tree import Tree
 
 from acxoci.cli.apps import manifest_app
+from acxoci.cli.common import load_signing_key
 from acxoci.cli.output import OPTS, console, emit, err_console, info
 from acxoci.errors import InvalidInput, UsageError
 from acxoci.oci.descriptor import Descriptor, is_digest, parse_manifest
@@ -131,9 +132,7 @@ def push_cmd(
         raise UsageError("--key is for --sign; add --sign to attest the push")
     signer = None
     if sign and key is not None:  # load (and unlock) the key before anything is pushed
-        from acxoci.attestation.signing import load_private_key_file, password_from_env
-
-        signer = load_private_key_file(key, password_from_env(password_env))
+        signer = load_signing_key(key, password_env)
     with _attest_guard():
         target, _ = open_target(r, _options(plain_http, ca_file, insecure))
         with _progress("push") as prog:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import tempfile
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -14,6 +13,7 @@ from rich.markup import escape
 from acxoci.cli.apps import workflow_app
 from acxoci.cli.common import exit_with as _exit
 from acxoci.cli.common import load_registry as _registry
+from acxoci.cli.common import load_signing_key
 from acxoci.cli.common import parse_now as _now
 from acxoci.cli.output import console, emit
 from acxoci.errors import InvalidInput, NotFound, Tampered, UsageError
@@ -29,8 +29,6 @@ from acxoci.workflow.ready import assess, directory_roster, load_roster, rac_che
 from acxoci.workflow.roster_oci import load_registry_roster
 from acxoci.workflow.sign import default_signed_name, render, sign_workflow, workflow_digest, write_atomic
 from acxoci.workflow.verify import WorkflowVerdict, verify_workflow
-from attest.errors import MalformedError
-from attest.keys import load_private_pem
 
 _COLOR = {"trusted": "green", "portable": "yellow", "unsigned": "yellow", "tampered": "red"}
 
@@ -78,20 +76,7 @@ def sign_cmd(
 ) -> None:
     """Lint --publish, then sign: JCS digest, in-toto Statement, DSSE, acx.workflow-signature/1."""
     doc = load_document(file)
-    password: bytes | None = None
-    if password_env is not None:
-        value = os.environ.get(password_env)
-        if value is None:
-            raise UsageError(f"environment variable {password_env} is not set", where="--password-env")
-        password = value.encode("utf-8")
-    try:
-        pem = key.read_bytes()
-    except FileNotFoundError as exc:
-        raise NotFound(f"no such key file: {key}") from exc
-    try:
-        private = load_private_pem(pem, password)
-    except MalformedError as exc:
-        raise InvalidInput(str(exc), where=str(key)) from exc
+    private = load_signing_key(key, password_env)
     signed = sign_workflow(doc, publisher_id=publisher, key=private, now=_now(now))
     target = out or default_signed_name(file)
     write_atomic(target, render(signed))

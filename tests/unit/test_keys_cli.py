@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from acxoci.errors import AuthError
 from attest.keys import load_private_pem, load_public_pem
 from tests.harness.cli import run_acx
 from tests.harness.env import REPO
@@ -84,7 +85,8 @@ def test_build_and_resign_via_cli(
     assert (tmp_path / "b.acx").read_bytes() == first
     monkeypatch.setenv("PW", "nope")
     wrong = acx(*args)
-    assert wrong.returncode == 3
+    # a wrong passphrase is an authentication failure for every signing command (cosign.key too)
+    assert wrong.returncode == AuthError.exit_code
     monkeypatch.setenv("PW", "pw")
     signed = acx(
         "--json",
