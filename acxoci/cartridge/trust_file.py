@@ -6,7 +6,8 @@ import os
 from datetime import datetime
 from pathlib import Path
 
-from acxoci.errors import InvalidInput, NotFound
+from acxoci.errors import InvalidInput
+from acxoci.fsutil import read_bytes
 from attest.canonical import loads_strict
 from attest.errors import MalformedError
 from attest.trust import TrustRegistry
@@ -17,15 +18,7 @@ MAX_REGISTRY_BYTES = 16 * 1024 * 1024
 def load_trust_registry(path: str | os.PathLike[str], *, now: datetime | None = None) -> TrustRegistry:
     """Parse and validate a trust registry file; InvalidInput/NotFound name the file and field."""
     p = Path(path)
-    try:
-        with open(p, "rb") as fh:
-            data = fh.read(MAX_REGISTRY_BYTES + 1)
-    except FileNotFoundError as exc:
-        raise NotFound(f"no such trust registry: {p}", where=str(p)) from exc
-    except OSError as exc:
-        raise InvalidInput(f"cannot read trust registry: {exc.strerror or exc}", where=str(p)) from exc
-    if len(data) > MAX_REGISTRY_BYTES:
-        raise InvalidInput(f"trust registry exceeds {MAX_REGISTRY_BYTES} bytes", where=str(p))
+    data = read_bytes(p, "trust registry", limit=MAX_REGISTRY_BYTES)
     try:
         return TrustRegistry.from_json(loads_strict(data), now=now)
     except MalformedError as exc:

@@ -13,7 +13,8 @@ from typing import Any, Literal
 import yaml
 
 from acxoci import jsonschemas
-from acxoci.errors import InvalidInput, NotFound
+from acxoci.errors import InvalidInput
+from acxoci.fsutil import read_bytes
 from attest.canonical import jcs_digest, loads_strict, sha256_digest
 from attest.errors import AttestError
 from attest.keys import load_public_pem
@@ -123,15 +124,6 @@ def schema_errors(doc: Any) -> list[str]:
     return jsonschemas.schema_errors(SCHEMA_FILE, doc)
 
 
-def _read(path: Path, what: str) -> bytes:
-    try:
-        return path.read_bytes()
-    except FileNotFoundError as exc:
-        raise NotFound(f"{what} not found: {path}") from exc
-    except OSError as exc:
-        raise InvalidInput(f"cannot read {what}: {exc}", where=str(path)) from exc
-
-
 def _pinned_entry(publisher_id: str, pem: str, keyid: str | None, where: str) -> TrustKey:
     """A pinned policy key as an always-valid, active registry entry: the host vouches for it."""
     from attest.trust import NamespaceProof
@@ -155,7 +147,7 @@ def _pinned_entry(publisher_id: str, pem: str, keyid: str | None, where: str) ->
 
 
 def _load_registry(path: Path, now: datetime, where: str) -> tuple[TrustRegistry, FileInput]:
-    data = _read(path, "trust registry")
+    data = read_bytes(path, "trust registry")
     try:
         reg = TrustRegistry.from_json(loads_strict(data), now=now)
     except AttestError as exc:
@@ -166,7 +158,7 @@ def _load_registry(path: Path, now: datetime, where: str) -> tuple[TrustRegistry
 def _pem_of(obj: dict[str, Any], base: Path, where: str) -> str:
     if "publicKeyPem" in obj:
         return str(obj["publicKeyPem"])
-    return _read(base / str(obj["publicKeyFile"]), f"{where}.publicKeyFile").decode("utf-8", "replace")
+    return read_bytes(base / str(obj["publicKeyFile"]), f"{where}.publicKeyFile").decode("utf-8", "replace")
 
 
 def _publisher(obj: dict[str, Any], base: Path, now: datetime, where: str) -> TrustedPublisher:
@@ -252,7 +244,7 @@ def load_policy(path: Path | None, *, now: datetime) -> VerificationPolicy:
     """Read a policy file (YAML or JSON; JSON is parsed strictly), or the built-in default for None."""
     if path is None:
         return default_policy()
-    data = _read(path, "verification policy")
+    data = read_bytes(path, "verification policy")
     try:
         doc = loads_strict(data) if path.suffix.lower() == ".json" else yaml.safe_load(data.decode("utf-8"))
     except (AttestError, yaml.YAMLError, UnicodeDecodeError) as exc:
