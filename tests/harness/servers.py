@@ -129,6 +129,16 @@ def make_ca_and_cert(directory: Path) -> tuple[Path, Path, Path]:
     return ca_pem, crt_pem, key_pem
 
 
+def _ready_or_stopped(reg: Registry, verify: str | bool = True) -> Registry:
+    """Wait until `reg` answers; if it never does, stop its process before raising."""
+    try:
+        wait_ready(reg.url, reg.proc, reg.log_path or reg.root / "server.log", verify=verify)
+    except Exception:
+        stop_process(reg.proc)
+        raise
+    return reg
+
+
 def start_distribution(binary: Path, root: Path, *, basic_auth: tuple[str, str] | None = None,
                        tls: bool = False) -> Registry:
     """Start distribution 2.8 with filesystem storage under `root`."""
@@ -160,12 +170,7 @@ def start_distribution(binary: Path, root: Path, *, basic_auth: tuple[str, str] 
     reg = Registry("distribution", f"{LOOPBACK}:{port}", proc, root, scheme=scheme,
                    username=basic_auth[0] if basic_auth else None,
                    password=basic_auth[1] if basic_auth else None, ca_path=ca_path, log_path=log)
-    try:
-        wait_ready(reg.url, proc, log, verify=str(ca_path) if ca_path else True)
-    except Exception:
-        stop_process(proc)
-        raise
-    return reg
+    return _ready_or_stopped(reg, verify=str(ca_path) if ca_path else True)
 
 
 def start_refreg(binary: Path, root: Path) -> Registry:
@@ -174,13 +179,7 @@ def start_refreg(binary: Path, root: Path) -> Registry:
     port = free_port()
     log = root / "refreg.log"
     proc = _spawn([str(binary), "--address", f"{LOOPBACK}:{port}", "--disk", str(root / "blobs")], log)
-    reg = Registry("refreg", f"{LOOPBACK}:{port}", proc, root, log_path=log)
-    try:
-        wait_ready(reg.url, proc, log)
-    except Exception:
-        stop_process(proc)
-        raise
-    return reg
+    return _ready_or_stopped(Registry("refreg", f"{LOOPBACK}:{port}", proc, root, log_path=log))
 
 
 def start_crane(binary: Path, root: Path) -> Registry:
@@ -191,13 +190,7 @@ def start_crane(binary: Path, root: Path) -> Registry:
     log = root / "crane.log"
     proc = _spawn([str(binary), "registry", "serve", "--address", f"{LOOPBACK}:{port}",
                    "--disk", str(root / "blobs")], log)
-    reg = Registry("crane", f"{LOOPBACK}:{port}", proc, root, log_path=log)
-    try:
-        wait_ready(reg.url, proc, log)
-    except Exception:
-        stop_process(proc)
-        raise
-    return reg
+    return _ready_or_stopped(Registry("crane", f"{LOOPBACK}:{port}", proc, root, log_path=log))
 
 
 @contextlib.contextmanager
