@@ -262,6 +262,7 @@ def _doc(data: bytes, where: str) -> Any:
 def _harness_bytes(pkg: AgentPackage) -> bytes:
     if pkg.harness is None:
         return pretty_json(harness_mod.default_harness())
+    # acxoci reads the legacy harness shape (decision 0016) but never writes it: warnings refuse too
     issues = harness_mod.validate_harness(_doc(pkg.harness, harness_mod.ROM_PATH))
     if issues:
         raise InvalidInput(

@@ -279,7 +279,7 @@ def check_open(cart: Cartridge) -> SpecReport:
     if harness_doc is not None:
         h_issues = harness_mod.validate_harness(harness_doc)
         issues.extend(_in(harness_mod.ROM_PATH, h_issues))
-        if not h_issues:
+        if not harness_mod.errors_only(h_issues):
             scopes = harness_mod.parse_harness(harness_doc).scopes_by_role()
     policy_doc = _json_file(cart, policy_mod.ROM_PATH, issues)
     if policy_doc is not None:

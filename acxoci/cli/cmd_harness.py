@@ -84,25 +84,26 @@ def check(file: Path = typer.Argument(..., help="A harness-requirements JSON fil
     """Validate a harness requirements document (acx.harness.v1) rule by rule."""
     loaded = load_document(file, h.ROM_PATH)
     issues = h.validate_harness(loaded.doc)
+    valid = not h.errors_only(issues)
 
     def human() -> None:
         console.print(
-            f"harness: {'[green]VALID[/green]' if not issues else '[red]INVALID[/red]'}  "
+            f"harness: {'[green]VALID[/green]' if valid else '[red]INVALID[/red]'}  "
             f"({escape(loaded.source)})"
         )
         for i in issues:
-            console.print(f"  - {escape(str(i))}")
+            console.print(f"  - {escape(str(i))}" + (" (warning)" if i.severity == "warning" else ""))
 
     emit(
         {
             "source": loaded.source,
-            "valid": not issues,
+            "valid": valid,
             "requirementsHash": loaded.digest,
             "issues": [i.to_json() for i in issues],
         },
         human,
     )
-    raise SystemExit(0 if not issues else 1)
+    raise SystemExit(0 if valid else 1)
 
 
 def register(app: typer.Typer) -> None:

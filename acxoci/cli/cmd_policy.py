@@ -22,7 +22,7 @@ from attest.errors import MalformedError
 
 
 def _scopes(harness_doc: Any) -> dict[str, tuple[str, ...]] | None:
-    if harness_doc is None or harness_mod.validate_harness(harness_doc):
+    if harness_doc is None or harness_mod.errors_only(harness_mod.validate_harness(harness_doc)):
         return None
     return harness_mod.parse_harness(harness_doc).scopes_by_role()
 

@@ -4,6 +4,7 @@ refuse with JSON-RPC -32602 "Unsupported harness". Pure: no I/O, nothing is acti
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -11,7 +12,7 @@ from datetime import date
 from typing import Any
 
 from acxoci.errors import InvalidInput, RefusedByPolicy
-from acxoci.policy._schema import Issue, schema_issues
+from acxoci.policy._schema import WARNING, Issue, schema_issues
 
 SCHEMA_VERSION = "acx.harness.v1"
 SCHEMA = "acx.harness.v1.schema.json"
@@ -64,6 +65,10 @@ class HarnessRequirements:
     fs_write: tuple[str, ...] = ()
     egress: str = "none"
     allowlist: tuple[str, ...] = ()
+    #: Executables the host must provide (legacy `externalTools`): (bin, optional).
+    external_tools: tuple[tuple[str, bool], ...] = ()
+    #: Rule ids of the legacy forms this document was normalized from (empty: schema shape).
+    legacy: tuple[str, ...] = ()
 
     def scopes_by_role(self) -> dict[str, tuple[str, ...]]:
         """role -> contract scopes (used by the policy's read-only sub-agent rule)."""
@@ -94,6 +99,8 @@ class HostDescriptor:
     egress: str = "none"
     allowlist: tuple[str, ...] = ()
     host_id: str | None = None
+    #: Executables on the host's PATH; None when the descriptor does not say (then none are assumed).
+    binaries: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -299,8 +306,139 @@ def _semantic_issues(doc: Mapping[str, Any]) -> list[Issue]:
     return out
 
 
+LEGACY_RULE_EXTERNAL_TOOLS = "harness.legacy.externalTools"
+LEGACY_RULE_FILESYSTEM = "harness.legacy.filesystem"
+LEGACY_RULE_NETWORK = "harness.legacy.network"
+#: Bounds on the legacy `externalTools` list (a hostile document cannot make us walk more).
+MAX_EXTERNAL_TOOLS = 64
+_BIN_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,127}$")
+#: Legacy list-valued `filesystem`: each scope -> the schema-shape grant it asks for.
+_LEGACY_FS = {"fs.read": "read", "fs.write": "write"}
+#: Legacy list-valued `network`: each scope -> the schema-shape egress it asks for.
+_LEGACY_NET = {"net.fetch": "any"}
+
+
+@dataclass(frozen=True)
+class Normalized:
+    """A harness document in schema shape, plus what the legacy reading found."""
+
+    doc: Any
+    external_tools: tuple[tuple[str, bool], ...]
+    issues: tuple[Issue, ...]
+
+    @property
+    def legacy(self) -> tuple[str, ...]:
+        """Rule ids of the legacy forms that were read (each reported once, as a warning)."""
+        return tuple(i.rule for i in self.issues if i.severity == WARNING)
+
+
+def _scope_list(value: list[Any], key: str, allowed: Mapping[str, str], rule: str) -> list[Issue]:
+    out: list[Issue] = []
+    seen: set[str] = set()
+    for i, item in enumerate(value[: MAX_EXTERNAL_TOOLS + 1]):
+        if not isinstance(item, str) or item not in allowed:
+            out.append(
+                Issue(rule, f"$.{key}[{i}]", f"legacy {key} entry {item!r} is not one of {sorted(allowed)}")
+            )
+        elif item in seen:
+            out.append(Issue(rule, f"$.{key}[{i}]", f"legacy {key} entry {item!r} is repeated"))
+        else:
+            seen.add(item)
+    if len(value) > len(allowed):
+        out.append(Issue(rule, f"$.{key}", f"legacy {key} list has {len(value)} entries"))
+    return out
+
+
+def normalize_legacy(doc: Any) -> Normalized:
+    """Read the reference builder's older harness shape as the schema shape (decision 0016):
+
+    - `externalTools: [{bin, optional?}|"bin"]` leaves the document and becomes the list of
+      executables the host must provide (`binary:<bin>` when missing, as the reference's `check`);
+    - `filesystem: ["fs.read", "fs.write"]` becomes `{read: ["."], write: ["."]}` (the workspace);
+    - `network: []` becomes `{egress: "none"}`, `["net.fetch"]` becomes `{egress: "any"}`.
+
+    Each form read is a WARNING with its rule id; a malformed legacy value is an ERROR. Anything
+    else is left alone for the strict schema. Pure; never mutates `doc`."""
+    if not isinstance(doc, Mapping) or doc.get("schemaVersion") != SCHEMA_VERSION:
+        return Normalized(doc, (), ())
+    out = dict(doc)
+    issues: list[Issue] = []
+    tools: list[tuple[str, bool]] = []
+    if "externalTools" in out:
+        ext = out.pop("externalTools")
+        rule = LEGACY_RULE_EXTERNAL_TOOLS
+        if not isinstance(ext, list):
+            issues.append(Issue(rule, "$.externalTools", "legacy externalTools must be a list"))
+        elif len(ext) > MAX_EXTERNAL_TOOLS:
+            issues.append(
+                Issue(
+                    rule,
+                    "$.externalTools",
+                    f"legacy externalTools has {len(ext)} entries (at most {MAX_EXTERNAL_TOOLS})",
+                )
+            )
+        else:
+            seen: set[str] = set()
+            for i, item in enumerate(ext):
+                p = f"$.externalTools[{i}]"
+                if isinstance(item, str):
+                    name, optional = item, False
+                elif (
+                    isinstance(item, Mapping)
+                    and set(item) <= {"bin", "optional"}
+                    and isinstance(item.get("bin"), str)
+                    and isinstance(item.get("optional", False), bool)
+                ):
+                    name, optional = item["bin"], bool(item.get("optional", False))
+                else:
+                    issues.append(Issue(rule, p, "an externalTools entry is a bin name or {bin, optional}"))
+                    continue
+                if not _BIN_RE.match(name):
+                    issues.append(Issue(rule, f"{p}.bin", f"{name[:80]!r} is not a plain executable name"))
+                elif name in seen:
+                    issues.append(Issue(rule, f"{p}.bin", f"executable {name!r} is listed twice"))
+                else:
+                    seen.add(name)
+                    tools.append((name, optional))
+            issues.append(
+                Issue(
+                    rule,
+                    "$.externalTools",
+                    "legacy reference-builder key read as required host executables "
+                    f"{[t for t, opt in tools if not opt]}",
+                    WARNING,
+                )
+            )
+    fs = out.get("filesystem")
+    if isinstance(fs, list):
+        rule = LEGACY_RULE_FILESYSTEM
+        bad = _scope_list(fs, "filesystem", _LEGACY_FS, rule)
+        issues.extend(bad)
+        if not bad:
+            shape: dict[str, list[str]] = {"read": [], "write": []}
+            for scope in fs:
+                shape[_LEGACY_FS[scope]] = ["."]
+            out["filesystem"] = shape
+            issues.append(
+                Issue(rule, "$.filesystem", f"legacy scope list {fs} read as {json.dumps(shape)}", WARNING)
+            )
+    net = out.get("network")
+    if isinstance(net, list):
+        rule = LEGACY_RULE_NETWORK
+        bad = _scope_list(net, "network", _LEGACY_NET, rule)
+        issues.extend(bad)
+        if not bad:
+            nshape: dict[str, Any] = {"egress": "any" if net else "none", "allowlist": []}
+            out["network"] = nshape
+            issues.append(
+                Issue(rule, "$.network", f"legacy scope list {net} read as {json.dumps(nshape)}", WARNING)
+            )
+    return Normalized(out, tuple(tools), tuple(issues))
+
+
 def validate_harness(doc: Any) -> list[Issue]:
-    """Every schema and semantic finding for a harness requirements document."""
+    """Every schema and semantic finding for a harness requirements document. A legacy form
+    (see `normalize_legacy`) is read as the schema shape and reported as a WARNING."""
     if not isinstance(doc, Mapping):
         return [Issue("harness.object", "$", "the harness document is not a JSON object")]
     if doc.get("schemaVersion") != SCHEMA_VERSION:
@@ -311,8 +449,19 @@ def validate_harness(doc: Any) -> list[Issue]:
                 f"unknown schemaVersion {doc.get('schemaVersion')!r}; expected {SCHEMA_VERSION!r}",
             )
         ]
-    issues = schema_issues(doc, SCHEMA, default_rule="harness.schema") + _semantic_issues(doc)
+    norm = normalize_legacy(doc)
+    body = norm.doc
+    issues = (
+        list(norm.issues)
+        + schema_issues(body, SCHEMA, default_rule="harness.schema")
+        + _semantic_issues(body)
+    )
     return sorted(set(issues), key=lambda i: (i.path, i.rule))
+
+
+def errors_only(issues: Sequence[Issue]) -> list[Issue]:
+    """The findings that make a document unusable (warnings dropped)."""
+    return [i for i in issues if i.severity != WARNING]
 
 
 def _contract(t: Mapping[str, Any]) -> ToolContract:
@@ -327,14 +476,18 @@ def _contract(t: Mapping[str, Any]) -> ToolContract:
 
 
 def parse_harness(doc: Any, *, where: str = ROM_PATH) -> HarnessRequirements:
-    """Validate and build the model; raises InvalidInput listing each rule and JSON path."""
-    issues = validate_harness(doc)
+    """Validate and build the model; raises InvalidInput listing each rule and JSON path. A
+    legacy form is normalized first (its warnings are kept in `legacy`), never refused."""
+    issues = errors_only(validate_harness(doc))
     if issues:
         raise InvalidInput(
             f"harness requirements are invalid ({len(issues)} issue(s)): " + "; ".join(map(str, issues)),
             where=where,
             details={"issues": [i.to_json() for i in issues]},
         )
+    assert isinstance(doc, Mapping)
+    norm = normalize_legacy(doc)
+    doc = norm.doc
     assert isinstance(doc, Mapping)
     fs = doc.get("filesystem") or {}
     net = doc.get("network") or {}
@@ -350,6 +503,8 @@ def parse_harness(doc: Any, *, where: str = ROM_PATH) -> HarnessRequirements:
         fs_write=tuple(fs.get("write", ())),
         egress=net.get("egress", "none"),
         allowlist=tuple(net.get("allowlist", ())),
+        external_tools=norm.external_tools,
+        legacy=norm.legacy,
     )
 
 
@@ -384,6 +539,7 @@ def parse_host(doc: Any, *, where: str = "host descriptor") -> HostDescriptor:
         egress=net.get("egress", "none"),
         allowlist=tuple(net.get("allowlist", ())),
         host_id=doc.get("hostId"),
+        binaries=tuple(doc["binaries"]) if isinstance(doc.get("binaries"), list) else None,
     )
 
 
@@ -476,6 +632,9 @@ def negotiate(req: HarnessRequirements, host: HostDescriptor, requirements_hash:
             f"model.contextWindowTokens:{host.context_window_tokens}<{req.min_context_window_tokens}"
         )
     bindings = [_bind(c, host, unmet) for c in (*req.required_tools, *req.optional_tools)]
+    offered = set(host.binaries or ())
+    # as the reference's `check`: a non-optional executable the host does not declare is unmet
+    unmet.extend(f"binary:{b}" for b, optional in req.external_tools if not optional and b not in offered)
     fs_granted: dict[str, tuple[str, ...]] | None = None
     if req.fs_read or req.fs_write:
         read_ok = [p for p in req.fs_read if any(_covers(g, p) for g in (*host.fs_read, *host.fs_write))]
@@ -494,18 +653,21 @@ def negotiate(req: HarnessRequirements, host: HostDescriptor, requirements_hash:
             net_granted = {"egress": "allowlist", "allowlist": [h for h in req.allowlist if h not in denied]}
         else:
             net_granted = {"egress": req.egress, "allowlist": list(req.allowlist)}
-    supported = {
+    supported: dict[str, Any] = {
         "protocolRevisions": list(host.protocol_revisions),
         "roles": sorted({r for t in host.tools for r in t.roles}),
         "tools": [{"name": t.name, "roles": list(t.roles), "scopes": list(t.scopes)} for t in host.tools],
         "model": {"toolUse": host.tool_use, "contextWindowTokens": host.context_window_tokens},
     }
-    requested = {
+    requested: dict[str, Any] = {
         "minProtocolRevision": req.min_protocol_revision,
         "preferredProtocolRevision": req.preferred_protocol_revision,
         "roles": [{"role": c.role, "scopes": list(c.scopes)} for c in req.required_tools],
         "model": {"toolUse": req.tool_use, "minContextWindowTokens": req.min_context_window_tokens},
     }
+    if req.external_tools:
+        supported["binaries"] = sorted(offered)
+        requested["binaries"] = [{"bin": b, "optional": o} for b, o in req.external_tools]
     return ComplianceDescriptor(
         requirements_hash=requirements_hash,
         protocol_revision=rev,

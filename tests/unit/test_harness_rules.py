@@ -37,7 +37,25 @@ CASES: list[tuple[str, Callable[[Doc], None], str, str]] = [
         "harness.schemaVersion",
         "$.schemaVersion",
     ),
-    ("unknown top key", lambda d: d.update(externalTools=[]), "harness.closed", "$.externalTools"),
+    ("unknown top key", lambda d: d.update(extraTools=[]), "harness.closed", "$.extraTools"),
+    (
+        "legacy externalTools not a list",
+        lambda d: d.update(externalTools={"bin": "git"}),
+        "harness.legacy.externalTools",
+        "$.externalTools",
+    ),
+    (
+        "legacy externalTools path bin",
+        lambda d: d.update(externalTools=[{"bin": "/usr/bin/git"}]),
+        "harness.legacy.externalTools",
+        "$.externalTools[0].bin",
+    ),
+    (
+        "legacy externalTools extra key",
+        lambda d: d.update(externalTools=[{"bin": "git", "args": ["-c"]}]),
+        "harness.legacy.externalTools",
+        "$.externalTools[0]",
+    ),
     ("mcp missing", lambda d: d.pop("mcp"), "harness.mcp", "$.mcp"),
     (
         "floor missing",
@@ -149,8 +167,26 @@ CASES: list[tuple[str, Callable[[Doc], None], str, str]] = [
         "harness.unique-roles",
         "$.optionalTools[1].role",
     ),
-    ("filesystem as array", lambda d: d.update(filesystem=["fs.read"]), "harness.filesystem", "$.filesystem"),
-    ("network as array", lambda d: d.update(network=[]), "harness.network", "$.network"),
+    (
+        "legacy filesystem unknown scope",
+        lambda d: d.update(filesystem=["fs.exec"]),
+        "harness.legacy.filesystem",
+        "$.filesystem[0]",
+    ),
+    (
+        "legacy filesystem repeated",
+        lambda d: d.update(filesystem=["fs.read", "fs.read"]),
+        "harness.legacy.filesystem",
+        "$.filesystem[1]",
+    ),
+    (
+        "legacy network host",
+        lambda d: d.update(network=["pypi.org"]),
+        "harness.legacy.network",
+        "$.network[0]",
+    ),
+    ("filesystem as string", lambda d: d.update(filesystem="fs.read"), "harness.filesystem", "$.filesystem"),
+    ("network as number", lambda d: d.update(network=0), "harness.network", "$.network"),
     (
         "egress unknown",
         lambda d: d.update(network={"egress": "some"}),
@@ -187,7 +223,8 @@ def test_each_harness_rule(what: str, mutate: Callable[[Doc], None], rule: str, 
     assert rule in str(exc.value)
 
 
-def test_reference_default_manifest_fails_three_ways(vectors_dir: Path) -> None:
+def test_reference_default_manifest_is_read_as_legacy(vectors_dir: Path) -> None:
+    """The reference builder's harness is not the schema shape: three legacy warnings, no error."""
     conn = sqlite3.connect(f"file:{vectors_dir / 'sample' / 'sample.acx'}?mode=ro", uri=True)
     try:
         sz, data = conn.execute(
@@ -196,12 +233,38 @@ def test_reference_default_manifest_fails_three_ways(vectors_dir: Path) -> None:
     finally:
         conn.close()
     raw = data if len(data) == sz else zlib.decompress(data, -15)
-    found = {(i.rule, i.path) for i in validate_harness(json.loads(raw))}
-    assert found == {
-        ("harness.closed", "$.externalTools"),
-        ("harness.filesystem", "$.filesystem"),
-        ("harness.network", "$.network"),
+    issues = validate_harness(json.loads(raw))
+    assert {(i.rule, i.path, i.severity) for i in issues} == {
+        ("harness.legacy.externalTools", "$.externalTools", "warning"),
+        ("harness.legacy.filesystem", "$.filesystem", "warning"),
+        ("harness.legacy.network", "$.network", "warning"),
     }
+    req = parse_harness(json.loads(raw))
+    assert req.external_tools == (("git", False), ("node", False))
+    assert (req.fs_read, req.fs_write, req.egress) == ((".",), (), "none")
+    assert set(req.legacy) == {
+        "harness.legacy.externalTools",
+        "harness.legacy.filesystem",
+        "harness.legacy.network",
+    }
+
+
+def test_legacy_scope_lists_map_to_the_schema_shape() -> None:
+    doc = default_harness()
+    doc.update(filesystem=["fs.read", "fs.write"], network=["net.fetch"])
+    req = parse_harness(doc)
+    assert (req.fs_read, req.fs_write, req.egress, req.allowlist) == ((".",), (".",), "any", ())
+    doc.update(filesystem=[], network=[])
+    req = parse_harness(doc)
+    assert (req.fs_read, req.fs_write, req.egress) == ((), (), "none")
+    assert req.external_tools == ()
+
+
+def test_legacy_external_tools_are_bounded() -> None:
+    doc = default_harness()
+    doc["externalTools"] = [f"tool{i}" for i in range(100_000)]
+    issues = validate_harness(doc)
+    assert [i.rule for i in issues if i.severity == "error"] == ["harness.legacy.externalTools"]
 
 
 def test_host_descriptor_schema() -> None:
