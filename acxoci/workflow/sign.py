@@ -9,70 +9,60 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from acxoci.errors import InvalidInput, RefusedByPolicy
 from acxoci.fsutil import atomic_write
+from acxoci.workflow import signed
 from acxoci.workflow.lineage import check_lineage
 from acxoci.workflow.lint import lint
-from acxoci.workflow.model import PREDICATE_TYPE, PUBLISHER_RE, SIGNATURE_SCHEMA_VERSION
-from attest import dsse
-from attest.canonical import jcs as canonical
-from attest.canonical import jcs_digest as canonical_digest
-from attest.intoto import STATEMENT_V1
+from acxoci.workflow.model import PREDICATE_TYPE, SIGNATURE_SCHEMA_VERSION
+from acxoci.workflow.signed import INTEGRITY_FIELDS, iso_millis, unsigned_view
 from attest.keys import PrivateKey
 
-INTEGRITY_FIELDS = ("schemaVersion", "digest", "publisherId", "keyid", "publicKeyPem", "signedAt", "envelope")
+__all__ = [
+    "INTEGRITY_FIELDS",
+    "KIND",
+    "build_statement",
+    "default_signed_name",
+    "iso_millis",
+    "render",
+    "sign_workflow",
+    "subject_name",
+    "unsigned_view",
+    "workflow_digest",
+    "write_atomic",
+]
 
-
-def unsigned_view(doc: Mapping[str, Any]) -> dict[str, Any]:
-    """The document without its top-level `integrity` (what the digest covers)."""
-    return {k: v for k, v in doc.items() if k != "integrity"}
+#: The workflow's names in the shared signed-document machinery (`acxoci.workflow.signed`).
+KIND = signed.SignedKind(
+    label="workflow",
+    urn="workflow",
+    signature_schema=SIGNATURE_SCHEMA_VERSION,
+    predicate_type=PREDICATE_TYPE,
+    id_field="workflowId",
+    version_field="workflowVersion",
+    digest_field="workflowDigest",
+    counts=(("participants", "participants"), ("nodes", "nodes")),
+)
 
 
 def workflow_digest(doc: Mapping[str, Any]) -> str:
     """The workflow digest: key order and whitespace do not matter, every value does."""
-    return canonical_digest(unsigned_view(doc))
+    return signed.document_digest(doc)
 
 
 def subject_name(doc: Mapping[str, Any]) -> str:
     """`urn:acx:workflow:<id>@<version|unversioned>`."""
-    version = doc.get("version")
-    return f"urn:acx:workflow:{doc.get('id')}@{version if isinstance(version, str) else 'unversioned'}"
-
-
-def iso_millis(when: datetime) -> str:
-    """RFC 3339 UTC with milliseconds and `Z`, as JavaScript's toISOString writes it."""
-    if when.tzinfo is None:
-        raise ValueError("signing time must be timezone-aware")
-    utc = when.astimezone(UTC)
-    return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
+    return signed.subject_name(KIND, doc)
 
 
 def build_statement(
     doc: Mapping[str, Any], *, digest: str, publisher_id: str, signed_at: str
 ) -> dict[str, Any]:
     """The in-toto Statement v1 a workflow signature covers."""
-    version = doc.get("version")
-    participants = doc.get("participants")
-    nodes = doc.get("nodes")
-    return {
-        "_type": STATEMENT_V1,
-        "subject": [{"name": subject_name(doc), "digest": {"sha256": digest.removeprefix("sha256:")}}],
-        "predicateType": PREDICATE_TYPE,
-        "predicate": {
-            "acxSchemaVersion": doc.get("schemaVersion"),
-            "workflowId": doc.get("id"),
-            "workflowVersion": version if isinstance(version, str) else None,
-            "publisherId": publisher_id,
-            "workflowDigest": digest,
-            "signedAt": signed_at,
-            "participants": len(participants) if isinstance(participants, list) else 0,
-            "nodes": len(nodes) if isinstance(nodes, list) else 0,
-        },
-    }
+    return signed.build_statement(KIND, doc, digest=digest, publisher_id=publisher_id, signed_at=signed_at)
 
 
 def sign_workflow(
@@ -85,49 +75,24 @@ def sign_workflow(
 ) -> dict[str, Any]:
     """Return a copy of `doc` with a fresh `integrity` block. Refuses a non-reverse-DNS publisher,
     a non-Ed25519 key, bad lineage, and (by default) anything the publish lint rejects."""
-    if not PUBLISHER_RE.match(publisher_id):
-        raise InvalidInput(
-            "publisher must be a reverse-DNS identifier (e.g. io.github.you)",
-            where="--publisher",
-            details={"value": publisher_id},
+
+    def refusals(body: Mapping[str, Any]) -> list[str]:
+        lineage_issues = check_lineage(
+            body.get("lineage"),
+            artifact_type="workflow",
+            publisher_id=publisher_id,
+            artifact_id=body.get("id"),
+            version=body.get("version"),
         )
-    pub = key.public()
-    if pub.algorithm != "ed25519":
-        raise InvalidInput(f"workflow signatures need an Ed25519 key, got {pub.algorithm}", where="--key")
-    body = unsigned_view(doc)
-    lineage_issues = check_lineage(
-        body.get("lineage"),
-        artifact_type="workflow",
-        publisher_id=publisher_id,
-        artifact_id=body.get("id"),
-        version=body.get("version"),
-    )
-    if lineage_issues:
-        raise RefusedByPolicy("refusing to sign: " + "; ".join(i.text() for i in lineage_issues))
-    if require_publishable:
-        result = lint(body, publish=True)
-        if not result.ok:
-            raise RefusedByPolicy(
-                f"refusing to sign: lint --publish found {len(result.errors)} issue(s): "
-                + "; ".join(i.text() for i in result.errors[:5]),
-                details={"issues": [i.to_json() for i in result.errors]},
-            )
-    digest = canonical_digest(body)
-    signed_at = iso_millis(now)
-    statement = build_statement(body, digest=digest, publisher_id=publisher_id, signed_at=signed_at)
-    keyid = pub.keyid()
-    envelope = dsse.sign(dsse.INTOTO_PAYLOAD_TYPE, canonical(statement), key, keyid)
-    out = dict(body)
-    out["integrity"] = {
-        "schemaVersion": SIGNATURE_SCHEMA_VERSION,
-        "digest": digest,
-        "publisherId": publisher_id,
-        "keyid": keyid,
-        "publicKeyPem": pub.spki_pem(),
-        "signedAt": signed_at,
-        "envelope": envelope.to_json(),
-    }
-    return out
+        if lineage_issues:
+            return [i.text() for i in lineage_issues]
+        if require_publishable:
+            result = lint(body, publish=True)
+            if not result.ok:
+                return [f"lint --publish: {i.text()}" for i in result.errors]
+        return []
+
+    return signed.sign_document(KIND, doc, publisher_id=publisher_id, key=key, now=now, refusals=refusals)
 
 
 def render(doc: Mapping[str, Any]) -> str:
