@@ -284,7 +284,7 @@ def verify_document(
     if not (key.keyid() == keyid == env.signatures[0].keyid):
         return tampered(
             "keyid does not match the public key and DSSE signature "
-            f"(publicKeyPem {key.keyid()}, integrity {keyid}, envelope {env.signatures[0].keyid[:80]})"
+            f"(publicKeyPem {key.keyid()}, integrity {keyid}, envelope {_short(env.signatures[0].keyid)})"
         )
     entry = registry.get(keyid) if registry is not None else None
     if entry is not None and entry.public_key.keyid() != keyid:
