@@ -984,17 +984,18 @@ def scrub(doc: Mapping[str, Any]) -> list[Issue]:
     return issues
 
 
-def publish_profile(doc: Mapping[str, Any]) -> list[Issue]:
+def publish_profile(doc: Mapping[str, Any], *, noun: str = "workflow") -> list[Issue]:
     """The public profile required to publish or sign: SemVer, name, description, SPDX license,
-    homepage, tags, authors, clean extension keys, and the secret scrub."""
+    homepage, tags, authors, clean extension keys, and the secret scrub. `noun` names the kind
+    of document in the messages (Agent Graphs share the profile)."""
     out: list[Issue] = []
     v = doc.get("version")
     if not isinstance(v, str) or not SEMVER_RE.match(v):
-        out.append(Issue("publish-version", "$.version", "a publishable workflow needs a SemVer version", v))
+        out.append(Issue("publish-version", "$.version", f"a publishable {noun} needs a SemVer version", v))
     name = doc.get("name")
     if not isinstance(name, str) or not 3 <= len(name) <= 120:
         out.append(
-            Issue("publish-name", "$.name", "a publishable workflow needs a 3-120 character name", name)
+            Issue("publish-name", "$.name", f"a publishable {noun} needs a 3-120 character name", name)
         )
     desc = doc.get("description")
     if not isinstance(desc, str) or not 20 <= len(desc.strip()) <= 2000:
@@ -1002,7 +1003,7 @@ def publish_profile(doc: Mapping[str, Any]) -> list[Issue]:
             Issue(
                 "publish-description",
                 "$.description",
-                "a publishable workflow needs a 20-2000 character description (trimmed)",
+                f"a publishable {noun} needs a 20-2000 character description (trimmed)",
                 desc,
             )
         )
@@ -1012,7 +1013,7 @@ def publish_profile(doc: Mapping[str, Any]) -> list[Issue]:
             Issue(
                 "publish-license",
                 "$.license",
-                "a publishable workflow needs a valid SPDX license expression (at most 100 chars)",
+                f"a publishable {noun} needs a valid SPDX license expression (at most 100 chars)",
                 lic,
             )
         )
@@ -1022,7 +1023,7 @@ def publish_profile(doc: Mapping[str, Any]) -> list[Issue]:
         )
     tags = doc.get("tags")
     if not isinstance(tags, list) or not 1 <= len(tags) <= 20:
-        out.append(Issue("publish-tags", "$.tags", "a publishable workflow needs 1-20 discovery tags", tags))
+        out.append(Issue("publish-tags", "$.tags", f"a publishable {noun} needs 1-20 discovery tags", tags))
     else:
         seen: set[str] = set()
         for i, t in enumerate(tags):
@@ -1043,7 +1044,7 @@ def publish_profile(doc: Mapping[str, Any]) -> list[Issue]:
             Issue(
                 "publish-authors",
                 "$.authors",
-                "a publishable workflow needs at least one named author",
+                f"a publishable {noun} needs at least one named author",
                 authors,
             )
         )
