@@ -21,6 +21,7 @@ status_list_app = _group("Bitstring status lists for credential revocation.")
 manifest_app = _group("Raw OCI manifests.")
 installed_app = _group("Inspect and re-verify installed artifacts.")
 release_app = _group("Resumable release pipelines.")
+graph_app = _group("Lint, sign, verify, inspect and digest Agent Graphs (.agent-graph.json).")
 
 GROUPS: dict[str, typer.Typer] = {
     "cartridge": cartridge_app,
@@ -33,4 +34,5 @@ GROUPS: dict[str, typer.Typer] = {
     "manifest": manifest_app,
     "installed": installed_app,
     "release": release_app,
+    "graph": graph_app,
 }

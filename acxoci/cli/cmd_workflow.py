@@ -270,4 +270,7 @@ def ready_cmd(
 
 
 def register(app: typer.Typer) -> None:
-    """Commands are added to the shared `workflow` group at import time."""
+    """Commands are added to the shared `workflow` group at import time; `acx cal` is `workflow ready`."""
+    app.command("cal", help="Alias of `acx workflow ready`: staff a workflow's team and check each task.")(
+        ready_cmd
+    )

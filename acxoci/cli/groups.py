@@ -26,6 +26,8 @@ ALL_MODULES = (
     "cmd_level",
     "cmd_install",
     "cmd_release",
+    "cmd_graph",
+    "cmd_roster",
 )
 
 # top-level command or group name -> the modules that add commands under it
@@ -44,6 +46,9 @@ ENTRY: dict[str, tuple[str, ...]] = {
     "level": ("cmd_level",),
     "status-list": ("cmd_level",),
     "release": ("cmd_release",),
+    "graph": ("cmd_graph",),
+    "cal": ("cmd_workflow",),
+    "ls": ("cmd_roster",),
 }
 
 _done: set[str] = set()

@@ -16,15 +16,18 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
+from acxoci.errors import InvalidInput
+from acxoci.fsutil import read_bytes
 from acxoci.workflow import signed
 from acxoci.workflow.issues import Issue
 from acxoci.workflow.lineage import check_lineage
 from acxoci.workflow.lint import URI_RE, LintResult, gc_paused, publish_profile
 from acxoci.workflow.model import DIGEST_RE, IDENT_RE, PUBLISHER_RE, REVERSE_DNS_RE, SEMVER_RE
 from acxoci.workflow.signed import SignedVerdict
-from attest.canonical import jcs
+from attest.canonical import jcs, loads_strict
 from attest.errors import MalformedError
 from attest.keys import PrivateKey
 from attest.trust import TrustRegistry
@@ -1117,3 +1120,36 @@ def inspect_graph(doc: Mapping[str, Any], verdict: SignedVerdict | None = None) 
     if verdict is not None:
         view["verification"] = verdict.to_json()
     return view
+
+
+def load_graph(path: Path) -> dict[str, Any]:
+    """Read an `.agent-graph.json` strictly (bounded size, UTF-8, no duplicate keys) and require a
+    JSON object that says it is an Agent Graph (anything else is invalid_input naming what it is)."""
+    data = read_bytes(path, "agent graph", limit=MAX_GRAPH_BYTES)
+    try:
+        doc = loads_strict(data)
+    except MalformedError as exc:
+        raise InvalidInput(str(exc), where=str(path)) from exc
+    if not isinstance(doc, dict):
+        raise InvalidInput(f"an agent graph is a JSON object, found a {type(doc).__name__}", where=str(path))
+    if not is_graph(doc):
+        found = doc.get("schemaVersion")
+        shown = (
+            found[:80] if isinstance(found, str) else type(found).__name__ if found is not None else "none"
+        )
+        raise InvalidInput(
+            f"not an agent graph: schemaVersion is {shown!r}, expected {GRAPH_SCHEMA_VERSION!r}",
+            where=str(path),
+        )
+    return doc
+
+
+def default_signed_graph_name(source: Path) -> Path:
+    """`<name>.signed.agent-graph.json` next to the input."""
+    name = source.name
+    for suffix in (GRAPH_SUFFIX, ".json"):
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+            break
+    name = name.removesuffix(".signed")
+    return source.with_name(f"{name}.signed{GRAPH_SUFFIX}")

@@ -68,6 +68,7 @@ class RosterCartridge:
     agent_name: str | None = None
     cartridge_id: str | None = None
     error: str | None = None
+    declared_level: str | None = None  # meta acx.declared_level: claimed by the publisher, never proven
     manifest_digest: str | None = None  # set for registry/layout rosters: the pulled OCI manifest
 
     @property
@@ -155,6 +156,7 @@ def load_roster_entry(
         skills=skills,
         agent_name=meta.get("acx.agent_name"),
         cartridge_id=meta.get("acx.cartridge_id"),
+        declared_level=meta.get("acx.declared_level"),
     )
 
 

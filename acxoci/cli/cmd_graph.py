@@ -1,0 +1,182 @@
+"""`acx graph lint|digest|sign|verify|inspect`: author and check Agent Graphs (`acx.agent-graph/1`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.markup import escape
+
+from acxoci.cli.apps import graph_app
+from acxoci.cli.common import exit_with as _exit
+from acxoci.cli.common import load_registry as _registry
+from acxoci.cli.common import load_signing_key
+from acxoci.cli.common import parse_now as _now
+from acxoci.cli.output import console, emit
+from acxoci.workflow.graph import (
+    default_signed_graph_name,
+    graph_digest,
+    inspect_graph,
+    lint_graph,
+    load_graph,
+    sign_graph,
+    verify_graph,
+)
+from acxoci.workflow.lint import LintResult
+from acxoci.workflow.sign import render, write_atomic
+from acxoci.workflow.signed import SignedVerdict
+
+_COLOR = {"trusted": "green", "portable": "yellow", "unsigned": "yellow", "tampered": "red"}
+
+
+def _print_issues(result: LintResult) -> None:
+    for i in result.issues:
+        console.print(f"  - {escape(i.text())}")
+
+
+def _architecture(view: dict[str, object]) -> str:
+    c = view["counts"]
+    assert isinstance(c, dict)
+    return (
+        f"{c['actors']} actor(s), {c['knowledgeModules']} knowledge module(s), {c['routes']} route(s), "
+        f"{c['loops']} loop(s), {c['convergencePoints']} convergence point(s)"
+    )
+
+
+@graph_app.command("lint")
+def lint_cmd(
+    file: Path = typer.Argument(..., help="The .agent-graph.json file."),
+    publish: bool = typer.Option(False, "--publish", help="Also apply the public profile and secret scrub."),
+) -> None:
+    """Check structure, references, return routes, mandatory direction and convergence."""
+    doc = load_graph(file)
+    result = lint_graph(doc, publish=publish)
+
+    def human() -> None:
+        console.print(f"architecture: {_architecture(inspect_graph(doc))}")
+        if result.ok:
+            what = "structure and publish profile pass" if publish else "structure passes"
+            console.print(f"[bold green]VALID ✓[/bold green] — {what}")
+        else:
+            console.print(f"[bold red]INVALID[/bold red] — {len(result.errors)} issue(s)")
+        _print_issues(result)
+
+    emit({"file": str(file), **result.to_json()}, human)
+    _exit(0 if result.ok else 1)
+
+
+@graph_app.command("digest")
+def digest_cmd(file: Path = typer.Argument(..., help="The .agent-graph.json file.")) -> None:
+    """Print the graph digest: sha256 of the JCS form without `integrity`."""
+    d = graph_digest(load_graph(file))
+    emit({"file": str(file), "digest": d}, lambda: console.print(d))
+
+
+@graph_app.command("sign")
+def sign_cmd(
+    file: Path = typer.Argument(..., help="The unsigned (or re-signed) .agent-graph.json file."),
+    publisher: str = typer.Option(..., "--publisher", help="Reverse-DNS publisher id, e.g. io.github.you."),
+    key: Path = typer.Option(..., "--key", help="PKCS#8 PEM Ed25519 private key."),
+    out: Path | None = typer.Option(
+        None, "-o", "--out", help="Output (default <name>.signed.agent-graph.json)."
+    ),
+    password_env: str | None = typer.Option(None, "--password-env", help="Env var holding the key password."),
+    now: str | None = typer.Option(None, "--now", help="Signing time (RFC 3339; default: now)."),
+) -> None:
+    """Lint --publish, then sign: JCS digest, in-toto Statement, DSSE, acx.agent-graph-signature/1."""
+    doc = load_graph(file)
+    private = load_signing_key(key, password_env)
+    signed = sign_graph(doc, publisher_id=publisher, key=private, now=_now(now))
+    target = out or default_signed_graph_name(file)
+    write_atomic(target, render(signed))
+    integ = signed["integrity"]
+    emit(
+        {
+            "file": str(target),
+            "digest": integ["digest"],
+            "publisherId": publisher,
+            "keyid": integ["keyid"],
+            "signedAt": integ["signedAt"],
+        },
+        lambda: console.print(
+            f"[bold green]SIGNED[/bold green] {escape(str(target))}\n"
+            f"  digest:    {integ['digest']}\n  keyid:     {integ['keyid']}\n"
+            f"  publisher: {publisher}\n  signedAt:  {integ['signedAt']}"
+        ),
+    )
+
+
+def _render_verdict(v: SignedVerdict, structure: LintResult, architecture: str) -> None:
+    color = _COLOR.get(v.trust, "white")
+    console.print(f"[bold {color}]{v.trust.upper()}[/bold {color}] ({v.status}): {escape(v.summary)}")
+    console.print(f"  digest:       {v.digest}")
+    console.print(f"  publisher:    {v.publisher_id or '—'}")
+    if v.keyid:
+        console.print(f"  keyid:        {v.keyid}")
+    console.print(f"  architecture: {architecture}")
+    console.print(f"  structure:    {'publishable ✓' if structure.ok else 'invalid'}")
+    for i in v.issues:
+        console.print(f"  - {escape(i)}")
+    _print_issues(structure)
+
+
+@graph_app.command("verify")
+def verify_cmd(
+    file: Path = typer.Argument(..., help="The signed .agent-graph.json file."),
+    trust_registry: Path | None = typer.Option(None, "--trust-registry", help="acx.trust-registry/1 file."),
+    now: str | None = typer.Option(None, "--now", help="Evaluate trust at this time (RFC 3339)."),
+) -> None:
+    """Verify every signature binding and the signer's trust; exit 0 only if signed, ok and publishable."""
+    at = _now(now)
+    doc = load_graph(file)
+    v = verify_graph(doc, registry=_registry(trust_registry, at), now=at)
+    structure = lint_graph(doc, publish=True)
+    code = 0 if (v.ok and v.signed and structure.ok) else 1
+    emit(
+        {"file": str(file), **v.to_json(), "structure": structure.to_json()},
+        lambda: _render_verdict(v, structure, _architecture(inspect_graph(doc))),
+    )
+    _exit(code)
+
+
+@graph_app.command("inspect")
+def inspect_cmd(
+    file: Path = typer.Argument(..., help="The .agent-graph.json file."),
+    trust_registry: Path | None = typer.Option(None, "--trust-registry", help="acx.trust-registry/1 file."),
+    now: str | None = typer.Option(None, "--now", help="Evaluate trust at this time (RFC 3339)."),
+) -> None:
+    """Actors, knowledge modules, routes, loops, convergence points and the signature verdict."""
+    at = _now(now)
+    doc = load_graph(file)
+    verdict = verify_graph(doc, registry=_registry(trust_registry, at), now=at)
+    view = inspect_graph(doc, verdict)
+
+    def human() -> None:
+        console.print(
+            f"{escape(str(view['name']))}  ({escape(str(view['id']))}@{escape(str(view['version']))})"
+        )
+        console.print(f"architecture: {_architecture(view)}")
+        for a in view["actors"]:
+            console.print(f"  \\[actor] {escape(str(a['id']))} ({escape(str(a['kind']))})")
+        for k in view["knowledge"]:
+            console.print(f"  \\[knowledge] {escape(str(k['id']))} ({escape(str(k['kind']))})")
+        for r in view["routes"]:
+            to = ", ".join(r["to"])
+            console.print(
+                f"  \\[route] {escape(str(r['from']))} —{escape(str(r['intent']))}→ {escape(to)}"
+                f"  ({escape(str(r['obligation']))})"
+            )
+        for lp in view["loops"]:
+            ref = lp["workflowRef"] or {}
+            pin = f"  {ref.get('publisherId')}/{ref.get('id')}@{ref.get('version')}" if ref else ""
+            console.print(f"  \\[loop] {escape(str(lp['id']))} ({escape(str(lp['kind']))}){escape(pin)}")
+        for c in view["convergence"]:
+            console.print(f"  \\[convergence] {escape(str(c['id']))} steward {escape(str(c['steward']))}")
+        console.print(f"digest: {view['digest']}")
+        console.print(f"signature: {verdict.trust} ({verdict.status})")
+
+    emit(view, human)
+
+
+def register(app: typer.Typer) -> None:
+    """Commands are added to the shared `graph` group at import time."""

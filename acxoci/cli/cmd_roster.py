@@ -1,0 +1,75 @@
+"""`acx ls DIR`: a roster overview of the cartridges in a folder (id, role, trust, level, skills),
+each verified, never modified. The level shown is the publisher's declared one (not proven)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.markup import escape
+
+from acxoci.cli.common import load_registry as _registry
+from acxoci.cli.common import parse_now as _now
+from acxoci.cli.output import console, emit
+from acxoci.errors import InvalidInput, NotFound
+from acxoci.workflow.ready import RosterCartridge, directory_roster, load_roster_entry
+
+#: More cartridges than this in one folder is refused rather than verified one by one for minutes.
+MAX_LS_ENTRIES = 10_000
+
+
+def _row(c: RosterCartridge) -> dict[str, Any]:
+    v = c.verdict
+    level: int | None = None
+    if c.declared_level is not None and c.declared_level.isdigit() and len(c.declared_level) <= 6:
+        level = int(c.declared_level)
+    return {
+        "file": c.source,
+        "id": c.cartridge_id,
+        "name": c.agent_name,
+        "role": c.role,
+        "trust": v.trust if v is not None else "unreadable",
+        "status": v.status if v is not None else "invalid",
+        "level": {"declared": level, "proven": None},
+        "skills": list(c.skills),
+        "error": c.error,
+    }
+
+
+def ls_cmd(
+    folder: Path = typer.Argument(Path("."), help="Folder scanned recursively for *.acx."),
+    trust_registry: Path | None = typer.Option(None, "--trust-registry", help="acx.trust-registry/1 file."),
+    now: str | None = typer.Option(None, "--now", help="Evaluate trust at this time (RFC 3339)."),
+) -> None:
+    """Roster overview: every cartridge's id, role, trust, declared level and skills."""
+    if not folder.is_dir():
+        raise NotFound(f"no such folder: {folder}")
+    at = _now(now)
+    registry = _registry(trust_registry, at)
+    found = directory_roster(folder)
+    if len(found) > MAX_LS_ENTRIES:
+        raise InvalidInput(
+            f"{len(found)} cartridges (at most {MAX_LS_ENTRIES} are listed)", where=str(folder)
+        )
+    rows = [_row(load_roster_entry(src, path, registry=registry, now=at)) for src, path in found]
+
+    def human() -> None:
+        console.print(f"{'AGENT':<28} {'ROLE':<20} {'TRUST':<10} {'LEVEL':<12} SKILLS")
+        for r in rows:
+            name = r["name"] or r["file"]
+            lv = f"Lv.{r['level']['declared']} decl." if r["level"]["declared"] is not None else "—"
+            skills = ", ".join(r["skills"]) or "—"
+            console.print(
+                f"{escape(str(name))[:28]:<28} {escape(str(r['role'] or '—'))[:20]:<20} "
+                f"{r['trust']:<10} {lv:<12} {escape(skills)}"
+            )
+            console.print(f"  {escape(str(r['id'] or r['error'] or '—'))}")
+        console.print(f"{len(rows)} cartridge(s) in {escape(str(folder))}")
+
+    emit({"folder": str(folder), "cartridges": rows}, human)
+
+
+def register(app: typer.Typer) -> None:
+    """Add `acx ls` (alias `acx list`)."""
+    app.command("ls")(ls_cmd)
