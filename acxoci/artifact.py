@@ -1,7 +1,8 @@
-"""Domain glue between ACX artifacts and OCI: detect a cartridge or workflow file, verify it
-before push and after pull (cartridge/workflow verifiers), gather the facts for `oci.shapes`,
-and push/pull through any `Target`. A pulled file reaches its final path only after its
-digest was proven and (unless disabled) the artifact verified."""
+"""Domain glue between ACX artifacts and OCI: detect a cartridge, workflow or Agent Graph file (by
+SQLite magic or the JSON document's schemaVersion; anything else is refused), lint and verify it
+before push and after pull, gather the facts for `oci.shapes`, and push/pull through any `Target`.
+A pulled file reaches its final path only after its digest was proven, its content matched the
+artifact type, and (unless disabled) the artifact verified."""
 
 from __future__ import annotations
 
@@ -21,10 +22,13 @@ from acxoci.oci.shapes import (
     ANNOTATION_ROM_HASH,
     CARTRIDGE_ARTIFACT_TYPE,
     CARTRIDGE_LAYER_TYPE,
+    GRAPH_ARTIFACT_TYPE,
+    GRAPH_LAYER_TYPE,
     WORKFLOW_ARTIFACT_TYPE,
     WORKFLOW_LAYER_TYPE,
     Built,
     cartridge_manifest,
+    graph_manifest,
     workflow_manifest,
 )
 from acxoci.oci.target import Target, fetch_manifest
@@ -32,7 +36,11 @@ from attest.canonical import loads_strict
 from attest.errors import MalformedError
 from attest.trust import TrustRegistry
 
-Kind = Literal["cartridge", "workflow"]
+Kind = Literal["cartridge", "workflow", "agent-graph"]
+#: schemaVersion of a JSON document -> its ACX kind (everything else is not pushed as ACX).
+JSON_KINDS: dict[str, Kind] = {"acx.cal/1": "workflow", "acx.agent-graph/1": "agent-graph"}
+#: The largest JSON artifact read for detection and verification.
+MAX_JSON_ARTIFACT = 64 * 1024 * 1024
 SQLITE_MAGIC = b"SQLite format 3\x00"
 EPOCH = "1970-01-01T00:00:00Z"
 NO_VERIFY_FACTS_LIMIT = 64 * 1024 * 1024
@@ -57,8 +65,53 @@ class ArtifactFacts:
     verdict: dict[str, Any] | None = field(default=None, compare=False)
 
 
+def describe_json(doc: Any) -> str:
+    """What a JSON document that is not an ACX workflow or graph looks like (for the refusal)."""
+    if not isinstance(doc, dict):
+        return f"a JSON {type(doc).__name__}, not an object"
+    sv = doc.get("schemaVersion")
+    if isinstance(sv, str):
+        return f"a document with schemaVersion {sv[:80]!r}"
+    types = doc.get("type")
+    if "@context" in doc and (isinstance(types, list | str)):
+        shown = [t for t in (types if isinstance(types, list) else [types]) if isinstance(t, str)][:4]
+        return f"a JSON-LD document of type {shown} (a credential or status list, pushed with `acx attach`)"
+    keys = sorted(str(k)[:40] for k in doc)[:8]
+    return f"a JSON object without schemaVersion (keys {keys})"
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        with path.open("rb") as fh:
+            data = fh.read(MAX_JSON_ARTIFACT + 1)
+    except FileNotFoundError:
+        raise NotFound("file not found", where=str(path)) from None
+    if len(data) > MAX_JSON_ARTIFACT:
+        raise InvalidInput(f"JSON artifact exceeds {MAX_JSON_ARTIFACT} bytes", where=str(path))
+    try:
+        return loads_strict(data)
+    except MalformedError as exc:
+        raise InvalidInput(str(exc), where=str(path)) from exc
+
+
+def json_kind(doc: Any, where: str) -> Kind:
+    """The ACX kind named by a JSON document's schemaVersion; InvalidInput naming what was found."""
+    if (
+        isinstance(doc, dict)
+        and isinstance(doc.get("schemaVersion"), str)
+        and doc["schemaVersion"] in JSON_KINDS
+    ):
+        return JSON_KINDS[doc["schemaVersion"]]
+    raise InvalidInput(
+        "not an ACX artifact: expected a cartridge (SQLite), a workflow (acx.cal/1) or an agent graph "
+        f"(acx.agent-graph/1), found {describe_json(doc)}",
+        where=where,
+    )
+
+
 def detect_kind(path: Path) -> Kind:
-    """`cartridge` for an SQLite file, `workflow` for a JSON object document; InvalidInput otherwise."""
+    """`cartridge` for an SQLite file; for JSON, the kind its schemaVersion names. InvalidInput
+    (naming what was found) for anything else, so no JSON object is ever pushed as a workflow."""
     try:
         with path.open("rb") as fh:
             head = fh.read(len(SQLITE_MAGIC))
@@ -66,9 +119,9 @@ def detect_kind(path: Path) -> Kind:
         raise NotFound("file not found", where=str(path)) from None
     if head == SQLITE_MAGIC:
         return "cartridge"
-    if head.lstrip()[:1] == b"{":
-        return "workflow"
-    raise InvalidInput("neither a cartridge (SQLite) nor a workflow (.cal.json)", where=str(path))
+    if head.lstrip()[:1] in (b"{", b"["):
+        return json_kind(_read_json(path), str(path))
+    raise InvalidInput("neither a cartridge (SQLite) nor a JSON workflow or agent graph", where=str(path))
 
 
 def kind_of_manifest(m: Manifest) -> Kind | None:
@@ -78,6 +131,8 @@ def kind_of_manifest(m: Manifest) -> Kind | None:
         return "cartridge"
     if WORKFLOW_ARTIFACT_TYPE in types or WORKFLOW_LAYER_TYPE in types:
         return "workflow"
+    if GRAPH_ARTIFACT_TYPE in types or GRAPH_LAYER_TYPE in types:
+        return "agent-graph"
     return None
 
 
@@ -107,13 +162,59 @@ def _verify_workflow(
     return v.to_json()
 
 
-def _load_workflow(path: Path) -> dict[str, Any]:
-    try:
-        doc = loads_strict(path.read_bytes())
-    except MalformedError as exc:
-        raise InvalidInput(str(exc), where=str(path)) from exc
-    if not isinstance(doc, dict):
-        raise InvalidInput("workflow document is not a JSON object", where=str(path))
+def _verify_graph(
+    doc: dict[str, Any], path: Path, registry: TrustRegistry | None, now: datetime
+) -> dict[str, Any]:
+    from acxoci.workflow.graph import verify_graph
+
+    v = verify_graph(doc, registry=registry, now=now)
+    if v.rejected:
+        raise Tampered(
+            f"agent graph does not verify: {v.summary}", where=str(path), details={"verdict": v.to_json()}
+        )
+    return v.to_json()
+
+
+def _verify_document(
+    kind: Kind, doc: dict[str, Any], path: Path, registry: TrustRegistry | None, now: datetime
+) -> dict[str, Any]:
+    return (_verify_graph if kind == "agent-graph" else _verify_workflow)(doc, path, registry, now)
+
+
+def check_before_push(
+    kind: Kind, doc: dict[str, Any], path: Path, registry: TrustRegistry | None, now: datetime
+) -> dict[str, Any]:
+    """A workflow or graph is pushed only when it lints (with the publish profile, which signing
+    requires), is signed, and its signature verifies; otherwise a typed refusal naming why."""
+    from acxoci.workflow.graph import lint_graph
+    from acxoci.workflow.lint import lint
+
+    label = "agent graph" if kind == "agent-graph" else "workflow"
+    result = (lint_graph if kind == "agent-graph" else lint)(doc, publish=True)
+    if not result.ok:
+        raise InvalidInput(
+            f"{label} does not lint ({len(result.errors)} issue(s)): "
+            + "; ".join(i.text() for i in result.errors[:3]),
+            where=str(path),
+            details={"issues": [i.to_json() for i in result.errors[:100]]},
+        )
+    verdict = _verify_document(kind, doc, path, registry, now)
+    if not verdict.get("signed"):
+        raise RefusedByPolicy(
+            f"{label} is unsigned; sign it first (acx {'graph' if kind == 'agent-graph' else 'workflow'} "
+            "sign) or pass --no-verify",
+            where=str(path),
+            details={"verdict": verdict},
+        )
+    return verdict
+
+
+def _load_workflow(path: Path, kind: Kind = "workflow") -> dict[str, Any]:
+    doc = _read_json(path)
+    found = json_kind(doc, str(path))
+    if found != kind:
+        raise Tampered(f"content is an ACX {found}, but it arrived as an ACX {kind}", where=str(path))
+    assert isinstance(doc, dict)
     return doc
 
 
@@ -152,15 +253,15 @@ def gather(
             signed_at=signed_at,
             verdict=verdict_json,
         )
-    doc = _load_workflow(path)
-    wf_verdict = _verify_workflow(doc, path, registry, now) if verify else None
+    doc = _load_workflow(path, kind)
+    wf_verdict = check_before_push(kind, doc, path, registry, now) if verify else None
     integrity = doc.get("integrity") if isinstance(doc.get("integrity"), dict) else {}
     assert isinstance(integrity, dict)
     wdigest: str | None = None
     try:
-        from acxoci.workflow.sign import workflow_digest
+        from acxoci.workflow.signed import document_digest
 
-        wdigest = workflow_digest(doc)
+        wdigest = document_digest(doc)
     except Exception:
         wdigest = None
 
@@ -168,7 +269,7 @@ def gather(
         return v if isinstance(v, str) and v else None
 
     return ArtifactFacts(
-        "workflow",
+        kind,
         path,
         file_dgst or wf_file_digest(path),
         size,
@@ -197,6 +298,17 @@ def build(facts: ArtifactFacts, created: str | None = None) -> Built:
             file_size=facts.size,
             title=facts.title,
             rom_digest=facts.rom_digest,
+            created=when,
+        )
+    if facts.kind == "agent-graph":
+        return graph_manifest(
+            file_digest=facts.digest,
+            file_size=facts.size,
+            title=facts.title,
+            graph_id=facts.workflow_id,
+            version=facts.version,
+            graph_digest=facts.workflow_digest,
+            publisher=facts.publisher,
             created=when,
         )
     return workflow_manifest(
@@ -259,12 +371,42 @@ def push_file(
 
 def artifact_layer(m: Manifest, where: str) -> Descriptor:
     """The one content layer of an ACX artifact (or the single layer of any one-file artifact)."""
-    known = [layer for layer in m.layers if layer.media_type in (CARTRIDGE_LAYER_TYPE, WORKFLOW_LAYER_TYPE)]
+    known = [
+        layer
+        for layer in m.layers
+        if layer.media_type in (CARTRIDGE_LAYER_TYPE, WORKFLOW_LAYER_TYPE, GRAPH_LAYER_TYPE)
+    ]
     if len(known) == 1:
         return known[0]
     if len(m.layers) == 1:
         return m.layers[0]
     raise InvalidInput(f"manifest has {len(m.layers)} layers; expected one artifact layer", where=where)
+
+
+def _check_arrived(path: Path, kind: Kind | None, where: str) -> None:
+    """What arrived is what the artifact type says: a cartridge layer is SQLite, a workflow or
+    graph layer is that JSON document (checked even with --no-verify; Tampered otherwise)."""
+    if kind is None:
+        return
+    with path.open("rb") as fh:
+        head = fh.read(len(SQLITE_MAGIC))
+    if kind == "cartridge":
+        if head != SQLITE_MAGIC:
+            raise Tampered(
+                "the artifact type says cartridge, but the layer is not an SQLite file", where=where
+            )
+        return
+    if head == SQLITE_MAGIC:
+        raise Tampered(f"the artifact type says {kind}, but the layer is an SQLite file", where=where)
+    try:
+        doc = _read_json(path)
+        found = json_kind(doc, where)
+    except InvalidInput as exc:
+        raise Tampered(
+            f"the artifact type says {kind}, but the layer is not: {exc.message}", where=where
+        ) from None
+    if found != kind:
+        raise Tampered(f"the artifact type says {kind}, but the layer is an ACX {found}", where=where)
 
 
 @dataclass(frozen=True)
@@ -303,7 +445,9 @@ def pull_file(
     kind = kind_of_manifest(m)
     dest = out
     if out.is_dir():
-        fallback = "artifact.acx" if kind == "cartridge" else "artifact.cal.json"
+        fallback = {"cartridge": "artifact.acx", "agent-graph": "artifact.agent-graph.json"}.get(
+            kind or "", "artifact.cal.json"
+        )
         dest = out / _safe_title(layer.annotations.get("org.opencontainers.image.title"), fallback)
     dest.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".part", dir=str(dest.parent))
@@ -315,6 +459,7 @@ def pull_file(
             if not reader.verified:
                 raise Tampered("layer stream ended without verification", where=layer.digest)
         verdict: dict[str, Any] | None = None
+        _check_arrived(tmp, kind, layer.digest)
         if verify and kind == "cartridge":
             verdict, v = _verify_cartridge(tmp, registry, now)
             want = layer.annotations.get(ANNOTATION_ROM_HASH)
@@ -322,8 +467,9 @@ def pull_file(
                 raise Tampered(
                     f"layer annotation says ROM {want}, cartridge has {v.rom_digest}", where=layer.digest
                 )
-        elif verify and kind == "workflow":
-            verdict = _verify_workflow(_load_workflow(tmp), tmp, registry, now)
+        elif verify and kind in ("workflow", "agent-graph"):
+            assert kind is not None
+            verdict = _verify_document(kind, _load_workflow(tmp, kind), tmp, registry, now)
         elif verify:
             raise RefusedByPolicy(
                 "not an ACX artifact; pass --no-verify to pull it anyway",

@@ -102,7 +102,7 @@ def _ref(text: str, *, require: bool = True) -> Reference:
 
 
 def push_cmd(
-    file: Path = typer.Argument(..., help="Cartridge (.acx) or workflow (.cal.json)."),
+    file: Path = typer.Argument(..., help="Cartridge (.acx), workflow (.cal.json) or .agent-graph.json."),
     ref: str = typer.Argument(..., help="host/repo:tag or oci-layout:PATH:tag"),
     no_verify: bool = typer.Option(False, "--no-verify", help="Push without verifying the artifact."),
     created: str | None = typer.Option(
@@ -117,15 +117,16 @@ def push_cmd(
     ca_file: Path | None = typer.Option(None, "--ca-file", help="CA bundle for TLS."),
     insecure: bool = typer.Option(False, "--insecure", help="Do not verify TLS certificates."),
 ) -> None:
-    """Push a cartridge or workflow as an OCI artifact; prints the manifest digest.
+    """Push a cartridge, workflow or agent graph as an OCI artifact; prints the manifest digest.
 
     With `--sign --key K` the pushed manifest is attested in the same step (as `acx attest`)."""
-    from acxoci.artifact import push_path
+    from acxoci.artifact import detect_kind, push_path
 
     now = _now()
     r = _ref(ref, require=False)
     if not file.is_file():
         raise InvalidInput("file not found", where=str(file))
+    detect_kind(file)  # refuse a non-ACX file before any target is opened
     if sign and key is None:
         raise UsageError("--sign needs --key")
     if key is not None and not sign:

@@ -143,3 +143,37 @@ def referrer_manifest(
     """A referrer (for `acx attach`): empty config, one layer, `subject` = the target manifest."""
     layer = _layer(media_type, file_digest, file_size, {ANNOTATION_TITLE: title} if title else {})
     return _build(artifact_type, [layer], {ANNOTATION_CREATED: created, **dict(annotations or {})}, subject)
+
+
+GRAPH_ARTIFACT_TYPE = "application/vnd.acx.agent-graph.v1+json"
+GRAPH_LAYER_TYPE = "application/vnd.acx.agent-graph.v1+json"
+ANNOTATION_GRAPH_ID = "vnd.acx.agent-graph.id"
+ANNOTATION_GRAPH_VERSION = "vnd.acx.agent-graph.version"
+ANNOTATION_GRAPH_DIGEST = "vnd.acx.agent-graph.digest"
+ANNOTATION_GRAPH_PUBLISHER = "vnd.acx.agent-graph.publisher"
+
+
+def graph_manifest(
+    *,
+    file_digest: str,
+    file_size: int,
+    title: str,
+    graph_id: str | None,
+    version: str | None,
+    graph_digest: str | None,
+    publisher: str | None,
+    created: str,
+) -> Built:
+    """Image manifest for an Agent Graph (`.agent-graph.json`), shaped like a workflow's:
+    artifactType agent-graph.v1+json, one layer holding the file, id/version/digest/publisher."""
+    layer = _layer(GRAPH_LAYER_TYPE, file_digest, file_size, {ANNOTATION_TITLE: title})
+    ann = {ANNOTATION_CREATED: created}
+    for key, value in (
+        (ANNOTATION_GRAPH_ID, graph_id),
+        (ANNOTATION_GRAPH_VERSION, version),
+        (ANNOTATION_GRAPH_DIGEST, graph_digest),
+        (ANNOTATION_GRAPH_PUBLISHER, publisher),
+    ):
+        if value:
+            ann[key] = value
+    return _build(GRAPH_ARTIFACT_TYPE, [layer], ann)
