@@ -35,6 +35,8 @@ from acxoci.attestation.formats import (
 from acxoci.attestation.signing import bundle_bytes, envelope_bytes, sign_statement
 from acxoci.attestation.statements import (
     cartridge_statement,
+    graph_facts,
+    graph_statement,
     oci_statement,
     workflow_facts,
     workflow_statement,
@@ -64,6 +66,7 @@ def parse_format(value: str) -> FormatChoice:
     raise UsageError(f"--format must be legacy, bundle or both, not {value!r}")
 CARTRIDGE_LAYER_PREFIX = "application/vnd.acx.cartridge.layer"
 WORKFLOW_MARK = "application/vnd.acx.workflow"
+GRAPH_MARK = "application/vnd.acx.agent-graph"
 MAX_WORKFLOW_BYTES = 16 * 1024 * 1024
 
 
@@ -110,7 +113,7 @@ def _push_manifest(target: Target, built: BuiltManifest) -> Descriptor:
     return built.manifest.desc
 
 
-def artifact_kind(manifest: Manifest) -> Literal["cartridge", "workflow", "other"]:
+def artifact_kind(manifest: Manifest) -> Literal["cartridge", "workflow", "agent-graph", "other"]:
     """What the subject manifest holds, by artifactType or layer media type."""
     at = manifest.artifact_type or ""
     types = [la.media_type for la in manifest.layers]
@@ -118,6 +121,8 @@ def artifact_kind(manifest: Manifest) -> Literal["cartridge", "workflow", "other
         return "cartridge"
     if WORKFLOW_MARK in at or any(WORKFLOW_MARK in t for t in types):
         return "workflow"
+    if GRAPH_MARK in at or any(GRAPH_MARK in t for t in types):
+        return "agent-graph"
     return "other"
 
 
@@ -128,7 +133,7 @@ def content_layer(manifest: Manifest, kind: str, digest: str | None = None) -> D
             if la.digest == digest:
                 return la
         raise InvalidInput(f"the manifest has no layer {digest}")
-    mark = CARTRIDGE_LAYER_PREFIX if kind == "cartridge" else WORKFLOW_MARK
+    mark = {"cartridge": CARTRIDGE_LAYER_PREFIX, "agent-graph": GRAPH_MARK}.get(kind, WORKFLOW_MARK)
     hits = [la for la in manifest.layers if mark in la.media_type]
     if not hits and len(manifest.layers) == 1:
         hits = list(manifest.layers)
@@ -261,7 +266,12 @@ def attest_artifact(target: Target, subject: Descriptor, repository: str, key: P
         data = fetch_bytes(target, layer, limit=MAX_WORKFLOW_BYTES)
         stmt = workflow_statement(subject.digest, repository, workflow_facts(data, layer.digest))
         return write_attestation(target, subject, stmt, key, formats=formats, now=now)
-    raise UsageError(f"{subject.digest} is neither a cartridge nor a workflow artifact "
+    if kind == "agent-graph":
+        layer = content_layer(manifest, kind)
+        data = fetch_bytes(target, layer, limit=MAX_WORKFLOW_BYTES)
+        stmt = graph_statement(subject.digest, repository, graph_facts(data, layer.digest))
+        return write_attestation(target, subject, stmt, key, formats=formats, now=now)
+    raise UsageError(f"{subject.digest} is not a cartridge, workflow or agent graph artifact "
                      f"(artifactType {manifest.artifact_type!r}); pass --predicate-type and --predicate")
 
 

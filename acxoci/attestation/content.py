@@ -14,8 +14,10 @@ from typing import Any
 
 from acxoci.attestation.statements import (
     CARTRIDGE_PREDICATE_TYPE,
+    GRAPH_PREDICATE_TYPE,
     WORKFLOW_PREDICATE_TYPE,
     CartridgeFacts,
+    graph_facts,
     workflow_facts,
 )
 from acxoci.cartridge.constants import META_CARTRIDGE_ID
@@ -108,4 +110,17 @@ def check_workflow_content(pred: dict[str, Any], data: bytes, layer_digest: str)
                         {"workflowDigest": facts.workflow_digest, "layerDigest": layer_digest})
 
 
-CONTENT_CHECKED = (CARTRIDGE_PREDICATE_TYPE, WORKFLOW_PREDICATE_TYPE)
+def check_graph_content(pred: dict[str, Any], data: bytes, layer_digest: str) -> ContentCheck:
+    """Recompute the pulled Agent Graph's JCS digest and compare it with the attested one."""
+    reasons: list[str] = []
+    try:
+        facts = graph_facts(data, layer_digest)
+    except InvalidInput as exc:
+        return ContentCheck(False, (f"pulled agent graph is not valid JSON: {exc.message}",), {})
+    _cmp(pred, "layerDigest", layer_digest, reasons, "layer digest")
+    _cmp(pred, "agentGraphDigest", facts.graph_digest, reasons, "agent graph digest")
+    return ContentCheck(not reasons, tuple(reasons),
+                        {"agentGraphDigest": facts.graph_digest, "layerDigest": layer_digest})
+
+
+CONTENT_CHECKED = (CARTRIDGE_PREDICATE_TYPE, WORKFLOW_PREDICATE_TYPE, GRAPH_PREDICATE_TYPE)

@@ -16,7 +16,8 @@ from attest.intoto import STATEMENT_V1, Statement, Subject
 
 CARTRIDGE_PREDICATE_TYPE = "https://acx.dev/attestation/cartridge/v1"
 WORKFLOW_PREDICATE_TYPE = "https://acx.dev/attestation/workflow/v1"
-ACX_PREDICATE_TYPES = (CARTRIDGE_PREDICATE_TYPE, WORKFLOW_PREDICATE_TYPE)
+GRAPH_PREDICATE_TYPE = "https://acx.dev/attestation/agent-graph/v1"
+ACX_PREDICATE_TYPES = (CARTRIDGE_PREDICATE_TYPE, WORKFLOW_PREDICATE_TYPE, GRAPH_PREDICATE_TYPE)
 OCI_BINDING = "oci-manifest"
 
 
@@ -75,6 +76,28 @@ class WorkflowFacts:
         }
 
 
+@dataclass(frozen=True)
+class GraphFacts:
+    """An Agent Graph's identity and JCS digest (computed as for workflows)."""
+
+    graph_digest: str
+    layer_digest: str
+    graph_id: str | None = None
+    graph_version: str | None = None
+    publisher_id: str | None = None
+
+    def predicate(self) -> dict[str, Any]:
+        """The `https://acx.dev/attestation/agent-graph/v1` predicate (OCI binding form)."""
+        return {
+            "binding": OCI_BINDING,
+            "agentGraphDigest": self.graph_digest,
+            "agentGraphId": self.graph_id,
+            "agentGraphVersion": self.graph_version,
+            "publisherId": self.publisher_id,
+            "layerDigest": self.layer_digest,
+        }
+
+
 def _subject(subject_digest: str, name: str) -> Subject:
     alg, sep, hexpart = subject_digest.partition(":")
     if not sep or alg != "sha256" or len(hexpart) != 64:
@@ -121,6 +144,17 @@ def workflow_facts(data: bytes, layer_digest: str, *, where: str = "workflow") -
     return WorkflowFacts(workflow_digest(doc), layer_digest, wid if isinstance(wid, str) else None,
                          ver if isinstance(ver, str) else None,
                          publisher if isinstance(publisher, str) else None)
+
+
+def graph_statement(subject_digest: str, repository: str, facts: GraphFacts) -> Statement:
+    """Agent Graph attestation: subject = OCI manifest digest, predicate carries the graph digest."""
+    return oci_statement(subject_digest, repository, GRAPH_PREDICATE_TYPE, facts.predicate())
+
+
+def graph_facts(data: bytes, layer_digest: str, *, where: str = "agent graph") -> GraphFacts:
+    """Parse an Agent Graph document and compute its facts (same digest rule as a workflow)."""
+    f = workflow_facts(data, layer_digest, where=where)
+    return GraphFacts(f.workflow_digest, layer_digest, f.workflow_id, f.workflow_version, f.publisher_id)
 
 
 def parse_predicate_file(data: bytes, *, where: str) -> dict[str, Any]:

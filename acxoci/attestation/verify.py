@@ -18,11 +18,20 @@ from pathlib import Path
 from typing import Any, Literal
 
 from acxoci.attestation.attach import artifact_kind, content_layer, pull_layer
-from acxoci.attestation.content import ContentCheck, check_cartridge_content, check_workflow_content
+from acxoci.attestation.content import (
+    CONTENT_CHECKED,
+    ContentCheck,
+    check_cartridge_content,
+    check_graph_content,
+    check_workflow_content,
+)
 from acxoci.attestation.formats import classify_referrer, legacy_layers, legacy_tag
 from acxoci.attestation.judge import Judgement, Kind, judge
 from acxoci.attestation.signing import TrustedKey
-from acxoci.attestation.statements import CARTRIDGE_PREDICATE_TYPE, WORKFLOW_PREDICATE_TYPE
+from acxoci.attestation.statements import (
+    CARTRIDGE_PREDICATE_TYPE,
+    GRAPH_PREDICATE_TYPE,
+)
 from acxoci.errors import AcxError, NotFound, Tampered
 from acxoci.oci.descriptor import Descriptor
 from acxoci.oci.reference import fallback_tag
@@ -174,7 +183,9 @@ class _ContentCache:
     def check(self, predicate_type: str, pred: dict[str, Any]) -> ContentCheck:
         try:
             manifest = fetch_manifest(self.target, self.subject)
-            kind = "cartridge" if predicate_type == CARTRIDGE_PREDICATE_TYPE else "workflow"
+            kind = {CARTRIDGE_PREDICATE_TYPE: "cartridge", GRAPH_PREDICATE_TYPE: "agent-graph"}.get(
+                predicate_type, "workflow"
+            )
             if artifact_kind(manifest) != kind:
                 return ContentCheck(False, (f"attested as a {kind} but the artifact is not one",), {})
             try:
@@ -184,6 +195,9 @@ class _ContentCache:
             if kind == "workflow":
                 data = fetch_bytes(self.target, layer, limit=MAX_WORKFLOW_BYTES)
                 return check_workflow_content(pred, data, layer.digest)
+            if kind == "agent-graph":
+                data = fetch_bytes(self.target, layer, limit=MAX_WORKFLOW_BYTES)
+                return check_graph_content(pred, data, layer.digest)
             path = self._paths.get(layer.digest)
             if path is None:
                 path = pull_layer(self.target, layer, pulled_content_path(self.tmp, layer))
@@ -235,7 +249,7 @@ def verify_artifact(target: Target, subject: Descriptor, keys: list[TrustedKey],
             j = judge_found(target, item, keys, subject=subject, want_type=want_type, now=now)
             content: dict[str, Any] | None = None
             if (j.verdict == "verified" and check_content and j.statement is not None
-                    and j.statement.predicate_type in (CARTRIDGE_PREDICATE_TYPE, WORKFLOW_PREDICATE_TYPE)):
+                    and j.statement.predicate_type in CONTENT_CHECKED):
                 cc = cache.check(j.statement.predicate_type, j.statement.predicate)
                 content = {"ok": cc.ok, **cc.facts}
                 if not cc.ok:

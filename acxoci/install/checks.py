@@ -440,8 +440,8 @@ def run_checks(g: Gathered, policy: VerificationPolicy, now: datetime) -> list[C
     Checks that only apply to cartridges are skipped for workflows, and the reverse."""
     del now
     rom = g.signature.rom_digest if g.signature else None
-    cartridge_only = g.kind == "workflow"
-    na = "does not apply to a workflow"
+    cartridge_only = g.kind in ("workflow", "agent-graph")
+    na = f"does not apply to {'an agent graph' if g.kind == 'agent-graph' else 'a workflow'}"
     results = [
         check_registry(g.repository, policy),
         check_content(g.content),

@@ -42,10 +42,11 @@ PAUSE_ENV = "ACX_TEST_PAUSE_AT"
 PAUSE_FILE_ENV = "ACX_TEST_PAUSE_FILE"
 CARTRIDGE_FILE = "cartridge.acx"
 WORKFLOW_FILE = "workflow.cal.json"
+GRAPH_FILE = "agent-graph.json"
 MANIFEST_FILE = "manifest.json"
 LEVEL_ARTIFACT_TYPE = "application/vnd.acx.level-attestation.v1"
 MAX_DOC_BYTES = 16 * 1024 * 1024
-Kind = Literal["cartridge", "workflow"]
+Kind = Literal["cartridge", "workflow", "agent-graph"]
 
 
 def pause_for_test(stage: str) -> None:
@@ -153,14 +154,14 @@ def pull(target: Target, desc: Descriptor, staged: Path) -> Pulled:
         out.manifest = manifest
         kind = artifact_kind(manifest)
         if kind == "other":
-            raise InvalidInput(f"{desc.digest} is neither a cartridge nor a workflow "
+            raise InvalidInput(f"{desc.digest} is not a cartridge, workflow or agent graph "
                                f"(artifactType {manifest.artifact_type})")
         out.kind = kind
         if manifest.config is not None and manifest.config.size <= MAX_DOC_BYTES:
             fetch_bytes(target, manifest.config, limit=MAX_DOC_BYTES)
             out.blobs.append(("config", manifest.config.digest))
         layer = content_layer(manifest, kind)
-        dest = staged / (CARTRIDGE_FILE if kind == "cartridge" else WORKFLOW_FILE)
+        dest = staged / {"cartridge": CARTRIDGE_FILE, "agent-graph": GRAPH_FILE}.get(kind, WORKFLOW_FILE)
         with target.fetch(layer) as reader:
             copy_verified(reader, dest, fsync=True)
         out.content_path, out.content_digest = dest, layer.digest
@@ -472,6 +473,19 @@ def _install_staged(txn: Transaction, staged: Path, target: Target, ref: Referen
                                lambda: gather_attestations(target, desc, ref, policy, staged, now))
             if err:
                 pre["attestations"] = err
+    elif pulled.error is None and path is not None and kind == "agent-graph":
+        from acxoci.install.workflow_install import gather_graph
+
+        got_graph, err = _guard("signature", lambda: gather_graph(path, policy, now))
+        if got_graph is not None:
+            sig, meta = got_graph
+        elif err is not None:
+            pre["signature"] = err
+        if policy.attestation_formats or policy.predicate_types:
+            atts, err = _guard("attestations",
+                               lambda: gather_attestations(target, desc, ref, policy, staged, now))
+            if err:
+                pre["attestations"] = err
     gathered = C.Gathered(ref.repo_string(), content, sig, atts, creds, harness, host.descriptor is not None,
                           True, budget, kind=kind, staffing=staffing)
     results = [pre.get(r.id, r) for r in C.run_checks(gathered, policy, now)]
@@ -480,7 +494,8 @@ def _install_staged(txn: Transaction, staged: Path, target: Target, ref: Referen
         return InstallOutcome("refused", ref_text, resolved, None, kind, tuple(results))
     assert path is not None and kind is not None and sig is not None
     item_name = name or default_name(meta.get("acx.publisher_id") or sig.publisher_id,
-                                     meta.get("acx.artifact_id") or meta.get("workflowId"), ref.repo_string())
+                                     meta.get("acx.artifact_id") or meta.get("workflowId")
+                                     or meta.get("agentGraphId"), ref.repo_string())
     record = build_record(
         name=item_name, kind=kind, ref_text=ref_text, ref=ref, resolved=resolved, desc=desc, pulled=pulled,
         results=results, policy=policy, host=host, sig=sig, atts=atts, creds=creds, harness=harness,

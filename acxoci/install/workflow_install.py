@@ -12,6 +12,7 @@ from acxoci.install import checks as C
 from acxoci.install.store import Store
 from acxoci.install.vpolicy import VerificationPolicy
 from attest.canonical import loads_strict
+from attest.errors import MalformedError
 
 CARTRIDGE_FILE = "cartridge.acx"
 Levels = dict[str, tuple[int, str | None, str | None]]
@@ -46,6 +47,31 @@ def store_roster(store: Store) -> tuple[list[tuple[str, Path]], Levels]:
         if isinstance(lvl, dict) and isinstance(lvl.get("level"), int):
             levels[str(path)] = (lvl["level"], lvl.get("tier"), lvl.get("credentialDigest"))
     return roster, levels
+
+
+def gather_graph(path: Path, policy: VerificationPolicy,
+                 now: datetime) -> tuple[C.SignatureEvidence, dict[str, str]]:
+    """Verify an Agent Graph (structure + publish profile + signature + trust against the policy's
+    keys) with the graph verifier; a pulled layer that is not a graph fails this check."""
+    from acxoci.errors import Tampered
+    from acxoci.workflow.graph import MAX_GRAPH_BYTES, is_graph, verify_graph
+
+    data = path.read_bytes()
+    if len(data) > MAX_GRAPH_BYTES:
+        raise Tampered(f"agent graph exceeds {MAX_GRAPH_BYTES} bytes", where=str(path))
+    try:
+        doc = loads_strict(data)
+    except MalformedError as exc:
+        raise Tampered(f"the artifact type says agent graph, but the content is not JSON: {exc}",
+                       where=str(path)) from exc
+    if not is_graph(doc):
+        raise Tampered("the artifact type says agent graph, but the content is not one", where=str(path))
+    verdict = verify_graph(doc, registry=policy.combined_registry(), now=now)
+    sig = C.SignatureEvidence(status=verdict.status, trust=verdict.trust, summary=verdict.summary,
+                              issues=tuple(verdict.issues), keyid=verdict.keyid,
+                              publisher_id=verdict.publisher_id,
+                              rom_digest=None, signed_at=verdict.signed_at)
+    return sig, {"agentGraphId": str(doc.get("id") or ""), "digest": verdict.digest}
 
 
 def gather_workflow(path: Path, policy: VerificationPolicy, store: Store, roster_dir: Path | None,

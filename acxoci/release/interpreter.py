@@ -191,7 +191,13 @@ def _prepare(ctx: Context, e: Effect) -> Result:
     from acxoci.artifact import build, gather
     from acxoci.attestation.content import cartridge_facts, embedded_envelope
     from acxoci.attestation.signing import bundle_bytes, envelope_bytes, sign_statement
-    from acxoci.attestation.statements import cartridge_statement, workflow_facts, workflow_statement
+    from acxoci.attestation.statements import (
+        cartridge_statement,
+        graph_facts,
+        graph_statement,
+        workflow_facts,
+        workflow_statement,
+    )
     from acxoci.install import checks as C
     from acxoci.install.install import cartridge_signature
     from acxoci.install.vpolicy import load_policy
@@ -251,6 +257,8 @@ def _prepare(ctx: Context, e: Effect) -> Result:
             name = _repo_name(dest.repository)
             if facts.kind == "cartridge":
                 stmt = cartridge_statement(subject.digest, name, cartridge_facts(path, layer.digest, now=now))
+            elif facts.kind == "agent-graph":
+                stmt = graph_statement(subject.digest, name, graph_facts(path.read_bytes(), layer.digest))
             else:
                 wf = workflow_facts(path.read_bytes(), layer.digest)
                 stmt = workflow_statement(subject.digest, name, wf)

@@ -26,7 +26,7 @@ from attest.keys import PrivateKey
 SCHEMA_VERSION = "acx.release-plan/1"
 SCHEMA_FILE = "acx.release-plan-1.schema.json"
 DEFAULT_FORMATS: tuple[str, ...] = ("legacy", "bundle")
-SourceKind = Literal["cartridge", "workflow", "build"]
+SourceKind = Literal["cartridge", "workflow", "agent-graph", "build"]
 
 
 @dataclass(frozen=True)
@@ -92,8 +92,10 @@ class ArtifactInput:
     build: BuildRecipe | None = None
 
     @property
-    def artifact_kind(self) -> Literal["cartridge", "workflow"]:
-        return "workflow" if self.kind == "workflow" else "cartridge"
+    def artifact_kind(self) -> Literal["cartridge", "workflow", "agent-graph"]:
+        if self.kind == "workflow" or self.kind == "agent-graph":
+            return self.kind
+        return "cartridge"
 
 
 @dataclass(frozen=True)
@@ -198,6 +200,8 @@ def _input(name: str, obj: dict[str, Any], base: Path) -> ArtifactInput:
         return ArtifactInput(name, "cartridge", base / obj["cartridge"])
     if "workflow" in obj:
         return ArtifactInput(name, "workflow", base / obj["workflow"])
+    if "graph" in obj:
+        return ArtifactInput(name, "agent-graph", base / obj["graph"])
     b = obj["build"]
     recipe = BuildRecipe(base / b["package"], b["publisher"], _key(b["key"], base), b["createdAt"])
     return ArtifactInput(name, "build", None, recipe)
