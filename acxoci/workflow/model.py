@@ -84,6 +84,12 @@ def load_document(path: Path) -> dict[str, Any]:
         raise InvalidInput(str(exc), where=str(path)) from exc
     if not isinstance(doc, dict):
         raise InvalidInput("workflow document is not a JSON object", where=str(path))
+    if doc.get("schemaVersion") == "acx.agent-graph/1":
+        raise InvalidInput(
+            "this is an Agent Graph (acx.agent-graph/1), not a workflow",
+            where=str(path),
+            hint="use `acx graph …`",
+        )
     return doc
 
 

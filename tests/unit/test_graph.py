@@ -386,3 +386,9 @@ def test_many_duplicates_and_dense_direction_are_bounded(vectors_dir: Path, tmp_
     res = json.loads(out.stdout)
     assert "duplicate-id" in res["rules"] and "too-large" in res["rules"], res["rules"]
     assert res["s"] < 20 and res["mb"] < 400, res
+
+
+def test_workflow_commands_point_to_graph(vectors_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for cmd in ("verify", "lint", "digest"):
+        res = run_acx(capsys, "workflow", cmd, str(vectors_dir / SIGNED))
+        assert res.returncode == 3 and "Agent Graph" in res.stderr, (cmd, res.stderr)
