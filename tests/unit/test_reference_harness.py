@@ -28,7 +28,12 @@ from tests.unit.test_install_support import NOW, push_cartridge, write_policy, w
 
 HOST_JSON = REPO / "examples" / "host.json"
 PACKAGE = "sample/sample-agent-package"
-CARTRIDGES = ("reference/ada-ridge.acx", "reference/rex-calder.acx", "sample/sample.acx")
+CARTRIDGES = (
+    "reference/ada-ridge.acx",
+    "reference/rex-calder.acx",
+    "sample/sample.acx",
+    "sample/sample.stripped.acx",
+)
 
 
 def _harness(path: Path) -> dict[str, Any]:
