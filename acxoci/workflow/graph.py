@@ -61,6 +61,7 @@ MAX_DEPTH = 64
 MAX_ITEMS = 4096  # each top-level collection
 MAX_REFS = 1024  # each id array inside an item
 MAX_PAIR_WORK = 1_000_000  # (target x knowledge) pairs of mandatory direction, inputs x routes
+MAX_VALUES = 250_000  # JSON values in one graph (the reference's published graph has under 1,000)
 
 TOP_KEYS = frozenset(
     {
@@ -398,26 +399,30 @@ class _GraphLinter:
         return self.issues
 
     def _shape_ok(self, d: Mapping[str, Any]) -> bool:
-        """Depth, size and null checks in one iterative walk; False when too hostile to lint."""
+        """Depth, size and null checks in one iterative walk; False when too hostile to lint.
+        Only containers are queued (with their path); scalars are counted and dropped."""
         stack: list[tuple[Any, str, int]] = [(d, "$", 0)]
         nodes = 0
         while stack:
             value, path, depth = stack.pop()
-            nodes += 1
-            if depth > MAX_DEPTH:
+            if depth >= MAX_DEPTH:
                 self.add("too-deep", path, f"nesting deeper than {MAX_DEPTH} levels")
                 return False
-            if nodes > 1_000_000:
-                self.add("too-large", "$", "more than 1,000,000 JSON values")
-                return False
-            if value is None:
-                self.add("null", path, "explicit null is not allowed (omit the property)")
-            elif isinstance(value, Mapping):
+            if isinstance(value, Mapping):
                 if path == "$.extensions":
                     continue  # opaque by design: null allowed inside, walked again by the profile
-                stack.extend((v, f"{path}.{k}", depth + 1) for k, v in value.items())
-            elif isinstance(value, list):
-                stack.extend((v, f"{path}[{i}]", depth + 1) for i, v in enumerate(value))
+                items: Iterable[tuple[Any, Any]] = value.items()
+            else:
+                items = enumerate(value)
+            nodes += len(value)
+            if nodes > MAX_VALUES:
+                self.add("too-large", "$", f"more than {MAX_VALUES} JSON values")
+                return False
+            for k, v in items:
+                if v is None:
+                    self.add("null", _child(path, k), "explicit null is not allowed (omit the property)")
+                elif isinstance(v, Mapping | list):
+                    stack.append((v, _child(path, k), depth + 1))
         for key in ("actors", "knowledge", "routes", "loops", "convergence"):
             value = d.get(key)
             if isinstance(value, list) and len(value) > MAX_ITEMS:
@@ -918,6 +923,10 @@ class _GraphLinter:
                     "knowledge module is never routed, bound to a loop or produced by convergence",
                     k["id"],
                 )
+
+
+def _child(path: str, key: Any) -> str:
+    return f"{path}[{key}]" if isinstance(key, int) else f"{path}.{key}"
 
 
 def _str_list(value: Any) -> list[str]:
