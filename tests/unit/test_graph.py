@@ -392,3 +392,26 @@ def test_workflow_commands_point_to_graph(vectors_dir: Path, capsys: pytest.Capt
     for cmd in ("verify", "lint", "digest"):
         res = run_acx(capsys, "workflow", cmd, str(vectors_dir / SIGNED))
         assert res.returncode == 3 and "Agent Graph" in res.stderr, (cmd, res.stderr)
+
+
+def test_wide_and_deep_4mb_graph_is_cheap(tmp_path: Path) -> None:
+    """A 3.8 MB graph of 60 nested lists around 1.9 million zeros: `too-large`, quickly, in a
+    subprocess with a generous memory bound (the walk queues containers only)."""
+    path = tmp_path / "wide.agent-graph.json"
+    inner = "[" + ",".join(["0"] * 1_900_000) + "]"
+    path.write_text(
+        '{"schemaVersion":"acx.agent-graph/1","id":"x","actors":' + "[" * 60 + inner + "]" * 60 + "}"
+    )
+    code = (
+        "import json,resource,sys,time;from pathlib import Path;"
+        "from acxoci.workflow.graph import lint_graph, load_graph;t=time.time();"
+        f"r=lint_graph(load_graph(Path({str(path)!r})), publish=True);"
+        "print(json.dumps({'s':time.time()-t,'mb':resource.getrusage(resource.RUSAGE_SELF).ru_maxrss/1024,"
+        "'rules':sorted(r.rules())}))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    res = json.loads(out.stdout)
+    assert res["rules"] == ["too-large"], res
+    assert res["s"] < 10 and res["mb"] < 300, res
