@@ -512,7 +512,9 @@ def push_path(
         fn = progress
         pending = Descriptor(CARTRIDGE_LAYER_TYPE, "sha256:" + "0" * 64, size)
         target.progress = lambda n: fn(pending, n)
-    media = CARTRIDGE_LAYER_TYPE if facts.kind == "cartridge" else WORKFLOW_LAYER_TYPE
+    media = {"cartridge": CARTRIDGE_LAYER_TYPE, "agent-graph": GRAPH_LAYER_TYPE}.get(
+        facts.kind, WORKFLOW_LAYER_TYPE
+    )
     layer = target.push_file_hashing(path, media)
     target.progress = None
     facts = replace(facts, digest=layer.digest)
