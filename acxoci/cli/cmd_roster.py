@@ -73,3 +73,4 @@ def ls_cmd(
 def register(app: typer.Typer) -> None:
     """Add `acx ls` (alias `acx list`)."""
     app.command("ls")(ls_cmd)
+    app.command("list", hidden=True)(ls_cmd)

@@ -49,6 +49,7 @@ ENTRY: dict[str, tuple[str, ...]] = {
     "graph": ("cmd_graph",),
     "cal": ("cmd_workflow",),
     "ls": ("cmd_roster",),
+    "list": ("cmd_roster",),
 }
 
 _done: set[str] = set()
