@@ -415,3 +415,26 @@ def test_wide_and_deep_4mb_graph_is_cheap(tmp_path: Path) -> None:
     res = json.loads(out.stdout)
     assert res["rules"] == ["too-large"], res
     assert res["s"] < 10 and res["mb"] < 300, res
+
+
+def test_reference_cli_verifies_our_signed_graph(vectors_dir: Path, tmp_path: Path) -> None:
+    """Opt-in cross-check with the Node reference (never vendored): set ACX_REF_NODE to a Node >= 22
+    binary and ACX_REF_CLI to the reference's src/cli.mjs."""
+    import os
+
+    node, cli = os.environ.get("ACX_REF_NODE"), os.environ.get("ACX_REF_CLI")
+    if not node or not cli:
+        pytest.skip("set ACX_REF_NODE and ACX_REF_CLI to cross-check with the reference CLI")
+    base = [node, "--no-warnings", "--experimental-sqlite", cli]
+    example = Path(__file__).resolve().parents[2] / "examples" / "graph" / "review-team.agent-graph.json"
+    for src in (vectors_dir / SOURCE, example):
+        signed = sign_graph(
+            json.loads(src.read_text()), publisher_id="io.github.example", key=generate_ed25519(), now=NOW
+        )
+        path = tmp_path / f"{src.stem}.signed.agent-graph.json"
+        path.write_text(json.dumps(signed, indent=2))
+        got = subprocess.run([*base, "graph", "verify", str(path)], capture_output=True, text=True)
+        assert got.returncode == 0, got.stdout + got.stderr
+        assert "verified" in got.stdout and "portable" in got.stdout and graph_digest(signed) in got.stdout
+        lint = subprocess.run([*base, "graph", "lint", str(src), "--publish"], capture_output=True, text=True)
+        assert lint.returncode == 0 and "VALID" in lint.stdout, lint.stdout

@@ -179,3 +179,23 @@ def test_install_under_a_policy_trusting_its_key(cartridge: Path, tmp_path: Path
     results = {c.id: c.status for c in out.checks}
     assert results["harness"] == "pass"
     assert results["trust"] == "pass"
+
+
+def test_reference_cli_accepts_the_legacy_rewrite(vectors_dir: Path, tmp_path: Path) -> None:
+    """Opt-in cross-check with the Node reference (never vendored): its `spec` is CLEAN and its
+    `check --all-tools` ACCEPTs our build rewritten to its harness shape (needs git and node on PATH)."""
+    import os
+    import subprocess
+
+    node, cli = os.environ.get("ACX_REF_NODE"), os.environ.get("ACX_REF_CLI")
+    if not node or not cli:
+        pytest.skip("set ACX_REF_NODE and ACX_REF_CLI to cross-check with the reference CLI")
+    out = _legacy_build(tmp_path, vectors_dir)
+    base = [node, "--no-warnings", "--experimental-sqlite", cli]
+    spec = subprocess.run([*base, "spec", str(out)], capture_output=True, text=True)
+    assert spec.returncode == 0 and "CLEAN" in spec.stdout, spec.stdout
+    check = subprocess.run([*base, "check", str(out), "--all-tools"], capture_output=True, text=True)
+    assert check.returncode == 0 and "ACCEPT" in check.stdout, check.stdout
+    refused = subprocess.run([*base, "check", str(out)], capture_output=True, text=True)
+    roles, _ = reference_check_requires(_harness(out))
+    assert refused.returncode == 1 and all(f"tool:{r}" in refused.stdout for r in roles), refused.stdout
