@@ -438,3 +438,20 @@ def test_reference_cli_verifies_our_signed_graph(vectors_dir: Path, tmp_path: Pa
         assert "verified" in got.stdout and "portable" in got.stdout and graph_digest(signed) in got.stdout
         lint = subprocess.run([*base, "graph", "lint", str(src), "--publish"], capture_output=True, text=True)
         assert lint.returncode == 0 and "VALID" in lint.stdout, lint.stdout
+
+
+@pytest.mark.parametrize("ring", [True, False], ids=["ring", "chain"])
+def test_long_mandatory_direction_cycles_are_found_iteratively(vectors_dir: Path, ring: bool) -> None:
+    """4,000 actors in one chain (or ring) of mandatory direction: found without recursion."""
+    n = 4000
+    doc = load(vectors_dir, SOURCE)
+    doc["actors"] = [{"id": f"a{i}", "kind": "agent", "description": "seat"} for i in range(n)]
+    doc["knowledge"] = [{"id": "brief", "kind": "requirement", "description": "b", "stewards": ["a0"]}]
+    base = {"intent": "direct", "obligation": "must", "purpose": "Pass the brief along the chain.",
+            "carries": ["brief"], "triggers": [{"type": "manual"}]}  # fmt: skip
+    last = n if ring else n - 1
+    doc["routes"] = [{**base, "id": f"r{i}", "from": f"a{i}", "to": [f"a{(i + 1) % n}"]} for i in range(last)]
+    doc.pop("loops")
+    doc.pop("convergence")
+    rules = lint_graph(doc).rules()
+    assert ("direction-cycle" in rules) is ring, rules
