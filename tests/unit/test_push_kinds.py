@@ -137,6 +137,9 @@ def test_workflows_are_verified_before_push(
     res = run_acx(capsys, "--json", "push", str(vectors_dir / "workflow" / "team.signed.cal.json"), ref)
     assert res.returncode == 0, res.stdout + res.stderr
     assert json.loads(res.stdout)["artifactType"] == WORKFLOW_TYPE
+    for published in ("ship-a-feature", "research-council"):  # the reference's signed workflows
+        got = run_acx(capsys, "--json", "push", str(vectors_dir / "reference" / f"{published}.cal.json"), ref)
+        assert got.returncode == 0 and json.loads(got.stdout)["kind"] == "workflow", got.stderr
     assert run_acx(capsys, "push", str(vectors_dir / "workflow" / "team.cal.json"), ref).returncode == 8
     assert (
         run_acx(capsys, "push", str(vectors_dir / "workflow" / "team.tampered.cal.json"), ref).returncode == 1
