@@ -34,3 +34,5 @@ GROUPS: dict[str, typer.Typer] = {
     "installed": installed_app,
     "release": release_app,
 }
+exchange_app = _group("The git-based Cartridge Exchange: verify, index and mirror into OCI registries.")
+GROUPS["exchange"] = exchange_app

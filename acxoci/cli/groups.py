@@ -26,6 +26,8 @@ ALL_MODULES = (
     "cmd_level",
     "cmd_install",
     "cmd_release",
+    "cmd_activate",
+    "cmd_exchange",
 )
 
 # top-level command or group name -> the modules that add commands under it
@@ -44,6 +46,8 @@ ENTRY: dict[str, tuple[str, ...]] = {
     "level": ("cmd_level",),
     "status-list": ("cmd_level",),
     "release": ("cmd_release",),
+    **{name: ("cmd_activate",) for name in ("activate", "deactivate")},
+    "exchange": ("cmd_exchange",),
 }
 
 _done: set[str] = set()
