@@ -64,6 +64,8 @@ def _host_inputs(host: Path | None, host_limits: Path | None, roster: Path | Non
 
 
 def _render(outcome: InstallOutcome) -> None:
+    if outcome.lifecycle is not None:  # deprecated or superseded in the Exchange it came from
+        console.print(f"[bold yellow]WARNING[/bold yellow] {escape(str(outcome.lifecycle.get('message')))}")
     if outcome.status == "refused":
         failed = outcome.failed
         console.print(f"[bold red]REFUSED[/bold red] {escape(outcome.reference)} — {len(failed)} check(s) "
