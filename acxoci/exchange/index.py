@@ -230,7 +230,7 @@ def _attestation_evidence(cart: Any) -> list[dict[str, Any]]:
             issuer_id = issuer.get("id") if isinstance(issuer, dict) else None
             proof = vc.get("proof")
             method = proof.get("verificationMethod") if isinstance(proof, dict) else None
-            named = isinstance(issuer_id, str) and isinstance(method, str) and bool(issuer_id) and bool(method)
+            named = isinstance(issuer_id, str) and isinstance(method, str) and bool(issuer_id and method)
             if not named or (method != issuer_id and not str(method).startswith(f"{issuer_id}#")):
                 state = "invalid"
         out.append(
