@@ -1,10 +1,9 @@
 """The Exchange's one seam to Agent Graphs (`graphs/<publisher>/<id>/<version>.agent-graph.json`).
 
-Graph verification belongs to the graph module (issue 18), which is not in this tree yet, so
-`graph_support()` returns None and the exchange refuses a folder with graphs (GraphSupportPending)
-unless told to leave them out. When the graph module lands, `graph_support()` returns a
-`GraphSupport` built from its verifier and publication profile; the index card and the loop
-dependency resolution below are already written against the reference's index shape.
+Graph verification belongs to the graph module (`acxoci.workflow.graph`, issue 18). While it is
+not in the tree `graph_support()` returns None and the exchange refuses a folder with graphs
+(GraphSupportPending) unless told to leave them out; once it is, graphs are verified through it and
+carded, with their loop dependencies resolved against the indexed workflows.
 """
 
 from __future__ import annotations
@@ -43,8 +42,28 @@ class GraphSupport:
 
 
 def graph_support() -> GraphSupport | None:
-    """The wired graph verifier, or None while graph support is pending."""
-    return None
+    """The graph module's verifier and publication profile (`acxoci.workflow.graph`, issue 18), or
+    None while that module is not in this tree (graph support pending)."""
+    import importlib
+
+    try:
+        graph_module = importlib.import_module("acxoci.workflow.graph")
+    except ImportError:
+        return None
+    verify_graph = getattr(graph_module, "verify_graph", None)
+    lint_graph = getattr(graph_module, "lint_graph", None)
+    if verify_graph is None or lint_graph is None:
+        return None
+
+    def verify(doc: dict[str, Any], registry: Any, now: datetime) -> GraphVerdict:
+        v = verify_graph(doc, registry=registry, now=now)
+        return GraphVerdict(bool(v.ok), bool(v.signed), str(v.digest), v.publisher_id, str(v.trust),
+                            str(v.status), tuple(str(i) for i in v.issues), v.signed_at)
+
+    def publish_issues(doc: dict[str, Any]) -> list[str]:
+        return [i.text() for i in lint_graph(doc, publish=True).errors]
+
+    return GraphSupport(verify, publish_issues)
 
 
 def _records(value: Any) -> list[dict[str, Any]]:
