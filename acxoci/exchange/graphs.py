@@ -57,8 +57,16 @@ def graph_support() -> GraphSupport | None:
 
     def verify(doc: dict[str, Any], registry: Any, now: datetime) -> GraphVerdict:
         v = verify_graph(doc, registry=registry, now=now)
-        return GraphVerdict(bool(v.ok), bool(v.signed), str(v.digest), v.publisher_id, str(v.trust),
-                            str(v.status), tuple(str(i) for i in v.issues), v.signed_at)
+        return GraphVerdict(
+            bool(v.ok),
+            bool(v.signed),
+            str(v.digest),
+            v.publisher_id,
+            str(v.trust),
+            str(v.status),
+            tuple(str(i) for i in v.issues),
+            v.signed_at,
+        )
 
     def publish_issues(doc: dict[str, Any]) -> list[str]:
         return [i.text() for i in lint_graph(doc, publish=True).errors]

@@ -15,6 +15,7 @@ from acxoci.errors import AcxError, NotFound
 from acxoci.exchange.errors import ReleaseWithdrawn
 from acxoci.exchange.status import LifecycleVerdict, decide
 from acxoci.oci.descriptor import EMPTY_DATA, Descriptor, descriptor_for, parse_manifest
+from acxoci.oci.reference import parse_reference
 from acxoci.oci.shapes import referrer_manifest
 from acxoci.oci.target import Target, fetch_bytes, push_bytes
 from attest.canonical import jcs, loads_strict
@@ -30,24 +31,25 @@ MAX_RECORD_BYTES = 64 * 1024
 OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
 
 
-def lifecycle_record(entry: dict[str, Any], successor_reference: str | None) -> bytes:
-    """The referrer's layer: the ledger entry as is, plus where the successor was mirrored (JCS,
-    so the same entry always gives the same bytes and mirroring it again writes nothing)."""
+def lifecycle_record(entry: dict[str, Any], successor_path: str | None) -> bytes:
+    """The referrer's layer: the ledger entry as is, plus where the successor sits relative to the
+    mirror's prefix (`<publisher>/<id>:<tag>`, so the record names no registry host and a copied
+    mirror stays right). JCS: the same entry always gives the same bytes."""
     doc: dict[str, Any] = {
         "schemaVersion": RECORD_SCHEMA,
         **{k: v for k, v in entry.items() if v is not None},
     }
-    if successor_reference is not None:
-        doc["successorReference"] = successor_reference
+    if successor_path is not None:
+        doc["successorPath"] = successor_path
     return jcs(doc)
 
 
 def push_lifecycle(
-    target: Target, subject: Descriptor, entry: dict[str, Any], successor_reference: str | None
+    target: Target, subject: Descriptor, entry: dict[str, Any], successor_path: str | None
 ) -> tuple[Descriptor, int]:
     """Attach one lifecycle record to `subject` unless it is already there; returns the referrer
     and how many objects were uploaded (0 when it already existed)."""
-    data = lifecycle_record(entry, successor_reference)
+    data = lifecycle_record(entry, successor_path)
     layer = descriptor_for(data, LAYER_TYPE)
     ann = {ANNOTATION_STATUS: str(entry.get("status"))}
     succ = entry.get("successor")
@@ -102,10 +104,29 @@ def read_lifecycle(target: Target, subject: Descriptor) -> list[dict[str, Any]]:
     return out
 
 
+def _successor_reference(record: dict[str, Any], reference: str) -> str | None:
+    """Where the successor is in the mirror `reference` came from: its repository with the last
+    `<publisher>/<id>` replaced by the record's successor path."""
+    path, art = record.get("successorPath"), record.get("artifact")
+    if not isinstance(path, str) or not isinstance(art, dict):
+        return None
+    try:
+        repo = parse_reference(reference, require_ref=False).repo_string()
+    except AcxError:
+        return None
+    tail = f"/{art.get('publisherId')}/{art.get('id')}"
+    return f"{repo[: -len(tail)]}/{path}" if repo.endswith(tail) else None
+
+
 def lifecycle_gate(target: Target, subject: Descriptor, name: str) -> LifecycleVerdict:
     """The install hook: the release's lifecycle verdict; ReleaseWithdrawn when it must not be
-    installed."""
-    verdict = decide(read_lifecycle(target, subject), name)
+    installed. `name` is the reference as typed."""
+    records = read_lifecycle(target, subject)
+    for r in records:
+        ref = _successor_reference(r, name)
+        if ref is not None:
+            r["successorReference"] = ref
+    verdict = decide(records, name)
     if verdict.action == "refuse":
         raise ReleaseWithdrawn(
             verdict.message,

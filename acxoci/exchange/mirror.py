@@ -240,12 +240,12 @@ def mirror_release(
     entry = derived.ledger.by_identity.get(identity_key(release.identity()))
     if entry is not None:
         succ = entry.get("successor")
-        succ_ref = (
-            destination(dest, succ["publisherId"], succ["id"], succ["version"])
+        succ_path = (
+            f"{succ['publisherId']}/{succ['id']}:{version_tag(succ['version'])}"
             if isinstance(succ, dict)
             else None
         )
-        desc, _sent = push_lifecycle(target, want, entry, succ_ref)
+        desc, _sent = push_lifecycle(target, want, entry, succ_path)
         item.referrers.append({"kind": "lifecycle", "digest": desc.digest, "status": entry["status"]})
         item.lifecycle = str(entry["status"])
     item.blobs_sent, item.manifests_sent = target.blobs, target.manifests
