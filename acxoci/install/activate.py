@@ -32,7 +32,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from acxoci.errors import Blocked, InvalidInput, NotFound, Tampered, UsageError
+from acxoci.errors import Blocked, InvalidInput, NotFound, RefusedByPolicy, Tampered, UsageError
 from acxoci.install.store import InstalledItem, Store, file_digest, slug, write_json_atomic
 from attest.canonical import loads_strict
 from attest.errors import AttestError
@@ -415,6 +415,29 @@ def read_verified_skills(item: InstalledItem, now: datetime) -> list[SkillFile]:
     return plan_skill_files(entries, rom)
 
 
+def revocation_gate(item: InstalledItem, now: datetime) -> None:
+    """Refuse to activate an item whose relied-on level credential is revoked now, or whose status
+    cannot be read (the check `installed verify` makes, with the policy recorded at install)."""
+    from acxoci.install.reverify import revocation_now
+    from acxoci.install.vpolicy import BUILTIN, load_policy
+
+    recorded = (item.record.get("policy") or {}).get("source")
+    src = (
+        Path(recorded)
+        if isinstance(recorded, str) and recorded != BUILTIN and Path(recorded).is_file()
+        else None
+    )
+    state, reason, _details = revocation_now(item, load_policy(src, now=now), now)
+    if state == "revoked":
+        raise RefusedByPolicy(f"{item.name}: {reason}; refusing to activate", where=str(item.path))
+    if state == "unknown":
+        raise RefusedByPolicy(
+            f"{item.name}: {reason}; refusing to activate",
+            where=str(item.path),
+            hint="run `acx installed verify` once the status list can be read",
+        )
+
+
 # ---- I/O: writing into the host folder ---------------------------------------------------------
 
 
@@ -502,6 +525,7 @@ def activate(
     with store.transaction() as txn:
         item = store.require(name)
         files = read_verified_skills(item, now)
+        revocation_gate(item, now)
         if not files:
             raise NotFound(f"{name} has no skills (no rom/skills/<skill>/SKILL.md)", where=str(item.path))
         _check_root(root)

@@ -21,10 +21,13 @@ from acxoci.install.activate import HOSTS, path_problem, plan_skill_files, read_
 from attest.keys import PrivateKey, generate_ed25519
 from tests.harness.cli import acx_json, run_acx
 from tests.harness.env import REPO
+from tests.unit.test_install_flow import World, full_policy, run, world  # noqa: F401 (fixture)
 from tests.unit.test_install_support import (
+    NOW,
     PUBLISHER,
     push_cartridge,
     registry_entry,
+    revoke,
     tree_hash,
     trusting_policy,
     write_registry,
@@ -390,3 +393,23 @@ def test_plan_refuses_uncovered_changed_colliding_and_too_many() -> None:
         )
     assert plan_skill_files([(name, 0o100755, OK)], {name: oid(OK)})[0].mode == 0o755
     assert plan_skill_files([(name, 0o104755, OK)], {name: oid(OK)})[0].mode == 0o755  # setuid dropped
+
+
+def test_a_credential_revoked_since_install_is_not_activated(world: World, tmp_path: Path) -> None:  # noqa: F811
+    """Activation re-checks the relied-on level credential's status list, as `installed verify` does."""
+    from datetime import timedelta
+
+    from acxoci.errors import RefusedByPolicy
+    from acxoci.install.activate import activate
+
+    out = run(world, full_policy(world))
+    assert out.status == "installed" and out.name
+    root = tmp_path / "skills-ok"
+    res = activate(world.store, out.name, root, host=None, now=NOW)
+    assert (root / "expertise-designer" / "SKILL.md").is_file() and res.skills == ("expertise-designer",)
+    later = NOW + timedelta(hours=1)
+    revoke(world.level, now=later - timedelta(minutes=5))
+    other = tmp_path / "skills-revoked"
+    with pytest.raises(RefusedByPolicy, match="revoked"):
+        activate(world.store, out.name, other, host=None, now=later)
+    assert not other.exists()
