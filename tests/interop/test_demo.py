@@ -37,7 +37,8 @@ def test_demo_on_layout(tmp_path: Path) -> None:
     check_story(out)
     assert (tmp_path / "demo/store/index.json").exists()
     skill = tmp_path / "demo/home/.claude/skills/review-checklist/SKILL.md"
-    assert skill.read_bytes() == (REPO / "examples/agent-package/skills/review-checklist/SKILL.md").read_bytes()
+    rom_file = REPO / "examples/agent-package/skills/review-checklist/SKILL.md"
+    assert skill.read_bytes() == rom_file.read_bytes()
 
 
 def test_demo_against_registry(tmp_path: Path, distribution_registry: Registry) -> None:
