@@ -16,6 +16,7 @@ from acxoci.oci.target import RemoteOptions
 from attest.canonical import loads_strict
 from attest.errors import AttestError
 
+MAX_INDEX_BYTES = 64 * 1024 * 1024
 DIR_ARG = typer.Argument(..., help="The Exchange folder (the reference's `registry/`).")
 NOW_OPT = typer.Option(None, "--now", help="Verify as of this RFC 3339 time (default: now).")
 NO_GRAPHS_OPT = typer.Option(
@@ -40,7 +41,11 @@ def cmd_verify(
     d = derive(directory, now=parse_now(now), allow_pending_graphs=without_graphs)
     derived = index_bytes(d.index)
     path = directory / INDEX_FILE
-    committed_bytes = read_bytes(path, "index.json") if path.is_file() and not path.is_symlink() else None
+    committed_bytes = (
+        read_bytes(path, "index.json", limit=MAX_INDEX_BYTES)
+        if path.is_file() and not path.is_symlink()
+        else None
+    )
     diffs: list[str] = []
     changed: list[dict[str, object]] = []
     if committed_bytes is None:

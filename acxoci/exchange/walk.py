@@ -111,8 +111,11 @@ def walk(root: Path) -> Walk:
             out.files.append(erel)
             if _secret_name(erel):
                 out.policy.append(f"{erel}: secret-bearing filename is forbidden")
-            if budget[0] > 0 and _has_private_key(Path(e.path), budget):
-                out.policy.append(f"{erel}: private key material is forbidden")
+            try:
+                if budget[0] > 0 and _has_private_key(Path(e.path), budget):
+                    out.policy.append(f"{erel}: private key material is forbidden")
+            except OSError as exc:
+                out.policy.append(f"{erel}: cannot be read ({exc.strerror})")
     if budget[0] <= 0:
         out.policy.append(f"secret scan stopped after {MAX_SCAN_BYTES} bytes")
     out.policy = sorted(set(out.policy))

@@ -521,7 +521,18 @@ def activate(
     store: Store, name: str, root: Path, *, host: str | None, now: datetime, force: bool = False
 ) -> ActivationResult:
     """Write `name`'s skills into `root` (see the module docstring); Blocked when a skill folder of
-    another origin is in the way and `force` is not set."""
+    another origin is in the way and `force` is not set. A file-system failure is InvalidInput."""
+    try:
+        return _activate(store, name, root, host=host, now=now, force=force)
+    except OSError as exc:
+        raise InvalidInput(
+            f"cannot write the skills folder: {exc.strerror or exc}", where=str(exc.filename or root)
+        ) from exc
+
+
+def _activate(
+    store: Store, name: str, root: Path, *, host: str | None, now: datetime, force: bool
+) -> ActivationResult:
     with store.transaction() as txn:
         item = store.require(name)
         files = read_verified_skills(item, now)
@@ -736,6 +747,15 @@ def deactivate(
     """Remove exactly the files `name`'s activations wrote (in `root` only, when given). An edited
     or replaced file refuses (Blocked, nothing removed) unless `force`; files the activation did not
     write are never removed."""
+    try:
+        return _deactivate(store, name, root=root, force=force)
+    except OSError as exc:
+        raise InvalidInput(
+            f"cannot remove activated files: {exc.strerror or exc}", where=str(exc.filename or store.root)
+        ) from exc
+
+
+def _deactivate(store: Store, name: str, *, root: Path | None, force: bool) -> DeactivationResult:
     with store.transaction() as txn:
         acts = [a for a in activations(store, name) if root is None or a.root == root]
         if not acts:

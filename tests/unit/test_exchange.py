@@ -357,3 +357,25 @@ def test_mirror_into_a_layout_is_idempotent_and_install_honours_the_lifecycle(
     code, err = acx_json(capsys, "exchange", "mirror", str(e.root), f"oci-layout:{layout}")
     assert code == 9 and "immutable coordinate" in err["error"]["message"], err
     assert index_bytes({"a": 1.0, "b": "é"}) == '{\n  "a": 1,\n  "b": "é"\n}\n'.encode()
+
+
+def test_garbage_artifacts_are_rejected_not_crashes(
+    capsys: pytest.CaptureFixture[str], ex: dict[str, Any]
+) -> None:
+    e: Exchange = ex["ex"]
+    bad = e.root / "cartridges" / PUBLISHER / "junk" / "1.0.0" / "cartridge.acx"
+    bad.parent.mkdir(parents=True)
+    bad.write_bytes(b"SQLite format 3\x00" + b"\xff" * 200)
+    flow = e.root / "cals" / PUBLISHER / "broken" / "1.0.0.cal.json"
+    flow.parent.mkdir(parents=True)
+    flow.write_text('{"id": "broken", "id": "twice"}')
+    code, out = acx_json(capsys, "exchange", "verify", str(e.root))
+    assert code == 1
+    paths = {r["path"] for r in out["rejected"]}
+    assert bad.relative_to(e.root).as_posix() in paths and flow.relative_to(e.root).as_posix() in paths
+    (e.root / "status.json").write_bytes(b"\x00not json")
+    code, out = acx_json(capsys, "exchange", "index", str(e.root))
+    assert code == 3 and out["error"]["kind"] == "invalid_input"
+    assert acx_json(capsys, "exchange", "verify", str(e.root / "nowhere"))[0] == 4
+    code, out = acx_json(capsys, "exchange", "mirror", str(e.root), "127.0.0.1:5000/x:tag")
+    assert code == 2
