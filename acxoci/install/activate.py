@@ -693,6 +693,18 @@ def _walk(folder: Path) -> Iterable[Path]:
                 stack.append((p, depth + 1))
 
 
+def _no_link_below(root: Path, rel: str) -> bool:
+    """True when no component of `rel` under `root` (nor `root`) is a symlink."""
+    p = root
+    if os.path.islink(p):
+        return False
+    for seg in rel.split("/"):
+        p = p / seg
+        if os.path.islink(p):
+            return False
+    return True
+
+
 def _remove_recorded(act: Activation, *, only: set[str] | None, force: bool) -> tuple[list[str], list[str]]:
     """Remove the recorded files (of the skills in `only`, if given) that are unchanged (or all
     regular ones with `force`), then the folders left empty. Returns (removed, kept)."""
@@ -717,7 +729,7 @@ def _remove_recorded(act: Activation, *, only: set[str] | None, force: bool) -> 
             dirs.add("/".join(parts[:i]))
     for d in sorted(dirs, key=lambda x: x.count("/"), reverse=True):
         p = act.root.joinpath(*d.split("/"))
-        if os.path.isdir(p) and not os.path.islink(p):
+        if _no_link_below(act.root, d) and os.path.isdir(p):
             with contextlib.suppress(OSError):
                 p.rmdir()  # only when empty: files we did not write stay, and so does their folder
     return removed, kept
@@ -758,6 +770,8 @@ def deactivate(
 def _deactivate(store: Store, name: str, *, root: Path | None, force: bool) -> DeactivationResult:
     with store.transaction() as txn:
         acts = [a for a in activations(store, name) if root is None or a.root == root]
+        for a in acts:
+            _check_root(a.root)  # a skills folder swapped for a symlink is not followed
         if not acts:
             raise NotFound(
                 f"{name} is not activated" + (f" in {root}" if root else ""), where=str(store.root)

@@ -413,3 +413,20 @@ def test_a_credential_revoked_since_install_is_not_activated(world: World, tmp_p
     with pytest.raises(RefusedByPolicy, match="revoked"):
         activate(world.store, out.name, other, host=None, now=later)
     assert not other.exists()
+
+
+def test_deactivate_never_follows_a_skill_folder_swapped_for_a_symlink(
+    capsys: pytest.CaptureFixture[str], env: dict[str, Any]
+) -> None:
+    acx = build(env["tmp"], env["key"])
+    code, out = install(capsys, env, acx, "v1", "--activate", "claude")
+    assert code == 0, out
+    root = env["home"] / ".claude" / "skills"
+    elsewhere = env["tmp"] / "elsewhere"
+    shutil.copytree(root / "second-skill", elsewhere)  # same bytes, so digests would match
+    shutil.rmtree(root / "second-skill")
+    os.symlink(elsewhere, root / "second-skill")
+    code, err = acx_json(capsys, "deactivate", out["name"], "--force", "--store", str(env["store"]))
+    assert code == 0, err
+    assert (elsewhere / "SKILL.md").read_bytes() == SECOND_SKILL  # untouched through the link
+    assert os.path.islink(root / "second-skill") and not (root / "review-checklist").exists()
