@@ -11,7 +11,7 @@ from __future__ import annotations
 import io
 from typing import Any
 
-from acxoci.errors import AcxError, NotFound
+from acxoci.errors import AcxError, InvalidInput, NotFound
 from acxoci.exchange.errors import ReleaseWithdrawn
 from acxoci.exchange.status import LifecycleVerdict, decide
 from acxoci.oci.descriptor import EMPTY_DATA, Descriptor, descriptor_for, parse_manifest
@@ -78,8 +78,9 @@ def push_lifecycle(
 
 
 def read_lifecycle(target: Target, subject: Descriptor) -> list[dict[str, Any]]:
-    """Every lifecycle record attached to `subject` (bounded). A record that cannot be read counts
-    as `withdrawn`: an unreadable status must never let a withdrawn release through."""
+    """Every lifecycle record attached to `subject` (bounded). A record that cannot be parsed counts
+    as `withdrawn`: an unreadable status must never let a withdrawn release through. Bytes that do
+    not match their digest (Tampered) and transport failures propagate to the caller."""
     try:
         found = target.referrers(subject.plain(), ARTIFACT_TYPE)
     except NotFound:
@@ -95,7 +96,7 @@ def read_lifecycle(target: Target, subject: Descriptor) -> list[dict[str, Any]]:
             if not isinstance(doc, dict) or doc.get("schemaVersion") != RECORD_SCHEMA:
                 raise NotFound("not a lifecycle record")
             out.append(doc)
-        except (AcxError, AttestError) as exc:
+        except (InvalidInput, NotFound, AttestError) as exc:  # Tampered and transport errors propagate
             out.append(
                 {"status": "withdrawn", "reason": f"lifecycle record {entry.digest} unreadable: {exc}"}
             )

@@ -410,7 +410,13 @@ def install(ref_text: str, *, policy: VerificationPolicy, store: Store, now: dat
         resolved = desc.digest
         if ref.digest is not None and desc.digest != ref.digest:
             resolved = ref.digest  # the registry answered with something else: content-digest fails
-        lifecycle = exchange_lifecycle(target, desc, ref_text)
+        try:
+            lifecycle = exchange_lifecycle(target, desc, ref_text)
+        except Tampered as exc:  # the registry served altered referrer bytes: a content refusal
+            bad = C.check_content(C.ContentEvidence(resolved, None, f"lifecycle referrers: {exc.one_line()}"))
+            rest = [C.CheckResult(cid, "skip", "not attempted: nothing verifiable was pulled")
+                    for cid in C.CHECK_ORDER[2:]]
+            return _refuse_early(ref_text, [reg, bad, *rest])
         for item in store.list():
             if item.digest == resolved and (name is None or item.name == name):
                 txn.tidy(item.name)
@@ -428,7 +434,10 @@ def exchange_lifecycle(target: Target, desc: Descriptor, ref_text: str) -> dict[
     withdrawn one before anything is pulled; deprecated/superseded come back as a warning."""
     from acxoci.exchange.lifecycle import lifecycle_gate
 
-    verdict = lifecycle_gate(target, desc, ref_text)
+    try:
+        verdict = lifecycle_gate(target, desc, ref_text)
+    except TruncatedBody as exc:  # a cut transfer is retryable, not a verdict
+        raise TransientError(f"transfer cut short: {exc.one_line()}", hint="retry the install") from exc
     return None if verdict.action == "allow" else verdict.to_json()
 
 
