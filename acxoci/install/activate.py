@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from acxoci.errors import Blocked, InvalidInput, NotFound, RefusedByPolicy, Tampered, UsageError
+from acxoci.fsutil import atomic_write
 from acxoci.install.store import InstalledItem, Store, file_digest, slug, write_json_atomic
 from attest.canonical import loads_strict
 from attest.errors import AttestError
@@ -480,6 +481,25 @@ def _fsync_dir(path: Path) -> None:
             os.close(fd)
 
 
+LEFTOVER_AGE = 3600.0
+
+
+def _clean_leftovers(root: Path) -> None:
+    """Remove staging and replaced folders an interrupted activation left in `root` (only ours, by
+    prefix, and only when older than an hour, so a concurrent activation is never disturbed)."""
+    import time
+
+    try:
+        entries = list(os.scandir(root))[:MAX_FILES]
+    except OSError:
+        return
+    for e in entries:
+        if e.name.startswith((STAGING_PREFIX, OLD_PREFIX)) and e.is_dir(follow_symlinks=False):
+            with contextlib.suppress(OSError):
+                if time.time() - e.stat(follow_symlinks=False).st_mtime > LEFTOVER_AGE:
+                    shutil.rmtree(e.path, ignore_errors=True)
+
+
 def _remove_tree(path: Path) -> None:
     """Remove a folder or a file/symlink (never following a symlink)."""
     if os.path.islink(path) or not os.path.isdir(path):
@@ -557,40 +577,7 @@ def _activate(
             created = max(created, int(previous.doc.get("createdLevels") or 0))
         root.mkdir(parents=True, exist_ok=True)
         _check_root(root)
-        staging = root / f"{STAGING_PREFIX}{uuid.uuid4().hex}"
-        staging.mkdir(mode=0o700)
-        done: list[tuple[str, Path | None]] = []
-        try:
-            for f in files:
-                dest = staging.joinpath(*f.path.split("/"))
-                dest.parent.mkdir(parents=True, exist_ok=True)
-                _write_file(dest, f.data, f.mode)
-            for d in [staging, *sorted(p for p in staging.rglob("*") if p.is_dir())]:
-                os.chmod(d, 0o755)
-                _fsync_dir(d)
-            for s in skills:
-                final = root / s
-                old: Path | None = None
-                if _lexists(final):
-                    old = root / f"{OLD_PREFIX}{uuid.uuid4().hex}"
-                    os.rename(final, old)
-                os.rename(staging / s, final)
-                done.append((s, old))
-            _fsync_dir(root)
-        except BaseException:
-            for s, old in reversed(done):  # put back what was there before
-                _remove_tree(root / s)
-                if old is not None:
-                    os.rename(old, root / s)
-            shutil.rmtree(staging, ignore_errors=True)
-            raise
-        shutil.rmtree(staging, ignore_errors=True)
-        for _s, old in done:
-            if old is not None:
-                _remove_tree(old)
-        if previous is not None:  # skills this name wrote before and no longer has
-            gone = [s for s in previous.skills if s not in skills]
-            _remove_recorded(previous, only=set(gone), force=False)
+        _clean_leftovers(root)
         written = tuple(
             {"path": f.path, "digest": f.digest, "size": len(f.data), "mode": f"{f.mode:o}"} for f in files
         )
@@ -606,9 +593,49 @@ def _activate(
             "createdLevels": created,
             "activatedAt": _iso(now),
         }
-        activations_dir(store).mkdir(exist_ok=True)
-        write_json_atomic(mpath, doc)
-        txn.changed = True
+        previous_bytes = mpath.read_bytes() if mpath.exists() else None
+        staging = root / f"{STAGING_PREFIX}{uuid.uuid4().hex}"
+        staging.mkdir(mode=0o700)
+        done: list[tuple[str, Path | None]] = []
+        try:
+            for f in files:
+                dest = staging.joinpath(*f.path.split("/"))
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                _write_file(dest, f.data, f.mode)
+            for d in [staging, *sorted(p for p in staging.rglob("*") if p.is_dir())]:
+                os.chmod(d, 0o755)
+                _fsync_dir(d)
+            # the manifest first: whenever a written file is visible, the store says so
+            activations_dir(store).mkdir(exist_ok=True)
+            write_json_atomic(mpath, doc)
+            txn.changed = True
+            for s in skills:
+                final = root / s
+                old: Path | None = None
+                if _lexists(final):
+                    old = root / f"{OLD_PREFIX}{uuid.uuid4().hex}"
+                    os.rename(final, old)
+                os.rename(staging / s, final)
+                done.append((s, old))
+            _fsync_dir(root)
+        except BaseException:
+            for s, old in reversed(done):  # put back what was there before
+                _remove_tree(root / s)
+                if old is not None:
+                    os.rename(old, root / s)
+            shutil.rmtree(staging, ignore_errors=True)
+            if previous_bytes is None:
+                mpath.unlink(missing_ok=True)
+            else:
+                atomic_write(mpath, previous_bytes)
+            raise
+        shutil.rmtree(staging, ignore_errors=True)
+        for _s, old in done:
+            if old is not None:
+                _remove_tree(old)
+        if previous is not None:  # skills this name wrote before and no longer has
+            gone = [s for s in previous.skills if s not in skills]
+            _remove_recorded(previous, only=set(gone), force=False)
         replaced = tuple(s for s in in_the_way)
         return ActivationResult(name, host, root, tuple(skills), written, replaced, mpath)
 

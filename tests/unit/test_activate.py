@@ -430,3 +430,32 @@ def test_deactivate_never_follows_a_skill_folder_swapped_for_a_symlink(
     assert code == 0, err
     assert (elsewhere / "SKILL.md").read_bytes() == SECOND_SKILL  # untouched through the link
     assert os.path.islink(root / "second-skill") and not (root / "review-checklist").exists()
+
+
+def test_a_failure_part_way_puts_everything_back(
+    capsys: pytest.CaptureFixture[str], env: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from acxoci.install import activate as A
+    from acxoci.install.store import Store
+
+    acx = build(env["tmp"], env["key"])
+    code, out = install(capsys, env, acx)
+    assert code == 0, out
+    root = env["home"] / ".claude" / "skills"
+    root.mkdir(parents=True)
+    before = tree_hash(env["home"])
+    real = os.rename
+    calls = []
+
+    def flaky(src: Any, dst: Any) -> None:
+        calls.append(dst)
+        if len(calls) == 2:  # the second skill folder's move fails (disk full, say)
+            raise OSError(28, "No space left on device")
+        real(src, dst)
+
+    monkeypatch.setattr(A.os, "rename", flaky)
+    with pytest.raises(InvalidInput, match="No space left"):
+        A.activate(Store(env["store"]), out["name"], root, host="claude", now=NOW)
+    monkeypatch.setattr(A.os, "rename", real)
+    assert tree_hash(env["home"]) == before  # the first skill was taken back, no staging left
+    assert not list((env["store"] / "activations").glob("*.json"))
