@@ -139,8 +139,11 @@ def cmd_list(store: Path | None = STORE_OPT) -> None:
 
 def cmd_show(name: str = typer.Argument(..., help="Install name."),
              store: Path | None = STORE_OPT) -> None:
-    """Show an installed item's install record."""
+    """Show an installed item's install record (and where it is activated)."""
+    from acxoci.install.activate import activations
+
     item = _store(store).require(name)
+    acts = [a.summary() for a in activations(_store(store), item.name)]
 
     def human() -> None:
         r = item.record
@@ -153,8 +156,11 @@ def cmd_show(name: str = typer.Argument(..., help="Install name."),
             console.print(f"  {_MARK.get(c.get('status'), '?')} {c.get('order')}. {c.get('id')}: "
                           f"{escape(str(c.get('reason')))}")
         console.print(f"  {len(r.get('files', []))} file(s) at {escape(str(item.path))}")
+        for a in acts:
+            console.print(f"  activated ({a['host'] or 'custom'}) in {escape(str(a['root']))}: "
+                          + ", ".join(escape(str(s)) for s in a["skills"] or []))
 
-    emit({"path": str(item.path), "record": item.record}, human)
+    emit({"path": str(item.path), "record": item.record, "activations": acts}, human)
 
 
 def cmd_verify(name: str | None = typer.Argument(None, help="Install name (default: every item)."),

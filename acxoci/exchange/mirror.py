@@ -216,6 +216,13 @@ def mirror_release(
     target = CountingTarget(inner)
     tag = version_tag(release.version)
     facts = gather(release.path, verify=True, registry=None, now=now)
+    pushed_identity = facts.rom_digest if release.kind == "agent" else facts.workflow_digest
+    if pushed_identity != release.digest:  # the file changed between verification and push
+        raise VerificationFailed(
+            f"{release.rel} changed while mirroring ({pushed_identity} is not the "
+            f"verified {release.digest}); nothing pushed for it",
+            where=str(release.path),
+        )
     built = build(facts)
     want = Descriptor(built.descriptor.media_type, built.descriptor.digest, built.descriptor.size)
     try:

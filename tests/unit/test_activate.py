@@ -133,6 +133,8 @@ def test_install_activate_claude_writes_the_rom_files_and_deactivate_removes_onl
     assert not [p for p in root.iterdir() if p.name.startswith(".acx-")]  # no staging left behind
     code, ver = acx_json(capsys, "installed", "verify", "--store", str(env["store"]))
     assert code == 0 and ver["ok"], ver
+    code, shown = acx_json(capsys, "installed", "show", out["name"], "--store", str(env["store"]))
+    assert code == 0 and [a["root"] for a in shown["activations"]] == [str(root)]
     code, res = acx_json(capsys, "deactivate", out["name"], "--store", str(env["store"]))
     assert code == 0, res
     assert tree_hash(home) == before  # exactly what was written is gone; the user's folder stays

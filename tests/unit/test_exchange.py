@@ -379,3 +379,25 @@ def test_garbage_artifacts_are_rejected_not_crashes(
     assert acx_json(capsys, "exchange", "verify", str(e.root / "nowhere"))[0] == 4
     code, out = acx_json(capsys, "exchange", "mirror", str(e.root), "127.0.0.1:5000/x:tag")
     assert code == 2
+
+
+def test_a_file_changed_between_verification_and_push_is_not_pushed(ex: dict[str, Any]) -> None:
+    from acxoci.errors import VerificationFailed
+    from acxoci.exchange.mirror import mirror_release
+    from acxoci.oci.target import RemoteOptions
+    from tests.unit.exchange_support import build_version
+
+    e: Exchange = ex["ex"]
+    derived = derive(e.root, now=NOW)
+    release = next(r for r in derived.releases if r.kind == "agent" and r.version == "1.1.0")
+    (ex["tmp"] / "again").mkdir()
+    shutil.copyfile(
+        build_version(ex["tmp"] / "again", ex["key"], "1.1.0", description="Swapped in."), release.path
+    )
+    layout = ex["tmp"] / "race"
+    with pytest.raises(VerificationFailed, match="changed while mirroring"):
+        mirror_release(release, derived, f"oci-layout:{layout}", RemoteOptions(), NOW)
+    assert (
+        not (layout / PUBLISHER / "pr-reviewer" / "index.json").exists()
+        or not LayoutStore(layout / PUBLISHER / "pr-reviewer", create=False).tags()
+    )
