@@ -212,9 +212,6 @@ def mirror_release(
     from acxoci.artifact import build, gather, push_file
 
     ref_text = destination(dest, release.publisher, release.id, release.version)
-    inner, _ref = open_target(ref_text, remote, create=True)
-    target = CountingTarget(inner)
-    tag = version_tag(release.version)
     facts = gather(release.path, verify=True, registry=None, now=now)
     pushed_identity = facts.rom_digest if release.kind == "agent" else facts.workflow_digest
     if pushed_identity != release.digest:  # the file changed between verification and push
@@ -224,6 +221,9 @@ def mirror_release(
             where=str(release.path),
         )
     built = build(facts)
+    inner, _ref = open_target(ref_text, remote, create=True)
+    target = CountingTarget(inner)
+    tag = version_tag(release.version)
     want = Descriptor(built.descriptor.media_type, built.descriptor.digest, built.descriptor.size)
     try:
         existing: Descriptor | None = target.resolve(tag)
