@@ -397,7 +397,4 @@ def test_a_file_changed_between_verification_and_push_is_not_pushed(ex: dict[str
     layout = ex["tmp"] / "race"
     with pytest.raises(VerificationFailed, match="changed while mirroring"):
         mirror_release(release, derived, f"oci-layout:{layout}", RemoteOptions(), NOW)
-    assert (
-        not (layout / PUBLISHER / "pr-reviewer" / "index.json").exists()
-        or not LayoutStore(layout / PUBLISHER / "pr-reviewer", create=False).tags()
-    )
+    assert not layout.exists()  # nothing was even created
