@@ -90,7 +90,7 @@ def destination(dest: str, publisher: str, artifact_id: str, version: str) -> st
 def check_destination(dest: str) -> None:
     """DEST is a registry prefix (`host[:port]/path`) or `oci-layout:DIR`, without a tag or digest."""
     if dest.startswith(LAYOUT):
-        if not dest[len(LAYOUT) :] or "@" in dest:
+        if not dest[len(LAYOUT) :] or "@" in dest or ":" in dest[len(LAYOUT) :]:
             raise UsageError(f"bad destination {dest!r}", hint="oci-layout:DIR")
         return
     if "@" in dest or "/" not in dest.strip("/"):

@@ -379,6 +379,8 @@ def test_garbage_artifacts_are_rejected_not_crashes(
     assert acx_json(capsys, "exchange", "verify", str(e.root / "nowhere"))[0] == 4
     code, out = acx_json(capsys, "exchange", "mirror", str(e.root), "127.0.0.1:5000/x:tag")
     assert code == 2
+    for dest in ("oci-layout:", "oci-layout:/tmp/x:tag", "oci-layout:/tmp/x@sha256:00", "127.0.0.1:5000"):
+        assert acx_json(capsys, "exchange", "mirror", str(e.root), dest)[0] == 2, dest
 
 
 def test_a_file_changed_between_verification_and_push_is_not_pushed(ex: dict[str, Any]) -> None:
