@@ -2,7 +2,8 @@
 # make demo: the whole story on the embedded OCI-layout store (no server), or against a
 # registry with `make demo REGISTRY=host:port`:
 #   build → sign → trust → push → attest (cosign legacy + bundle) → level benchmark → issue and
-#   attach a level credential with a status list → verify → install → revoke → installed verify.
+#   attach a level credential with a status list → verify → install (and activate into a scratch
+#   HOME) → revoke → installed verify.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ACX=${ACX:-.venv/bin/acx}
@@ -77,8 +78,11 @@ harness:
 limits:
   budgetAboveHost: cap      # the host's resource-limits.yaml always wins
 YAML
-acx install "$REF" --policy "$D/policy.yaml" --host examples/host.json \
-    --host-limits examples/resource-limits.yaml --store "$D/installed"
+case "$D" in /*) SCRATCH_HOME="$D/home" ;; *) SCRATCH_HOME="$(pwd)/$D/home" ;; esac
+mkdir -p "$SCRATCH_HOME"   # a scratch HOME: the demo never touches your real ~/.claude
+echo "\$ HOME=$SCRATCH_HOME acx install $REF ... --activate claude"
+XDG_CACHE_HOME="${XDG_CACHE_HOME:-$HOME/.cache}" HOME="$SCRATCH_HOME" "$ACX" install "$REF" --policy "$D/policy.yaml" --host examples/host.json \
+    --host-limits examples/resource-limits.yaml --store "$D/installed" --activate claude
 acx installed list --store "$D/installed"
 
 step "8. The verifier revokes the credential (flip one bit, re-sign, republish the list)"
@@ -90,5 +94,10 @@ if "$ACX" installed verify --store "$D/installed"; then
   echo "demo: expected installed verify to report the revocation" >&2
   exit 1
 fi
+
+step "10. The installed agent is active in the scratch HOME: its skills, byte for byte the cartridge's ROM files"
+find "$SCRATCH_HOME" -type f | sort
+cmp "$SCRATCH_HOME/.claude/skills/review-checklist/SKILL.md" examples/agent-package/skills/review-checklist/SKILL.md
+echo "skills/review-checklist/SKILL.md is identical to the signed ROM file"
 
 step "Done: every step above ran against $where; artifacts are in $D/"

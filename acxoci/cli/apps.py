@@ -36,3 +36,5 @@ GROUPS: dict[str, typer.Typer] = {
     "release": release_app,
     "graph": graph_app,
 }
+exchange_app = _group("The git-based Cartridge Exchange: verify, index and mirror into OCI registries.")
+GROUPS["exchange"] = exchange_app

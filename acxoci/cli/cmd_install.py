@@ -64,6 +64,8 @@ def _host_inputs(host: Path | None, host_limits: Path | None, roster: Path | Non
 
 
 def _render(outcome: InstallOutcome) -> None:
+    if outcome.lifecycle is not None:  # deprecated or superseded in the Exchange it came from
+        console.print(f"[bold yellow]WARNING[/bold yellow] {escape(str(outcome.lifecycle.get('message')))}")
     if outcome.status == "refused":
         failed = outcome.failed
         console.print(f"[bold red]REFUSED[/bold red] {escape(outcome.reference)} — {len(failed)} check(s) "
@@ -91,6 +93,8 @@ def cmd_install(
     plain_http: bool = typer.Option(False, "--plain-http", help="Talk HTTP (not HTTPS) to the registry."),
     name: str | None = typer.Option(None, "--name", help="Install name (default: publisher/artifact-id)."),
     roster: Path | None = typer.Option(None, "--roster", help="More cartridges for a workflow's ready."),
+    activate: str | None = typer.Option(None, "--activate", help="Then activate its skills for this host "
+                                        "(claude, codex, cursor); see `acx activate`."),
 ) -> None:
     """Pull REF, prove it and install it atomically — or refuse and install nothing.
 
@@ -102,9 +106,20 @@ def cmd_install(
     hosts = _host_inputs(host, host_limits, roster)
     outcome = install(ref, policy=vpolicy, store=_store(store), now=now, host=hosts,
                       remote=RemoteOptions(plain_http=True if plain_http else None), name=name)
-    emit(outcome.to_json(), lambda: _render(outcome))
-    if outcome.status == "refused":
-        raise typer.Exit(RefusedByPolicy.exit_code)
+    if outcome.status == "refused" or activate is None or outcome.name is None:
+        emit(outcome.to_json(), lambda: _render(outcome))
+        if outcome.status == "refused":
+            raise typer.Exit(RefusedByPolicy.exit_code)
+        return
+    from acxoci.cli.cmd_activate import render_activation, run_activation
+
+    act = run_activation(_store(store), outcome.name, activate, None, None, False)
+
+    def human() -> None:
+        _render(outcome)
+        render_activation(act)
+
+    emit({**outcome.to_json(), "activation": act.to_json()}, human)
 
 
 def cmd_list(store: Path | None = STORE_OPT) -> None:
@@ -124,8 +139,11 @@ def cmd_list(store: Path | None = STORE_OPT) -> None:
 
 def cmd_show(name: str = typer.Argument(..., help="Install name."),
              store: Path | None = STORE_OPT) -> None:
-    """Show an installed item's install record."""
+    """Show an installed item's install record (and where it is activated)."""
+    from acxoci.install.activate import activations
+
     item = _store(store).require(name)
+    acts = [a.summary() for a in activations(_store(store), item.name)]
 
     def human() -> None:
         r = item.record
@@ -138,8 +156,11 @@ def cmd_show(name: str = typer.Argument(..., help="Install name."),
             console.print(f"  {_MARK.get(c.get('status'), '?')} {c.get('order')}. {c.get('id')}: "
                           f"{escape(str(c.get('reason')))}")
         console.print(f"  {len(r.get('files', []))} file(s) at {escape(str(item.path))}")
+        for a in acts:
+            console.print(f"  activated ({a['host'] or 'custom'}) in {escape(str(a['root']))}: "
+                          + ", ".join(escape(str(s)) for s in a["skills"] or []))
 
-    emit({"path": str(item.path), "record": item.record}, human)
+    emit({"path": str(item.path), "record": item.record, "activations": acts}, human)
 
 
 def cmd_verify(name: str | None = typer.Argument(None, help="Install name (default: every item)."),
@@ -157,17 +178,23 @@ def cmd_verify(name: str | None = typer.Argument(None, help="Install name (defau
         if src is None and isinstance(recorded, str) and recorded != BUILTIN and Path(recorded).is_file():
             src = Path(recorded)
         results.append(verify_item(item, load_policy(src, now=now), now))
-    ok = all(r.ok for r in results)
-    data = {"ok": ok, "items": [r.to_json() for r in results]}
+    from acxoci.install.activate import check_activations
+
+    activated = check_activations(st, [r.name for r in results])
+    ok = all(r.ok for r in results) and not any(activated.values())
+    data = {"ok": ok, "items": [{**r.to_json(), "activationProblems": activated.get(r.name, [])}
+                                for r in results]}
 
     def human() -> None:
         head = "[bold green]OK[/bold green]" if ok else "[bold red]PROBLEMS[/bold red]"
         console.print(f"{head} {len(results)} installed item(s) checked")
         for r in results:
-            mark = _MARK["pass"] if r.ok else _MARK["fail"]
+            mark = _MARK["pass"] if r.ok and not activated.get(r.name) else _MARK["fail"]
             files = "ok" if r.files_ok else "CHANGED"
-            console.print(f"  {mark} {escape(r.name)} @ {r.digest}: files {files}, revocation {r.revocation}")
-            for p in r.problems:
+            acts = ", activated files CHANGED" if activated.get(r.name) else ""
+            console.print(f"  {mark} {escape(r.name)} @ {r.digest}: files {files}, revocation {r.revocation}"
+                          f"{acts}")
+            for p in [*r.problems, *activated.get(r.name, [])]:
                 console.print(f"      - {escape(p)}")
 
     emit(data, human)

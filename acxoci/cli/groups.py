@@ -28,6 +28,8 @@ ALL_MODULES = (
     "cmd_release",
     "cmd_graph",
     "cmd_roster",
+    "cmd_activate",
+    "cmd_exchange",
 )
 
 # top-level command or group name -> the modules that add commands under it
@@ -50,6 +52,8 @@ ENTRY: dict[str, tuple[str, ...]] = {
     "cal": ("cmd_workflow",),
     "ls": ("cmd_roster",),
     "list": ("cmd_roster",),
+    **{name: ("cmd_activate",) for name in ("activate", "deactivate")},
+    "exchange": ("cmd_exchange",),
 }
 
 _done: set[str] = set()

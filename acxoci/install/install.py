@@ -16,7 +16,7 @@ import os
 import re
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
@@ -84,6 +84,7 @@ class InstallOutcome:
     checks: tuple[C.CheckResult, ...] = ()
     record: dict[str, Any] | None = None
     path: str | None = None
+    lifecycle: dict[str, Any] | None = None
 
     @property
     def failed(self) -> list[C.CheckResult]:
@@ -98,6 +99,8 @@ class InstallOutcome:
                               "failed": [c.to_json() for c in self.failed]}
         if self.path is not None:
             out["path"] = self.path
+        if self.lifecycle is not None:
+            out["lifecycle"] = self.lifecycle
         return out
 
 
@@ -408,14 +411,35 @@ def install(ref_text: str, *, policy: VerificationPolicy, store: Store, now: dat
         resolved = desc.digest
         if ref.digest is not None and desc.digest != ref.digest:
             resolved = ref.digest  # the registry answered with something else: content-digest fails
+        try:
+            lifecycle = exchange_lifecycle(target, desc, ref_text)
+        except Tampered as exc:  # the registry served altered referrer bytes: a content refusal
+            bad = C.check_content(C.ContentEvidence(resolved, None, f"lifecycle referrers: {exc.one_line()}"))
+            rest = [C.CheckResult(cid, "skip", "not attempted: nothing verifiable was pulled")
+                    for cid in C.CHECK_ORDER[2:]]
+            return _refuse_early(ref_text, [reg, bad, *rest])
         for item in store.list():
             if item.digest == resolved and (name is None or item.name == name):
                 txn.tidy(item.name)
                 return InstallOutcome("already-installed", ref_text, resolved, item.name,
-                                      str(item.record.get("kind")), record=item.record, path=str(item.path))
+                                      str(item.record.get("kind")), record=item.record, path=str(item.path),
+                                      lifecycle=lifecycle)
         staged = txn.stage()
-        return _install_staged(txn, staged, target, ref, ref_text, desc, resolved, policy, host, now,
-                               name)
+        outcome = _install_staged(txn, staged, target, ref, ref_text, desc, resolved, policy, host, now,
+                                  name)
+        return replace(outcome, lifecycle=lifecycle)
+
+
+def exchange_lifecycle(target: Target, desc: Descriptor, ref_text: str) -> dict[str, Any] | None:
+    """The Exchange lifecycle of the release (docs/exchange.md): ReleaseWithdrawn (exit 8) refuses a
+    withdrawn one before anything is pulled; deprecated/superseded come back as a warning."""
+    from acxoci.exchange.lifecycle import lifecycle_gate
+
+    try:
+        verdict = lifecycle_gate(target, desc, ref_text)
+    except TruncatedBody as exc:  # a cut transfer is retryable, not a verdict
+        raise TransientError(f"transfer cut short: {exc.one_line()}", hint="retry the install") from exc
+    return None if verdict.action == "allow" else verdict.to_json()
 
 
 def _install_staged(txn: Transaction, staged: Path, target: Target, ref: Reference, ref_text: str,

@@ -27,7 +27,8 @@ def run_demo(tmp_path: Path, *args: str) -> str:
 
 def check_story(out: str) -> None:
     for needle in ("TRUSTED (verified)", "ATTESTED", "ISSUED Lv", "VERIFIED", "INSTALLED", "REVOKED",
-                   "credential revoked since install"):
+                   "credential revoked since install", "ACTIVATED",
+                   "skills/review-checklist/SKILL.md is identical to the signed ROM file"):
         assert needle in out, needle
 
 
@@ -35,6 +36,9 @@ def test_demo_on_layout(tmp_path: Path) -> None:
     out = run_demo(tmp_path)
     check_story(out)
     assert (tmp_path / "demo/store/index.json").exists()
+    skill = tmp_path / "demo/home/.claude/skills/review-checklist/SKILL.md"
+    rom_file = REPO / "examples/agent-package/skills/review-checklist/SKILL.md"
+    assert skill.read_bytes() == rom_file.read_bytes()
 
 
 def test_demo_against_registry(tmp_path: Path, distribution_registry: Registry) -> None:

@@ -26,6 +26,7 @@ DOMAIN = (
     "acxoci.attestation",
     "acxoci.artifact",
     "acxoci.install",
+    "acxoci.exchange",
 )
 
 

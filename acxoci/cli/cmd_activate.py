@@ -1,0 +1,81 @@
+"""`acx activate NAME --host H` and `acx deactivate NAME`: an installed cartridge's skills as Agent
+Skills in a host's folder, written only from verified bytes and removed exactly (docs/activate.md)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import typer
+from rich.markup import escape
+
+from acxoci.cli.output import console, emit
+from acxoci.install.activate import ActivationResult, activate, deactivate, skills_root
+from acxoci.install.store import Store
+
+STORE_OPT = typer.Option(None, "--store", envvar="ACX_STORE", help="Install store folder.")
+HOST_OPT = typer.Option(None, "--host", help="claude, codex or cursor (where that host reads skills).")
+SKILLS_DIR_OPT = typer.Option(None, "--skills-dir", help="Write into this skills folder instead.")
+PROJECT_OPT = typer.Option(None, "--project", help="Project scope: the host's folder inside DIR.")
+
+
+def run_activation(
+    store: Store, name: str, host: str | None, skills_dir: Path | None, project: Path | None, force: bool
+) -> ActivationResult:
+    """Resolve the folder and activate (shared by `activate` and `install --activate`)."""
+    root = skills_root(host, home=Path.home(), project=project, skills_dir=skills_dir)
+    return activate(store, name, root, host=host, now=datetime.now(UTC), force=force)
+
+
+def render_activation(res: ActivationResult) -> None:
+    console.print(
+        f"[bold green]ACTIVATED[/bold green] {escape(res.name)} → {escape(str(res.root))} "
+        f"({len(res.skills)} skill(s), {len(res.files)} file(s))"
+    )
+    for s in res.skills:
+        note = " (replaced a folder of another origin)" if s in res.replaced else ""
+        console.print(f"  {escape(s)}/SKILL.md{note}")
+
+
+def cmd_activate(
+    name: str = typer.Argument(..., help="Install name (see `acx installed list`)."),
+    host: str | None = HOST_OPT,
+    skills_dir: Path | None = SKILLS_DIR_OPT,
+    project: Path | None = PROJECT_OPT,
+    force: bool = typer.Option(False, "--force", help="Replace skill folders of another origin."),
+    store: Path | None = STORE_OPT,
+) -> None:
+    """Write an installed cartridge's skills into a host's skills folder, from verified bytes only."""
+    res = run_activation(Store(store), name, host, skills_dir, project, force)
+    emit(res.to_json(), lambda: render_activation(res))
+
+
+def cmd_deactivate(
+    name: str = typer.Argument(..., help="Install name."),
+    host: str | None = HOST_OPT,
+    skills_dir: Path | None = SKILLS_DIR_OPT,
+    project: Path | None = PROJECT_OPT,
+    force: bool = typer.Option(False, "--force", help="Also remove activated files edited since."),
+    store: Path | None = STORE_OPT,
+) -> None:
+    """Remove exactly the files an activation wrote (every activation of NAME unless a folder is named)."""
+    root = None
+    if host is not None or skills_dir is not None or project is not None:
+        root = skills_root(host, home=Path.home(), project=project, skills_dir=skills_dir)
+    res = deactivate(Store(store), name, root=root, force=force)
+
+    def human() -> None:
+        console.print(
+            f"[green]DEACTIVATED[/green] {escape(name)}: {len(res.removed)} file(s) removed from "
+            + ", ".join(escape(r) for r in res.roots)
+        )
+        for k in res.kept:
+            console.print(f"  kept {escape(k)} (not a regular file)")
+
+    emit(res.to_json(), human)
+
+
+def register(app: typer.Typer) -> None:
+    """Add `activate` and `deactivate` to the root app."""
+    app.command("activate")(cmd_activate)
+    app.command("deactivate")(cmd_deactivate)

@@ -1,0 +1,13 @@
+"""Typed errors of the exchange: each keeps its parent's stable kind and exit code."""
+
+from __future__ import annotations
+
+from acxoci.errors import Blocked, RefusedByPolicy
+
+
+class ReleaseWithdrawn(RefusedByPolicy):
+    """The Exchange's lifecycle ledger marks this exact release withdrawn: never install it."""
+
+
+class GraphSupportPending(Blocked):
+    """The folder holds Agent Graphs and no graph verifier is wired in yet (docs/exchange.md)."""

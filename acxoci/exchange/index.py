@@ -1,0 +1,755 @@
+"""Re-derive an Exchange folder's `index.json` (`acx.registry-index/1`) from its artifacts, verifying
+every one with acxoci's own verifiers, with the reference builder's rules: which artifacts are
+accepted (canonical coordinate path, signature not tampered/legacy/invalid, clean package spec,
+ROM-only cartridges; signed, publishable workflows), the discovery card of each, `latest`, the
+sort orders, lifecycle from `status.json`, and `generatedAt` (the newest source timestamp).
+
+The bytes are `JSON.stringify(index, null, 2) + "\\n"`, which `index_bytes` reproduces.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from acxoci.errors import AcxError, InvalidInput
+from acxoci.exchange import graphs as G
+from acxoci.exchange.errors import GraphSupportPending
+from acxoci.exchange.order import locale_key, semver_cmp, semver_key
+from acxoci.exchange.status import (
+    AGENT_ID_RE,
+    ID_RE,
+    SEMVER_RE,
+    Ledger,
+    empty_ledger,
+    identity_key,
+    parse_ledger,
+    parse_time,
+)
+from acxoci.exchange.walk import Walk, walk
+from acxoci.fsutil import read_bytes
+from attest.canonical import loads_strict
+from attest.errors import AttestError
+
+INDEX_SCHEMA = "acx.registry-index/1"
+INDEX_FILE = "index.json"
+STATUS_FILE = "status.json"
+TRUST_FILE = "trust-registry.json"
+MAX_DOC_BYTES = 16 * 1024 * 1024
+PUBLISHER_SEGMENT_RE = __import__("re").compile(r"^(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+[a-z0-9][a-z0-9-]*$")
+TEMPLATE_DESCRIPTION = "An editable ACX starter package. Inspect and personalize every file before export."
+
+
+@dataclass(frozen=True)
+class Rejected:
+    """An artifact (or ledger entry, or policy finding) the gate does not accept."""
+
+    type: str
+    path: str
+    reason: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"type": self.type, "path": self.path, "reason": self.reason}
+
+
+@dataclass
+class Release:
+    """One accepted artifact: where it is, its identity, and its index entry."""
+
+    kind: str  # agent | workflow | agent-graph
+    path: Path
+    rel: str
+    entry: dict[str, Any]
+    timestamp: str | None = None
+
+    @property
+    def publisher(self) -> str:
+        return str(self.entry["publisher"])
+
+    @property
+    def id(self) -> str:
+        return str(self.entry["id"])
+
+    @property
+    def version(self) -> str:
+        return str(self.entry["version"])
+
+    @property
+    def digest(self) -> str:
+        return str(self.entry["digest"])
+
+    def identity(self) -> dict[str, str]:
+        return {
+            "artifactType": self.kind,
+            "publisherId": self.publisher,
+            "id": self.id,
+            "version": self.version,
+            "digest": self.digest,
+        }
+
+
+@dataclass
+class Derived:
+    """The re-derived index, what was rejected, the accepted releases and the ledger."""
+
+    index: dict[str, Any]
+    rejected: list[Rejected]
+    releases: list[Release]
+    ledger: Ledger
+    pending_graphs: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.rejected
+
+
+# ---- output ------------------------------------------------------------------------------------
+
+
+def _js_number(v: float) -> str:
+    if math.isnan(v) or math.isinf(v):
+        return "null"
+    if v == int(v) and abs(v) < 1e21:
+        return str(int(v))
+    return repr(v)
+
+
+def _floats_as_js(value: Any) -> Any:
+    """Floats that JavaScript prints as integers (`28.0` → `28`) become ints."""
+    if isinstance(value, float):
+        return int(value) if value == int(value) and abs(value) < 1e21 else value
+    if isinstance(value, list):
+        return [_floats_as_js(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _floats_as_js(v) for k, v in value.items()}
+    return value
+
+
+def index_bytes(index: dict[str, Any]) -> bytes:
+    """The bytes the reference writes: two-space JSON, non-ASCII kept, one trailing newline."""
+    return (json.dumps(_floats_as_js(index), indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+# ---- helpers -----------------------------------------------------------------------------------
+
+
+def _json_array(value: str | None) -> list[Any]:
+    if value is None:
+        return []
+    try:
+        doc = loads_strict(value)
+    except AttestError:
+        return []
+    return doc if isinstance(doc, list) else []
+
+
+def _trust_registry(root: Path, now: datetime) -> Any:
+    """The folder's trust-registry.json when present and valid; otherwise nobody is trusted."""
+    path = root / TRUST_FILE
+    if not path.is_file() or path.is_symlink():
+        return None
+    from acxoci.cartridge.trust_file import load_trust_registry
+
+    try:
+        return load_trust_registry(path, now=now)
+    except AcxError:
+        return None
+
+
+def _ledger(root: Path) -> Ledger:
+    path = root / STATUS_FILE
+    if not path.exists():
+        return empty_ledger()
+    if path.is_symlink():
+        raise InvalidInput("status.json is a symlink", where=str(path))
+    return parse_ledger(read_bytes(path, "lifecycle ledger", limit=16 * 1024 * 1024), where=str(path))
+
+
+def _read_json(path: Path, what: str) -> Any:
+    try:
+        return loads_strict(read_bytes(path, what, limit=MAX_DOC_BYTES))
+    except AttestError as exc:
+        raise InvalidInput(f"{what} is not valid JSON: {exc}", where=str(path)) from exc
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _rank(state: str) -> int:
+    return {"verified": 4, "revoked": 3, "invalid": 2, "unresolved": 1}.get(state, 0)
+
+
+# ---- cartridges --------------------------------------------------------------------------------
+
+
+def _attestation_evidence(cart: Any) -> list[dict[str, Any]]:
+    """Each embedded level credential as a claim: level, tier, references and a state. Without
+    issuer keys and live revocation nothing is proven, so the state is `unresolved` (or `invalid`
+    when the credential cannot even name a controlled verification method)."""
+    rows = [r for r in cart.attestations() if r.type == "vc-2.0"] if cart.has_table("attestations") else []
+    rows.sort(key=lambda r: (r.created_at, r.att_id))
+    out: list[dict[str, Any]] = []
+    for r in rows:
+        refs = [r.att_id]
+        try:
+            vc = loads_strict(r.document)
+        except AttestError:
+            out.append(
+                {"acxLevel": None, "careerTier": None, "state": "invalid", "refs": [x for x in refs if x]}
+            )
+            continue
+        vc = vc if isinstance(vc, dict) else None
+        result: dict[str, Any] = {}
+        if vc is not None:
+            subj = vc.get("credentialSubject")
+            res = subj.get("result") if isinstance(subj, dict) else None
+            if isinstance(res, list) and res and isinstance(res[0], dict):
+                result = res[0]
+            refs += [
+                vc.get("id"),
+                (vc.get("credentialStatus") or {}).get("id")
+                if isinstance(vc.get("credentialStatus"), dict)
+                else None,
+            ]
+        level = result.get("acx:acxLevel")
+        level = (
+            level
+            if isinstance(level, int | float) and not isinstance(level, bool) and math.isfinite(level)
+            else None
+        )
+        tier = result.get("acx:careerTier") if isinstance(result.get("acx:careerTier"), str) else None
+        state = "unresolved"
+        if vc is not None:
+            issuer = vc.get("issuer")
+            issuer_id = issuer.get("id") if isinstance(issuer, dict) else None
+            proof = vc.get("proof")
+            method = proof.get("verificationMethod") if isinstance(proof, dict) else None
+            named = isinstance(issuer_id, str) and isinstance(method, str) and bool(issuer_id and method)
+            if not named or (method != issuer_id and not str(method).startswith(f"{issuer_id}#")):
+                state = "invalid"
+        out.append(
+            {
+                "acxLevel": level,
+                "careerTier": tier,
+                "state": state,
+                "refs": list(dict.fromkeys(x for x in refs if isinstance(x, str) and x)),
+            }
+        )
+    return out
+
+
+def _level_claim(atts: list[dict[str, Any]]) -> dict[str, Any]:
+    claimed = None
+    for a in atts:
+        if a["acxLevel"] is None and a["careerTier"] is None:
+            continue
+        lvl = a["acxLevel"] if a["acxLevel"] is not None else -1
+        if claimed is None or lvl > (claimed["acxLevel"] if claimed["acxLevel"] is not None else -1):
+            claimed = a
+    strongest = None
+    for a in atts:
+        if strongest is None or _rank(a["state"]) > _rank(strongest["state"]):
+            strongest = a
+    selected = claimed or strongest
+    return {
+        "acxLevel": claimed["acxLevel"] if claimed else None,
+        "careerTier": claimed["careerTier"] if claimed else None,
+        "verificationState": selected["state"] if selected else "unresolved",
+    }
+
+
+def _capabilities(cart: Any, atts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out = []
+    for row in sorted(cart.capabilities(), key=lambda r: r.id.encode("utf-8")):
+        try:
+            cap = loads_strict(row.json)
+        except AttestError:
+            continue
+        if not isinstance(cap, dict) or not cap:
+            continue
+        prof = cap.get("proficiency")
+        refs = _list(cap.get("evidenceRefs"))
+        states = []
+        for ev in refs:
+            if (
+                isinstance(ev, dict)
+                and ev.get("kind") == "level-attestation"
+                and isinstance(ev.get("ref"), str)
+            ):
+                match = next((a for a in atts if ev["ref"] in a["refs"]), None)
+                if match is not None:
+                    states.append(match["state"])
+        state = max(states, key=_rank) if states else "unresolved"
+        out.append(
+            {
+                "taskType": cap.get("taskType"),
+                "stack": cap.get("stack") or [],
+                "domain": cap.get("domain") or None,
+                "claimedVerified": isinstance(prof, dict) and prof.get("verified") is True,
+                "verified": False,
+                "verificationState": state,
+            }
+        )
+    return out
+
+
+def summarize_cartridge(
+    path: Path, rel: str, ledger: Ledger, registry: Any, now: datetime
+) -> tuple[Release | None, Rejected | None]:
+    """Verify one cartridge and build its index card; (release, None) or (None, rejection)."""
+    from acxoci.cartridge.reader import open_cartridge
+    from acxoci.cartridge.spec import check_open
+    from acxoci.cartridge.verify import verify_open
+
+    try:
+        with open_cartridge(path) as cart:
+            meta = cart.meta()
+            verdict = verify_open(cart, registry=registry, now=now)
+            spec = check_open(cart)
+            atts = _attestation_evidence(cart)
+            caps = _capabilities(cart, atts)
+            save = {
+                "memory": cart.count("memory", "WHERE zone = 'save'"),
+                "files": cart.count("sqlar", "WHERE name GLOB 'save/*'"),
+                "objects": cart.count("objects", "WHERE zone = 'save'"),
+                "vectors": cart.count("vectors", "WHERE zone = 'save'"),
+            }
+    except AcxError as exc:
+        return None, Rejected("agent", rel, f"cannot read the cartridge: {exc.one_line()}")
+    publisher, aid, version = (
+        meta.get("acx.publisher_id"),
+        meta.get("acx.artifact_id"),
+        meta.get("acx.artifact_version"),
+    )
+    parts = rel.split("/")[1:]
+    expected = f"cartridges/{publisher}/{aid}/{version}/cartridge.acx"
+    consistent = str(meta.get("acx.cartridge_id") or "").startswith(f"{publisher}/{aid}@")
+    canonical = (
+        len(parts) == 4
+        and parts == [publisher, aid, version, "cartridge.acx"]
+        and rel == expected
+        and bool(PUBLISHER_SEGMENT_RE.match(publisher or ""))
+        and bool(AGENT_ID_RE.match(aid or ""))
+        and bool(SEMVER_RE.match(version or ""))
+        and consistent
+    )
+    missing = [
+        k
+        for k in ("acx.agent_name", "acx.role", "acx.provider", "acx.model", "acx.rom_manifest_hash")
+        if not isinstance(meta.get(k), str)
+    ]
+    reason = None
+    if not aid or not AGENT_ID_RE.match(aid):
+        reason = "missing or invalid ROM-bound acx.artifact_id"
+    elif not version or not SEMVER_RE.match(version):
+        reason = "missing or invalid ROM-bound acx.artifact_version"
+    elif not consistent:
+        reason = "ROM-bound acx.cartridge_id conflicts with publisher/artifact identity"
+    elif not canonical:
+        reason = f"non-canonical cartridge path (expected {expected})"
+    elif verdict.trust in ("tampered", "legacy") or verdict.status == "invalid":
+        reason = verdict.summary or f"signature {verdict.trust}"
+    elif not spec.clean:
+        reason = "unclean package: " + "; ".join(str(i) for i in spec.issues if i.severity == "error")
+    elif sum(save.values()) > 0:
+        reason = (
+            "public registry cartridges must be ROM-only; SAVE zone contains data ("
+            + ", ".join(f"{k}={v}" for k, v in save.items())
+            + ")"
+        )
+    elif missing:
+        reason = "missing ROM-bound meta: " + ", ".join(missing)
+    if reason is not None:
+        return None, Rejected("agent", rel, reason)
+    assert publisher is not None and aid is not None and version is not None
+    role = meta.get("acx.role") or "agent"
+    entry: dict[str, Any] = {
+        "id": aid,
+        "slug": f"{publisher}__{aid}",
+        "path": rel,
+        "name": meta["acx.agent_name"],
+        "publisher": publisher,
+        "role": meta["acx.role"],
+        "provider": meta["acx.provider"],
+        "model": meta["acx.model"],
+        "version": version,
+        "description": meta.get("acx.description") or f"A portable {role.replace('_', ' ')} cartridge.",
+        "license": meta.get("acx.license") or None,
+        "authors": _json_array(meta.get("acx.authors")),
+        "tags": _json_array(meta.get("acx.tags")),
+        "homepage": meta.get("acx.homepage") or None,
+        "trust": verdict.trust,
+        "trustStatus": verdict.status,
+        "specClean": spec.clean,
+        "romHash": meta["acx.rom_manifest_hash"],
+        "digest": meta["acx.rom_manifest_hash"],
+        "bytes": path.stat().st_size,
+        "capabilities": caps,
+        "level": None,
+        "levelClaim": _level_claim(atts),
+    }
+    rel_obj = Release("agent", path, rel, entry, meta.get("acx.created_at"))
+    entry["registryStatus"] = ledger.lifecycle(rel_obj.identity())
+    return rel_obj, None
+
+
+# ---- workflows ---------------------------------------------------------------------------------
+
+
+def _lineage(doc: dict[str, Any], keep: Callable[[Any], bool]) -> list[dict[str, Any]]:
+    lin = doc.get("lineage")
+    parents = lin.get("parents") if isinstance(lin, dict) else None
+    if not isinstance(parents, list):
+        return []
+    out = []
+    for p in parents:
+        if not keep(p):
+            continue
+        d = p if isinstance(p, dict) else {}
+        out.append(
+            {
+                k: d.get(k)
+                for k in ("artifactType", "publisherId", "id", "version", "digest", "relation", "source")
+            }
+        )
+    return out
+
+
+def summarize_workflow(
+    path: Path, rel: str, ledger: Ledger, registry: Any, now: datetime
+) -> tuple[Release | None, Rejected | None]:
+    """Verify one workflow (signature, publication profile, canonical path) and build its card."""
+    from acxoci.workflow.lint import lint
+    from acxoci.workflow.verify import verify_workflow
+
+    try:
+        doc = _read_json(path, rel)
+    except AcxError as exc:
+        return None, Rejected("workflow", rel, exc.one_line())
+    if not isinstance(doc, dict):
+        return None, Rejected("workflow", rel, "workflow is not a JSON object")
+    profile = [i.text() for i in lint(doc, publish=True).errors]
+    v = verify_workflow(doc, registry=registry, now=now)
+    nodes = _list(doc.get("nodes"))
+    participants = _list(doc.get("participants"))
+    caps: set[str] = set()
+    for n in nodes:
+        req = n.get("requires") if isinstance(n, dict) else None
+        for c in (req.get("capabilities") or []) if isinstance(req, dict) else []:
+            if isinstance(c, str):
+                caps.add(c)
+    expected = f"cals/{v.publisher_id}/{doc.get('id')}/{doc.get('version')}.cal.json"
+    issues = [*v.issues, *profile]
+    if rel != expected:
+        issues.append(f"non-canonical workflow path (expected {expected})")
+    if not (v.ok and v.signed and not profile and rel == expected):
+        return None, Rejected("workflow", rel, "; ".join(issues) or "workflow was not accepted")
+    parts = [p if isinstance(p, dict) else {} for p in participants]
+    slot: list[dict[str, Any]] = [p["slot"] if isinstance(p.get("slot"), dict) else {} for p in parts]
+    entry: dict[str, Any] = {
+        "path": rel,
+        "id": doc.get("id"),
+        "version": doc.get("version"),
+        "name": doc.get("name") or doc.get("id"),
+        "description": doc.get("description") or "",
+        "license": doc.get("license") or None,
+        "tags": doc.get("tags") or [],
+        "publisher": v.publisher_id,
+        "trust": v.trust,
+        "trustStatus": v.status,
+        "digest": v.digest,
+        "participants": [
+            {
+                "alias": p.get("alias"),
+                "bind": p.get("bind"),
+                "role": s.get("role"),
+                "romDigest": p.get("romDigest"),
+            }
+            for p, s in zip(parts, slot, strict=True)
+        ],
+        "participantCount": len(participants),
+        "nodeCount": len(nodes),
+        "capabilities": sorted(caps),
+        "lineage": _lineage(doc, lambda p: True),
+        "publishable": True,
+        "signed": v.signed,
+    }
+    signed_at = doc["integrity"].get("signedAt") if isinstance(doc.get("integrity"), dict) else None
+    rel_obj = Release("workflow", path, rel, entry, signed_at if isinstance(signed_at, str) else None)
+    entry["registryStatus"] = ledger.lifecycle(rel_obj.identity())
+    return rel_obj, None
+
+
+# ---- templates ---------------------------------------------------------------------------------
+
+
+def templates(root: Path, w: Walk) -> list[dict[str, Any]]:
+    """Unsigned agent-package starters under templates/<id>/ (never verified; listed as such)."""
+    base = root / "templates"
+    if not base.is_dir() or base.is_symlink():
+        return []
+    out = []
+    for d in sorted((p for p in base.iterdir()), key=lambda p: locale_key(p.name)):
+        if d.is_symlink() or not d.is_dir() or not ID_RE.match(d.name):
+            continue
+        manifest = d / "manifest.json"
+        if not manifest.is_file() or manifest.is_symlink():
+            continue
+        doc = _read_json(manifest, f"templates/{d.name}/manifest.json")
+        doc = doc if isinstance(doc, dict) else {}
+        files = sorted(f.removeprefix(f"templates/{d.name}/") for f in w.under(f"templates/{d.name}", ""))
+        name = str(doc["name"]) if isinstance(doc.get("name"), str) else ""
+        import re
+
+        display = (
+            " ".join(word[:1].upper() + word[1:] for word in re.split(r"[-_]", d.name))
+            if re.match(r"^TODO\b", name, re.I)
+            else (name or d.name)
+        )
+        out.append(
+            {
+                "id": d.name,
+                "version": doc.get("packageVersion") or doc.get("schemaVersion") or None,
+                "name": display,
+                "description": TEMPLATE_DESCRIPTION,
+                "license": "Apache-2.0",
+                "tags": ["agent", "portable", "starter", "template"],
+                "publisher": "ACX community",
+                "path": f"templates/{d.name}/manifest.json",
+                "fileCount": len(files),
+                "files": files,
+                "signed": False,
+                "trust": "unsigned",
+                "trustStatus": "warning",
+            }
+        )
+    return out
+
+
+# ---- the whole index ---------------------------------------------------------------------------
+
+
+def _mark_latest(releases: list[Release]) -> None:
+    best: dict[tuple[str, str], Release] = {}
+    for r in releases:
+        cur = best.get((r.publisher, r.id))
+        if cur is None or semver_cmp(r.version, cur.version) > 0:
+            best[(r.publisher, r.id)] = r
+    for r in releases:
+        r.entry["latest"] = best[(r.publisher, r.id)] is r
+
+
+def _duplicates(releases: list[Release], kind: str, rejected: list[Rejected]) -> None:
+    seen: dict[tuple[str, str, str], str] = {}
+    for r in releases:
+        key = (r.publisher, r.id, r.version)
+        if key in seen:
+            rejected.append(
+                Rejected(kind, r.rel, f"duplicate immutable coordinate also present at {seen[key]}")
+            )
+        else:
+            seen[key] = r.rel
+
+
+def derive(root: Path, *, now: datetime, allow_pending_graphs: bool = False) -> Derived:
+    """Walk `root`, verify every artifact and build the index (nothing is written)."""
+    root = Path(root)
+    w = walk(root)
+    ledger = _ledger(root)
+    registry = _trust_registry(root, now)
+    rejected = [Rejected("policy", r.split(":", 1)[0], r) for r in w.policy]
+    stamps: list[str | None] = [ledger.updated_at]
+    accepted: set[tuple[str, ...]] = set()
+
+    def collect(
+        kind: str,
+        folder: str,
+        suffix: str,
+        fn: Callable[..., tuple[Release | None, Rejected | None]],
+    ) -> list[Release]:
+        out: list[Release] = []
+        for rel in w.symlinks_under(folder):
+            if rel.endswith(suffix):
+                rejected.append(Rejected(kind, rel, "symbolic links are forbidden"))
+        for rel in w.under(folder, suffix):
+            release, rej = fn(root / rel, rel, ledger, registry, now)
+            if rej is not None:
+                rejected.append(rej)
+                continue
+            assert release is not None
+            out.append(release)
+            stamps.append(release.timestamp)
+            accepted.add(identity_key(release.identity()))
+        return out
+
+    carts = collect("agent", "cartridges", ".acx", summarize_cartridge)
+    _duplicates(carts, "agent", rejected)
+    _mark_latest(carts)
+    carts.sort(key=lambda r: (locale_key(r.entry["name"]), locale_key(r.publisher), locale_key(r.id)))
+    carts = _stable_version_desc(carts, lambda r: (r.entry["name"], r.publisher, r.id))
+    flows = collect("workflow", "cals", ".cal.json", summarize_workflow)
+    _duplicates(flows, "workflow", rejected)
+    _mark_latest(flows)
+    flows.sort(key=lambda r: (locale_key(r.publisher), locale_key(r.id)))
+    flows = _stable_version_desc(flows, lambda r: (r.publisher, r.id))
+    graph_files = w.under("graphs", ".agent-graph.json")
+    pending: list[str] = []
+    graph_entries: list[Release] = []
+    support = G.graph_support()
+    if graph_files and support is None:
+        if not allow_pending_graphs:
+            raise GraphSupportPending(
+                f"graph support pending: {len(graph_files)} Agent Graph(s) under graphs/ cannot be verified "
+                "yet, so the index cannot be derived",
+                where=str(root),
+                hint="pass --without-graphs to handle cartridges and workflows only",
+                details={"graphs": graph_files[:50]},
+            )
+        pending = graph_files
+    elif graph_files and support is not None:
+        graph_entries = collect(
+            "agent-graph",
+            "graphs",
+            ".agent-graph.json",
+            lambda p, r, led, reg, t: G.summarize_graph(support, p, r, led, reg, t),
+        )
+        _duplicates(graph_entries, "agent-graph", rejected)
+        _mark_latest(graph_entries)
+        graph_entries.sort(key=lambda r: (locale_key(r.publisher), locale_key(r.id)))
+        graph_entries = _stable_version_desc(graph_entries, lambda r: (r.publisher, r.id))
+        for r in G.resolve_dependencies([g.entry for g in graph_entries], [f.entry for f in flows]):
+            rejected.append(Rejected("agent-graph", r[0], r[1]))
+    for e in ledger.entries:
+        art = e["artifact"]
+        if identity_key(art) not in accepted and not (pending and art.get("artifactType") == "agent-graph"):
+            rejected.append(
+                Rejected(
+                    "status",
+                    STATUS_FILE,
+                    "status entry targets an artifact not present with "
+                    f"the exact digest: {art['publisherId']}/{art['id']}",
+                )
+            )
+        succ = e.get("successor")
+        if (
+            isinstance(succ, dict)
+            and identity_key(succ) not in accepted
+            and not (pending and succ.get("artifactType") == "agent-graph")
+        ):
+            rejected.append(
+                Rejected(
+                    "status",
+                    STATUS_FILE,
+                    "status successor is not present with the exact "
+                    f"identity and digest: {succ['publisherId']}/{succ['id']}@{succ['version']}",
+                )
+            )
+    temps = templates(root, w)
+    index = {
+        "schemaVersion": INDEX_SCHEMA,
+        "generatedAt": _newest(stamps),
+        "artifactCount": len(carts) + len(flows) + len(graph_entries) + len(temps),
+        "count": len(carts),
+        "cartridges": [r.entry for r in carts],
+        "workflowCount": len(flows),
+        "workflows": [r.entry for r in flows],
+        "agentGraphCount": len(graph_entries),
+        "agentGraphs": [r.entry for r in graph_entries],
+        "templateCount": len(temps),
+        "templates": temps,
+    }
+    return Derived(index, rejected, carts + flows + graph_entries, ledger, pending)
+
+
+def _stable_version_desc(items: list[Release], group: Callable[[Release], tuple[str, ...]]) -> list[Release]:
+    """Within runs of equal `group`, order by version, newest first (the last sort key)."""
+    out: list[Release] = []
+    i = 0
+    while i < len(items):
+        j = i
+        while j < len(items) and group(items[j]) == group(items[i]):
+            j += 1
+        out += sorted(items[i:j], key=lambda r: semver_key(r.version), reverse=True)
+        i = j
+    return out
+
+
+def _newest(stamps: list[str | None]) -> str:
+    """The newest parseable timestamp, as written (the last one among equals)."""
+    best: tuple[datetime, str] | None = None
+    for s in stamps:
+        t = parse_time(s)
+        if t is not None and s is not None and (best is None or t >= best[0]):
+            best = (t, s)
+    return best[1] if best is not None else "1970-01-01T00:00:00.000Z"
+
+
+# ---- comparing with the committed index ----------------------------------------------------------
+
+
+def _key(kind: str, e: dict[str, Any]) -> tuple[str, str, str, str]:
+    return (kind, str(e.get("publisher")), str(e.get("id")), str(e.get("version")))
+
+
+def compare(derived: dict[str, Any], committed: Any) -> tuple[list[str], list[dict[str, Any]]]:
+    """(differences as JSON paths, coordinates whose bytes changed) between the derived and the
+    committed index. A coordinate changed when the same publisher/id/version has another digest or
+    size: an immutable release was overwritten."""
+    diffs: list[str] = []
+    _diff(derived, committed, "$", diffs)
+    changed: list[dict[str, Any]] = []
+    if isinstance(committed, dict):
+        for kind, coll in (
+            ("agent", "cartridges"),
+            ("workflow", "workflows"),
+            ("agent-graph", "agentGraphs"),
+        ):
+            old = {_key(kind, e): e for e in committed.get(coll) or [] if isinstance(e, dict)}
+            for e in derived.get(coll) or []:
+                prev = old.get(_key(kind, e))
+                if prev is None:
+                    continue
+                if prev.get("digest") != e.get("digest") or (
+                    "bytes" in e and prev.get("bytes") != e.get("bytes")
+                ):
+                    changed.append(
+                        {
+                            "artifactType": kind,
+                            "publisherId": e.get("publisher"),
+                            "id": e.get("id"),
+                            "version": e.get("version"),
+                            "path": e.get("path"),
+                            "indexedDigest": prev.get("digest"),
+                            "digest": e.get("digest"),
+                        }
+                    )
+    return diffs, changed
+
+
+def _diff(a: Any, b: Any, path: str, out: list[str], limit: int = 200) -> None:
+    if len(out) >= limit:
+        return
+    if isinstance(a, dict) and isinstance(b, dict):
+        if list(a) != list(b):
+            for k in [k for k in a if k not in b]:
+                out.append(f"{path}.{k}: missing from the committed index")
+            for k in [k for k in b if k not in a]:
+                out.append(f"{path}.{k}: not derivable from the artifacts")
+            if set(a) == set(b):
+                out.append(f"{path}: keys in another order")
+        for k in a:
+            if k in b:
+                _diff(a[k], b[k], f"{path}.{k}", out, limit)
+    elif isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b):
+            out.append(f"{path}: {len(a)} derived, {len(b)} committed")
+        for i, (x, y) in enumerate(zip(a, b, strict=False)):
+            _diff(x, y, f"{path}[{i}]", out, limit)
+    elif a != b or type(a) is not type(b):
+        out.append(f"{path}: derived {json.dumps(a)[:120]}, committed {json.dumps(b)[:120]}")

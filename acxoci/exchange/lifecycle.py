@@ -1,0 +1,138 @@
+"""The Exchange's lifecycle in OCI: each `status.json` entry of a mirrored release travels as a
+referrer of the release's manifest (artifactType `application/vnd.acx.registry-status.v1`, one JSON
+layer), so a status can be added after publication without touching the release's digest.
+
+`lifecycle_gate` is the one hook `acx install` calls: it reads those referrers and applies
+`status.decide` (withdrawn refuses, deprecated warns, superseded warns and names the successor).
+"""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+from acxoci.errors import AcxError, InvalidInput, NotFound
+from acxoci.exchange.errors import ReleaseWithdrawn
+from acxoci.exchange.status import LifecycleVerdict, decide
+from acxoci.oci.descriptor import EMPTY_DATA, Descriptor, descriptor_for, parse_manifest
+from acxoci.oci.reference import parse_reference
+from acxoci.oci.shapes import referrer_manifest
+from acxoci.oci.target import Target, fetch_bytes, push_bytes
+from attest.canonical import jcs, loads_strict
+from attest.errors import AttestError
+
+ARTIFACT_TYPE = "application/vnd.acx.registry-status.v1"
+LAYER_TYPE = "application/vnd.acx.registry-status.v1+json"
+RECORD_SCHEMA = "acx.registry-lifecycle/1"
+ANNOTATION_STATUS = "vnd.acx.registry-status"
+ANNOTATION_SUCCESSOR = "vnd.acx.registry-successor"
+MAX_RECORDS = 64
+MAX_RECORD_BYTES = 64 * 1024
+OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
+
+
+def lifecycle_record(entry: dict[str, Any], successor_path: str | None) -> bytes:
+    """The referrer's layer: the ledger entry as is, plus where the successor sits relative to the
+    mirror's prefix (`<publisher>/<id>:<tag>`, so the record names no registry host and a copied
+    mirror stays right). JCS: the same entry always gives the same bytes."""
+    doc: dict[str, Any] = {
+        "schemaVersion": RECORD_SCHEMA,
+        **{k: v for k, v in entry.items() if v is not None},
+    }
+    if successor_path is not None:
+        doc["successorPath"] = successor_path
+    return jcs(doc)
+
+
+def push_lifecycle(
+    target: Target, subject: Descriptor, entry: dict[str, Any], successor_path: str | None
+) -> tuple[Descriptor, int]:
+    """Attach one lifecycle record to `subject` unless it is already there; returns the referrer
+    and how many objects were uploaded (0 when it already existed)."""
+    data = lifecycle_record(entry, successor_path)
+    layer = descriptor_for(data, LAYER_TYPE)
+    ann = {ANNOTATION_STATUS: str(entry.get("status"))}
+    succ = entry.get("successor")
+    if isinstance(succ, dict):
+        ann[ANNOTATION_SUCCESSOR] = f"{succ.get('publisherId')}/{succ.get('id')}@{succ.get('version')}"
+    built = referrer_manifest(
+        subject=subject.plain(),
+        artifact_type=ARTIFACT_TYPE,
+        file_digest=layer.digest,
+        file_size=layer.size,
+        media_type=LAYER_TYPE,
+        title="registry-status.json",
+        created=str(entry.get("recordedAt")),
+        annotations=ann,
+    )
+    manifest = Descriptor(OCI_MANIFEST, built.descriptor.digest, built.descriptor.size)
+    if target.exists(manifest):
+        return manifest, 0
+    sent = 0
+    for desc, body in ((built.blobs[0], EMPTY_DATA), (layer, data)):
+        if not target.exists(desc):
+            target.push(desc, io.BytesIO(body))
+            sent += 1
+    push_bytes(target, built.data, OCI_MANIFEST, artifact_type=ARTIFACT_TYPE)
+    return manifest, sent + 1
+
+
+def read_lifecycle(target: Target, subject: Descriptor) -> list[dict[str, Any]]:
+    """Every lifecycle record attached to `subject` (bounded). A record that cannot be parsed counts
+    as `withdrawn`: an unreadable status must never let a withdrawn release through. Bytes that do
+    not match their digest (Tampered) and transport failures propagate to the caller."""
+    try:
+        found = target.referrers(subject.plain(), ARTIFACT_TYPE)
+    except NotFound:
+        return []
+    out: list[dict[str, Any]] = []
+    for entry in found[:MAX_RECORDS]:
+        try:
+            m = parse_manifest(fetch_bytes(target, entry), media_type=entry.media_type, where=entry.digest)
+            layers = [la for la in m.layers if la.media_type == LAYER_TYPE]
+            if len(layers) != 1:
+                raise NotFound("no lifecycle layer")
+            doc = loads_strict(fetch_bytes(target, layers[0], limit=MAX_RECORD_BYTES))
+            if not isinstance(doc, dict) or doc.get("schemaVersion") != RECORD_SCHEMA:
+                raise NotFound("not a lifecycle record")
+            out.append(doc)
+        except (InvalidInput, NotFound, AttestError) as exc:  # Tampered and transport errors propagate
+            out.append(
+                {"status": "withdrawn", "reason": f"lifecycle record {entry.digest} unreadable: {exc}"}
+            )
+    if len(found) > MAX_RECORDS:
+        out.append({"status": "withdrawn", "reason": f"more than {MAX_RECORDS} lifecycle records"})
+    return out
+
+
+def _successor_reference(record: dict[str, Any], reference: str) -> str | None:
+    """Where the successor is in the mirror `reference` came from: its repository with the last
+    `<publisher>/<id>` replaced by the record's successor path."""
+    path, art = record.get("successorPath"), record.get("artifact")
+    if not isinstance(path, str) or not isinstance(art, dict):
+        return None
+    try:
+        repo = parse_reference(reference, require_ref=False).repo_string()
+    except AcxError:
+        return None
+    tail = f"/{art.get('publisherId')}/{art.get('id')}"
+    return f"{repo[: -len(tail)]}/{path}" if repo.endswith(tail) else None
+
+
+def lifecycle_gate(target: Target, subject: Descriptor, name: str) -> LifecycleVerdict:
+    """The install hook: the release's lifecycle verdict; ReleaseWithdrawn when it must not be
+    installed. `name` is the reference as typed."""
+    records = read_lifecycle(target, subject)
+    for r in records:
+        ref = _successor_reference(r, name)
+        if ref is not None:
+            r["successorReference"] = ref
+    verdict = decide(records, name)
+    if verdict.action == "refuse":
+        raise ReleaseWithdrawn(
+            verdict.message,
+            where=f"{name}@{subject.digest}",
+            hint="install its successor or another version",
+            details={"lifecycle": verdict.to_json()},
+        )
+    return verdict
