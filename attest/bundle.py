@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import json
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
@@ -137,7 +138,8 @@ def parse_bundle(data: bytes | dict[str, Any]) -> ParsedBundle:
     if mt not in BUNDLE_MEDIA_TYPES:
         raise MalformedError(f"bundle mediaType {mt!r} is not a known sigstore bundle type")
     try:
-        _ModelBundle.model_validate(_normalised_for_model(doc))
+        # JSON mode: enum fields (messageDigest.algorithm, …) arrive as their protojson names.
+        _ModelBundle.model_validate_json(json.dumps(_normalised_for_model(doc)))
     except pydantic.ValidationError as exc:
         first = exc.errors()[0]
         loc = ".".join(str(p) for p in first.get("loc", ()))
