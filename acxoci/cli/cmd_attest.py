@@ -65,12 +65,27 @@ def _predicate(ptype: str | None, pfile: Path | None) -> tuple[str | None, dict[
 
 def _trusted_keys(key: Path | None, trust_registry: Path | None, now: datetime) -> list[TrustedKey]:
     if (key is None) == (trust_registry is None):
-        raise UsageError("give exactly one of --key PUB or --trust-registry FILE")
+        raise UsageError("give exactly one of --key PUB or --trust-registry FILE (or, for keyless "
+                         "signatures, --certificate-identity[-regexp] and "
+                         "--certificate-oidc-issuer[-regexp])")
     if key is not None:
         return [load_public_key_file(key)]
     assert trust_registry is not None
     return trust_registry_keys(load_trust_registry(trust_registry, now=now))
 
+
+
+def _sigstore(identity: str | None, identity_regexp: str | None, issuer: str | None,
+              issuer_regexp: str | None, trusted_root: Path | None, staging: bool) -> Sigstore | None:
+    """The keyless context from cosign's identity flags and the trusted-root choice (lazy: the
+    shipped root is parsed only when a keyless or tlog check can use it)."""
+    rule = rule_from_flags(identity, identity_regexp, issuer, issuer_regexp)
+    if rule is None and trusted_root is None and not staging:
+        return None
+    return Sigstore((rule,) if rule is not None else (), load_trust(trusted_root, staging=staging))
+
+
+_IDENTITY_HELP = "Keyless: the certificate identity (SAN) must be exactly this."
 
 
 def attest_cmd(
@@ -129,6 +144,7 @@ def _render_report(report: VerifyReport) -> None:
         console.print(f"  [{c}]{j.verdict}[/{c}] {a.format} {escape(a.location)}: "
                       f"type={escape(j.predicate_type or '?')} signer={escape(j.signer_keyid or '-')}"
                       + (f" trust={j.trust}" if j.trust else ""))
+        _render_signer(j.signer, "      ")
         for why in j.reasons:
             console.print(f"      {escape(why)}")
         for note in j.notes:
@@ -168,6 +184,16 @@ def verify_cmd(
     ref: str = typer.Argument(..., help="The artifact reference (tag or digest)."),
     key: Path | None = typer.Option(None, "--key", help="Public key PEM (cosign.pub, acx key, openssl)."),
     trust_registry: Path | None = typer.Option(None, "--trust-registry", help="acx.trust-registry/1 file."),
+    identity: str | None = typer.Option(None, "--certificate-identity", help=_IDENTITY_HELP),
+    identity_regexp: str | None = typer.Option(None, "--certificate-identity-regexp",
+                                               help="Keyless: … or match this regexp (whole value)."),
+    issuer: str | None = typer.Option(None, "--certificate-oidc-issuer",
+                                      help="Keyless: the OIDC issuer must be exactly this."),
+    issuer_regexp: str | None = typer.Option(None, "--certificate-oidc-issuer-regexp",
+                                             help="Keyless: … or match this regexp (whole value)."),
+    trusted_root: Path | None = typer.Option(None, "--trusted-root", help="Sigstore trusted_root.json "
+                                             "(default: the public-good production root, offline)."),
+    staging: bool = typer.Option(False, "--staging", help="Use the shipped Sigstore staging root."),
     type_: str | None = typer.Option(None, "--type", help="Only attestations of this predicate type count."),
     no_content: bool = typer.Option(False, "--no-content",
                                     help="Skip pulling the artifact to check the attested digests."),
@@ -184,7 +210,10 @@ def verify_cmd(
     """Verify an artifact's attestations (cosign legacy + bundle) and their binding to the content;
     with --require-level also its level credential (issuer, ROM binding, revocation)."""
     now = _now(now_)
-    keys = _trusted_keys(key, trust_registry, now)
+    sig = _sigstore(identity, identity_regexp, issuer, issuer_regexp, trusted_root, staging)
+    keys: list[TrustedKey] = []
+    if key is not None or trust_registry is not None or sig is None or not sig.rules:
+        keys = _trusted_keys(key, trust_registry, now)
     required = parse_requirement(require_level) if require_level is not None else None
     if required is not None and issuers is None:
         raise UsageError("--require-level needs --issuers REG (the level issuer trust registry)")
@@ -194,7 +223,7 @@ def verify_cmd(
     subject = target.resolve(parsed.reference or "")
     with tempfile.TemporaryDirectory(prefix="acx-verify-") as tmp:
         report = verify_artifact(target, subject, keys, reference=str(parsed), want_type=type_,
-                                 check_content=not no_content, now=now, workdir=Path(tmp))
+                                 check_content=not no_content, now=now, workdir=Path(tmp), sigstore=sig)
         level: dict[str, Any] | None = None
         if required is not None and level_issuers is not None:
             check = status_checker(None, issuers=level_issuers, now=now,
@@ -292,19 +321,6 @@ def _render_signer(check: SigstoreCheck | None, indent: str) -> None:
         console.print(f"{indent}log index: {check.log_index}")
     for t in check.verified_times:
         console.print(f"{indent}verified time: {escape(t)}")
-
-
-def _sigstore(identity: str | None, identity_regexp: str | None, issuer: str | None,
-              issuer_regexp: str | None, trusted_root: Path | None, staging: bool) -> Sigstore | None:
-    """The keyless context from cosign's identity flags and the trusted-root choice (lazy: the
-    shipped root is parsed only when a keyless or tlog check can use it)."""
-    rule = rule_from_flags(identity, identity_regexp, issuer, issuer_regexp)
-    if rule is None and trusted_root is None and not staging:
-        return None
-    return Sigstore((rule,) if rule is not None else (), load_trust(trusted_root, staging=staging))
-
-
-_IDENTITY_HELP = "Keyless: the certificate identity (SAN) must be exactly this."
 
 
 def verify_blob_cmd(

@@ -15,8 +15,10 @@ from tests.harness.cli import acx_json
 from tests.harness.env import SHARED, missing
 
 SUITE = SHARED / "conformance" / "sigstore-bundle-verify"
-DEFAULT_IDENTITY = ("https://github.com/sigstore-conformance/extremely-dangerous-public-oidc-beacon/"
-                    ".github/workflows/extremely-dangerous-oidc-beacon.yml@refs/heads/main")
+DEFAULT_IDENTITY = (
+    "https://github.com/sigstore-conformance/extremely-dangerous-public-oidc-beacon/"
+    ".github/workflows/extremely-dangerous-oidc-beacon.yml@refs/heads/main"
+)
 DEFAULT_ISSUER = "https://token.actions.githubusercontent.com"
 
 
@@ -38,11 +40,19 @@ def case_args(case: Path, production_root: Path) -> list[str]:
     if (case / "key.pub").is_file():
         # A key-based bundle's log entry and timestamps are verified only against an explicit
         # root; the suite's default root is the public-good production one.
-        args += ["--key", str(case / "key.pub"), "--trusted-root",
-                 str(root if root.is_file() else production_root)]
+        args += [
+            "--key",
+            str(case / "key.pub"),
+            "--trusted-root",
+            str(root if root.is_file() else production_root),
+        ]
         return args
-    args += ["--certificate-identity", _text(case / "identity", DEFAULT_IDENTITY),
-             "--certificate-oidc-issuer", _text(case / "issuer", DEFAULT_ISSUER)]
+    args += [
+        "--certificate-identity",
+        _text(case / "identity", DEFAULT_IDENTITY),
+        "--certificate-oidc-issuer",
+        _text(case / "issuer", DEFAULT_ISSUER),
+    ]
     if root.is_file():
         args += ["--trusted-root", str(root)]
     return args
