@@ -12,7 +12,14 @@ from typing import Any, Literal
 
 from acxoci.attestation.identity import IdentityRule
 from acxoci.attestation.signing import TrustedKey, verify_with_keys
-from acxoci.attestation.sigstore_verify import SigstoreCheck, Trust, verify_keyless, verify_with_key
+from acxoci.attestation.sigstore_verify import (
+    LegacyKeyless,
+    SigstoreCheck,
+    Trust,
+    verify_keyless,
+    verify_legacy_keyless,
+    verify_with_key,
+)
 from attest.bundle import check_cosign_keyids, parse_bundle
 from attest.canonical import loads_strict
 from attest.dsse import INTOTO_PAYLOAD_TYPE, Envelope
@@ -58,14 +65,17 @@ def _unsigned_statement(env: Envelope) -> Statement | None:
         return None
 
 
-def _keyless(data: bytes, sig: Sigstore | None,
-             notes: list[str]) -> Judgement | tuple[Envelope, SigstoreCheck]:
-    """Verify a certificate bundle with the library; its envelope and signer, or the verdict."""
+def _keyless(data: bytes, sig: Sigstore | None, notes: list[str],
+             legacy: LegacyKeyless | None = None) -> Judgement | tuple[Envelope, SigstoreCheck]:
+    """Verify a certificate bundle (or a legacy keyless `.att` layer) through `sigstore`; its
+    verified envelope and signer, or the verdict."""
     if sig is None or not sig.rules:
-        return Judgement("unverified", ("keyless bundle (certificate): no identity policy was given, so no "
-                                        "signer can be trusted (--certificate-identity[-regexp] and "
+        what = "keyless .att layer" if legacy is not None else "keyless bundle (certificate)"
+        return Judgement("unverified", (f"{what}: no identity policy was given, so no signer can be "
+                                        "trusted (--certificate-identity[-regexp] and "
                                         "--certificate-oidc-issuer[-regexp])",))
-    check = verify_keyless(data, sig.rules, sig.trust, digest=None)
+    check = (verify_keyless(data, sig.rules, sig.trust, digest=None) if legacy is None
+             else verify_legacy_keyless(data, legacy, sig.rules, sig.trust))
     who = f"keyless:{check.subject}" if check.subject else None
     if not check.ok:
         return Judgement("unverified", check.reasons, signer_keyid=who, signer=check)
@@ -76,7 +86,8 @@ def _keyless(data: bytes, sig: Sigstore | None,
 
 
 def judge(data: bytes, kind: Kind, keys: list[TrustedKey], *, subject_sha256: str,
-          want_type: str | None, now: datetime, sigstore: Sigstore | None = None) -> Judgement:
+          want_type: str | None, now: datetime, sigstore: Sigstore | None = None,
+          legacy: LegacyKeyless | None = None) -> Judgement:
     """Judge one attestation document (`envelope` = DSSE JSON, `bundle` = sigstore bundle).
 
     `subject_sha256` is the bare hex the statement subject must carry. Verdicts: verified;
@@ -99,6 +110,11 @@ def judge(data: bytes, kind: Kind, keys: list[TrustedKey], *, subject_sha256: st
                 return Judgement("unverified", ("bundle carries a messageSignature, not an attestation",))
             else:
                 env = bundle.envelope
+        elif legacy is not None:  # cosign 2 keyless `.att` layer: certificate + Rekor SET annotations
+            got = _keyless(data, sigstore, notes, legacy)
+            if isinstance(got, Judgement):
+                return got
+            env, keyless = got
         else:
             env = Envelope.from_json(loads_strict(data))
     except AttestError as exc:

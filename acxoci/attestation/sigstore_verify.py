@@ -25,22 +25,26 @@ Every failure of the library on hostile input becomes a typed verdict, never a c
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, cast
 
+import rfc8785
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 from cryptography.hazmat.primitives.asymmetric.utils import Prehashed
+from cryptography.x509.oid import ExtendedKeyUsageOID
 from rfc3161_client import TimeStampResponse, VerifierBuilder
 from rfc3161_client import VerificationError as Rfc3161VerificationError
 from sigstore import dsse as _sdsse
+from sigstore._internal.sct import verify_sct
 from sigstore._internal.timestamp import TimestampSource, TimestampVerificationResult
 from sigstore._internal.trust import KeyringPurpose
-from sigstore._utils import read_embedded
+from sigstore._utils import KeyID, read_embedded
 from sigstore.errors import VerificationError
 from sigstore.hashes import Hashed
 from sigstore.models import Bundle, TimestampVerificationData, TransparencyLogEntry, TrustedRoot
@@ -275,6 +279,16 @@ def _b64(value: Any, what: str) -> bytes:
         raise VerificationError(f"log entry {what}: {exc}") from exc
 
 
+def _b64_twice(value: Any, what: str) -> bytes:
+    """intoto/0.0.2 logs the envelope's base64 fields base64-encoded again; anything else cannot
+    be the envelope's value, so it is a mismatch."""
+    try:
+        return b64decode_lenient(b64decode_lenient(value).decode("ascii"))
+    except (MalformedError, UnicodeDecodeError) as exc:
+        raise VerificationError(f"log entry {what} does not match the bundle (not the envelope's "
+                                "base64, base64-encoded)") from exc
+
+
 def _pem_cert_der(value: Any, what: str) -> bytes:
     try:
         cert = x509.load_pem_x509_certificate(_b64(value, what))
@@ -303,8 +317,7 @@ def check_intoto_body(raw: bytes, version: str, payload: bytes, sigs: list[bytes
     envelope = content.get("envelope")
     if not isinstance(envelope, dict) or not isinstance(envelope.get("signatures"), list):
         raise VerificationError("intoto entry has no envelope signatures")
-    if "payload" in envelope and _b64(_b64(envelope["payload"], "payload").decode("ascii", "replace"),
-                                      "payload") != payload:
+    if "payload" in envelope and _b64_twice(envelope["payload"], "payload") != payload:
         raise VerificationError("intoto entry payload does not match the bundle")
     logged: list[bytes] = []
     for s in envelope["signatures"]:
@@ -312,7 +325,7 @@ def check_intoto_body(raw: bytes, version: str, payload: bytes, sigs: list[bytes
             raise VerificationError("intoto entry signature is not an object")
         if _pem_cert_der(s.get("publicKey"), "signature publicKey") != der:
             raise VerificationError("intoto entry signature verifier is not the signing certificate")
-        logged.append(_b64(_b64(s.get("sig"), "signature").decode("ascii", "replace"), "signature"))
+        logged.append(_b64_twice(s.get("sig"), "signature"))
     if sorted(logged) != sorted(sigs):
         raise VerificationError("intoto entry signatures do not match the bundle")
 
@@ -538,3 +551,128 @@ def verify_with_key(data: bytes, key: PublicKey, trust: Trust | None, *, digest:
     done = (f"log entries and timestamps verified against the {trust.name}",) if entries or n_ts else ()
     return SigstoreCheck(True, "key", (), done, None, None, log_index, integrated, _times(times), ptype,
                          payload)
+
+
+# --- cosign's legacy keyless `.att` layers: gap 4 ---------------------------------------------
+
+COSIGN_CERTIFICATE = "dev.sigstore.cosign/certificate"
+COSIGN_CHAIN = "dev.sigstore.cosign/chain"
+COSIGN_BUNDLE = "dev.sigstore.cosign/bundle"
+MAX_ANNOTATION = 256 * 1024
+
+
+@dataclass(frozen=True)
+class LegacyKeyless:
+    """The keyless material cosign 2 writes into a `.att` layer's annotations."""
+
+    certificate_pem: str
+    chain_pem: str | None
+    rekor_bundle: str
+
+
+def legacy_material(annotations: Mapping[str, str]) -> LegacyKeyless | None:
+    """The layer's keyless annotations (certificate + Rekor bundle), or None for a key-signed layer."""
+    cert = annotations.get(COSIGN_CERTIFICATE)
+    if not cert:
+        return None
+    return LegacyKeyless(cert, annotations.get(COSIGN_CHAIN) or None, annotations.get(COSIGN_BUNDLE, ""))
+
+
+def _rekor_set(raw: str, trust: Trust) -> tuple[bytes, int, int]:
+    """Verify cosign's Rekor bundle (SET over body, integratedTime, logID, logIndex) with the
+    trusted root's log keys (the library keyring); returns (body, log index, integrated time)."""
+    if len(raw) > MAX_ANNOTATION:
+        raise VerificationError("Rekor bundle annotation is too large")
+    doc = loads_strict(raw.encode("utf-8"))
+    payload = doc.get("Payload") if isinstance(doc, dict) else None
+    if not isinstance(payload, dict):
+        raise VerificationError("the layer has no Rekor bundle (no transparency-log proof of its time)")
+    body_b64, t, index, log_id = (payload.get("body"), payload.get("integratedTime"), payload.get("logIndex"),
+                                  payload.get("logID"))
+    if not (isinstance(body_b64, str) and isinstance(t, int) and isinstance(index, int)
+            and isinstance(log_id, str) and not isinstance(t, bool) and not isinstance(index, bool)):
+        raise VerificationError("Rekor bundle payload is malformed")
+    try:
+        key_id = bytes.fromhex(log_id)
+    except ValueError as exc:
+        raise VerificationError("Rekor bundle logID is not hex") from exc
+    canonical = rfc8785.dumps({"body": body_b64, "integratedTime": t, "logID": log_id, "logIndex": index})
+    set_sig = _b64(doc.get("SignedEntryTimestamp"), "SignedEntryTimestamp")
+    trust.root.rekor_keyring(KeyringPurpose.VERIFY).verify(key_id=KeyID(key_id), signature=set_sig,
+                                                           data=canonical)
+    return _b64(body_b64, "body"), index, t
+
+
+def verify_legacy_keyless(envelope_json: bytes, material: LegacyKeyless,
+                          rules: list[IdentityRule] | tuple[IdentityRule, ...],
+                          trust: Trust) -> SigstoreCheck:
+    """Gap 4: cosign 2's keyless `.att` layer carries a certificate and a Rekor SET but no
+    inclusion proof, which `sigstore.models.Bundle` requires. The library's steps are composed
+    here without the proof (as cosign verifies these offline): the SET with the log keyring, the
+    chain at the SET time and the SCT with the library, the identity with `AnyOf`, the DSSE
+    signature with `sigstore.dsse`, and the entry body with `check_intoto_body` / dsse checks."""
+    if not rules:
+        return _fail("keyless", "keyless .att layer: no certificate identity and issuer to check it against")
+    try:
+        if len(material.certificate_pem) > MAX_ANNOTATION or len(material.chain_pem or "") > MAX_ANNOTATION:
+            raise VerificationError("certificate annotation is too large")
+        cert = x509.load_pem_x509_certificate(material.certificate_pem.encode("ascii"))
+    except Exception as exc:  # hostile annotation
+        return _fail("keyless", f"malformed certificate annotation: {_short(exc)}")
+    subjects, issuer = certificate_subjects(cert), certificate_issuer(cert)
+    who: dict[str, Any] = {"subject": subjects[0] if subjects else None, "issuer": issuer}
+    matched = first_match(rules, subjects, issuer)
+    if matched is None:
+        return _fail("keyless", f"certificate identity {', '.join(subjects) or '(none)'} from issuer "
+                     f"{issuer or '(none)'} matches none of: {'; '.join(r.describe() for r in rules)}", **who)
+    if matched.subject is not None:
+        who["subject"] = matched.subject
+    try:
+        body, log_index, integrated = _rekor_set(material.rekor_bundle, trust)
+        when = TimestampVerificationResult(source=TimestampSource.TRANSPARENCY_SERVICE, time=_utc(integrated))
+        verifier = _Verifier(trusted_root=trust.root)
+        chain = verifier._verify_chain_at_time(cert, when)
+        verify_sct(cert, chain, trust.root.ct_keyring(KeyringPurpose.VERIFY))
+        if not cert.extensions.get_extension_for_class(x509.KeyUsage).value.digital_signature:
+            raise VerificationError("key usage is not digital signature")
+        if ExtendedKeyUsageOID.CODE_SIGNING not in cert.extensions.get_extension_for_class(
+                x509.ExtendedKeyUsage).value:
+            raise VerificationError("extended key usage does not contain code signing")
+        identity_policy(rules).verify(cert)
+        if not cert.not_valid_before_utc <= when.time <= cert.not_valid_after_utc:
+            raise VerificationError("invalid signing cert: expired at the time it was logged")
+        envelope = _sdsse.Envelope._from_json(envelope_json)
+        _sdsse._verify(cast(ec.EllipticCurvePublicKey, cert.public_key()), envelope)
+        env = envelope._inner
+        head = loads_strict(body)
+        kind = head.get("kind") if isinstance(head, dict) else None
+        version = str(head.get("apiVersion")) if isinstance(head, dict) else ""
+        if kind == "intoto":
+            check_intoto_body(body, version, bytes(env.payload), [bytes(s.sig) for s in env.signatures], cert)
+        elif kind == "dsse" and version == "0.0.1":
+            _check_dsse_cert_body(body, bytes(env.payload), [bytes(s.sig) for s in env.signatures], cert)
+        else:
+            raise VerificationError(f"log entry kind {kind}/{version} is not an attestation entry")
+    except Exception as exc:  # VerificationError and whatever hostile input provokes
+        return _fail("keyless", f"sigstore verification failed ({trust.name}): {_short(exc)}", **who)
+    return SigstoreCheck(True, "keyless", (), (f"verified against the {trust.name} (Rekor SET, no inclusion "
+                                               "proof in a legacy .att layer)",),
+                         who["subject"], issuer, log_index, integrated, _times([when]),
+                         str(env.payload_type), bytes(env.payload))
+
+
+def _check_dsse_cert_body(raw: bytes, payload: bytes, sigs: list[bytes], cert: x509.Certificate) -> None:
+    """A `dsse/0.0.1` entry against the envelope: payload hash, signatures, certificate verifier."""
+    spec = _body(raw, "dsse", "0.0.1")
+    _sha256_field(spec.get("payloadHash"), hashlib.sha256(payload).hexdigest(), "payload hash")
+    logged = spec.get("signatures")
+    if not isinstance(logged, list):
+        raise VerificationError("dsse entry has no signatures")
+    der = cert.public_bytes(serialization.Encoding.DER)
+    got: list[bytes] = []
+    for s in logged:
+        if not isinstance(s, dict) or _pem_cert_der(s.get("verifier"), "verifier") != der:
+            raise VerificationError("dsse entry verifier is not the signing certificate")
+        got.append(_b64(s.get("signature"), "signature"))
+    if sorted(got) != sorted(sigs):
+        raise VerificationError("dsse entry signatures do not match the envelope")

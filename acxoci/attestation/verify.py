@@ -22,6 +22,7 @@ from acxoci.attestation.content import ContentCheck, check_cartridge_content, ch
 from acxoci.attestation.formats import classify_referrer, legacy_layers, legacy_tag
 from acxoci.attestation.judge import Judgement, Kind, Sigstore, judge
 from acxoci.attestation.signing import TrustedKey
+from acxoci.attestation.sigstore_verify import legacy_material
 from acxoci.attestation.statements import CARTRIDGE_PREDICATE_TYPE, WORKFLOW_PREDICATE_TYPE
 from acxoci.errors import AcxError, NotFound, Tampered
 from acxoci.oci.descriptor import Descriptor
@@ -208,8 +209,9 @@ def judge_found(target: Target, item: Found, keys: list[TrustedKey], *, subject:
     except AcxError as exc:
         return Judgement("unverified", (f"cannot fetch attestation: {exc.one_line()}",))
     kind: Kind = "bundle" if item.format == "bundle" else "envelope"
+    legacy = legacy_material(item.layer.annotations) if item.format == "legacy" else None
     return judge(data, kind, keys, subject_sha256=subject.digest.removeprefix("sha256:"),
-                 want_type=want_type, now=now, sigstore=sigstore)
+                 want_type=want_type, now=now, sigstore=sigstore, legacy=legacy)
 
 
 def pulled_content_path(workdir: Path, layer: Descriptor) -> Path:

@@ -301,3 +301,63 @@ class FakeSigstore:
             "dsseEnvelope": envelope,
         }
         return json.dumps(bundle).encode()
+
+    def legacy_att_layer(
+        self,
+        statement: bytes,
+        identity: str,
+        issuer: str = GITHUB_ISSUER,
+        *,
+        integrated: datetime | None = None,
+        log_index: int = 9,
+        leaf: tuple[ec.EllipticCurvePrivateKey, x509.Certificate] | None = None,
+    ) -> tuple[bytes, dict[str, str]]:
+        """cosign 2's keyless `.att` layer: a DSSE envelope plus certificate, chain and Rekor
+        bundle (SET over an `intoto/0.0.2` entry, no inclusion proof) annotations."""
+        key, cert = leaf or self.leaf(identity, issuer)
+        payload_type = "application/vnd.in-toto+json"
+        pae = f"DSSEv1 {len(payload_type)} {payload_type} {len(statement)} ".encode() + statement
+        sig = key.sign(pae, ec.ECDSA(hashes.SHA256()))
+        envelope = json.dumps(
+            {
+                "payloadType": payload_type,
+                "payload": _b64(statement),
+                "signatures": [{"keyid": "", "sig": _b64(sig)}],
+            }
+        ).encode()
+        pem = cert.public_bytes(serialization.Encoding.PEM)
+        body = json.dumps(
+            {
+                "apiVersion": "0.0.2",
+                "kind": "intoto",
+                "spec": {
+                    "content": {
+                        "envelope": {
+                            "payloadType": payload_type,
+                            "payload": _b64(_b64(statement).encode()),
+                            "signatures": [{"sig": _b64(_b64(sig).encode()), "publicKey": _b64(pem)}],
+                        },
+                        "hash": {"algorithm": "sha256", "value": hashlib.sha256(envelope).hexdigest()},
+                        "payloadHash": {
+                            "algorithm": "sha256",
+                            "value": hashlib.sha256(statement).hexdigest(),
+                        },
+                    }
+                },
+            },
+            separators=(",", ":"),
+        ).encode()
+        when = int((integrated or self.start + timedelta(minutes=1)).timestamp())
+        log_id = hashlib.sha256(_spki(self.rekor_key)).digest().hex()
+        canon = rfc8785.dumps(
+            {"body": _b64(body), "integratedTime": when, "logID": log_id, "logIndex": log_index}
+        )
+        rekor = {
+            "SignedEntryTimestamp": _b64(self.rekor_key.sign(canon, ec.ECDSA(hashes.SHA256()))),
+            "Payload": {"body": _b64(body), "integratedTime": when, "logIndex": log_index, "logID": log_id},
+        }
+        return envelope, {
+            "dev.sigstore.cosign/certificate": pem.decode(),
+            "dev.sigstore.cosign/chain": self.ca_cert.public_bytes(serialization.Encoding.PEM).decode(),
+            "dev.sigstore.cosign/bundle": json.dumps(rekor),
+        }

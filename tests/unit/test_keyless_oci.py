@@ -23,7 +23,13 @@ from typing import Any
 import pytest
 
 from acxoci.attestation.content import cartridge_facts
-from acxoci.attestation.formats import build_bundle_referrer
+from acxoci.attestation.formats import (
+    DSSE_MEDIA_TYPE,
+    LegacyLayer,
+    build_bundle_referrer,
+    build_legacy_manifest,
+    legacy_tag,
+)
 from acxoci.attestation.statements import CARTRIDGE_PREDICATE_TYPE, cartridge_statement
 from acxoci.install.install import install
 from acxoci.install.store import Store
@@ -378,3 +384,86 @@ def test_now_is_used_only_for_content(keyless: Keyless) -> None:
     assert k.sigstore.start + timedelta(minutes=10) < NOW.replace(tzinfo=UTC)
     assert k.install(k.policy()).status == "installed"
     assert datetime.now(UTC) > k.sigstore.start
+
+
+# --- cosign 2's legacy keyless .att layers ---------------------------------------------------------
+
+
+def attach_legacy(k: Keyless, envelope: bytes, annotations: dict[str, str]) -> None:
+    """Write a cosign-2-shaped `sha256-<hex>.att` manifest with one keyless layer."""
+    layout = LayoutStore(k.layout)
+    ann = {"dev.cosignproject.cosign/signature": "", "predicateType": CARTRIDGE_PREDICATE_TYPE, **annotations}
+    layer = Descriptor(
+        DSSE_MEDIA_TYPE, "sha256:" + hashlib.sha256(envelope).hexdigest(), len(envelope), annotations=ann
+    )
+    _push(layout, envelope, DSSE_MEDIA_TYPE)
+    built = build_legacy_manifest([LegacyLayer(layer, CARTRIDGE_PREDICATE_TYPE)])
+    for blob in built.blobs:
+        _push(layout, blob.data, blob.desc.media_type)
+    desc = _push(layout, built.manifest.data, OCI_MANIFEST)
+    layout.tag(desc, legacy_tag(k.desc.digest))
+
+
+def test_legacy_keyless_att_layer(keyless: Keyless, capsys: pytest.CaptureFixture[str]) -> None:
+    k = keyless
+    envelope, ann = k.sigstore.legacy_att_layer(k.statement(), RELEASE)
+    attach_legacy(k, envelope, ann)
+    code, out = k.verify(capsys)
+    assert code == 0, out
+    (att,) = out["attestations"]
+    assert att["format"] == "legacy" and att["verdict"] == "verified" and att["content"]["ok"] is True
+    assert att["signer"]["certificateIdentity"] == RELEASE and att["signer"]["logIndex"] == 9
+    policy = write_policy(
+        k.tmp / "legacy.yaml",
+        {
+            "publishers": [
+                {
+                    "id": PUBLISHER,
+                    "trustRegistries": [str(k.registry)],
+                    "identities": [{"issuer": GITHUB_ISSUER, "subjectRegExp": RELEASE_RE}],
+                }
+            ],
+            "attestations": {"formats": ["legacy"], "trustedRoot": "root.json"},
+        },
+    )
+    result = k.install(policy)
+    assert result.status == "installed", [c.to_json() for c in result.failed]
+    assert result.record["attestations"][0]["signer"]["certificateIssuer"] == GITHUB_ISSUER
+    code, out = k.verify(
+        capsys, "--certificate-identity", RELEASE, "--certificate-oidc-issuer", "https://accounts.google.com"
+    )
+    assert code == 1 and out["attestations"][0]["verdict"] == "unverified"
+
+
+@pytest.mark.parametrize("damage", ["set", "certificate", "body", "late", "no-bundle"])
+def test_legacy_keyless_att_damaged(
+    keyless: Keyless, capsys: pytest.CaptureFixture[str], damage: str
+) -> None:
+    k = keyless
+    envelope, ann = k.sigstore.legacy_att_layer(
+        k.statement(), RELEASE, integrated=k.sigstore.start + timedelta(hours=2) if damage == "late" else None
+    )
+    rekor = json.loads(ann["dev.sigstore.cosign/bundle"])
+    if damage == "set":
+        rekor["Payload"]["logIndex"] += 1
+    elif damage == "body":  # same signer, validly signed, but not the envelope that was logged
+        leaf = k.sigstore.leaf(RELEASE)
+        _, ann = k.sigstore.legacy_att_layer(k.statement(), RELEASE, leaf=leaf)
+        envelope, _ = k.sigstore.legacy_att_layer(k.statement("sha256:" + "ab" * 32), RELEASE, leaf=leaf)
+        rekor = json.loads(ann["dev.sigstore.cosign/bundle"])
+    elif damage == "certificate":
+        _, ann2 = k.sigstore.legacy_att_layer(k.statement(), RELEASE)
+        ann["dev.sigstore.cosign/certificate"] = ann2["dev.sigstore.cosign/certificate"]
+    ann["dev.sigstore.cosign/bundle"] = "" if damage == "no-bundle" else json.dumps(rekor)
+    attach_legacy(k, envelope, ann)
+    code, out = k.verify(capsys)
+    assert code == 1, out
+    assert out["attestations"][0]["verdict"] == "unverified", out
+    expect = {
+        "set": "keyring",
+        "certificate": "DSSE",
+        "body": "payload hash",
+        "late": "not valid at validation",
+        "no-bundle": "invalid JSON",
+    }[damage]
+    assert expect in out["attestations"][0]["reasons"][0], out["attestations"][0]["reasons"]
