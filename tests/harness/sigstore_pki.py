@@ -264,12 +264,27 @@ class FakeSigstore:
             separators=(",", ":"),
         ).encode()
         when = integrated or (not_before or self.start) + timedelta(minutes=1)
+        entry = self.log_entry(body, "dsse", when, log_index=log_index, promise=promise)
+        bundle = {
+            "mediaType": "application/vnd.dev.sigstore.bundle.v0.3+json",
+            "verificationMaterial": {
+                "certificate": {"rawBytes": _b64(cert.public_bytes(serialization.Encoding.DER))},
+                "tlogEntries": [entry],
+            },
+            "dsseEnvelope": envelope,
+        }
+        return json.dumps(bundle).encode()
+
+    def log_entry(
+        self, body: bytes, kind: str, when: datetime, *, log_index: int = 7, promise: bool = True
+    ) -> dict[str, Any]:
+        """A Rekor v1 entry for `body` in a one-leaf tree: inclusion proof, checkpoint, SET."""
         log_id = hashlib.sha256(_spki(self.rekor_key)).digest()
         leaf_hash = hashlib.sha256(b"\x00" + body).digest()
         entry: dict[str, Any] = {
             "logIndex": str(log_index),
             "logId": {"keyId": _b64(log_id)},
-            "kindVersion": {"kind": "dsse", "version": "0.0.1"},
+            "kindVersion": {"kind": kind, "version": "0.0.1"},
             "integratedTime": str(int(when.timestamp())),
             "inclusionProof": {
                 "logIndex": "0",
@@ -292,15 +307,7 @@ class FakeSigstore:
             entry["inclusionPromise"] = {
                 "signedEntryTimestamp": _b64(self.rekor_key.sign(canon, ec.ECDSA(hashes.SHA256())))
             }
-        bundle = {
-            "mediaType": "application/vnd.dev.sigstore.bundle.v0.3+json",
-            "verificationMaterial": {
-                "certificate": {"rawBytes": _b64(cert.public_bytes(serialization.Encoding.DER))},
-                "tlogEntries": [entry],
-            },
-            "dsseEnvelope": envelope,
-        }
-        return json.dumps(bundle).encode()
+        return entry
 
     def legacy_att_layer(
         self,
@@ -361,3 +368,46 @@ class FakeSigstore:
             "dev.sigstore.cosign/chain": self.ca_cert.public_bytes(serialization.Encoding.PEM).decode(),
             "dev.sigstore.cosign/bundle": json.dumps(rekor),
         }
+
+    def key_message_bundle(
+        self,
+        artifact: bytes,
+        key: ec.EllipticCurvePrivateKey,
+        *,
+        logged_key: ec.EllipticCurvePrivateKey | None = None,
+        logged_digest: bytes | None = None,
+    ) -> bytes:
+        """A key-based (managed key) messageSignature bundle with a logged `hashedrekord/0.0.1`
+        entry; `logged_key` / `logged_digest` put something else in the (validly logged) body."""
+        digest = hashlib.sha256(artifact).digest()
+        sig = key.sign(artifact, ec.ECDSA(hashes.SHA256()))
+        pem = (
+            (logged_key or key)
+            .public_key()
+            .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+        )
+        body = json.dumps(
+            {
+                "apiVersion": "0.0.1",
+                "kind": "hashedrekord",
+                "spec": {
+                    "data": {"hash": {"algorithm": "sha256", "value": (logged_digest or digest).hex()}},
+                    "signature": {"content": _b64(sig), "publicKey": {"content": _b64(pem)}},
+                },
+            },
+            separators=(",", ":"),
+        ).encode()
+        entry = self.log_entry(body, "hashedrekord", self.start + timedelta(minutes=1))
+        return json.dumps(
+            {
+                "mediaType": "application/vnd.dev.sigstore.bundle.v0.3+json",
+                "verificationMaterial": {
+                    "publicKey": {"hint": _b64(hashlib.sha256(_spki(key)).digest())},
+                    "tlogEntries": [entry],
+                },
+                "messageSignature": {
+                    "messageDigest": {"algorithm": "SHA2_256", "digest": _b64(digest)},
+                    "signature": _b64(sig),
+                },
+            }
+        ).encode()
