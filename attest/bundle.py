@@ -3,9 +3,9 @@
 A key-based bundle is what cosign writes with `--key` and no transparency log:
 `verificationMaterial.publicKey.hint` = base64(sha256(SPKI DER)) and a `dsseEnvelope` whose
 signatures carry no `keyid` (cosign rejects any other keyid). The shape is validated with the
-`sigstore_models` pydantic models (docs/decisions/0001-sigstore-models.md); bundles that carry
-certificates or transparency-log entries are parsed and reported, never treated as verified
-keyless bundles.
+`sigstore_models` pydantic models (docs/decisions/0001-sigstore-models.md). Certificates,
+transparency-log entries and timestamps are parsed here only to be reported; they are verified
+through the `sigstore` library in `acxoci.attestation.sigstore_verify` (decision 0015).
 """
 
 from __future__ import annotations
