@@ -25,6 +25,7 @@ Every failure of the library on hostile input becomes a typed verdict, never a c
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -64,6 +65,10 @@ from attest.canonical import loads_strict
 from attest.dsse import Envelope
 from attest.errors import AttestError, MalformedError, SignatureError
 from attest.keys import PublicKey
+
+# The library logs advice (e.g. "this bundle contains a root CA") as warnings; our verdicts and
+# notes say what matters, so keep its log quiet on the command line.
+logging.getLogger("sigstore").setLevel(logging.ERROR)
 
 PRODUCTION_TUF = "https://tuf-repo-cdn.sigstore.dev"
 STAGING_TUF = "https://tuf-repo-cdn.sigstage.dev"
