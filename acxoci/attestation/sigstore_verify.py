@@ -25,6 +25,7 @@ Every failure of the library on hostile input becomes a typed verdict, never a c
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -529,7 +530,7 @@ def verify_with_key(data: bytes, key: PublicKey, trust: Trust | None, *, digest:
         log_index = integrated = None
         keyring = trust.root.rekor_keyring(KeyringPurpose.VERIFY)
         for raw in entries:
-            entry = TransparencyLogEntry(_ModelEntry.model_validate(raw))
+            entry = TransparencyLogEntry(_ModelEntry.model_validate_json(json.dumps(raw)))
             entry._verify(keyring)
             inner = entry._inner
             kind = str(inner.kind_version.kind)
@@ -544,7 +545,7 @@ def verify_with_key(data: bytes, key: PublicKey, trust: Trust | None, *, digest:
                 times.append(TimestampVerificationResult(source=TimestampSource.TRANSPARENCY_SERVICE,
                                                          time=_utc(integrated)))
         if n_ts:
-            tsv = TimestampVerificationData(_ModelTsd.model_validate(tsd))
+            tsv = TimestampVerificationData(_ModelTsd.model_validate_json(json.dumps(tsd)))
             for tsr in tsv.rfc3161_timestamps:
                 got = verifier._verify_signed_timestamp(tsr, sig)
                 if got is not None:
