@@ -310,3 +310,38 @@ def test_policy_sigstore(tmp_path: Path) -> None:
     assert sig is not None and sig.trust.explicit and "root.json" in sig.trust.name
     staging = policy_sigstore({"attestations": {"trustedRoot": "staging"}}, None)
     assert staging is not None and staging.trust.explicit and staging.rules == ()
+
+
+def test_big_hostile_bundle_is_bounded(tmp_path: Path) -> None:
+    """A 15 MB bundle (a giant log-entry body) is refused quickly and without a memory blow-up."""
+    import resource
+    import subprocess
+    import sys
+    import time
+
+    doc = _doc("happy-path-v0.3")
+    doc["verificationMaterial"]["tlogEntries"][0]["canonicalizedBody"] = "QUFB" * (15 * 1024 * 1024 // 4)
+    path = tmp_path / "big.json"
+    path.write_text(json.dumps(doc))
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    start = time.monotonic()
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "acxoci",
+            "--json",
+            "verify-blob",
+            str(SUITE / "a.txt"),
+            "--bundle",
+            str(path),
+            *KEYLESS,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    elapsed = time.monotonic() - start
+    peak_mb = max(before, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) / 1024
+    assert r.returncode == 1 and json.loads(r.stdout)["ok"] is False, r.stdout + r.stderr
+    assert elapsed < 15 and peak_mb < 300, (elapsed, peak_mb)  # measured: ~2 s, ~140 MB
