@@ -3,12 +3,12 @@
 The library does the cryptography: X.509 path validation against the trusted root's Fulcio CAs,
 SCTs, Merkle inclusion proofs, signed checkpoints, signed entry timestamps (SET), RFC 3161
 timestamps, certificate validity at the verified time, log-entry consistency and the identity
-policy (`sigstore.verify.policy.AnyOf` of our rules). Our code fills exactly three gaps, each
+policy (`sigstore.verify.policy.AnyOf` of our rules). Our code fills exactly four gaps, each
 built on library primitives:
 
 1. RFC 3161 timestamps: a trust root's TSA `validFor` is a closed interval; the library treats
-   the end as exclusive. `_Verifier._verify_signed_timestamp` repeats its rfc3161-client chain
-   check and compares `start <= genTime <= end`.
+   the end as exclusive. `verify_timestamp` (used by `_Verifier._verify_signed_timestamp`)
+   repeats its rfc3161-client chain check and compares `start <= genTime <= end`.
 2. `intoto` log entries (Rekor v1 `intoto/0.0.1|0.0.2`, written by cosign for attestations):
    the library refuses them. We take the integrated time (authenticated by the SET, which the
    library verifies) and check the entry body against the envelope ourselves
@@ -18,6 +18,8 @@ built on library primitives:
    library's `TransparencyLogEntry._verify` (inclusion proof, checkpoint, SET), timestamps with
    gap 1's verifier, and the entry body against the signature and key (`check_key_entry_body`).
    Without an explicit trusted root those parts are reported as present and not verified.
+4. cosign 2's keyless `.att` layers (certificate + Rekor SET annotations, no inclusion proof,
+   which the library requires): `verify_legacy_keyless` composes the library's steps without it.
 
 Every failure of the library on hostile input becomes a typed verdict, never a crash.
 """
@@ -58,7 +60,7 @@ from sigstore_models.rekor.v1 import TransparencyLogEntry as _ModelEntry
 from sigstore_models.trustroot import v1 as _trustroot
 
 from acxoci.attestation.identity import IdentityRule, certificate_issuer, certificate_subjects, first_match
-from acxoci.errors import InvalidInput
+from acxoci.errors import InvalidInput, UsageError
 from acxoci.fsutil import read_bytes
 from attest.b64 import b64decode_lenient
 from attest.bundle import MAX_BUNDLE_BYTES, parse_bundle
@@ -108,7 +110,6 @@ def parse_trusted_root(data: bytes, *, where: str) -> TrustedRoot:
 def load_trust(path: Path | None, *, staging: bool) -> Trust:
     """`--trusted-root FILE`, else `--staging`, else the shipped production root (offline)."""
     if path is not None and staging:
-        from acxoci.errors import UsageError
         raise UsageError("give at most one of --trusted-root FILE or --staging")
     if path is not None:
         data = read_bytes(path, "trusted root", limit=MAX_TRUSTED_ROOT_BYTES)
@@ -195,6 +196,28 @@ def _utc(ts: int) -> datetime:
     return datetime.fromtimestamp(ts, tz=UTC)
 
 
+def verify_timestamp(root: TrustedRoot, timestamp_response: TimeStampResponse,
+                     message: bytes) -> TimestampVerificationResult | None:
+    """Gap 1: the library's TSA check (rfc3161-client chain and message verification against
+    each of the root's timestamp authorities), with `validFor.end` inclusive."""
+    for authority in root.get_timestamp_authorities():
+        certs = authority.certificates(allow_expired=True)
+        if len(certs) < 2:
+            continue
+        builder = VerifierBuilder().tsa_certificate(certs[0]).add_root_certificate(certs[-1])
+        for middle in certs[1:-1]:
+            builder = builder.add_intermediate_certificate(middle)
+        try:
+            builder.build().verify_message(timestamp_response, message)
+        except Rfc3161VerificationError:
+            continue
+        gen = timestamp_response.tst_info.gen_time
+        end = authority.validity_period_end
+        if authority.validity_period_start <= gen and (not end or gen <= end):
+            return TimestampVerificationResult(source=TimestampSource.TIMESTAMP_AUTHORITY, time=gen)
+    return None
+
+
 class _Verifier(Verifier):
     """`sigstore.verify.Verifier` plus a closed TSA validity interval and `intoto` entries."""
 
@@ -204,23 +227,8 @@ class _Verifier(Verifier):
 
     def _verify_signed_timestamp(self, timestamp_response: TimeStampResponse,
                                  message: bytes) -> TimestampVerificationResult | None:
-        """Gap 1: the library's TSA chain check (rfc3161-client), with `validFor.end` inclusive."""
-        for authority in self._trusted_root.get_timestamp_authorities():
-            certs = authority.certificates(allow_expired=True)
-            if len(certs) < 2:
-                continue
-            builder = VerifierBuilder().tsa_certificate(certs[0]).add_root_certificate(certs[-1])
-            for middle in certs[1:-1]:
-                builder = builder.add_intermediate_certificate(middle)
-            try:
-                builder.build().verify_message(timestamp_response, message)
-            except Rfc3161VerificationError:
-                continue
-            gen = timestamp_response.tst_info.gen_time
-            end = authority.validity_period_end
-            if authority.validity_period_start <= gen and (not end or gen <= end):
-                return TimestampVerificationResult(source=TimestampSource.TIMESTAMP_AUTHORITY, time=gen)
-        return None
+        """Gap 1: see `verify_timestamp`."""
+        return verify_timestamp(self._trusted_root, timestamp_response, message)
 
     def _establish_time(self, bundle: Bundle) -> list[TimestampVerificationResult]:
         """Gap 2: for `intoto` entries the SET-backed integrated time counts (the SET itself is
@@ -525,7 +533,6 @@ def verify_with_key(data: bytes, key: PublicKey, trust: Trust | None, *, digest:
             notes.append(f"{n_ts} RFC 3161 timestamp(s) present and NOT verified")
         return SigstoreCheck(True, "key", (), tuple(notes), payload_type=ptype, payload=payload)
     try:
-        verifier = _Verifier(trusted_root=trust.root)
         times: list[TimestampVerificationResult] = []
         log_index = integrated = None
         keyring = trust.root.rekor_keyring(KeyringPurpose.VERIFY)
@@ -547,7 +554,7 @@ def verify_with_key(data: bytes, key: PublicKey, trust: Trust | None, *, digest:
         if n_ts:
             tsv = TimestampVerificationData(_ModelTsd.model_validate_json(json.dumps(tsd)))
             for tsr in tsv.rfc3161_timestamps:
-                got = verifier._verify_signed_timestamp(tsr, sig)
+                got = verify_timestamp(trust.root, tsr, sig)
                 if got is not None:
                     times.append(got)
         if (entries or n_ts) and not times:
