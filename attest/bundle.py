@@ -3,15 +3,16 @@
 A key-based bundle is what cosign writes with `--key` and no transparency log:
 `verificationMaterial.publicKey.hint` = base64(sha256(SPKI DER)) and a `dsseEnvelope` whose
 signatures carry no `keyid` (cosign rejects any other keyid). The shape is validated with the
-`sigstore_models` pydantic models (docs/decisions/0001-sigstore-models.md); bundles that carry
-certificates or transparency-log entries are parsed and reported, never treated as verified
-keyless bundles.
+`sigstore_models` pydantic models (docs/decisions/0001-sigstore-models.md). Certificates,
+transparency-log entries and timestamps are parsed here only to be reported; they are verified
+through the `sigstore` library in `acxoci.attestation.sigstore_verify` (decision 0015).
 """
 
 from __future__ import annotations
 
 import base64
 import copy
+import json
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
@@ -137,7 +138,8 @@ def parse_bundle(data: bytes | dict[str, Any]) -> ParsedBundle:
     if mt not in BUNDLE_MEDIA_TYPES:
         raise MalformedError(f"bundle mediaType {mt!r} is not a known sigstore bundle type")
     try:
-        _ModelBundle.model_validate(_normalised_for_model(doc))
+        # JSON mode: enum fields (messageDigest.algorithm, …) arrive as their protojson names.
+        _ModelBundle.model_validate_json(json.dumps(_normalised_for_model(doc)))
     except pydantic.ValidationError as exc:
         first = exc.errors()[0]
         loc = ".".join(str(p) for p in first.get("loc", ()))

@@ -9,9 +9,16 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from acxoci.attestation.judge import Judgement, Kind, judge
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+from acxoci.attestation.judge import Judgement, Kind, Sigstore, Verdict, judge
 from acxoci.attestation.signing import TrustedKey, bundle_bytes, envelope_bytes, sign_statement
-from acxoci.errors import InvalidInput, NotFound
+from acxoci.attestation.sigstore_verify import verify_keyless, verify_with_key
+from acxoci.errors import InvalidInput, NotFound, UsageError
+from acxoci.fsutil import read_bytes
+from attest.bundle import MAX_BUNDLE_BYTES
+from attest.canonical import loads_strict
+from attest.errors import AttestError
 from attest.intoto import STATEMENT_V1, Statement, Subject
 from attest.keys import PrivateKey
 
@@ -48,6 +55,26 @@ def attest_blob(path: Path, key: PrivateKey, predicate_type: str, predicate: dic
 
 
 @dataclass(frozen=True)
+class BlobTarget:
+    """What `verify-blob` checks a bundle against: a file, or only its digest (`sha256:HEX`)."""
+
+    name: str
+    sha256: str
+    path: Path | None = None
+
+
+def parse_blob_target(arg: str) -> BlobTarget:
+    """`FILE` or `sha256:<64 hex>` (cosign's convention for a digest instead of the file)."""
+    if arg.startswith("sha256:"):
+        hexpart = arg.removeprefix("sha256:").lower()
+        if len(hexpart) != 64 or any(c not in "0123456789abcdef" for c in hexpart):
+            raise UsageError(f"{arg!r} is not sha256:<64 hex digits>")
+        return BlobTarget(arg, hexpart)
+    path = Path(arg)
+    return BlobTarget(str(path), file_sha256(path), path)
+
+
+@dataclass(frozen=True)
 class BlobVerdict:
     """verify-blob outcome: ok, the file digest, and the attestation judgement."""
 
@@ -59,20 +86,71 @@ class BlobVerdict:
 
     def to_json(self) -> dict[str, Any]:
         j = self.judgement
-        return {"ok": self.ok, "file": self.file, "digest": f"sha256:{self.sha256}", "format": self.kind,
-                "verdict": j.verdict, "signerKeyId": j.signer_keyid, "predicateType": j.predicate_type,
-                "reasons": list(j.reasons), "notes": list(j.notes)}
+        out = {"ok": self.ok, "file": self.file, "digest": f"sha256:{self.sha256}", "format": self.kind,
+               "verdict": j.verdict, "signerKeyId": j.signer_keyid, "predicateType": j.predicate_type,
+               "reasons": list(j.reasons), "notes": list(j.notes)}
+        if j.signer is not None:
+            out["signer"] = j.signer.signer_json()
+        return out
 
 
-def verify_blob(path: Path, document: bytes, kind: Kind, keys: list[TrustedKey], *,
-                want_type: str | None, now: datetime) -> BlobVerdict:
-    """Verify an envelope or bundle about `path` with `keys` (cosign verify-blob-attestation)."""
-    digest = file_sha256(path)
-    j = judge(document, kind, keys, subject_sha256=digest, want_type=want_type, now=now)
+def _message_bundle(document: bytes) -> dict[str, Any] | None:
+    """The bundle object when it carries a messageSignature (sign-blob), else None."""
+    try:
+        doc = loads_strict(document, max_bytes=MAX_BUNDLE_BYTES)
+    except AttestError:
+        return None
+    return doc if isinstance(doc, dict) and "messageSignature" in doc else None
+
+
+MAX_ED25519_BLOB = 64 * 1024 * 1024
+
+
+def _judge_message(target: BlobTarget, document: bytes, doc: dict[str, Any], keys: list[TrustedKey],
+                   sigstore: Sigstore | None) -> Judgement:
+    """A messageSignature bundle (cosign sign-blob): keyless through the library, or with keys."""
+    digest = bytes.fromhex(target.sha256)
+    vm = doc.get("verificationMaterial")
+    if isinstance(vm, dict) and "publicKey" not in vm:
+        if sigstore is None or not sigstore.rules:
+            return Judgement("unverified", ("keyless bundle: give --certificate-identity[-regexp] and "
+                                            "--certificate-oidc-issuer[-regexp]",))
+        check = verify_keyless(document, sigstore.rules, sigstore.trust, digest=digest)
+        verdict: Verdict = "verified" if check.ok else "unverified"
+        return Judgement(verdict, check.reasons, check.notes, f"keyless:{check.subject}", signer=check)
+    if not keys:
+        return Judgement("unverified", ("key-based bundle: no --key or --trust-registry was given",))
+    trust = sigstore.trust if sigstore is not None else None
+    reasons: list[str] = []
+    for tk in keys:
+        data = None
+        if isinstance(tk.key.key, Ed25519PublicKey) and target.path is not None:
+            data = read_bytes(target.path, "file", limit=MAX_ED25519_BLOB)
+        check = verify_with_key(document, tk.key, trust, digest=digest, artifact=data)
+        if check.ok:
+            return Judgement("verified", (), check.notes, tk.keyid, signer=check)
+        reasons.extend(check.reasons)
+    return Judgement("unverified", tuple(reasons))
+
+
+def verify_blob(target: BlobTarget | Path, document: bytes, kind: Kind, keys: list[TrustedKey], *,
+                want_type: str | None, now: datetime, sigstore: Sigstore | None = None) -> BlobVerdict:
+    """Verify an envelope or bundle about `target` (cosign verify-blob / verify-blob-attestation):
+    key-based with `keys`, keyless with `sigstore` (identity rules + trusted root)."""
+    if isinstance(target, Path):
+        target = BlobTarget(str(target), file_sha256(target), target)
+    digest = target.sha256
+    doc = _message_bundle(document) if kind == "bundle" else None
+    if doc is not None:
+        j = _judge_message(target, document, doc, keys, sigstore)
+        if want_type is not None and j.verdict == "verified":
+            j = j.with_reasons("rejected", (f"a messageSignature bundle has no predicate type {want_type}",))
+        return BlobVerdict(j.verdict == "verified", target.name, digest, kind, j)
+    j = judge(document, kind, keys, subject_sha256=digest, want_type=want_type, now=now, sigstore=sigstore)
     if j.verdict == "skipped" and want_type is not None:
         j = j.with_reasons("rejected", (f"none of the attestations matched the predicate type {want_type}",))
     if j.verdict == "rejected" and j.statement is not None and not any(
             s.digest.get("sha256") == digest for s in j.statement.subjects):
         j = j.with_reasons("rejected",
                            ("the file does not match the attested digest (tampered or wrong file)",))
-    return BlobVerdict(j.verdict == "verified", str(path), digest, kind, j)
+    return BlobVerdict(j.verdict == "verified", target.name, digest, kind, j)

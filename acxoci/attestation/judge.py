@@ -1,6 +1,8 @@
-"""Pure per-attestation judgement, shared by `acx verify` and `acx verify-blob`: parse the DSSE
-envelope or bundle, check the signature against trusted keys, the payload type, the predicate
-type and the statement subject, the way cosign's `--key` verification does (plus ACX trust)."""
+"""Per-attestation judgement, shared by `acx verify` and `acx verify-blob`: parse the DSSE
+envelope or bundle, check the signature against trusted keys (or, for a keyless bundle, the
+certificate, transparency log and timestamps against a Sigstore trusted root with an identity
+policy, through the `sigstore` library), then the payload type, the predicate type and the
+statement subject, the way cosign does (plus ACX trust). No I/O beyond the trusted root in hand."""
 
 from __future__ import annotations
 
@@ -8,16 +10,33 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal
 
+from acxoci.attestation.identity import IdentityRule
 from acxoci.attestation.signing import TrustedKey, verify_with_keys
-from attest.bundle import KeylessBundle, check_cosign_keyids, parse_bundle
+from acxoci.attestation.sigstore_verify import (
+    LegacyKeyless,
+    SigstoreCheck,
+    Trust,
+    verify_keyless,
+    verify_legacy_keyless,
+    verify_with_key,
+)
+from attest.bundle import check_cosign_keyids, parse_bundle
 from attest.canonical import loads_strict
 from attest.dsse import INTOTO_PAYLOAD_TYPE, Envelope
 from attest.errors import AttestError, MalformedError, SignatureError
 from attest.intoto import Statement
 from attest.trust import judge_signer
 
-Verdict = Literal["verified", "rejected", "unverified", "skipped", "unsupported"]
+Verdict = Literal["verified", "rejected", "unverified", "skipped"]
 Kind = Literal["envelope", "bundle"]
+
+
+@dataclass(frozen=True)
+class Sigstore:
+    """What keyless verification needs: the acceptable identities and the trusted root."""
+
+    rules: tuple[IdentityRule, ...]
+    trust: Trust
 
 
 @dataclass(frozen=True)
@@ -32,6 +51,7 @@ class Judgement:
     statement: Statement | None = None
     trust: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    signer: SigstoreCheck | None = None
 
     def with_reasons(self, verdict: Verdict, reasons: tuple[str, ...]) -> Judgement:
         """A copy with a new verdict and extra reasons (content checks run after the pure part)."""
@@ -45,32 +65,58 @@ def _unsigned_statement(env: Envelope) -> Statement | None:
         return None
 
 
+def _keyless(data: bytes, sig: Sigstore | None, notes: list[str],
+             legacy: LegacyKeyless | None = None) -> Judgement | tuple[Envelope, SigstoreCheck]:
+    """Verify a certificate bundle (or a legacy keyless `.att` layer) through `sigstore`; its
+    verified envelope and signer, or the verdict."""
+    if sig is None or not sig.rules:
+        what = "keyless .att layer" if legacy is not None else "keyless bundle (certificate)"
+        return Judgement("unverified", (f"{what}: no identity policy was given, so no signer can be "
+                                        "trusted (--certificate-identity[-regexp] and "
+                                        "--certificate-oidc-issuer[-regexp])",))
+    check = (verify_keyless(data, sig.rules, sig.trust, digest=None) if legacy is None
+             else verify_legacy_keyless(data, legacy, sig.rules, sig.trust))
+    who = f"keyless:{check.subject}" if check.subject else None
+    if not check.ok:
+        return Judgement("unverified", check.reasons, signer_keyid=who, signer=check)
+    if check.payload is None:
+        return Judgement("unverified", ("bundle carries a messageSignature, not an attestation",))
+    notes.extend(check.notes)
+    return Envelope(check.payload_type or "", check.payload, ()), check
+
+
 def judge(data: bytes, kind: Kind, keys: list[TrustedKey], *, subject_sha256: str,
-          want_type: str | None, now: datetime) -> Judgement:
+          want_type: str | None, now: datetime, sigstore: Sigstore | None = None,
+          legacy: LegacyKeyless | None = None) -> Judgement:
     """Judge one attestation document (`envelope` = DSSE JSON, `bundle` = sigstore bundle).
 
     `subject_sha256` is the bare hex the statement subject must carry. Verdicts: verified;
     rejected (a trusted signer signed something that does not bind: wrong subject, compromised
-    key, cosign-incompatible bundle); unverified (no trusted key verifies, or malformed);
-    skipped (another predicate type); unsupported (keyless bundle).
+    key, cosign-incompatible bundle, invalid log entry); unverified (no trusted key or identity
+    verifies, or malformed); skipped (another predicate type). Keyless bundles are verified with
+    `sigstore` (identity rules + trusted root); without rules they are unverified.
     """
     notes: list[str] = []
+    keyless: SigstoreCheck | None = None
     try:
         if kind == "bundle":
             bundle = parse_bundle(data)
             if bundle.keyless:
-                raise KeylessBundle(f"keyless bundle ({bundle.describe()}): verifying certificates against a "
-                                    "trusted root is not supported, so it is not verified")
-            if bundle.envelope is None:
+                got = _keyless(data, sigstore, notes)
+                if isinstance(got, Judgement):
+                    return got
+                env, keyless = got
+            elif bundle.envelope is None:
                 return Judgement("unverified", ("bundle carries a messageSignature, not an attestation",))
-            env = bundle.envelope
-            if bundle.tlog_entries:
-                notes.append(f"{bundle.tlog_entries} transparency-log entr(y/ies) present, not verified "
-                             "(no trusted root; like --insecure-ignore-tlog)")
+            else:
+                env = bundle.envelope
+        elif legacy is not None:  # cosign 2 keyless `.att` layer: certificate + Rekor SET annotations
+            got = _keyless(data, sigstore, notes, legacy)
+            if isinstance(got, Judgement):
+                return got
+            env, keyless = got
         else:
             env = Envelope.from_json(loads_strict(data))
-    except KeylessBundle as exc:
-        return Judgement("unsupported", (str(exc),))
     except AttestError as exc:
         return Judgement("unverified", (f"malformed {kind}: {exc}",))
     peek = _unsigned_statement(env)
@@ -78,12 +124,17 @@ def judge(data: bytes, kind: Kind, keys: list[TrustedKey], *, subject_sha256: st
     if want_type is not None and peek_type is not None and peek_type != want_type:
         return Judgement("skipped", (f"predicate type {peek_type}, not {want_type}",),
                          predicate_type=peek_type)
-    try:
-        tk, _sig = verify_with_keys(env, keys)
-    except SignatureError as exc:
-        return Judgement("unverified", (str(exc),), predicate_type=peek_type)
-    base = Judgement("verified", (), tuple(notes), tk.keyid, peek_type)
-    if kind == "bundle":
+    tk: TrustedKey | None = None
+    if keyless is not None:
+        base = Judgement("verified", (), tuple(notes), f"keyless:{keyless.subject}", peek_type,
+                         signer=keyless)
+    else:
+        try:
+            tk, _sig = verify_with_keys(env, keys)
+        except SignatureError as exc:
+            return Judgement("unverified", (str(exc),), predicate_type=peek_type)
+        base = Judgement("verified", (), tuple(notes), tk.keyid, peek_type)
+    if kind == "bundle" and tk is not None:
         if (bundle.public_key_hint is not None and bundle.public_key_hint != tk.key.sigstore_hint()):
             notes.append("publicKey.hint does not match the verifying key (unauthenticated hint, ignored)")
             base = replace(base, notes=tuple(notes))
@@ -91,6 +142,12 @@ def judge(data: bytes, kind: Kind, keys: list[TrustedKey], *, subject_sha256: st
             check_cosign_keyids(env)
         except MalformedError as exc:
             return base.with_reasons("rejected", (str(exc),))
+        if bundle.tlog_entries or bundle.rfc3161_timestamps:
+            trust = sigstore.trust if sigstore is not None else None
+            logged = verify_with_key(data, tk.key, trust, digest=None)
+            base = replace(base, notes=base.notes + logged.notes, signer=logged if logged.ok else None)
+            if not logged.ok:
+                return base.with_reasons("rejected", logged.reasons)
     if env.payload_type != INTOTO_PAYLOAD_TYPE:
         why = f"payloadType {env.payload_type!r} is not {INTOTO_PAYLOAD_TYPE}"
         return base.with_reasons("rejected", (why,))
@@ -106,7 +163,7 @@ def judge(data: bytes, kind: Kind, keys: list[TrustedKey], *, subject_sha256: st
         found = ", ".join(f"sha256:{s.digest.get('sha256')}" for s in stmt.subjects)
         why = f"statement subject ({found}) does not match the manifest digest sha256:{subject_sha256}"
         return base.with_reasons("rejected", (why,))
-    if tk.entry is not None:
+    if tk is not None and tk.entry is not None:
         pred = stmt.predicate
         publisher = pred.get("publisherId")
         if not isinstance(publisher, str):

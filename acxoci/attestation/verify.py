@@ -26,8 +26,9 @@ from acxoci.attestation.content import (
     check_workflow_content,
 )
 from acxoci.attestation.formats import classify_referrer, legacy_layers, legacy_tag
-from acxoci.attestation.judge import Judgement, Kind, judge
+from acxoci.attestation.judge import Judgement, Kind, Sigstore, judge
 from acxoci.attestation.signing import TrustedKey
+from acxoci.attestation.sigstore_verify import legacy_material
 from acxoci.attestation.statements import (
     CARTRIDGE_PREDICATE_TYPE,
     GRAPH_PREDICATE_TYPE,
@@ -70,6 +71,8 @@ class AttestationReport:
                                "notes": list(j.notes)}
         if j.trust is not None:
             out["trust"] = j.trust
+        if j.signer is not None:
+            out["signer"] = j.signer.signer_json()
         if self.content is not None:
             out["content"] = self.content
         return out
@@ -210,7 +213,7 @@ class _ContentCache:
 
 
 def judge_found(target: Target, item: Found, keys: list[TrustedKey], *, subject: Descriptor,
-                want_type: str | None, now: datetime) -> Judgement:
+                want_type: str | None, now: datetime, sigstore: Sigstore | None = None) -> Judgement:
     """Fetch one attestation document and judge it (fetch failures become verdicts)."""
     try:
         data = fetch_bytes(target, item.layer, limit=MAX_ATTESTATION_BYTES)
@@ -220,8 +223,9 @@ def judge_found(target: Target, item: Found, keys: list[TrustedKey], *, subject:
     except AcxError as exc:
         return Judgement("unverified", (f"cannot fetch attestation: {exc.one_line()}",))
     kind: Kind = "bundle" if item.format == "bundle" else "envelope"
+    legacy = legacy_material(item.layer.annotations) if item.format == "legacy" else None
     return judge(data, kind, keys, subject_sha256=subject.digest.removeprefix("sha256:"),
-                 want_type=want_type, now=now)
+                 want_type=want_type, now=now, sigstore=sigstore, legacy=legacy)
 
 
 def pulled_content_path(workdir: Path, layer: Descriptor) -> Path:
@@ -231,7 +235,7 @@ def pulled_content_path(workdir: Path, layer: Descriptor) -> Path:
 
 def verify_artifact(target: Target, subject: Descriptor, keys: list[TrustedKey], *, reference: str,
                     want_type: str | None = None, check_content: bool = True, now: datetime,
-                    workdir: Path | None = None) -> VerifyReport:
+                    workdir: Path | None = None, sigstore: Sigstore | None = None) -> VerifyReport:
     """Verify every attestation of `subject` and decide overall (see the module docstring).
 
     With `workdir`, pulled content is kept there (see `pulled_content_path`) for further checks."""
@@ -246,7 +250,8 @@ def verify_artifact(target: Target, subject: Descriptor, keys: list[TrustedKey],
                 reports.append(AttestationReport(item.format, item.location, item.manifest,
                                                  Judgement("skipped", (why,))))
                 continue
-            j = judge_found(target, item, keys, subject=subject, want_type=want_type, now=now)
+            j = judge_found(target, item, keys, subject=subject, want_type=want_type, now=now,
+                            sigstore=sigstore)
             content: dict[str, Any] | None = None
             if (j.verdict == "verified" and check_content and j.statement is not None
                     and j.statement.predicate_type in CONTENT_CHECKED):

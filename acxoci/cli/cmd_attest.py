@@ -17,15 +17,18 @@ from acxoci.attestation.blob import (
     BlobVerdict,
     attest_blob,
     file_sha256,
+    parse_blob_target,
     verify_blob,
 )
 from acxoci.attestation.content import cartridge_facts
-from acxoci.attestation.judge import Kind
+from acxoci.attestation.identity import rule_from_flags
+from acxoci.attestation.judge import Kind, Sigstore
 from acxoci.attestation.signing import (
     TrustedKey,
     load_public_key_file,
     trust_registry_keys,
 )
+from acxoci.attestation.sigstore_verify import SigstoreCheck, load_trust
 from acxoci.attestation.statements import CARTRIDGE_PREDICATE_TYPE, parse_predicate_file
 from acxoci.attestation.verify import VerifyReport, pulled_content_path, verify_artifact
 from acxoci.cartridge.constants import SQLITE_MAGIC
@@ -44,10 +47,10 @@ from acxoci.level.status import DEFAULT_MAX_AGE
 from acxoci.oci.descriptor import Descriptor
 from acxoci.oci.reference import parse_reference
 from acxoci.oci.target import Target, fetch_manifest, open_target
+from attest.bundle import MAX_BUNDLE_BYTES
 from attest.trust import TrustRegistry
 
-_VERDICT_COLOR = {"verified": "green", "rejected": "red", "unverified": "yellow", "skipped": "dim",
-                  "unsupported": "yellow"}
+_VERDICT_COLOR = {"verified": "green", "rejected": "red", "unverified": "yellow", "skipped": "dim"}
 
 
 def _predicate(ptype: str | None, pfile: Path | None) -> tuple[str | None, dict[str, Any] | None]:
@@ -62,12 +65,27 @@ def _predicate(ptype: str | None, pfile: Path | None) -> tuple[str | None, dict[
 
 def _trusted_keys(key: Path | None, trust_registry: Path | None, now: datetime) -> list[TrustedKey]:
     if (key is None) == (trust_registry is None):
-        raise UsageError("give exactly one of --key PUB or --trust-registry FILE")
+        raise UsageError("give exactly one of --key PUB or --trust-registry FILE (or, for keyless "
+                         "signatures, --certificate-identity[-regexp] and "
+                         "--certificate-oidc-issuer[-regexp])")
     if key is not None:
         return [load_public_key_file(key)]
     assert trust_registry is not None
     return trust_registry_keys(load_trust_registry(trust_registry, now=now))
 
+
+
+def _sigstore(identity: str | None, identity_regexp: str | None, issuer: str | None,
+              issuer_regexp: str | None, trusted_root: Path | None, staging: bool) -> Sigstore | None:
+    """The keyless context from cosign's identity flags and the trusted-root choice (lazy: the
+    shipped root is parsed only when a keyless or tlog check can use it)."""
+    rule = rule_from_flags(identity, identity_regexp, issuer, issuer_regexp)
+    if rule is None and trusted_root is None and not staging:
+        return None
+    return Sigstore((rule,) if rule is not None else (), load_trust(trusted_root, staging=staging))
+
+
+_IDENTITY_HELP = "Keyless: the certificate identity (SAN) must be exactly this."
 
 
 def attest_cmd(
@@ -126,6 +144,7 @@ def _render_report(report: VerifyReport) -> None:
         console.print(f"  [{c}]{j.verdict}[/{c}] {a.format} {escape(a.location)}: "
                       f"type={escape(j.predicate_type or '?')} signer={escape(j.signer_keyid or '-')}"
                       + (f" trust={j.trust}" if j.trust else ""))
+        _render_signer(j.signer, "      ")
         for why in j.reasons:
             console.print(f"      {escape(why)}")
         for note in j.notes:
@@ -165,6 +184,16 @@ def verify_cmd(
     ref: str = typer.Argument(..., help="The artifact reference (tag or digest)."),
     key: Path | None = typer.Option(None, "--key", help="Public key PEM (cosign.pub, acx key, openssl)."),
     trust_registry: Path | None = typer.Option(None, "--trust-registry", help="acx.trust-registry/1 file."),
+    identity: str | None = typer.Option(None, "--certificate-identity", help=_IDENTITY_HELP),
+    identity_regexp: str | None = typer.Option(None, "--certificate-identity-regexp",
+                                               help="Keyless: … or match this regexp (whole value)."),
+    issuer: str | None = typer.Option(None, "--certificate-oidc-issuer",
+                                      help="Keyless: the OIDC issuer must be exactly this."),
+    issuer_regexp: str | None = typer.Option(None, "--certificate-oidc-issuer-regexp",
+                                             help="Keyless: … or match this regexp (whole value)."),
+    trusted_root: Path | None = typer.Option(None, "--trusted-root", help="Sigstore trusted_root.json "
+                                             "(default: the public-good production root, offline)."),
+    staging: bool = typer.Option(False, "--staging", help="Use the shipped Sigstore staging root."),
     type_: str | None = typer.Option(None, "--type", help="Only attestations of this predicate type count."),
     no_content: bool = typer.Option(False, "--no-content",
                                     help="Skip pulling the artifact to check the attested digests."),
@@ -181,7 +210,10 @@ def verify_cmd(
     """Verify an artifact's attestations (cosign legacy + bundle) and their binding to the content;
     with --require-level also its level credential (issuer, ROM binding, revocation)."""
     now = _now(now_)
-    keys = _trusted_keys(key, trust_registry, now)
+    sig = _sigstore(identity, identity_regexp, issuer, issuer_regexp, trusted_root, staging)
+    keys: list[TrustedKey] = []
+    if key is not None or trust_registry is not None or sig is None or not sig.rules:
+        keys = _trusted_keys(key, trust_registry, now)
     required = parse_requirement(require_level) if require_level is not None else None
     if required is not None and issuers is None:
         raise UsageError("--require-level needs --issuers REG (the level issuer trust registry)")
@@ -191,7 +223,7 @@ def verify_cmd(
     subject = target.resolve(parsed.reference or "")
     with tempfile.TemporaryDirectory(prefix="acx-verify-") as tmp:
         report = verify_artifact(target, subject, keys, reference=str(parsed), want_type=type_,
-                                 check_content=not no_content, now=now, workdir=Path(tmp))
+                                 check_content=not no_content, now=now, workdir=Path(tmp), sigstore=sig)
         level: dict[str, Any] | None = None
         if required is not None and level_issuers is not None:
             check = status_checker(None, issuers=level_issuers, now=now,
@@ -272,30 +304,61 @@ def _render_blob(v: BlobVerdict) -> None:
     word, color = ("VERIFIED", "green") if v.ok else ("FAILED", "red")
     console.print(f"[bold {color}]{word}[/bold {color}] {escape(v.file)} ({v.kind}, "
                   f"type={escape(j.predicate_type or '?')}, signer={escape(j.signer_keyid or '-')})")
+    _render_signer(j.signer, "  ")
     for why in j.reasons:
         console.print(f"  - {escape(why)}")
     for note in j.notes:
         console.print(f"  [dim]note: {escape(note)}[/dim]")
 
 
+def _render_signer(check: SigstoreCheck | None, indent: str) -> None:
+    """Issuer, log index and verified times of a sigstore-verified signer (when there are any)."""
+    if check is None or not check.ok:
+        return
+    if check.issuer is not None:
+        console.print(f"{indent}issuer: {escape(check.issuer)}")
+    if check.log_index is not None:
+        console.print(f"{indent}log index: {check.log_index}")
+    for t in check.verified_times:
+        console.print(f"{indent}verified time: {escape(t)}")
+
+
 def verify_blob_cmd(
-    file: Path = typer.Argument(..., help="The file the attestation is about."),
-    key: Path | None = typer.Option(None, "--key", help="Public key PEM."),
+    file: str = typer.Argument(..., help="The file the bundle is about, or sha256:HEX (its digest)."),
+    key: Path | None = typer.Option(None, "--key", help="Public key PEM (key-based bundles)."),
     trust_registry: Path | None = typer.Option(None, "--trust-registry", help="acx.trust-registry/1 file."),
-    bundle: Path | None = typer.Option(None, "--bundle", help="A sigstore bundle (attest-blob --bundle)."),
+    bundle: Path | None = typer.Option(None, "--bundle", help="A sigstore bundle (cosign, sigstore-python, "
+                                       "attest-blob --bundle)."),
     signature: Path | None = typer.Option(None, "--signature", help="A DSSE envelope (--output-signature)."),
+    identity: str | None = typer.Option(None, "--certificate-identity", help=_IDENTITY_HELP),
+    identity_regexp: str | None = typer.Option(None, "--certificate-identity-regexp",
+                                               help="Keyless: … or match this regexp (whole value)."),
+    issuer: str | None = typer.Option(None, "--certificate-oidc-issuer",
+                                      help="Keyless: the OIDC issuer must be exactly this."),
+    issuer_regexp: str | None = typer.Option(None, "--certificate-oidc-issuer-regexp",
+                                             help="Keyless: … or match this regexp (whole value)."),
+    trusted_root: Path | None = typer.Option(None, "--trusted-root", help="Sigstore trusted_root.json "
+                                             "(default: the public-good production root, offline)."),
+    staging: bool = typer.Option(False, "--staging", help="Use the shipped Sigstore staging root."),
     type_: str | None = typer.Option(None, "--type", help="Required predicate type."),
     now_: str | None = typer.Option(None, "--now", help="RFC 3339 time to use instead of the clock."),
 ) -> None:
-    """Verify a blob attestation like `cosign verify-blob-attestation --key`."""
+    """Verify a blob's sigstore bundle or DSSE envelope like `cosign verify-blob[-attestation]`:
+    keyless (identity flags; certificate, log and timestamps through `sigstore`) or with a key."""
     if (bundle is None) == (signature is None):
         raise UsageError("give exactly one of --bundle FILE or --signature FILE")
     now = _now(now_)
-    keys = _trusted_keys(key, trust_registry, now)
+    sig = _sigstore(identity, identity_regexp, issuer, issuer_regexp, trusted_root, staging)
+    has_rules = sig is not None and bool(sig.rules)
+    keys: list[TrustedKey] = []
+    if key is not None or trust_registry is not None or not has_rules:
+        keys = _trusted_keys(key, trust_registry, now)
+    target = parse_blob_target(file)
     doc = bundle if bundle is not None else signature
     assert doc is not None
     kind: Kind = "bundle" if bundle is not None else "envelope"
-    verdict = verify_blob(file, read_bytes(doc, "attestation"), kind, keys, want_type=type_, now=now)
+    verdict = verify_blob(target, read_bytes(doc, "attestation", limit=MAX_BUNDLE_BYTES), kind, keys,
+                          want_type=type_, now=now, sigstore=sig)
     emit(verdict.to_json(), lambda: _render_blob(verdict))
     _exit(0 if verdict.ok else 1)
 

@@ -138,6 +138,7 @@ class AttestationFound:
     reason: str = ""
     digest: str | None = None
     keyid: str | None = None
+    signer: dict[str, Any] | None = None  # sigstore-verified signer facts (acxoci.attestation)
 
 
 @dataclass(frozen=True)

@@ -210,9 +210,11 @@ def gather_attestations(target: Target, desc: Descriptor, ref: Reference, policy
                         staged: Path, now: datetime) -> list[C.AttestationFound]:
     """Verify the artifact's attestations (legacy .att and bundle referrers) with the policy's keys,
     and copy the verified documents into `staged/attestations/`."""
+    from acxoci.attestation.keyless_policy import policy_sigstore
     from acxoci.attestation.verify import find_attestations, verify_artifact
 
-    report = verify_artifact(target, desc, _attestation_keys(policy), reference=str(ref), now=now)
+    report = verify_artifact(target, desc, _attestation_keys(policy), reference=str(ref), now=now,
+                             sigstore=policy_sigstore(policy.document, policy.source))
     found = {f.location: f for f in find_attestations(target, desc)[0]}
     out: list[C.AttestationFound] = []
     folder = staged / "attestations"
@@ -230,7 +232,8 @@ def gather_attestations(target: Target, desc: Descriptor, ref: Reference, policy
             digest = item.layer.digest
         out.append(C.AttestationFound(a.format, j.predicate_type or "", verified, "; ".join(j.reasons),
                                       digest,
-                                      j.signer_keyid))
+                                      j.signer_keyid,
+                                      j.signer.signer_json() if verified and j.signer is not None else None))
     return out
 
 
@@ -591,7 +594,7 @@ def build_record(*, name: str, kind: str, ref_text: str, ref: Reference, resolve
         "keys": keys,
         "statusLists": status_lists,
         "attestations": [{"format": a.format, "predicateType": a.predicate_type, "digest": a.digest,
-                          "keyid": a.keyid} for a in (atts or []) if a.verified],
+                          "keyid": a.keyid, "signer": a.signer} for a in (atts or []) if a.verified],
         "level": None if relied is None else {"level": relied.level, "tier": relied.tier,
                                               "issuer": relied.issuer, "credentialDigest": relied.digest},
         "harness": harness.descriptor if harness is not None else None,

@@ -1,0 +1,50 @@
+"""The install policy's keyless part: `publishers[].identities[]` (`{issuer, subject |
+subjectRegExp}`) and `attestations.trustedRoot`, read from the policy document as written, so
+`acx install` (and `acx release`'s read-back, which runs the install checks) verify keyless
+attestations with the same rules as `acx verify --certificate-identity …`. The one hook into
+`acxoci.install` is `policy_sigstore`, called where attestations are gathered."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from acxoci.attestation.identity import IdentityRule, rules_from_policy
+from acxoci.attestation.judge import Sigstore
+from acxoci.attestation.sigstore_verify import Trust, load_trust
+from acxoci.errors import InvalidInput
+
+
+def policy_rules(document: Mapping[str, Any]) -> tuple[IdentityRule, ...]:
+    """Every publisher's keyless identities, in policy order."""
+    out: list[IdentityRule] = []
+    pubs = document.get("publishers")
+    for i, pub in enumerate(pubs if isinstance(pubs, list) else []):
+        if isinstance(pub, Mapping) and "identities" in pub:
+            out.extend(rules_from_policy(pub["identities"], where=f"publishers[{i}].identities"))
+    return tuple(out)
+
+
+def policy_trust(value: Any, source: str | None) -> Trust:
+    """`production` / `staging` (shipped roots) or a trusted_root.json next to the policy file."""
+    if value is None:
+        return load_trust(None, staging=False)
+    if not isinstance(value, str) or not value:
+        raise InvalidInput("attestations.trustedRoot must be a non-empty string", where=source)
+    if value in ("production", "staging"):
+        trust = load_trust(None, staging=value == "staging")
+        return Trust(trust.root, trust.name, True)
+    base = Path(source).parent if source else Path.cwd()
+    return load_trust(base / value, staging=False)
+
+
+def policy_sigstore(document: Mapping[str, Any], source: str | None) -> Sigstore | None:
+    """The keyless context of an install policy; None when it names no identity and no root
+    (then keyless attestations stay unverified and key-based log entries are only reported)."""
+    rules = policy_rules(document)
+    att = document.get("attestations")
+    root = att.get("trustedRoot") if isinstance(att, Mapping) else None
+    if not rules and root is None:
+        return None
+    return Sigstore(rules, policy_trust(root, source))
