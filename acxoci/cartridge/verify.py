@@ -333,7 +333,8 @@ def verify_open(cart: Cartridge, *, registry: TrustRegistry | None, now: datetim
     # 8. registry
     j: SignerJudgement = judge_signer(entry, signed_publisher=publisher or "", signed_at=signed_at, now=now)
     return verdict(
-        j.trust, j.summary, j.issues, in_registry=j.in_registry, compromised=j.compromised, **common
+        j.trust, j.summary, j.issues, in_registry=j.in_registry, compromised=j.compromised,
+        extra={"signerFacts": j.facts}, **common
     )
 
 

@@ -6,11 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from acxoci.install.vpolicy import TIER_FLOOR, VerificationPolicy
 from acxoci.policy.limits import NUMERIC_FIELDS, ResourceLimits, effective_limits
+from attest.errors import AttestError
+from attest.trust import parse_rfc3339
+from attest.trustdecision import Decision, decide, signer_facts
 
 CheckStatus = Literal["pass", "fail", "skip", "unavailable"]
 
@@ -40,6 +43,8 @@ K_DIGEST = "digest_mismatch"
 K_BAD_SIGNATURE = "bad_signature"
 K_UNSIGNED = "unsigned"
 K_UNTRUSTED = "untrusted_publisher"
+K_REVOKED_KEY = "revoked_key"
+K_ROLLBACK = "rollback"
 K_TRUST_LOW = "trust_too_low"
 K_MISSING_ATT = "missing_attestation"
 K_LEVEL_LOW = "level_too_low"
@@ -222,23 +227,47 @@ def check_signature(ev: SignatureEvidence | None) -> CheckResult:
     return _pass(cid, ev.summary, **details)
 
 
-def check_trust(ev: SignatureEvidence | None, policy: VerificationPolicy) -> CheckResult:
-    """Is the signer one of the policy's publishers, at the policy's minimum trust?"""
+def signer_decision(ev: SignatureEvidence, policy: VerificationPolicy, now: datetime) -> Decision | None:
+    """The trust table's answer for this signer under the policy (None: no policy publisher claimed).
+
+    Only the keys the policy ties to the claimed publisher (its registries' entries for it, or keys
+    pinned under it) can vouch; any other key is unknown here, whatever the cartridge carries."""
+    pub = policy.publisher_for(ev.publisher_id)
+    if pub is None or ev.publisher_id is None:
+        return None
+    entry = pub.registry.get(ev.keyid)
+    try:
+        signed: datetime | None = parse_rfc3339(ev.signed_at, where="signedAt")
+    except AttestError:
+        signed = None
+    facts = signer_facts(entry, claimed_publisher=ev.publisher_id, signed_at=signed,
+                         signed_at_text=ev.signed_at if signed is not None else None, now=now,
+                         proof_future=entry is not None and entry.namespace_proof.verified_at > now)
+    return decide(facts, minimum=policy.minimum_trust, command="install")
+
+
+def check_trust(ev: SignatureEvidence | None, policy: VerificationPolicy,
+                now: datetime | None = None) -> CheckResult:
+    """Is the signer's key tied by the policy to the claimed publisher, at the policy's minimum trust?"""
     cid = "trust"
     if ev is None:
         return unavailable(cid, "no signature verdict (the verifier could not run)")
-    details = {"publisherId": ev.publisher_id, "keyid": ev.keyid, "trust": ev.trust,
-               "minimumTrust": policy.minimum_trust}
+    details: dict[str, Any] = {"publisherId": ev.publisher_id, "keyid": ev.keyid, "trust": ev.trust,
+                               "minimumTrust": policy.minimum_trust}
     if ev.status == "invalid" or ev.trust in ("tampered", "legacy", "unsigned", "unverified"):
-        return _fail(cid, K_UNTRUSTED, f"no trust without a valid signature ({ev.trust})", **details)
-    pub = policy.publisher_for(ev.publisher_id)
-    if pub is None:
+        reason = ev.issues[0] if ev.trust == "tampered" and ev.issues else ev.trust
+        return _fail(cid, K_UNTRUSTED, f"no trust without a valid signature ({reason})", **details)
+    d = signer_decision(ev, policy, now if now is not None else datetime.now(UTC))
+    if d is None:
         return _fail(cid, K_UNTRUSTED, f"publisher {ev.publisher_id!r} is not trusted by the policy",
                      **details)
-    if policy.minimum_trust == "trusted" and ev.trust not in ("trusted", "local"):
-        return _fail(cid, K_TRUST_LOW, f"trust is {ev.trust}, the policy requires trusted: {ev.summary}",
-                     **details)
-    return _pass(cid, f"{ev.publisher_id} is trusted ({ev.trust})", **details)
+    details["standing"] = d.standing
+    if d.accepted:
+        return _pass(cid, f"{ev.publisher_id} is {d.standing}: {d.reason}", **details)
+    if d.standing == "portable":
+        return _fail(cid, K_TRUST_LOW, f"{d.reason}; the policy requires {policy.minimum_trust}", **details)
+    kind = K_REVOKED_KEY if d.standing == "rejected" else K_UNTRUSTED
+    return _fail(cid, kind, f"{d.reason}; the policy ties no usable key to {ev.publisher_id}", **details)
 
 
 def check_attestations(found: Sequence[AttestationFound] | None, policy: VerificationPolicy) -> CheckResult:
@@ -438,7 +467,6 @@ class Gathered:
 def run_checks(g: Gathered, policy: VerificationPolicy, now: datetime) -> list[CheckResult]:
     """Run every check in CHECK_ORDER and return all results (pure; `now` kept for future checks).
     Checks that only apply to cartridges are skipped for workflows, and the reverse."""
-    del now
     rom = g.signature.rom_digest if g.signature else None
     cartridge_only = g.kind == "workflow"
     na = "does not apply to a workflow"
@@ -446,7 +474,7 @@ def run_checks(g: Gathered, policy: VerificationPolicy, now: datetime) -> list[C
         check_registry(g.repository, policy),
         check_content(g.content),
         check_signature(g.signature),
-        check_trust(g.signature, policy),
+        check_trust(g.signature, policy, now),
         check_attestations(g.attestations, policy),
         _skip("level", na) if cartridge_only else check_level(g.credentials, policy, rom),
         _skip("revocation", na) if cartridge_only else check_revocation(g.credentials, policy, rom),

@@ -192,23 +192,27 @@ def cartridge_signature(path: Path, policy: VerificationPolicy, now: datetime) -
     return _signature_evidence(verdict), meta
 
 
-def _attestation_keys(policy: VerificationPolicy) -> list[Any]:
+def _attestation_keys(policy: VerificationPolicy, publisher_id: str | None) -> list[Any]:
+    """The keys that may sign this artifact's attestations: its own publisher's keys (as the policy
+    ties them) and the policy's `attestations.keys`, never another policy publisher's keys."""
     from acxoci.attestation.signing import TrustedKey
     from attest.keys import load_public_pem
 
-    keys: list[Any] = [TrustedKey(k.public_key, f"policy publisher {p.id}", k)
-                       for p in policy.publishers for k in p.registry.keys]
+    own = policy.publisher_for(publisher_id)
+    keys: list[Any] = [TrustedKey(k.public_key, f"policy publisher {own.id}", k)
+                       for k in (own.registry.keys if own is not None else ())]
     keys += [TrustedKey(load_public_pem(pem), "policy attestation key") for pem in policy.attestation_keys]
     return keys
 
 
 def gather_attestations(target: Target, desc: Descriptor, ref: Reference, policy: VerificationPolicy,
-                        staged: Path, now: datetime) -> list[C.AttestationFound]:
+                        staged: Path, now: datetime, publisher_id: str | None = None
+                        ) -> list[C.AttestationFound]:
     """Verify the artifact's attestations (legacy .att and bundle referrers) with the policy's keys,
     and copy the verified documents into `staged/attestations/`."""
     from acxoci.attestation.verify import find_attestations, verify_artifact
 
-    report = verify_artifact(target, desc, _attestation_keys(policy), reference=str(ref), now=now)
+    report = verify_artifact(target, desc, _attestation_keys(policy, publisher_id), reference=str(ref), now=now)
     found = {f.location: f for f in find_attestations(target, desc)[0]}
     out: list[C.AttestationFound] = []
     folder = staged / "attestations"
@@ -443,7 +447,8 @@ def _install_staged(txn: Transaction, staged: Path, target: Target, ref: Referen
             pre["trust"] = C.unavailable("trust", err.reason)
         if policy.attestation_formats or policy.predicate_types:
             atts, err = _guard("attestations",
-                               lambda: gather_attestations(target, desc, ref, policy, staged, now))
+                               lambda: gather_attestations(target, desc, ref, policy, staged, now,
+                                                           sig.publisher_id if sig else None))
             if err:
                 pre["attestations"] = err
         if policy.level_floor is not None and sig is not None:
@@ -469,7 +474,8 @@ def _install_staged(txn: Transaction, staged: Path, target: Target, ref: Referen
             pre["signature"] = err
         if policy.attestation_formats or policy.predicate_types:
             atts, err = _guard("attestations",
-                               lambda: gather_attestations(target, desc, ref, policy, staged, now))
+                               lambda: gather_attestations(target, desc, ref, policy, staged, now,
+                                                           sig.publisher_id if sig else None))
             if err:
                 pre["attestations"] = err
     gathered = C.Gathered(ref.repo_string(), content, sig, atts, creds, harness, host.descriptor is not None,

@@ -182,24 +182,13 @@ def verify_workflow(
 
     if not j.in_registry:
         # The reference reports an unknown workflow signer as verified/portable (cartridges: warning).
-        return verdict(
-            True,
-            "verified",
-            "portable",
-            "Signature valid; signer not in trust registry.",
-            ("signer keyid not in trust registry",),
-        )
+        return verdict(True, "verified", "portable", "Signature valid; signer not in trust registry.", j.issues)
     assert entry is not None
-    if entry.publisher_id != pub_id:
-        return verdict(
-            False,
-            "invalid",
-            "tampered",
-            "Trust registry publisher differs from the signed one.",
-            (f"registry publisherId {entry.publisher_id} does not match signed publisherId {pub_id}",),
-        )
-    if j.compromised:
-        return verdict(False, "invalid", "tampered", j.summary, ("signer key revoked due to key compromise",))
+    if entry.publisher_id != pub_id:  # stricter than cartridges: the reference rejects it
+        return verdict(False, "invalid", "tampered", "Trust registry publisher differs from the signed one.",
+                       j.issues)
+    if j.trust == "tampered":  # revoked or compromised: never better than an unknown key
+        return verdict(False, "invalid", "tampered", j.summary, j.issues)
     if j.trust == "trusted":
         return verdict(True, "verified", "trusted", j.summary, j.issues)
     return verdict(True, "warning", "portable", j.summary, j.issues)

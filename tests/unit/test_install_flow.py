@@ -192,7 +192,7 @@ def test_portable_key_below_minimum_trust(world: World) -> None:
     w = world  # publisher listed, but its registry does not hold the signing key
     reg = write_registry(w.tmp / "empty.json", [registry_entry(generate_ed25519(), PUBLISHER)])
     pol = write_policy(w.tmp / "p.yaml", {"publishers": [{"id": PUBLISHER, "trustRegistries": [str(reg)]}]})
-    assert_refused(w, pol, "trust", "trust_too_low")
+    assert_refused(w, pol, "trust", "untrusted_publisher")
 
 
 def test_missing_attestation_refused(world: World) -> None:
