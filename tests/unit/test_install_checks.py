@@ -287,7 +287,8 @@ def test_pinned_key_makes_the_sample_trusted(tmp_path: Path, vectors_dir: Path) 
     assert v.trust == "trusted"
     assert (
         C.check_trust(
-            C.SignatureEvidence(v.status, v.trust, v.summary, keyid=v.keyid, publisher_id=v.publisher_id), p
+            C.SignatureEvidence(v.status, v.trust, v.summary, keyid=v.keyid, publisher_id=v.publisher_id,
+                                signed_at=v.signed_at), p, NOW
         ).status
         == "pass"
     )
