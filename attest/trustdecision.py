@@ -39,6 +39,17 @@ COMMANDS: tuple[Command, ...] = ("cartridge verify", "verify", "install", "workf
 EXIT_OK = 0
 EXIT_REJECTED = 1  # VerificationFailed: the signature or the signer must not be believed
 EXIT_REFUSED = 8  # RefusedByPolicy: valid, but below what was asked for
+EXIT_BLOCKED = 9  # Blocked: a release whose acceptance read-back was refused waits for a person
+
+#: Per command: (exit when the signer is rejected, exit when it is below the minimum).
+FAIL_EXITS: dict[Command, tuple[int, int]] = {
+    "cartridge verify": (EXIT_REJECTED, EXIT_REFUSED),
+    "verify": (EXIT_REJECTED, EXIT_REJECTED),
+    "install": (EXIT_REFUSED, EXIT_REFUSED),
+    "workflow ready": (EXIT_REJECTED, EXIT_REJECTED),  # NOT READY
+    "level verify": (EXIT_REJECTED, EXIT_REJECTED),
+    "release": (EXIT_BLOCKED, EXIT_BLOCKED),  # the verify effect is blocked (validation_failed)
+}
 
 # One reason per fact; every command prints exactly these texts.
 R_TRUSTED = "signer key is active and registered to {publisher}"
@@ -204,11 +215,12 @@ def standing(f: SignerFacts) -> tuple[Standing, str]:
 
 
 def effective_minimum(command: Command, minimum: Minimum) -> Minimum:
-    """The minimum a command enforces: `verify` and `release` read-back always demand trusted
-    (they vouch for nothing else); `install` and `level verify` never go below portable."""
-    if command in ("verify", "release"):
+    """The minimum a command enforces: `verify` always demands trusted (a registry key vouches
+    for nothing less); `install`, `release` (its read-back is an install) and `level verify`
+    never go below portable."""
+    if command == "verify":
         return "trusted"
-    if command in ("install", "level verify") and minimum == "none":
+    if command in ("install", "release", "level verify") and minimum == "none":
         return "portable"
     return minimum
 
@@ -216,16 +228,16 @@ def effective_minimum(command: Command, minimum: Minimum) -> Minimum:
 def decide(facts: SignerFacts, *, minimum: Minimum, command: Command) -> Decision:
     """The table: the signer's standing, then whether `command` under `minimum` accepts it.
 
-    - rejected → exit 1 everywhere (install refuses with 8, like every install refusal);
+    - rejected → the command's failure exit (FAIL_EXITS) whatever the minimum;
     - unvouched passes minimum `none` (no registry given: nothing vouches for anything, the label
       says portable) and, in `cartridge verify` only, `--require portable` (SPEC taxonomy);
     - portable passes minimum `none`/`portable`; trusted passes everything.
     """
     st, reason = standing(facts)
     need = effective_minimum(command, minimum)
-    refused = EXIT_REFUSED if command in ("install", "cartridge verify", "workflow ready") else EXIT_REJECTED
+    rejected_exit, refused_exit = FAIL_EXITS[command]
     if st == "rejected":
-        return Decision(st, False, EXIT_REFUSED if command == "install" else EXIT_REJECTED, reason, facts)
+        return Decision(st, False, rejected_exit, reason, facts)
     if st == "trusted":
         return Decision(st, True, EXIT_OK, reason, facts)
     # `cartridge verify` reports on a file (SPEC taxonomy: a valid signature by any key is portable);
@@ -234,4 +246,4 @@ def decide(facts: SignerFacts, *, minimum: Minimum, command: Command) -> Decisio
     ok = need == "none" or (need == "portable" and as_portable)
     if ok:
         return Decision(st, True, EXIT_OK, reason, facts)
-    return Decision(st, False, refused, reason, facts)
+    return Decision(st, False, refused_exit, reason, facts)

@@ -17,6 +17,7 @@ from acxoci.errors import InvalidInput, NotFound
 from attest.canonical import loads_strict
 from attest.errors import AttestError
 from attest.trust import TrustKey, TrustRegistry, judge_signer
+from attest.trustdecision import decide
 
 _HOST_RE = re.compile(r"^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)+$")
 _SEG_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
@@ -92,6 +93,8 @@ class IssuerRegistry:
         """Is this entry eligible to issue now (active, in window, not compromised)?"""
         j = judge_signer(entry, signed_publisher=entry.publisher_id, signed_at=signed_at,
                          now=now.astimezone(UTC))
-        if j.trust == "trusted":
+        assert j.facts is not None
+        d = decide(j.facts, minimum="trusted", command="level verify")  # issuers must be trusted
+        if d.accepted:
             return IssuerMatch(entry, True, ())
-        return IssuerMatch(entry, False, (j.summary, *j.issues))
+        return IssuerMatch(entry, False, (d.reason,))
