@@ -91,17 +91,20 @@ def cmd_install(
     plain_http: bool = typer.Option(False, "--plain-http", help="Talk HTTP (not HTTPS) to the registry."),
     name: str | None = typer.Option(None, "--name", help="Install name (default: publisher/artifact-id)."),
     roster: Path | None = typer.Option(None, "--roster", help="More cartridges for a workflow's ready."),
+    allow_downgrade: bool = typer.Option(False, "--allow-downgrade",
+                                         help="Replace a newer installed version of the same name."),
 ) -> None:
     """Pull REF, prove it and install it atomically — or refuse and install nothing.
 
     Checks, in order: registry, content digest, signature, trust, attestations, level, revocation,
-    harness, policy budget (and staffing for a workflow). A refusal lists every failed check and
+    harness, policy budget (and staffing for a workflow), version (anti-rollback). A refusal lists every failed check and
     exits 8; the store is left byte-identical."""
     now = _now()
     vpolicy = load_policy(policy, now=now)
     hosts = _host_inputs(host, host_limits, roster)
     outcome = install(ref, policy=vpolicy, store=_store(store), now=now, host=hosts,
-                      remote=RemoteOptions(plain_http=True if plain_http else None), name=name)
+                      remote=RemoteOptions(plain_http=True if plain_http else None), name=name,
+                      allow_downgrade=allow_downgrade)
     emit(outcome.to_json(), lambda: _render(outcome))
     if outcome.status == "refused":
         raise typer.Exit(RefusedByPolicy.exit_code)

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from acxoci.install import semver
 from acxoci.install.vpolicy import TIER_FLOOR, VerificationPolicy
 from acxoci.policy.limits import NUMERIC_FIELDS, ResourceLimits, effective_limits
 from attest.errors import AttestError
@@ -19,7 +20,7 @@ CheckStatus = Literal["pass", "fail", "skip", "unavailable"]
 
 CHECK_ORDER: tuple[str, ...] = (
     "registry", "content-digest", "signature", "trust", "attestations", "level", "revocation", "harness",
-    "policy-budget", "staffing",
+    "policy-budget", "staffing", "version",
 )
 """The fixed order. Every check runs (so a refusal lists every failure), even after a failure."""
 
@@ -34,6 +35,7 @@ CHECK_DOC: dict[str, str] = {
     "harness": "the host descriptor satisfies the cartridge's harness requirements",
     "policy-budget": "the loop + context policy is valid and its budget fits the host's limits",
     "staffing": "a workflow's team can be staffed from the installed cartridges (workflow `ready`)",
+    "version": "a SemVer tag names the signed version, and no newer version of the name is replaced",
 }
 
 # failure kinds (stable strings, shown with every failed check)
@@ -448,6 +450,40 @@ def check_staffing(kind: str | None, staffing: Mapping[str, Any] | None) -> Chec
 
 
 @dataclass(frozen=True)
+class VersionEvidence:
+    """The signed version (cartridge `acx.artifact_version`, workflow `version`), the tag asked
+    for, and the version currently installed under the same name (if any)."""
+
+    signed: str | None
+    tag: str | None
+    installed: str | None = None
+    installed_name: str | None = None
+    allow_downgrade: bool = False
+
+
+def check_version(ev: VersionEvidence | None) -> CheckResult:
+    """Anti-rollback: a SemVer-looking tag must equal the signed version (a re-pointed tag is a
+    rollback), and the install may not replace a newer installed version unless allowed."""
+    cid = "version"
+    if ev is None:
+        return _skip(cid, "nothing was verified to take a version from")
+    details = {"signed": ev.signed, "tag": ev.tag, "installed": ev.installed}
+    tag_v = semver.parse(ev.tag)
+    if tag_v is not None:
+        signed_v = semver.parse(ev.signed)
+        if signed_v is None or not signed_v.same_as(tag_v):
+            return _fail(cid, K_ROLLBACK, f"tag {ev.tag} does not name the signed version {ev.signed!r}: "
+                         "the tag may have been re-pointed at another release", **details)
+    if semver.is_downgrade(ev.signed, ev.installed):
+        if not ev.allow_downgrade:
+            return _fail(cid, K_ROLLBACK, f"{ev.installed_name} {ev.installed} is installed; {ev.signed} is "
+                         "older (pass --allow-downgrade to install it anyway)", **details)
+        return _pass(cid, f"downgrade from {ev.installed} to {ev.signed} allowed (--allow-downgrade)",
+                     **details)
+    return _pass(cid, f"version {ev.signed}" if ev.signed else "no signed version", **details)
+
+
+@dataclass(frozen=True)
 class Gathered:
     """Everything the checks decide on (None = that input could not be gathered)."""
 
@@ -462,6 +498,7 @@ class Gathered:
     budget: BudgetEvidence | None
     kind: str | None = "cartridge"
     staffing: Mapping[str, Any] | None = None
+    version: VersionEvidence | None = None
 
 
 def run_checks(g: Gathered, policy: VerificationPolicy, now: datetime) -> list[CheckResult]:
@@ -482,6 +519,7 @@ def run_checks(g: Gathered, policy: VerificationPolicy, now: datetime) -> list[C
         check_harness(g.harness, policy, host_given=g.host_given, available=g.harness_available),
         _skip("policy-budget", na) if cartridge_only else check_budget(g.budget, policy),
         check_staffing(g.kind, g.staffing),
+        check_version(g.version),
     ]
     assert [r.id for r in results] == list(CHECK_ORDER), [r.id for r in results]
     return results

@@ -384,7 +384,7 @@ def _refuse_early(ref_text: str, results: list[C.CheckResult]) -> InstallOutcome
 
 def install(ref_text: str, *, policy: VerificationPolicy, store: Store, now: datetime,
             host: HostInputs | None = None, remote: RemoteOptions | None = None,
-            name: str | None = None) -> InstallOutcome:
+            name: str | None = None, allow_downgrade: bool = False) -> InstallOutcome:
     """Pull, prove and install `ref_text` into `store`, or refuse leaving the store unchanged.
     Errors that are not refusals (bad reference, registry unreachable) raise their AcxError."""
     host = host or HostInputs()
@@ -418,12 +418,13 @@ def install(ref_text: str, *, policy: VerificationPolicy, store: Store, now: dat
                                       str(item.record.get("kind")), record=item.record, path=str(item.path))
         staged = txn.stage()
         return _install_staged(txn, staged, target, ref, ref_text, desc, resolved, policy, host, now,
-                               name)
+                               name, allow_downgrade)
 
 
 def _install_staged(txn: Transaction, staged: Path, target: Target, ref: Reference, ref_text: str,
                     desc: Descriptor, resolved: str, policy: VerificationPolicy,
-                    host: HostInputs, now: datetime, name: str | None) -> InstallOutcome:
+                    host: HostInputs, now: datetime, name: str | None,
+                    allow_downgrade: bool = False) -> InstallOutcome:
     pulled = pull(target, desc, staged)
     pause_for_test("pulled")
     manifest_digest = sha256_digest(pulled.manifest_bytes) if pulled.manifest_bytes is not None else None
@@ -478,24 +479,34 @@ def _install_staged(txn: Transaction, staged: Path, target: Target, ref: Referen
                                                            sig.publisher_id if sig else None))
             if err:
                 pre["attestations"] = err
+    version: C.VersionEvidence | None = None
+    item_name = ""
+    if sig is not None:
+        item_name = name or default_name(meta.get("acx.publisher_id") or sig.publisher_id,
+                                         meta.get("acx.artifact_id") or meta.get("workflowId"),
+                                         ref.repo_string())
+        current = txn.store.get(item_name)
+        installed = current.record.get("artifactVersion") if current is not None else None
+        version = C.VersionEvidence(meta.get("acx.artifact_version"), ref.tag,
+                                    installed if isinstance(installed, str) else None, item_name,
+                                    allow_downgrade)
     gathered = C.Gathered(ref.repo_string(), content, sig, atts, creds, harness, host.descriptor is not None,
-                          True, budget, kind=kind, staffing=staffing)
+                          True, budget, kind=kind, staffing=staffing, version=version)
     results = [pre.get(r.id, r) for r in C.run_checks(gathered, policy, now)]
     pause_for_test("checked")
     if C.failures(results):
         return InstallOutcome("refused", ref_text, resolved, None, kind, tuple(results))
     assert path is not None and kind is not None and sig is not None
-    item_name = name or default_name(meta.get("acx.publisher_id") or sig.publisher_id,
-                                     meta.get("acx.artifact_id") or meta.get("workflowId"), ref.repo_string())
     record = build_record(
         name=item_name, kind=kind, ref_text=ref_text, ref=ref, resolved=resolved, desc=desc, pulled=pulled,
         results=results, policy=policy, host=host, sig=sig, atts=atts, creds=creds, harness=harness,
-        budget=budget, staffing=staffing, seq=txn.next_seq(), now=now, staged=staged)
+        budget=budget, staffing=staffing, seq=txn.next_seq(), now=now, staged=staged,
+        artifact_version=version.signed if version is not None else None)
     problems = record_errors(record)
     if problems:  # a bug in acxoci, never a half-written item: the staging folder is discarded
         raise InternalError("install record violates its schema: " + "; ".join(problems[:5]))
     pause_for_test("staged")
-    item: InstalledItem = txn.commit(staged, record)
+    item: InstalledItem = txn.commit(staged, record, allow_downgrade=allow_downgrade)
     return InstallOutcome("installed", ref_text, resolved, item.name, kind, tuple(results), record,
                           str(item.path))
 
@@ -511,7 +522,7 @@ def build_record(*, name: str, kind: str, ref_text: str, ref: Reference, resolve
                  sig: C.SignatureEvidence, atts: Sequence[C.AttestationFound] | None,
                  creds: Sequence[C.CredentialFound] | None, harness: C.HarnessEvidence | None,
                  budget: C.BudgetEvidence | None, staffing: dict[str, Any] | None, seq: int, now: datetime,
-                 staged: Path) -> dict[str, Any]:
+                 staged: Path, artifact_version: str | None = None) -> dict[str, Any]:
     """The install record (`acx.install-record/1`): what was checked, against which policy, with
     which digests, keys, status-list versions and times."""
     keys = [{"role": f"{kind}-signer", "keyid": sig.keyid, "publisherId": sig.publisher_id,
@@ -542,6 +553,7 @@ def build_record(*, name: str, kind: str, ref_text: str, ref: Reference, resolve
         "reference": ref_text,
         "repository": ref.repo_string(),
         "tag": ref.tag,
+        "artifactVersion": artifact_version,
         "mediaType": desc.media_type,
         "artifactType": pulled.manifest.artifact_type if pulled.manifest else None,
         "contentDigest": pulled.content_digest,

@@ -30,7 +30,8 @@ from typing import Any
 import platformdirs
 from filelock import FileLock, Timeout
 
-from acxoci.errors import Blocked, InvalidInput, NotFound, UsageError
+from acxoci.errors import Blocked, InvalidInput, NotFound, RefusedByPolicy, UsageError
+from acxoci.install.semver import is_downgrade
 from attest.canonical import loads_strict
 from attest.errors import AttestError
 
@@ -288,15 +289,23 @@ class Transaction:
         os.rename(folder, dest)
         shutil.rmtree(dest, ignore_errors=True)
 
-    def commit(self, staged: Path, record: dict[str, Any]) -> InstalledItem:
+    def commit(self, staged: Path, record: dict[str, Any], *, allow_downgrade: bool = False) -> InstalledItem:
         """Write the record into `staged`, fsync, and install it with one rename; then drop the
-        superseded items of the same name. The previous item stays current until the rename."""
+        superseded items of the same name. The previous item stays current until the rename.
+        Refuses to replace a newer `artifactVersion` of the same name unless `allow_downgrade`."""
         if staged not in self._staged:
             raise UsageError("commit of a folder that was not staged by this transaction")
         name, digest = check_name(str(record["name"])), str(record["digest"])
         hexpart = digest.removeprefix("sha256:")
-        if not _HEX_RE.match(hexpart):
+        if not _HEX_RE.fullmatch(hexpart):
             raise InvalidInput(f"bad digest {digest!r} in the install record")
+        current = self.store.get(name)
+        old_version = current.record.get("artifactVersion") if current is not None else None
+        new_version = record.get("artifactVersion")
+        if not allow_downgrade and is_downgrade(new_version if isinstance(new_version, str) else None,
+                                                old_version if isinstance(old_version, str) else None):
+            raise RefusedByPolicy(f"{name} {old_version} is installed; {new_version} is older",
+                                  hint="pass --allow-downgrade to install it anyway")
         self.clean_stale()
         write_json_atomic(staged / RECORD, record)
         _fsync_tree(staged)

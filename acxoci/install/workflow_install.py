@@ -75,4 +75,6 @@ def gather_workflow(path: Path, policy: VerificationPolicy, store: Store, roster
     staffing = report.to_json()
     staffing["ready"] = report.ready
     meta = {"workflowId": str(doc.get("id") or doc.get("workflowId") or ""), "digest": verdict.digest}
+    if verdict.ok and verdict.signed and isinstance(doc.get("version"), str):
+        meta["acx.artifact_version"] = doc["version"]  # signed: the digest covers it
     return sig, staffing, meta

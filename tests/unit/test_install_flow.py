@@ -132,6 +132,7 @@ def test_full_install_records_every_check(world: World) -> None:
         "harness": "pass",
         "policy-budget": "pass",
         "staffing": "skip",
+        "version": "pass",
     }
     item = w.store.get(out.name or "")
     assert item is not None and item.digest == w.desc.digest
