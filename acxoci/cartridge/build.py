@@ -386,10 +386,14 @@ def build_cartridge(
         raise InvalidInput(f"publisher {publisher!r} is not a reverse-DNS id", where="--publisher")
     pkg = read_package(pkg_dir)
     notes = list(pkg.notes)
+    # The signature is dated when it is made (or at the fixed --created-at): a package's exportedAt
+    # may predate the key's registration, and `key trust` starts the key's window now (decision 0014).
+    signed_at = created_at or format_time(now or datetime.now(UTC))
     if created_at is None:
         exported = pkg.text("exportedAt")
-        created_at = exported or format_time(now or datetime.now(UTC))
-        notes.append(f"created-at taken from {'manifest exportedAt' if exported else 'the clock'}")
+        created_at = exported or signed_at
+        notes.append(f"created-at taken from {'manifest exportedAt' if exported else 'the clock'}; "
+                     "signed at build time")
     check_time(created_at, where="--created-at")
     engine_name = pkg.text("vectorEngine", ENGINE_ID)
     if engine_name != ENGINE_ID:
@@ -489,7 +493,7 @@ def build_cartridge(
             result = sign_connection(
                 conn,
                 key,
-                signed_at=created_at,
+                signed_at=signed_at,
                 provenance_instance_id=provenance if isinstance(provenance, str) else None,
             )
             conn.execute("COMMIT")
