@@ -49,7 +49,7 @@ def parse_rfc3339(value: Any, *, where: str = "date") -> datetime:
     """
     if not isinstance(value, str):
         raise MalformedError(f"{where}: expected an RFC 3339 string, got {type(value).__name__}")
-    m = RFC3339_RE.match(value)
+    m = RFC3339_RE.fullmatch(value)
     if not m:
         raise MalformedError(f"{where}: {value!r} is not RFC 3339")
     year, month, day, hour, minute, second, frac, tz = m.groups()
@@ -214,10 +214,10 @@ def _parse_key(doc: Any, where: str, now: datetime | None) -> TrustKey:
         raise MalformedError(f"{where}: key entry is not an object")
     _exact_fields(doc, KEY_REQUIRED, KEY_OPTIONAL, where)
     keyid = _str(doc, "keyid", where)
-    if not KEYID_RE.match(keyid):
+    if not KEYID_RE.fullmatch(keyid):
         raise MalformedError(f"{where}.keyid: {keyid!r} is not ed25519:<64 hex>")
     publisher = _str(doc, "publisherId", where)
-    if not PUBLISHER_RE.match(publisher):
+    if not PUBLISHER_RE.fullmatch(publisher):
         raise MalformedError(f"{where}.publisherId: {publisher!r} is not a valid publisher id")
     algorithm = _str(doc, "algorithm", where)
     if algorithm != "ed25519":
@@ -245,7 +245,7 @@ def _parse_key(doc: Any, where: str, now: datetime | None) -> TrustKey:
     rotated_from = _opt_str(doc, "rotatedFrom", where)
     rotated_to = _opt_str(doc, "rotatedTo", where)
     for name, val in (("rotatedFrom", rotated_from), ("rotatedTo", rotated_to)):
-        if val is not None and not KEYID_RE.match(val):
+        if val is not None and not KEYID_RE.fullmatch(val):
             raise MalformedError(f"{where}.{name}: {val!r} is not ed25519:<64 hex>")
     proof = _parse_proof(doc["namespaceProof"], publisher, f"{where}.namespaceProof", now)
     return TrustKey(

@@ -120,7 +120,7 @@ def format_time(t: datetime) -> str:
 
 def check_time(value: str, *, where: str) -> str:
     """Return `value` if it is RFC 3339 and a real date, else raise InvalidInput."""
-    ok = bool(RFC3339_RE.match(value))
+    ok = bool(RFC3339_RE.fullmatch(value))
     if ok:
         try:
             datetime.fromisoformat(value.replace("Z", "+00:00"))
@@ -382,7 +382,7 @@ def build_cartridge(
 ) -> BuildResult:
     """Build and sign `out` from `pkg_dir`. `created_at` (else manifest exportedAt, else `now`) is the
     only clock input, so fixing it makes the build reproducible. Writes atomically."""
-    if not PUBLISHER_RE.match(publisher):
+    if not PUBLISHER_RE.fullmatch(publisher):
         raise InvalidInput(f"publisher {publisher!r} is not a reverse-DNS id", where="--publisher")
     pkg = read_package(pkg_dir)
     notes = list(pkg.notes)

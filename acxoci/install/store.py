@@ -52,7 +52,7 @@ def default_root() -> Path:
 
 def check_name(name: str) -> str:
     """An install name: lowercase path segments (`acx/sample`); UsageError otherwise."""
-    if not NAME_RE.match(name) or len(name) > 200:
+    if not NAME_RE.fullmatch(name) or len(name) > 200:
         raise UsageError(f"invalid install name {name!r}", hint="lowercase letters, digits, . _ - and /")
     return name
 

@@ -272,7 +272,9 @@ def verify_credential(doc: Any, *, issuers: IssuerRegistry, expected_rom_digest:
     if not decision.ok:
         reasons.append(decision.message)
     tier = res.get("acx:careerTier")
-    if isinstance(level, int) and tier != trueskill.career_tier(level):
+    if not isinstance(level, int) or isinstance(level, bool):  # 29.0 or true: no tier check to skip
+        reasons.append(f"acxLevel {level!r} is not an integer")
+    elif tier != trueskill.career_tier(level):
         reasons.append(f"careerTier {tier} does not match acxLevel {level}")
     rom = res.get("acx:cartridgeRomDigest")
     if rom != expected_rom_digest:

@@ -34,11 +34,11 @@ def did_web_publisher(did: str) -> str:
         raise InvalidInput(f"issuer {did!r} is not a did:web DID")
     parts = did[len("did:web:"):].split(":")
     host = urllib.parse.unquote(parts[0]).lower()
-    if not _HOST_RE.match(host):
+    if not _HOST_RE.fullmatch(host):
         raise InvalidInput(f"issuer {did!r}: did:web host {host!r} is not a domain name "
                            "(ports are not supported)")
     segs = [urllib.parse.unquote(p) for p in parts[1:]]
-    if any(not _SEG_RE.match(s) for s in segs):
+    if any(not _SEG_RE.fullmatch(s) for s in segs):
         raise InvalidInput(f"issuer {did!r}: unsupported did:web path")
     publisher = ".".join(reversed(host.split(".")))
     return publisher + "".join("/" + s for s in segs)

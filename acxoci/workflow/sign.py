@@ -85,7 +85,7 @@ def sign_workflow(
 ) -> dict[str, Any]:
     """Return a copy of `doc` with a fresh `integrity` block. Refuses a non-reverse-DNS publisher,
     a non-Ed25519 key, bad lineage, and (by default) anything the publish lint rejects."""
-    if not PUBLISHER_RE.match(publisher_id):
+    if not PUBLISHER_RE.fullmatch(publisher_id):
         raise InvalidInput(
             "publisher must be a reverse-DNS identifier (e.g. io.github.you)",
             where="--publisher",

@@ -121,11 +121,11 @@ def verify_workflow(
         )
     if integrity["schemaVersion"] != SIGNATURE_SCHEMA_VERSION:
         return tampered(f"unexpected integrity schemaVersion {_j(integrity['schemaVersion'])}")
-    if not isinstance(pub_id, str) or not PUBLISHER_RE.match(pub_id):
+    if not isinstance(pub_id, str) or not PUBLISHER_RE.fullmatch(pub_id):
         return tampered("publisherId must be a reverse-DNS identifier")
-    if not isinstance(keyid, str) or not KEYID_RE.match(keyid):
+    if not isinstance(keyid, str) or not KEYID_RE.fullmatch(keyid):
         return tampered("keyid must identify an Ed25519 public key")
-    if not isinstance(signed_at, str) or not RFC3339_RE.match(signed_at):
+    if not isinstance(signed_at, str) or not RFC3339_RE.fullmatch(signed_at):
         return tampered("signedAt must be an RFC 3339 date-time")
     try:
         parse_rfc3339(signed_at, where="integrity.signedAt")
