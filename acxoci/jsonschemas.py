@@ -42,7 +42,7 @@ def _anchored_pattern(validator: Any, pattern: str, instance: Any, schema: Any) 
         yield jsonschema.ValidationError(f"{instance!r} does not match {pattern!r}")
 
 
-_STRICT = jsonschema.validators.extend(
+_STRICT = jsonschema.validators.extend(  # type: ignore[no-untyped-call]
     jsonschema.Draft202012Validator,
     validators={"pattern": _anchored_pattern},
     type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine("integer", _strict_integer),

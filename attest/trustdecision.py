@@ -174,7 +174,8 @@ def signer_facts(entry: KeyEntry | None, *, claimed_publisher: str, signed_at: d
     window = _window(entry, independent_time if independent_time is not None else signed_at)
     if independent_time is not None and entry.revoked_at is not None and independent_time >= entry.revoked_at:
         window = "after"
-    return SignerFacts(status, publisher_covers(entry.publisher_id, claimed_publisher), window, claimed_publisher,
+    match = publisher_covers(entry.publisher_id, claimed_publisher)
+    return SignerFacts(status, match, window, claimed_publisher,
                        entry.publisher_id, signed_at_text, _fmt(entry.not_before), _fmt(entry.not_after),
                        _fmt(entry.revoked_at), _fmt(independent_time), proof_future)
 

@@ -97,7 +97,8 @@ def cmd_install(
     """Pull REF, prove it and install it atomically — or refuse and install nothing.
 
     Checks, in order: registry, content digest, signature, trust, attestations, level, revocation,
-    harness, policy budget (and staffing for a workflow), version (anti-rollback). A refusal lists every failed check and
+    harness, policy budget (and staffing for a workflow), version (anti-rollback). A refusal lists
+    every failed check and
     exits 8; the store is left byte-identical."""
     now = _now()
     vpolicy = load_policy(policy, now=now)

@@ -199,8 +199,8 @@ def _attestation_keys(policy: VerificationPolicy, publisher_id: str | None) -> l
     from attest.keys import load_public_pem
 
     own = policy.publisher_for(publisher_id)
-    keys: list[Any] = [TrustedKey(k.public_key, f"policy publisher {own.id}", k)
-                       for k in (own.registry.keys if own is not None else ())]
+    keys: list[Any] = [] if own is None else [TrustedKey(k.public_key, f"policy publisher {own.id}", k)
+                                              for k in own.registry.keys]
     keys += [TrustedKey(load_public_pem(pem), "policy attestation key") for pem in policy.attestation_keys]
     return keys
 
@@ -212,7 +212,8 @@ def gather_attestations(target: Target, desc: Descriptor, ref: Reference, policy
     and copy the verified documents into `staged/attestations/`."""
     from acxoci.attestation.verify import find_attestations, verify_artifact
 
-    report = verify_artifact(target, desc, _attestation_keys(policy, publisher_id), reference=str(ref), now=now)
+    report = verify_artifact(target, desc, _attestation_keys(policy, publisher_id), reference=str(ref),
+                             now=now)
     found = {f.location: f for f in find_attestations(target, desc)[0]}
     out: list[C.AttestationFound] = []
     folder = staged / "attestations"

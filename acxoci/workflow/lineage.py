@@ -88,7 +88,8 @@ def check_lineage(
                 )
             )
             ok = False
-        if not isinstance(parent.get("publisherId"), str) or not PUBLISHER_RE.fullmatch(parent["publisherId"]):
+        pub = parent.get("publisherId")
+        if not isinstance(pub, str) or not PUBLISHER_RE.fullmatch(pub):
             issues.append(
                 Issue(
                     "lineage-parent",

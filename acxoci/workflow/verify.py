@@ -182,7 +182,8 @@ def verify_workflow(
 
     if not j.in_registry:
         # The reference reports an unknown workflow signer as verified/portable (cartridges: warning).
-        return verdict(True, "verified", "portable", "Signature valid; signer not in trust registry.", j.issues)
+        return verdict(True, "verified", "portable", "Signature valid; signer not in trust registry.",
+                       j.issues)
     assert entry is not None
     if entry.publisher_id != pub_id:  # stricter than cartridges: the reference rejects it
         return verdict(False, "invalid", "tampered", "Trust registry publisher differs from the signed one.",

@@ -127,13 +127,14 @@ def test_trust() -> None:
     p, kid = _keyed_policy()
     good = sig(keyid=kid, signed_at=SIGNED_AT)
     assert C.check_trust(good, p, NOW).status == "pass"
-    assert C.check_trust(sig(publisher_id=PUBLISHER + "/team", keyid=kid, signed_at=SIGNED_AT), p, NOW).status \
-        == "pass"
+    team = sig(publisher_id=PUBLISHER + "/team", keyid=kid, signed_at=SIGNED_AT)
+    assert C.check_trust(team, p, NOW).status == "pass"
     assert C.check_trust(sig(publisher_id=PUBLISHER + "x", keyid=kid), p, NOW).kind == "untrusted_publisher"
     assert C.check_trust(good, default_policy(), NOW).kind == "untrusted_publisher"
     # the evidence's trust label is never believed: the policy's own keys decide
     assert C.check_trust(sig(signed_at=SIGNED_AT), p, NOW).kind == "untrusted_publisher"
-    retired, rkid = _keyed_policy(status="revoked", revocationReason="retired", revokedAt="2026-09-01T00:00:00Z")
+    retired, rkid = _keyed_policy(status="revoked", revocationReason="retired",
+                                  revokedAt="2026-09-01T00:00:00Z")
     old = sig(keyid=rkid, signed_at=SIGNED_AT, trust="portable", status="warning")
     assert C.check_trust(old, retired, NOW).kind == "trust_too_low"
     assert C.check_trust(old, dataclasses.replace(retired, minimum_trust="portable"), NOW).status == "pass"

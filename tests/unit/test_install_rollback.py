@@ -121,7 +121,8 @@ def test_revoked_publisher_key_refused_even_with_portable(tmp_path: Path, vector
     entry = registry_entry(key, PUBLISHER)
     entry.update(status="revoked")
     reg = write_registry(tmp_path / "trust.json", [entry])
-    out = _install(layout, "v1", trusting_policy(tmp_path, reg, minimumTrust="portable"), Store(tmp_path / "s"))
+    pol = trusting_policy(tmp_path, reg, minimumTrust="portable")
+    out = _install(layout, "v1", pol, Store(tmp_path / "s"))
     assert out.status == "refused"
     assert {c.id for c in out.failed} >= {"signature", "trust"}
     assert "signer key is revoked" in {c.id: c for c in out.failed}["trust"].reason

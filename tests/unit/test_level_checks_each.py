@@ -344,6 +344,7 @@ def test_credential_without_status_cannot_be_relied_on(world: World) -> None:
     doc = copy.deepcopy(world.vc)
     del doc["credentialStatus"]
     unsigned = {k: v for k, v in doc.items() if k != "proof"}
-    signed = vc.sign(unsigned, world.key, verification_method=f"{ISSUER}#key-1", created=doc["proof"]["created"])
+    signed = vc.sign(unsigned, world.key, verification_method=f"{ISSUER}#key-1",
+                     created=doc["proof"]["created"])
     v = verify_credential(signed, issuers=world.issuers, expected_rom_digest=ADA, now=AT)
     assert v.state == "invalid" and any("no credentialStatus" in r for r in v.reasons)
