@@ -59,7 +59,7 @@ R_UNKNOWN = "signer key is not in the trust registry"
 R_FOREIGN = "signer key is registered to publisher {registered}, not {claimed}"
 R_COMPROMISED = "signer key is revoked for key-compromise: never trusted"
 R_REVOKED = "signer key is revoked"
-R_REVOKED_AFTER = "signer key was {status} at {revoked_at}; the artifact says it was signed after that"
+R_REVOKED_AFTER = "signer key is revoked since {revoked_at}; the artifact says it was signed after that"
 R_SELF_ASSERTED = ("signer key is {status}; its signedAt ({signed_at}) is self-asserted and no independent "
                    "timestamp backs it, so it is not trusted")
 R_BEFORE = ("artifact signed at {signed_at}, before the key's validity window ({not_before}): re-register "
@@ -103,6 +103,7 @@ class SignerFacts:
     revoked_at: str | None = None
     independent_time: str | None = None
     proof_future: bool = False
+    signed_after_revocation: bool = False
 
 
 @dataclass(frozen=True)
@@ -175,9 +176,10 @@ def signer_facts(entry: KeyEntry | None, *, claimed_publisher: str, signed_at: d
     if independent_time is not None and entry.revoked_at is not None and independent_time >= entry.revoked_at:
         window = "after"
     match = publisher_covers(entry.publisher_id, claimed_publisher)
+    after = entry.revoked_at is not None and signed_at is not None and signed_at >= entry.revoked_at
     return SignerFacts(status, match, window, claimed_publisher,
                        entry.publisher_id, signed_at_text, _fmt(entry.not_before), _fmt(entry.not_after),
-                       _fmt(entry.revoked_at), _fmt(independent_time), proof_future)
+                       _fmt(entry.revoked_at), _fmt(independent_time), proof_future, after)
 
 
 def standing(f: SignerFacts) -> tuple[Standing, str]:
@@ -185,8 +187,8 @@ def standing(f: SignerFacts) -> tuple[Standing, str]:
     if f.status == "compromised":
         return "rejected", R_COMPROMISED
     if f.status == "revoked":
-        if f.revoked_at is not None and f.signed_at is not None:
-            return "rejected", R_REVOKED_AFTER.format(status="revoked", revoked_at=f.revoked_at)
+        if f.signed_after_revocation:
+            return "rejected", R_REVOKED_AFTER.format(revoked_at=f.revoked_at)
         return "rejected", R_REVOKED
     if f.status == "unknown":
         return "unvouched", R_UNKNOWN

@@ -237,7 +237,8 @@ def signer_decision(ev: SignatureEvidence, policy: VerificationPolicy, now: date
     pub = policy.publisher_for(ev.publisher_id)
     if pub is None or ev.publisher_id is None:
         return None
-    entry = pub.registry.get(ev.keyid)
+    # a key the policy ties to another of its publishers is named as such (same reason as everywhere)
+    entry = pub.registry.get(ev.keyid) or policy.combined_registry().get(ev.keyid)
     try:
         signed: datetime | None = parse_rfc3339(ev.signed_at, where="signedAt")
     except AttestError:

@@ -27,7 +27,8 @@ from attest.errors import AttestError
 from attest.intoto import Statement
 from attest.keys import PrivateKey, PublicKey
 from attest.statuslist import StatusEntry
-from attest.trust import parse_rfc3339
+from attest.trust import TrustKey, judge_signer, parse_rfc3339
+from attest.trustdecision import R_UNKNOWN
 
 MEDIA_TYPE: Final = "application/vc"
 ARTIFACT_TYPE: Final = "application/vnd.acx.level-attestation.v1"
@@ -230,10 +231,8 @@ def verify_credential(doc: Any, *, issuers: IssuerRegistry, expected_rom_digest:
     if issuer is None or (vm != issuer and not vm.startswith(issuer + "#")):
         return _with(base, f"proof verificationMethod {vm} is not the issuer {issuer}'s")
     entries = issuers.candidates(vm)
-    if not entries:
-        return _with(base, f"unknown issuer: {issuer_did(vm)} is not in the issuer trust registry")
     proof = None
-    entry = entries[0]
+    entry = entries[0] if entries else None
     for cand in entries:
         try:
             proof = vc.verify(doc, cand.public_key, variant=variant)
@@ -241,7 +240,15 @@ def verify_credential(doc: Any, *, issuers: IssuerRegistry, expected_rom_digest:
             continue
         entry = cand
         break
-    if proof is None:
+    if proof is None or entry is None:
+        foreign = _foreign_signer(doc, issuers, entries, variant)
+        if foreign is not None:  # another registered issuer's key: impersonation; the table says why
+            created = doc["proof"].get("created")
+            j = judge_signer(foreign, signed_publisher=issuers.publisher_of(vm),
+                             signed_at=created if isinstance(created, str) else "", now=now)
+            return _with(base, j.issues[0] if j.issues else "issuer key is registered to another issuer")
+        if not entries:
+            return _with(base, f"{R_UNKNOWN}: no key of issuer {issuer_did(vm)}")
         return _with(base, f"proof does not verify with any registered key of {issuer} (tampered credential)")
     reasons: list[str] = []
     match = issuers.judge(entry, signed_at=proof.created or "", now=now)
@@ -306,6 +313,21 @@ def verify_credential(doc: Any, *, issuers: IssuerRegistry, expected_rom_digest:
         reasons.append("revocation status not checked (no status list given)")
     return LevelVerdict(state, tuple(reasons), issuer, proof.variant, entry.keyid, level, tier,
                         res.get("acx:ratingMu"), sigma, games, rom, checked, status_outcome)
+
+
+def _foreign_signer(doc: dict[str, Any], issuers: IssuerRegistry, own: list[Any],
+                    variant: vc.Variant | Literal["auto"]) -> TrustKey | None:
+    """The registry entry of another issuer whose key made this proof, if any (only to name the
+    impersonation: such a proof is never accepted)."""
+    for k in issuers.registry.keys:
+        if k in own:
+            continue
+        try:
+            vc.verify(doc, k.public_key, variant=variant)
+        except AttestError:
+            continue
+        return k
+    return None
 
 
 def _with(base: LevelVerdict, reason: str) -> LevelVerdict:

@@ -81,6 +81,14 @@ class IssuerRegistry:
             raise InvalidInput(f"{path}: {exc}") from exc
         return cls.from_json(doc, now=now, where=str(path))
 
+    def publisher_of(self, verification_method: str) -> str:
+        """The registry publisherId a method's did:web DID maps to (the DID itself if it maps to none)."""
+        did = issuer_did(verification_method)
+        try:
+            return did_web_publisher(did)
+        except InvalidInput:
+            return did
+
     def candidates(self, verification_method: str) -> list[TrustKey]:
         """Entries whose publisherId is the did:web mapping of the method's DID (any status)."""
         try:
