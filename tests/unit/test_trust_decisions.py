@@ -211,7 +211,8 @@ def test_row_through_workflow_ready(row: dict[str, str], published: Published, t
     reg = _write(tmp_path / "trust.json", registry_for(row, published.key))
     wf = _write(tmp_path / "team.cal.json", _pinned_workflow(published.rom))
     for minimum in ("portable", "trusted"):
-        code, out = acx_json(capsys, "workflow", "ready", str(wf), "--cartridges", str(published.tmp / "roster"),
+        code, out = acx_json(capsys, "workflow", "ready", str(wf), "--cartridges",
+                             str(published.tmp / "roster"),
                              "--trust-registry", str(reg), "--require", minimum)
         assert code == _expect(row, "workflow ready", minimum), (minimum, out)  # type: ignore[arg-type]
         part = out["participants"][0]
@@ -246,7 +247,8 @@ def issued(tmp_path_factory: pytest.TempPathFactory) -> Issued:
 def test_row_through_level_verify(row: dict[str, str], issued: Issued, tmp_path: Path,
                                   capsys: pytest.CaptureFixture[str]) -> None:
     """The issuer's key status decides the same way (its `publisher` is the issuer DID's)."""
-    reg = _write(tmp_path / "issuers.json", registry_for(row, issued.key, match=ISSUER_PUB, other=ISSUER_OTHER))
+    doc = registry_for(row, issued.key, match=ISSUER_PUB, other=ISSUER_OTHER)
+    reg = _write(tmp_path / "issuers.json", doc)
     code, out = acx_json(capsys, "level", "verify", str(issued.credential), "--rom-digest", ADA, "--issuers",
                          str(reg), "--status-list", str(issued.status_list), "--max-status-age", "172800",
                          "--now", format_rfc3339(NOW))
