@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from acxoci.errors import RefusedByPolicy
-from acxoci.install import semver
 from acxoci.install.install import InstallOutcome, install
 from acxoci.install.store import Store
 from acxoci.install.vpolicy import load_policy
@@ -90,6 +89,8 @@ def test_store_itself_refuses_a_downgrade(tmp_path: Path, vectors_dir: Path) -> 
 
 
 def test_semver_parsing_is_whole_string() -> None:
+    from acxoci.install import semver
+
     assert semver.parse("1.2.3") is not None and semver.parse("v1.2.3-rc.1+b5") is not None
     for bad in ("1.2.3\n", "1.2", "01.2.3", "1.2.3 ", "latest", "1.2.3-"):
         assert semver.parse(bad) is None, bad

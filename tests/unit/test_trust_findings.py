@@ -271,16 +271,25 @@ def test_install_name_with_a_trailing_newline_is_refused(
     assert not store.exists() or not any("\n" in p.name for p in store.rglob("*"))
 
 
-@pytest.mark.parametrize("field", ["keyid", "publisherId"])
+@pytest.mark.parametrize("field", ["rotatedTo", "publisherId"])
 def test_registry_identifiers_with_a_trailing_newline_are_refused(field: str, tmp_path: Path,
                                                                   capsys: pytest.CaptureFixture[str],
                                                                   vectors_dir: Path) -> None:
-    entry = registry_entry(generate_ed25519(), PUBLISHER)
-    entry[field] += "\n"
+    """`$` let "com.example.team\n" pass as a publisher id (with the matching dns-txt record) and
+    "ed25519:<hex>\n" as a keyid."""
+    from attest.trust import expected_txt_record
+
+    pub = "com.example.team"
+    entry = registry_entry(generate_ed25519(), pub)
+    if field == "publisherId":
+        entry["publisherId"] = pub + "\n"
+        entry["namespaceProof"]["txtRecord"] = expected_txt_record(pub + "\n")
+    else:
+        entry["rotatedTo"] = "ed25519:" + "b" * 64 + "\n"
     reg = _reg(tmp_path / "t.json", entry)
-    code, _ = acx_json(capsys, "cartridge", "verify", str(vectors_dir / "sample" / "sample.acx"),
-                       "--trust-registry", str(reg))
-    assert code == 3
+    code, out = acx_json(capsys, "cartridge", "verify", str(vectors_dir / "sample" / "sample.acx"),
+                         "--trust-registry", str(reg))
+    assert code == 3, out
 
 
 def test_digest_with_a_trailing_newline_is_not_a_digest() -> None:
