@@ -12,9 +12,7 @@ before superseded items are removed). Never set it outside tests.
 from __future__ import annotations
 
 import json
-import os
 import re
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -25,6 +23,7 @@ from acxoci import __version__
 from acxoci.errors import AcxError, InternalError, InvalidInput, RefusedByPolicy, Tampered, TransientError
 from acxoci.install import checks as C
 from acxoci.install.store import InstalledItem, Store, Transaction, check_name, list_files
+from acxoci.install.testhooks import pause_for_test
 from acxoci.install.vpolicy import VerificationPolicy
 from acxoci.jsonschemas import schema_errors
 from acxoci.oci.descriptor import Descriptor, Manifest, parse_manifest
@@ -38,24 +37,12 @@ from attest.errors import AttestError
 
 RECORD_SCHEMA = "acx.install-record/1"
 RECORD_SCHEMA_FILE = "acx.install-record-1.schema.json"
-PAUSE_ENV = "ACX_TEST_PAUSE_AT"
-PAUSE_FILE_ENV = "ACX_TEST_PAUSE_FILE"
 CARTRIDGE_FILE = "cartridge.acx"
 WORKFLOW_FILE = "workflow.cal.json"
 MANIFEST_FILE = "manifest.json"
 LEVEL_ARTIFACT_TYPE = "application/vnd.acx.level-attestation.v1"
 MAX_DOC_BYTES = 16 * 1024 * 1024
 Kind = Literal["cartridge", "workflow"]
-
-
-def pause_for_test(stage: str) -> None:
-    """Test-only: sleep at `stage` when ACX_TEST_PAUSE_AT names it (see the module docstring)."""
-    if os.environ.get(PAUSE_ENV) != stage:
-        return
-    marker = os.environ.get(PAUSE_FILE_ENV)
-    if marker:
-        Path(marker).write_text(stage, encoding="utf-8")
-    time.sleep(float(os.environ.get("ACX_TEST_PAUSE_SECONDS", "60")))
 
 
 @dataclass(frozen=True)

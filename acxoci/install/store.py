@@ -32,6 +32,7 @@ from filelock import FileLock, Timeout
 
 from acxoci.errors import Blocked, InvalidInput, NotFound, RefusedByPolicy, UsageError
 from acxoci.install.semver import is_downgrade
+from acxoci.install.testhooks import pause_for_test
 from attest.canonical import loads_strict
 from attest.errors import AttestError
 
@@ -317,8 +318,6 @@ class Transaction:
         _fsync_dir(self.store.items_dir)
         self._staged.remove(staged)
         self.changed = True
-        from acxoci.install.install import pause_for_test
-
         pause_for_test("renamed")
         for item in self.store.all_items():
             if item.name == name and item.path != final:

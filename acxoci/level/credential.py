@@ -16,10 +16,11 @@ from typing import Any, Final, Literal
 from acxoci import jsonschemas
 from acxoci.errors import InvalidInput, RefusedByPolicy
 from acxoci.level import trueskill
+from acxoci.level.constants import CREDENTIAL_MEDIA_TYPE, LEVEL_ARTIFACT_TYPE, iso
 from acxoci.level.gate import gate
 from acxoci.level.issuers import IssuerRegistry, issuer_did
 from acxoci.level.run import TRAJECTORY_PREDICATE, RunResult, digest_multibase
-from acxoci.level.status import StatusOutcome, iso
+from acxoci.level.status import StatusOutcome
 from attest import vc
 from attest.canonical import jcs, loads_strict, sha256_digest
 from attest.dsse import INTOTO_PAYLOAD_TYPE, Envelope
@@ -30,8 +31,8 @@ from attest.statuslist import StatusEntry
 from attest.trust import TrustKey, judge_signer, parse_rfc3339
 from attest.trustdecision import R_UNKNOWN
 
-MEDIA_TYPE: Final = "application/vc"
-ARTIFACT_TYPE: Final = "application/vnd.acx.level-attestation.v1"
+MEDIA_TYPE: Final = CREDENTIAL_MEDIA_TYPE
+ARTIFACT_TYPE: Final = LEVEL_ARTIFACT_TYPE
 SCHEMA_FILE: Final = "acx.level-credential-1.schema.json"
 CONTEXTS: Final = ["https://www.w3.org/ns/credentials/v2",
                    "https://purl.imsglobal.org/spec/ob/v3p0/context-3.0.3.json",
