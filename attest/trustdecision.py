@@ -68,7 +68,6 @@ R_AFTER = "artifact signed at {signed_at}, after the key's validity window ({not
 R_MISSING = "signedAt is missing or not RFC 3339"
 R_INVERTED = "registry key validity window is inverted"
 R_PROOF_FUTURE = "namespace proof verifiedAt is in the future"
-R_BELOW = "trust {standing} does not meet the required minimum {minimum}"
 
 
 class KeyEntry(Protocol):
@@ -168,15 +167,14 @@ def signer_facts(entry: KeyEntry | None, *, claimed_publisher: str, signed_at: d
                  signed_at_text: str | None, now: datetime, independent_time: datetime | None = None,
                  proof_future: bool = False) -> SignerFacts:
     """Reduce a registry entry (None: not in the registry) and the signature's claims to facts."""
-    status = key_status(entry, signed_at=signed_at, now=now)
+    when = independent_time if independent_time is not None else signed_at  # the best time we have
+    status = key_status(entry, signed_at=when, now=now)
     if entry is None:
         return SignerFacts(status, False, "missing" if signed_at is None else "inside", claimed_publisher,
                            None, signed_at_text)
-    window = _window(entry, independent_time if independent_time is not None else signed_at)
-    if independent_time is not None and entry.revoked_at is not None and independent_time >= entry.revoked_at:
-        window = "after"
+    window = _window(entry, when)
     match = publisher_covers(entry.publisher_id, claimed_publisher)
-    after = entry.revoked_at is not None and signed_at is not None and signed_at >= entry.revoked_at
+    after = entry.revoked_at is not None and when is not None and when >= entry.revoked_at
     return SignerFacts(status, match, window, claimed_publisher,
                        entry.publisher_id, signed_at_text, _fmt(entry.not_before), _fmt(entry.not_after),
                        _fmt(entry.revoked_at), _fmt(independent_time), proof_future, after)

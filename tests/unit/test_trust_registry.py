@@ -264,9 +264,9 @@ def test_independent_time_restores_trust_for_a_retired_key() -> None:
     stamp = parse_rfc3339("2026-04-03T13:35:47Z")
     assert judge_signer(k, signed_publisher=PUB, signed_at=SIGNED, now=NOW, independent_time=stamp).trust \
         == "trusted"
-    late = parse_rfc3339("2026-06-01T00:00:00Z")  # the timestamp says after the retirement
+    late = parse_rfc3339("2026-06-01T00:00:00Z")  # the timestamp says it was used after the retirement
     assert judge_signer(k, signed_publisher=PUB, signed_at=SIGNED, now=NOW, independent_time=late).trust \
-        == "portable"
+        == "tampered"
 
 
 def test_rotation_no_longer_trusts_on_self_asserted_time() -> None:
