@@ -138,6 +138,34 @@ def test_evidence_signed_by_another_key(world: World) -> None:
     assert v.state == "invalid" and any(r.startswith("evidence[0]") for r in v.reasons)
 
 
+def test_ineligible_credential_issuer_key_alone(world: World) -> None:
+    """Only the credential's issuer key is judged (no status check): a retired key is refused."""
+    doc = registry_doc((world.key.public(), "example.verifier"), status="revoked", reason="retired")
+    v = verify_credential(world.vc, issuers=IssuerRegistry.from_json(doc), expected_rom_digest=ADA, now=AT)
+    assert v.state == "invalid"
+    assert any(r.startswith(f"issuer key {world.key.public().keyid()} not eligible: signer key is revoked")
+               for r in v.reasons), v.reasons
+    fine = verify_credential(world.vc, issuers=world.issuers, expected_rom_digest=ADA, now=AT)
+    assert fine.state == "unresolved", fine.reasons
+
+
+def test_self_issued_to_its_own_did(world: World) -> None:
+    """A credential about the issuer itself is refused by the shape (subject must be a cartridge)."""
+    doc = copy.deepcopy(world.vc)
+    doc["credentialSubject"]["id"] = ISSUER
+    v = world.verify(resign(doc, world.key))
+    assert v.state == "invalid" and "credentialSubject.id" in v.reasons[0], v.reasons
+
+
+@pytest.mark.parametrize(("field", "value"), [("acx:ratingSigma", 2.0), ("acx:gamesPlayed", 12)])
+def test_gate_is_rechecked_at_verify(world: World, field: str, value: Any) -> None:
+    """A signed credential whose own numbers fail the gate (sigma < 1.5, games >= 30) is refused."""
+    doc = copy.deepcopy(world.vc)
+    doc["credentialSubject"]["result"][0][field] = value
+    v = world.verify(resign(doc, world.key))
+    assert v.state == "invalid" and any(r.startswith("gating failed") for r in v.reasons), v.reasons
+
+
 # ---- status lists (acxoci/level/status.py, attest/statuslist.py) --------------------------------
 
 
