@@ -1,8 +1,7 @@
 """The trust-decision table of docs/trust-decisions.md, read from the page and walked row by row:
 through the pure `attest.trustdecision` functions, and through every command that decides trust
-(`cartridge verify`, `verify`, `install`, `workflow ready`, `level verify`), asserting the exit
-code and the reason. `release` read-back runs the install checks (`test_release_*` cover its
-plumbing); its column is walked through `decide`."""
+(`cartridge verify`, `verify`, `install`, `workflow ready`, `level verify`, `release`), asserting
+the exit code and the reason."""
 
 from __future__ import annotations
 
@@ -255,3 +254,47 @@ def test_row_through_level_verify(row: dict[str, str], issued: Issued, tmp_path:
     assert code == _expect(row, "level verify", "trusted"), out
     if code:
         assert any(row["reason (starts with)"] in r for r in out["reasons"]), out
+
+
+@pytest.mark.parametrize("row", STANDING, ids=ROW_IDS)
+@pytest.mark.parametrize("minimum", ["portable", "trusted"])
+def test_row_through_release(row: dict[str, str], minimum: str, tmp_path: Path, vectors_dir: Path) -> None:
+    """`acx release`: the input precheck and the acceptance read-back are install's trust check."""
+    import yaml
+
+    from acxoci.release.interpreter import run_goal
+    from acxoci.release.plan import load_plan
+    from attest.keys import load_public_pem
+    from tests.unit.test_release_support import make_world
+
+    layout = tmp_path / "layout"
+    w = make_world(tmp_path, vectors_dir, [f"oci-layout:{layout}"])
+    sample = load_public_pem((vectors_dir / "sample" / "sample.pub.pem").read_bytes())
+    if row["key status"] == "unknown":
+        entries = [registry_entry(generate_ed25519(), OTHER)]
+    else:
+        entries = [entry_for(row["key status"], _PublicOnly(sample),
+                             PUBLISHER if row["publisher"] == "match" else OTHER)]
+    reg = _write(tmp_path / "trust.json", {"schemaVersion": "acx.trust-registry/1", "keys": entries})
+    pol = yaml.safe_load(w.policy.read_text())
+    pol["publishers"] = [{"id": PUBLISHER, "trustRegistries": [str(reg)]},
+                         {"id": OTHER, "trustRegistries": [str(reg)]}]
+    pol["minimumTrust"] = minimum
+    w.policy.write_text(yaml.safe_dump(pol))
+    report = run_goal(load_plan(w.plan), root=w.state)
+    assert report.exit_code() == _expect(row, "release", minimum), report.to_json()  # type: ignore[arg-type]
+    if report.exit_code():
+        prep = report.status.effect("prepare:agent")
+        assert prep.failure is not None and prep.failure.cls == "validation_failed"
+        assert row["reason (starts with)"] in prep.failure.message, prep.failure.message
+        assert not layout.exists()
+
+
+class _PublicOnly:
+    """Stands in for a private key where only `.public()` is needed (the vectors ship no private key)."""
+
+    def __init__(self, pub: Any) -> None:
+        self._pub = pub
+
+    def public(self) -> Any:
+        return self._pub
