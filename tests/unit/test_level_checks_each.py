@@ -376,3 +376,53 @@ def test_credential_without_status_cannot_be_relied_on(world: World) -> None:
                      created=doc["proof"]["created"])
     v = verify_credential(signed, issuers=world.issuers, expected_rom_digest=ADA, now=AT)
     assert v.state == "invalid" and any("no credentialStatus" in r for r in v.reasons)
+
+
+# ---- attest/statuslist.py, attest/vc.py, schema strictness --------------------------------------
+
+
+def test_status_entry_needs_a_purpose() -> None:
+    from attest.errors import MalformedError
+
+    good = {"type": "BitstringStatusListEntry", "statusPurpose": "revocation", "statusListIndex": "4",
+            "statusListCredential": LIST_ID}
+    assert StatusEntry.from_json(good).purpose == "revocation"
+    for bad in ({**good, "statusPurpose": ""}, {k: v for k, v in good.items() if k != "statusPurpose"}):
+        with pytest.raises(MalformedError, match="statusPurpose"):
+            StatusEntry.from_json(bad)
+
+
+def test_status_list_must_be_a_bitstring_status_list_credential(world: World) -> None:
+    doc = st.create_status_list(list_id=LIST_ID, issuer=ISSUER, key=world.key, now=T0)
+    doc["type"] = ["VerifiableCredential"]
+    path = world.tmp / "untyped.json"
+    st.write_json_atomic(path, resign(doc, world.key))
+    v = world.verify(source=str(path))
+    assert v.state == "invalid"
+    assert any("type does not include BitstringStatusListCredential" in r for r in v.reasons), v.reasons
+
+
+def test_proof_context_must_prefix_the_document_context(world: World) -> None:
+    """A proof that carries its own @context binds the document's: a document whose @context was
+    swapped (the proof's is no longer its prefix) is refused, though the hash would match."""
+    from attest.errors import SignatureError
+
+    doc = {"@context": ["https://www.w3.org/ns/credentials/v2"], "type": ["VerifiableCredential"],
+           "issuer": ISSUER, "credentialSubject": {"id": "urn:x"}}
+    signed = vc.sign(doc, world.key, verification_method=f"{ISSUER}#key-1", created="2026-08-01T12:00:00Z")
+    signed["proof"]["@context"] = list(doc["@context"])
+    assert vc.verify(signed, world.key.public()).variant == "w3c"  # a proof @context that is a prefix is fine
+    swapped = copy.deepcopy(signed)
+    swapped["@context"] = ["https://evil.example/ctx"]
+    with pytest.raises(SignatureError):
+        vc.verify(swapped, world.key.public(), variant="w3c")
+
+
+def test_schema_patterns_end_at_the_end_of_the_string(world: World) -> None:
+    """Python's `$` matches before a final newline; schema patterns must not (ECMA-262 semantics)."""
+    from acxoci.level.credential import schema_errors
+
+    doc = copy.deepcopy(world.vc)
+    assert schema_errors(doc) == []
+    doc["credentialSubject"]["id"] = doc["credentialSubject"]["id"] + "\n"
+    assert any("credentialSubject.id" in e for e in schema_errors(doc))
