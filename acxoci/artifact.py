@@ -144,7 +144,8 @@ def _verify_cartridge(
     v = verify_cartridge(path, registry=registry, now=now)
     if v.rejected:
         raise Tampered(
-            f"cartridge does not verify: {v.summary}", where=str(path), details={"verdict": v.to_json()}
+            f"cartridge does not verify: {v.summary}" + (f" ({v.issues[0]})" if v.issues else ""),
+            where=str(path), details={"verdict": v.to_json()}
         )
     return v.to_json(), v
 

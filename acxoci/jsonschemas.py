@@ -3,6 +3,7 @@ report violations, as `$.path: message` lines, for every document type."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from functools import cache
 from importlib import resources
@@ -26,8 +27,31 @@ def json_path(parts: Iterable[str | int]) -> str:
     return "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in parts)
 
 
+def _strict_integer(_checker: Any, instance: Any) -> bool:
+    """`integer` means a JSON integer: 29.0 is a number, not an integer, and a bool is neither."""
+    return isinstance(instance, int) and not isinstance(instance, bool)
+
+
+def _anchored_pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterable[Any]:
+    """`pattern`, but a trailing `$` means the end of the string (Python's `$` also matches before
+    a final newline, so `^[a-z]+$` would accept "evil\n"; ECMA-262's does not)."""
+    if not isinstance(instance, str):
+        return
+    anchored = pattern[:-1] + r"\Z" if pattern.endswith("$") and not pattern.endswith("\\$") else pattern
+    if re.search(anchored, instance) is None:
+        yield jsonschema.ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+_STRICT = jsonschema.validators.extend(  # type: ignore[no-untyped-call]
+    jsonschema.Draft202012Validator,
+    validators={"pattern": _anchored_pattern},
+    type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine("integer", _strict_integer),
+)
+
+
 def schema_errors(name: str, doc: Any) -> list[str]:
-    """Every violation of schema `name` by `doc`, ordered by path (empty when valid)."""
-    validator = jsonschema.Draft202012Validator(load_schema(name))
+    """Every violation of schema `name` by `doc`, ordered by path (empty when valid). Integers
+    are strict (no 29.0, no true) and patterns are anchored at the true end of the string."""
+    validator = _STRICT(load_schema(name))
     errors = sorted(validator.iter_errors(doc), key=lambda e: [str(p) for p in e.absolute_path])
     return [f"{json_path(e.absolute_path)}: {e.message}" for e in errors]

@@ -72,7 +72,7 @@ def decode_list(encoded: str, *, max_bits: int = MAX_BITS, min_bits: int = MIN_B
     if len(encoded) > MAX_ENCODED_CHARS:
         raise MalformedError(f"encodedList of {len(encoded)} characters exceeds {MAX_ENCODED_CHARS}")
     body = encoded[1:]
-    if not _B64URL_RE.match(body) or len(body) % 4 == 1:
+    if not _B64URL_RE.fullmatch(body) or len(body) % 4 == 1:
         raise MalformedError("encodedList must be base64url without padding")
     try:
         raw = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))

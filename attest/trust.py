@@ -15,6 +15,8 @@ from typing import Any, Literal
 
 from attest.errors import MalformedError
 from attest.keys import PublicKey, load_public_pem
+from attest.trustdecision import SignerFacts, Standing, signer_facts
+from attest.trustdecision import standing as signer_standing
 
 SCHEMA_VERSION = "acx.trust-registry/1"
 GITHUB_OIDC_ISSUER = "https://token.actions.githubusercontent.com"
@@ -47,7 +49,7 @@ def parse_rfc3339(value: Any, *, where: str = "date") -> datetime:
     """
     if not isinstance(value, str):
         raise MalformedError(f"{where}: expected an RFC 3339 string, got {type(value).__name__}")
-    m = RFC3339_RE.match(value)
+    m = RFC3339_RE.fullmatch(value)
     if not m:
         raise MalformedError(f"{where}: {value!r} is not RFC 3339")
     year, month, day, hour, minute, second, frac, tz = m.groups()
@@ -130,6 +132,8 @@ class SignerJudgement:
     issues: tuple[str, ...]
     in_registry: bool
     compromised: bool
+    facts: SignerFacts | None = None
+    standing: Standing = "unvouched"
 
 
 def _walk_strings(value: Any) -> Iterable[str]:
@@ -210,10 +214,10 @@ def _parse_key(doc: Any, where: str, now: datetime | None) -> TrustKey:
         raise MalformedError(f"{where}: key entry is not an object")
     _exact_fields(doc, KEY_REQUIRED, KEY_OPTIONAL, where)
     keyid = _str(doc, "keyid", where)
-    if not KEYID_RE.match(keyid):
+    if not KEYID_RE.fullmatch(keyid):
         raise MalformedError(f"{where}.keyid: {keyid!r} is not ed25519:<64 hex>")
     publisher = _str(doc, "publisherId", where)
-    if not PUBLISHER_RE.match(publisher):
+    if not PUBLISHER_RE.fullmatch(publisher):
         raise MalformedError(f"{where}.publisherId: {publisher!r} is not a valid publisher id")
     algorithm = _str(doc, "algorithm", where)
     if algorithm != "ed25519":
@@ -241,7 +245,7 @@ def _parse_key(doc: Any, where: str, now: datetime | None) -> TrustKey:
     rotated_from = _opt_str(doc, "rotatedFrom", where)
     rotated_to = _opt_str(doc, "rotatedTo", where)
     for name, val in (("rotatedFrom", rotated_from), ("rotatedTo", rotated_to)):
-        if val is not None and not KEYID_RE.match(val):
+        if val is not None and not KEYID_RE.fullmatch(val):
             raise MalformedError(f"{where}.{name}: {val!r} is not ed25519:<64 hex>")
     proof = _parse_proof(doc["namespaceProof"], publisher, f"{where}.namespaceProof", now)
     return TrustKey(
@@ -317,104 +321,42 @@ class TrustRegistry:
         return None
 
 
-def eligibility_issues(
-    entry: TrustKey, *, signed_publisher: str, signed_at: datetime | None, now: datetime
-) -> list[str]:
-    """Reasons the entry cannot give `trusted` (SPEC semantics; revocation is judged separately)."""
-    issues: list[str] = []
-    rotated = entry.rotated_to is not None
-    revoked_before_signing_ok = (
-        entry.status == "revoked"
-        and not entry.compromised
-        and entry.revoked_at is not None
-        and signed_at is not None
-        and signed_at < entry.revoked_at
-    )
-    if (
-        entry.status != "active"
-        and not (entry.status == "expired" and rotated)
-        and not revoked_before_signing_ok
-    ):
-        issues.append(f"signer key status is {entry.status}, not active")
-    if entry.algorithm != "ed25519":
-        issues.append("signer algorithm is not ed25519")
-    if entry.publisher_id != signed_publisher:
-        issues.append("registry publisherId does not match signed publisherId")
-    if entry.not_before > entry.not_after:
-        issues.append("registry key validity window is inverted")
-    if signed_at is None:
-        issues.append("signedAt is missing or not RFC 3339")
-    else:
-        if signed_at < entry.not_before:
-            issues.append("artifact signed before key validity window")
-        if signed_at > entry.not_after:
-            issues.append("artifact signed after key validity window")
-    if now > entry.not_after and not rotated:
-        issues.append("signer key expired")
-    if entry.namespace_proof.verified_at > now:
-        issues.append("namespace proof verifiedAt is in the future")
-    return issues
-
-
 def judge_signer(
-    entry: TrustKey | None, *, signed_publisher: str, signed_at: str, now: datetime
+    entry: TrustKey | None, *, signed_publisher: str, signed_at: str, now: datetime,
+    independent_time: datetime | None = None,
 ) -> SignerJudgement:
-    """Apply a registry entry to a verified signature: trusted, portable or tampered (compromised).
+    """Apply a registry entry to a verified signature through the one decision table
+    (`attest.trustdecision`): trusted, portable or tampered (revoked or compromised).
 
     Call only after the signature itself verified. Times are compared as parsed datetimes.
+    `independent_time` is a verified timestamp (transparency log, RFC 3161), never `signedAt`.
     """
-    if entry is None:
-        return SignerJudgement(
-            "portable",
-            "Signature valid but signer not in trust registry.",
-            ("Signer keyid not in trust registry",),
-            False,
-            False,
-        )
-    if entry.compromised:
-        return SignerJudgement(
-            "tampered",
-            "Signer key is compromised (revoked).",
-            ("signer key revoked for key-compromise: never trusted",),
-            True,
-            True,
-        )
     try:
-        signed = parse_rfc3339(signed_at, where="signedAt")
+        signed: datetime | None = parse_rfc3339(signed_at, where="signedAt")
     except MalformedError:
         signed = None
-    issues = eligibility_issues(entry, signed_publisher=signed_publisher, signed_at=signed, now=now)
-    if entry.status == "revoked":
-        before = entry.revoked_at is not None and signed is not None and signed < entry.revoked_at
-        if not before:
-            return SignerJudgement(
-                "portable", "Signer key revoked.", ("signer key revoked", *issues), True, False
-            )
-        if issues:
-            return SignerJudgement(
-                "portable",
-                "Signer key later revoked (non-compromise); signed before revocation.",
-                tuple(issues),
-                True,
-                False,
-            )
-        return SignerJudgement(
-            "trusted",
-            f"Signed by trusted publisher {signed_publisher}. "
-            "(Key later revoked, non-compromise; signed before revocation.)",
-            (),
-            True,
-            False,
-        )
-    if issues:
-        return SignerJudgement(
-            "portable",
-            "Signer registry entry is not eligible for trusted status.",
-            tuple(issues),
-            True,
-            False,
-        )
-    return SignerJudgement("trusted", f"Signed by trusted publisher {signed_publisher}.", (), True, False)
+    facts = signer_facts(entry, claimed_publisher=signed_publisher, signed_at=signed,
+                         signed_at_text=signed_at if signed is not None else None, now=now,
+                         independent_time=independent_time,
+                         proof_future=entry is not None and entry.namespace_proof.verified_at > now)
+    st, reason = signer_standing(facts)
+    in_registry = entry is not None
+    if facts.status == "compromised":
+        return SignerJudgement("tampered", "Signer key is compromised (revoked).", (reason,), True, True,
+                               facts, st)
+    if st == "rejected":
+        return SignerJudgement("tampered", "Signer key revoked.", (reason,), True, False, facts, st)
+    if st == "unvouched" and entry is None:
+        return SignerJudgement("portable", "Signature valid but signer not in trust registry.", (reason,),
+                               False, False, facts, st)
+    if st == "trusted":
+        summary = f"Signed by trusted publisher {signed_publisher}."
+        return SignerJudgement("trusted", summary, (), in_registry, False, facts, st)
+    if facts.status in ("superseded", "retired"):
+        summary = "Signer key later revoked (non-compromise); signed before revocation."
+    else:
+        summary = "Signer registry entry is not eligible for trusted status."
+    return SignerJudgement("portable", summary, (reason,), in_registry, False, facts, st)
 
 
 def format_rfc3339(when: datetime) -> str:

@@ -88,7 +88,7 @@ def _check_options(options: dict[str, Any]) -> None:
     if options.get("cryptosuite") != CRYPTOSUITE:
         raise MalformedError(f"proof.cryptosuite is {options.get('cryptosuite')!r}, expected {CRYPTOSUITE!r}")
     created = options.get("created")
-    if created is not None and (not isinstance(created, str) or not _DATETIME_RE.match(created)):
+    if created is not None and (not isinstance(created, str) or not _DATETIME_RE.fullmatch(created)):
         raise MalformedError(f"proof.created {created!r} is not an XML Schema dateTime")
     vm = options.get("verificationMethod")
     if not isinstance(vm, str) or not vm:

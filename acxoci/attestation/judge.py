@@ -25,7 +25,11 @@ from attest.canonical import loads_strict
 from attest.dsse import INTOTO_PAYLOAD_TYPE, Envelope
 from attest.errors import AttestError, MalformedError, SignatureError
 from attest.intoto import Statement
-from attest.trust import judge_signer
+from attest.trust import format_rfc3339, judge_signer
+from attest.trustdecision import R_UNKNOWN, decide
+
+LEVEL_PREDICATE_TYPE = "https://acx.dev/attestation/level/v1"
+R_LEVEL_NEEDS_ISSUERS = "level attestation not checked: needs --issuers (the level issuer trust registry)"
 
 Verdict = Literal["verified", "rejected", "unverified", "skipped"]
 Kind = Literal["envelope", "bundle"]
@@ -132,6 +136,10 @@ def judge(data: bytes, kind: Kind, keys: list[TrustedKey], *, subject_sha256: st
         try:
             tk, _sig = verify_with_keys(env, keys)
         except SignatureError as exc:
+            if peek_type == LEVEL_PREDICATE_TYPE:  # signed by a level issuer, not by the publisher
+                return Judgement("skipped", (R_LEVEL_NEEDS_ISSUERS,), predicate_type=peek_type)
+            if keys and all(k.entry is not None for k in keys):  # one fact, one text (decision table)
+                return Judgement("unverified", (R_UNKNOWN,), predicate_type=peek_type)
             return Judgement("unverified", (str(exc),), predicate_type=peek_type)
         base = Judgement("verified", (), tuple(notes), tk.keyid, peek_type)
     if kind == "bundle" and tk is not None:
@@ -168,9 +176,12 @@ def judge(data: bytes, kind: Kind, keys: list[TrustedKey], *, subject_sha256: st
         publisher = pred.get("publisherId")
         if not isinstance(publisher, str):
             publisher = tk.entry.publisher_id
-        signed_at = pred.get("signedAt") if isinstance(pred.get("signedAt"), str) else ""
+        # A predicate without signedAt (cosign, SLSA): the key is judged at verification time.
+        signed_at = pred.get("signedAt") if "signedAt" in pred else format_rfc3339(now)
         j = judge_signer(tk.entry, signed_publisher=str(publisher), signed_at=str(signed_at), now=now)
-        base = replace(base, trust=j.trust, notes=base.notes + tuple(j.issues))
-        if j.trust == "tampered":
-            return base.with_reasons("rejected", (j.summary,))
+        base = replace(base, trust=j.trust)
+        assert j.facts is not None
+        d = decide(j.facts, minimum="trusted", command="verify")
+        if not d.accepted:  # a registry key vouches only when the table says trusted
+            return base.with_reasons("rejected", (d.reason,))
     return base

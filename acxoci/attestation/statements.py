@@ -63,10 +63,12 @@ class WorkflowFacts:
     workflow_id: str | None = None
     workflow_version: str | None = None
     publisher_id: str | None = None
+    signed_at: str | None = None
 
     def predicate(self) -> dict[str, Any]:
-        """The `https://acx.dev/attestation/workflow/v1` predicate (OCI binding form)."""
-        return {
+        """The `https://acx.dev/attestation/workflow/v1` predicate (OCI binding form). `signedAt` is
+        the workflow's own signing time, like the cartridge predicate's (the trust table needs it)."""
+        out: dict[str, Any] = {
             "binding": OCI_BINDING,
             "workflowDigest": self.workflow_digest,
             "workflowId": self.workflow_id,
@@ -74,6 +76,9 @@ class WorkflowFacts:
             "publisherId": self.publisher_id,
             "layerDigest": self.layer_digest,
         }
+        if self.signed_at is not None:
+            out["signedAt"] = self.signed_at
+        return out
 
 
 @dataclass(frozen=True)
@@ -140,10 +145,12 @@ def workflow_facts(data: bytes, layer_digest: str, *, where: str = "workflow") -
         raise InvalidInput("workflow document is not a JSON object", where=where)
     integ = doc.get("integrity")
     publisher = integ.get("publisherId") if isinstance(integ, dict) else None
+    signed_at = integ.get("signedAt") if isinstance(integ, dict) else None
     wid, ver = doc.get("id"), doc.get("version")
     return WorkflowFacts(workflow_digest(doc), layer_digest, wid if isinstance(wid, str) else None,
                          ver if isinstance(ver, str) else None,
-                         publisher if isinstance(publisher, str) else None)
+                         publisher if isinstance(publisher, str) else None,
+                         signed_at if isinstance(signed_at, str) else None)
 
 
 def graph_statement(subject_digest: str, repository: str, facts: GraphFacts) -> Statement:

@@ -120,7 +120,7 @@ def format_time(t: datetime) -> str:
 
 def check_time(value: str, *, where: str) -> str:
     """Return `value` if it is RFC 3339 and a real date, else raise InvalidInput."""
-    ok = bool(RFC3339_RE.match(value))
+    ok = bool(RFC3339_RE.fullmatch(value))
     if ok:
         try:
             datetime.fromisoformat(value.replace("Z", "+00:00"))
@@ -383,14 +383,18 @@ def build_cartridge(
 ) -> BuildResult:
     """Build and sign `out` from `pkg_dir`. `created_at` (else manifest exportedAt, else `now`) is the
     only clock input, so fixing it makes the build reproducible. Writes atomically."""
-    if not PUBLISHER_RE.match(publisher):
+    if not PUBLISHER_RE.fullmatch(publisher):
         raise InvalidInput(f"publisher {publisher!r} is not a reverse-DNS id", where="--publisher")
     pkg = read_package(pkg_dir)
     notes = list(pkg.notes)
+    # The signature is dated when it is made (or at the fixed --created-at): a package's exportedAt
+    # may predate the key's registration, and `key trust` starts the key's window now (decision 0014).
+    signed_at = created_at or format_time(now or datetime.now(UTC))
     if created_at is None:
         exported = pkg.text("exportedAt")
-        created_at = exported or format_time(now or datetime.now(UTC))
-        notes.append(f"created-at taken from {'manifest exportedAt' if exported else 'the clock'}")
+        created_at = exported or signed_at
+        notes.append(f"created-at taken from {'manifest exportedAt' if exported else 'the clock'}; "
+                     "signed at build time")
     check_time(created_at, where="--created-at")
     engine_name = pkg.text("vectorEngine", ENGINE_ID)
     if engine_name != ENGINE_ID:
@@ -490,7 +494,7 @@ def build_cartridge(
             result = sign_connection(
                 conn,
                 key,
-                signed_at=created_at,
+                signed_at=signed_at,
                 provenance_instance_id=provenance if isinstance(provenance, str) else None,
             )
             conn.execute("COMMIT")

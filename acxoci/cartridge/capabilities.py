@@ -96,7 +96,7 @@ def make_capability(
     where: str = "capability",
 ) -> Capability:
     """Build a default (unverified, mu 25, sigma 8.333) capability record dated `at`."""
-    if not TASK_RE.match(task_type):
+    if not TASK_RE.fullmatch(task_type):
         raise InvalidInput(f"taskType {task_type!r} must match {TASK_RE.pattern}", where=where)
     if domain not in DOMAINS:
         raise InvalidInput(f"domain {domain!r} must be one of {sorted(DOMAINS)}", where=where)
@@ -205,7 +205,7 @@ def capability_issues(cap_id: str, json_text: bytes, content_hash: str) -> list[
         and not any(e["kind"] == "level-attestation" for e in refs)
     ):
         out.append("verified proficiency without level-attestation evidence")
-    if not isinstance(rec["taskType"], str) or not TASK_RE.match(rec["taskType"]):
+    if not isinstance(rec["taskType"], str) or not TASK_RE.fullmatch(rec["taskType"]):
         out.append("taskType is invalid")
     if rec["domain"] not in DOMAINS:
         out.append(f"domain {rec['domain']!r} is not one of {sorted(DOMAINS)}")
@@ -224,7 +224,7 @@ def capability_issues(cap_id: str, json_text: bytes, content_hash: str) -> list[
     ):
         out.append("sampleCount must be a non-negative integer")
     for k in ("lastDemonstratedAt", "createdAt", "updatedAt"):
-        if not isinstance(rec[k], str) or not _DATE_RE.match(rec[k]):
+        if not isinstance(rec[k], str) or not _DATE_RE.fullmatch(rec[k]):
             out.append(f"{k} must be RFC 3339")
     if "license" in rec and (not isinstance(rec["license"], str) or not rec["license"].strip()):
         out.append("license must be a non-empty string")

@@ -120,7 +120,7 @@ def portable_path_problem(name: str) -> str | None:
     if segments[0] not in (ZONE_ROM, ZONE_SAVE):
         return f"first segment {segments[0]!r} is not 'rom' or 'save'"
     for s in segments:
-        if not PATH_SEGMENT_RE.match(s):
+        if not PATH_SEGMENT_RE.fullmatch(s):
             return f"segment {s!r} is not portable ([A-Za-z0-9][A-Za-z0-9._-]{{0,127}})"
     return None
 

@@ -126,7 +126,7 @@ def scrub_problems(record: Mapping[str, Any]) -> list[str]:
 def _check_source(i: int, rec: Mapping[str, Any]) -> None:
     where = f"memory-records.json[{i}]"
     rid = rec.get("id")
-    if not isinstance(rid, str) or not MEMORY_ID_RE.match(rid):
+    if not isinstance(rid, str) or not MEMORY_ID_RE.fullmatch(rid):
         raise InvalidInput(f"record id {rid!r} must match {MEMORY_ID_RE.pattern}", where=f"{where}.id")
     for key in ("title", "summary", "sourceType", "timestamp"):
         if not isinstance(rec.get(key), str) or not rec[key].strip():

@@ -137,11 +137,11 @@ def read_package(root: Path) -> AgentPackage:
         capabilities=caps,
         notes=tuple(pkg_notes),
     )
-    if not ARTIFACT_ID_RE.match(pkg.artifact_id):
+    if not ARTIFACT_ID_RE.fullmatch(pkg.artifact_id):
         raise InvalidInput(
             f"artifactId {pkg.artifact_id!r} must match {ARTIFACT_ID_RE.pattern}", where=f"{mpath}#artifactId"
         )
-    if not SEMVER_RE.match(pkg.artifact_version):
+    if not SEMVER_RE.fullmatch(pkg.artifact_version):
         raise InvalidInput(
             f"artifactVersion {pkg.artifact_version!r} is not SemVer 2.0.0", where=f"{mpath}#artifactVersion"
         )

@@ -80,7 +80,7 @@ def load_skill(dir_name: str, data: bytes) -> Skill:
     where = f"skills/{dir_name}/SKILL.md"
     fm, body = parse_frontmatter(data, where=where)
     name, desc = fm.get("name"), fm.get("description")
-    if not isinstance(name, str) or not NAME_RE.match(name) or len(name) > MAX_NAME:
+    if not isinstance(name, str) or not NAME_RE.fullmatch(name) or len(name) > MAX_NAME:
         raise InvalidInput(
             f"frontmatter name {name!r} must match {NAME_RE.pattern} (max {MAX_NAME})", where=f"{where}#name"
         )

@@ -157,7 +157,7 @@ def _statement_issues(
     got = subj.digest.get("sha256")
     if got is None:
         issues.append("subject[0].digest.sha256 is missing")
-    elif not HEX64_RE.match(got) or got != manifest.hex:
+    elif not HEX64_RE.fullmatch(got) or got != manifest.hex:
         subject_issues.append(f"subject.digest {got} != recomputed {manifest.hex}")
     if set(subj.digest) - {"sha256"}:
         issues.append(
@@ -333,7 +333,8 @@ def verify_open(cart: Cartridge, *, registry: TrustRegistry | None, now: datetim
     # 8. registry
     j: SignerJudgement = judge_signer(entry, signed_publisher=publisher or "", signed_at=signed_at, now=now)
     return verdict(
-        j.trust, j.summary, j.issues, in_registry=j.in_registry, compromised=j.compromised, **common
+        j.trust, j.summary, j.issues, in_registry=j.in_registry, compromised=j.compromised,
+        extra={"signerFacts": j.facts}, **common
     )
 
 

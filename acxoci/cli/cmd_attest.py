@@ -22,7 +22,7 @@ from acxoci.attestation.blob import (
 )
 from acxoci.attestation.content import cartridge_facts
 from acxoci.attestation.identity import rule_from_flags
-from acxoci.attestation.judge import Kind, Sigstore
+from acxoci.attestation.judge import R_LEVEL_NEEDS_ISSUERS, Kind, Sigstore
 from acxoci.attestation.signing import (
     TrustedKey,
     load_public_key_file,
@@ -180,6 +180,17 @@ def _level_gate(target: Target, subject: Descriptor, workdir: Path, *, required:
     return out
 
 
+def _level_checked(report: VerifyReport) -> VerifyReport:
+    """Level attestations (signed by issuers) say where they were checked: the level gate."""
+    from dataclasses import replace
+
+    why = "level attestation: its credential is checked with --issuers (see level)"
+    return replace(report, attestations=tuple(
+        replace(a, judgement=replace(a.judgement, reasons=(why,)))
+        if a.judgement.verdict == "skipped" and a.judgement.reasons == (R_LEVEL_NEEDS_ISSUERS,) else a
+        for a in report.attestations))
+
+
 def verify_cmd(
     ref: str = typer.Argument(..., help="The artifact reference (tag or digest)."),
     key: Path | None = typer.Option(None, "--key", help="Public key PEM (cosign.pub, acx key, openssl)."),
@@ -233,6 +244,8 @@ def verify_cmd(
             level = _level_gate(target, subject, Path(tmp), required=required, issuers=level_issuers,
                                 registry=registry, now=now, status_check=check)
     ok = report.ok and (level is None or bool(level["ok"]))
+    if level is not None:  # the level attestations' credentials were checked by the level gate
+        report = _level_checked(report)
     data = report.to_json()
     if level is not None:
         data["attestationsOk"] = report.ok

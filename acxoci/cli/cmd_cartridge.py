@@ -17,6 +17,7 @@ from acxoci.cli.common import load_registry as _registry
 from acxoci.cli.common import parse_now as _now
 from acxoci.cli.output import console, emit
 from acxoci.errors import RefusedByPolicy, UsageError
+from attest.trustdecision import Minimum, SignerFacts, decide
 
 _COLOR = {
     "trusted": "green",
@@ -29,8 +30,13 @@ _COLOR = {
 
 
 def _verdict_exit(v: CartridgeVerdict, require: str | None) -> int:
+    """Exit code through the one trust table when a signer was judged, else by the trust label."""
     if v.rejected:
         return 1
+    facts = v.extra.get("signerFacts")
+    if isinstance(facts, SignerFacts):
+        minimum: Minimum = "trusted" if require == "trusted" else "portable" if require else "none"
+        return decide(facts, minimum=minimum, command="cartridge verify").exit_code
     if not v.meets(require):
         return RefusedByPolicy.exit_code
     return 0

@@ -95,17 +95,21 @@ def cmd_install(
     roster: Path | None = typer.Option(None, "--roster", help="More cartridges for a workflow's ready."),
     activate: str | None = typer.Option(None, "--activate", help="Then activate its skills for this host "
                                         "(claude, codex, cursor); see `acx activate`."),
+    allow_downgrade: bool = typer.Option(False, "--allow-downgrade",
+                                         help="Replace a newer installed version of the same name."),
 ) -> None:
     """Pull REF, prove it and install it atomically — or refuse and install nothing.
 
     Checks, in order: registry, content digest, signature, trust, attestations, level, revocation,
-    harness, policy budget (and staffing for a workflow). A refusal lists every failed check and
+    harness, policy budget (and staffing for a workflow), version (anti-rollback). A refusal lists
+    every failed check and
     exits 8; the store is left byte-identical."""
     now = _now()
     vpolicy = load_policy(policy, now=now)
     hosts = _host_inputs(host, host_limits, roster)
     outcome = install(ref, policy=vpolicy, store=_store(store), now=now, host=hosts,
-                      remote=RemoteOptions(plain_http=True if plain_http else None), name=name)
+                      remote=RemoteOptions(plain_http=True if plain_http else None), name=name,
+                      allow_downgrade=allow_downgrade)
     if outcome.status == "refused" or activate is None or outcome.name is None:
         emit(outcome.to_json(), lambda: _render(outcome))
         if outcome.status == "refused":

@@ -90,7 +90,8 @@ def trust(
     oidc_subject: str | None = typer.Option(
         None, "--oidc-subject", help="GitHub OIDC subject you verified (io.github.* publishers)."),
     not_before: str | None = typer.Option(
-        None, "--not-before", help="RFC 3339 start of the key's validity (default: now)."),
+        None, "--not-before", help="RFC 3339 start of the key's validity (default: now; a signature dated "
+        "earlier is portable, so pass the signedAt of artifacts signed before today)."),
     valid_days: int = typer.Option(365, "--valid-days", help="notAfter = now + this many days."),
     password_env: str | None = typer.Option(None, "--password-env", help="Env var with the key passphrase."),
 ) -> None:

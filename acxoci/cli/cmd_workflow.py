@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import tempfile
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -29,6 +30,7 @@ from acxoci.workflow.ready import assess, directory_roster, load_roster, rac_che
 from acxoci.workflow.roster_oci import load_registry_roster
 from acxoci.workflow.sign import default_signed_name, render, sign_workflow, workflow_digest, write_atomic
 from acxoci.workflow.verify import WorkflowVerdict, verify_workflow
+from attest.trustdecision import Minimum
 
 _COLOR = {"trusted": "green", "portable": "yellow", "unsigned": "yellow", "tampered": "red"}
 
@@ -203,6 +205,10 @@ def ready_cmd(
     allow_offline: bool = typer.Option(False, "--allow-offline", help="Accept a cached/stale status list."),
     cache_dir: Path | None = typer.Option(None, "--cache-dir", help="Status-list cache directory."),
     now: str | None = typer.Option(None, "--now", help="Evaluate trust at this time (RFC 3339)."),
+    require: str | None = typer.Option(
+        None, "--require", help="Least signer trust to staff: portable or trusted (default: portable "
+        "with --trust-registry: the registry must tie each key to its publisher)."
+    ),
 ) -> None:
     """Staff every participant from verified cartridges and check each task; READY exits 0.
 
@@ -212,6 +218,11 @@ def ready_cmd(
         raise UsageError("give --cartridges DIR and/or --roster REF")
     if cartridges is not None and not cartridges.is_dir():
         raise NotFound(f"no such roster directory: {cartridges}")
+    if require not in (None, "portable", "trusted"):
+        raise UsageError(f"--require must be portable or trusted, not {require!r}")
+    if require is not None and trust_registry is None:
+        raise UsageError("--require needs --trust-registry (nothing vouches for a key without one)")
+    minimum: Minimum = "trusted" if require == "trusted" else "portable" if trust_registry else "none"
     at = _now(now)
     registry = _registry(trust_registry, at)
     doc = load_document(file)
@@ -234,6 +245,7 @@ def ready_cmd(
     with tempfile.TemporaryDirectory(prefix="acx-roster-") as tmp:
         if roster:
             entries += load_registry_roster(roster, Path(tmp), registry=registry, now=at)
+        entries = [dataclasses.replace(e, minimum=minimum) for e in entries]
         report = assess(
             wf,
             entries,

@@ -6,17 +6,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Literal
 
+from acxoci.install import semver
 from acxoci.install.vpolicy import TIER_FLOOR, VerificationPolicy
 from acxoci.policy.limits import NUMERIC_FIELDS, ResourceLimits, effective_limits
+from attest.errors import AttestError
+from attest.trust import parse_rfc3339
+from attest.trustdecision import Decision, decide, signer_facts
 
 CheckStatus = Literal["pass", "fail", "skip", "unavailable"]
 
 CHECK_ORDER: tuple[str, ...] = (
     "registry", "content-digest", "signature", "trust", "attestations", "level", "revocation", "harness",
-    "policy-budget", "staffing",
+    "policy-budget", "staffing", "version",
 )
 """The fixed order. Every check runs (so a refusal lists every failure), even after a failure."""
 
@@ -31,6 +35,7 @@ CHECK_DOC: dict[str, str] = {
     "harness": "the host descriptor satisfies the cartridge's harness requirements",
     "policy-budget": "the loop + context policy is valid and its budget fits the host's limits",
     "staffing": "a workflow's team can be staffed from the installed cartridges (workflow `ready`)",
+    "version": "a SemVer tag names the signed version, and no newer version of the name is replaced",
 }
 
 # failure kinds (stable strings, shown with every failed check)
@@ -40,6 +45,8 @@ K_DIGEST = "digest_mismatch"
 K_BAD_SIGNATURE = "bad_signature"
 K_UNSIGNED = "unsigned"
 K_UNTRUSTED = "untrusted_publisher"
+K_REVOKED_KEY = "revoked_key"
+K_ROLLBACK = "rollback"
 K_TRUST_LOW = "trust_too_low"
 K_MISSING_ATT = "missing_attestation"
 K_LEVEL_LOW = "level_too_low"
@@ -223,23 +230,48 @@ def check_signature(ev: SignatureEvidence | None) -> CheckResult:
     return _pass(cid, ev.summary, **details)
 
 
-def check_trust(ev: SignatureEvidence | None, policy: VerificationPolicy) -> CheckResult:
-    """Is the signer one of the policy's publishers, at the policy's minimum trust?"""
+def signer_decision(ev: SignatureEvidence, policy: VerificationPolicy, now: datetime) -> Decision | None:
+    """The trust table's answer for this signer under the policy (None: no policy publisher claimed).
+
+    Only the keys the policy ties to the claimed publisher (its registries' entries for it, or keys
+    pinned under it) can vouch; any other key is unknown here, whatever the cartridge carries."""
+    pub = policy.publisher_for(ev.publisher_id)
+    if pub is None or ev.publisher_id is None:
+        return None
+    # a key the policy ties to another of its publishers is named as such (same reason as everywhere)
+    entry = pub.registry.get(ev.keyid) or policy.combined_registry().get(ev.keyid)
+    try:
+        signed: datetime | None = parse_rfc3339(ev.signed_at, where="signedAt")
+    except AttestError:
+        signed = None
+    facts = signer_facts(entry, claimed_publisher=ev.publisher_id, signed_at=signed,
+                         signed_at_text=ev.signed_at if signed is not None else None, now=now,
+                         proof_future=entry is not None and entry.namespace_proof.verified_at > now)
+    return decide(facts, minimum=policy.minimum_trust, command="install")
+
+
+def check_trust(ev: SignatureEvidence | None, policy: VerificationPolicy,
+                now: datetime | None = None) -> CheckResult:
+    """Is the signer's key tied by the policy to the claimed publisher, at the policy's minimum trust?"""
     cid = "trust"
     if ev is None:
         return unavailable(cid, "no signature verdict (the verifier could not run)")
-    details = {"publisherId": ev.publisher_id, "keyid": ev.keyid, "trust": ev.trust,
-               "minimumTrust": policy.minimum_trust}
+    details: dict[str, Any] = {"publisherId": ev.publisher_id, "keyid": ev.keyid, "trust": ev.trust,
+                               "minimumTrust": policy.minimum_trust}
     if ev.status == "invalid" or ev.trust in ("tampered", "legacy", "unsigned", "unverified"):
-        return _fail(cid, K_UNTRUSTED, f"no trust without a valid signature ({ev.trust})", **details)
-    pub = policy.publisher_for(ev.publisher_id)
-    if pub is None:
+        reason = ev.issues[0] if ev.trust == "tampered" and ev.issues else ev.trust
+        return _fail(cid, K_UNTRUSTED, f"no trust without a valid signature ({reason})", **details)
+    d = signer_decision(ev, policy, now if now is not None else datetime.now(UTC))
+    if d is None:
         return _fail(cid, K_UNTRUSTED, f"publisher {ev.publisher_id!r} is not trusted by the policy",
                      **details)
-    if policy.minimum_trust == "trusted" and ev.trust not in ("trusted", "local"):
-        return _fail(cid, K_TRUST_LOW, f"trust is {ev.trust}, the policy requires trusted: {ev.summary}",
-                     **details)
-    return _pass(cid, f"{ev.publisher_id} is trusted ({ev.trust})", **details)
+    details["standing"] = d.standing
+    if d.accepted:
+        return _pass(cid, f"{ev.publisher_id} is {d.standing}: {d.reason}", **details)
+    if d.standing == "portable":
+        return _fail(cid, K_TRUST_LOW, f"{d.reason}; the policy requires {policy.minimum_trust}", **details)
+    kind = K_REVOKED_KEY if d.standing == "rejected" else K_UNTRUSTED
+    return _fail(cid, kind, f"{d.reason}; the policy ties no usable key to {ev.publisher_id}", **details)
 
 
 def check_attestations(found: Sequence[AttestationFound] | None, policy: VerificationPolicy) -> CheckResult:
@@ -420,6 +452,40 @@ def check_staffing(kind: str | None, staffing: Mapping[str, Any] | None) -> Chec
 
 
 @dataclass(frozen=True)
+class VersionEvidence:
+    """The signed version (cartridge `acx.artifact_version`, workflow `version`), the tag asked
+    for, and the version currently installed under the same name (if any)."""
+
+    signed: str | None
+    tag: str | None
+    installed: str | None = None
+    installed_name: str | None = None
+    allow_downgrade: bool = False
+
+
+def check_version(ev: VersionEvidence | None) -> CheckResult:
+    """Anti-rollback: a SemVer-looking tag must equal the signed version (a re-pointed tag is a
+    rollback), and the install may not replace a newer installed version unless allowed."""
+    cid = "version"
+    if ev is None:
+        return _skip(cid, "nothing was verified to take a version from")
+    details = {"signed": ev.signed, "tag": ev.tag, "installed": ev.installed}
+    tag_v = semver.parse(ev.tag)
+    if tag_v is not None:
+        signed_v = semver.parse(ev.signed)
+        if signed_v is None or not signed_v.same_as(tag_v):
+            return _fail(cid, K_ROLLBACK, f"tag {ev.tag} does not name the signed version {ev.signed!r}: "
+                         "the tag may have been re-pointed at another release", **details)
+    if semver.is_downgrade(ev.signed, ev.installed):
+        if not ev.allow_downgrade:
+            return _fail(cid, K_ROLLBACK, f"{ev.installed_name} {ev.installed} is installed; {ev.signed} is "
+                         "older (pass --allow-downgrade to install it anyway)", **details)
+        return _pass(cid, f"downgrade from {ev.installed} to {ev.signed} allowed (--allow-downgrade)",
+                     **details)
+    return _pass(cid, f"version {ev.signed}" if ev.signed else "no signed version", **details)
+
+
+@dataclass(frozen=True)
 class Gathered:
     """Everything the checks decide on (None = that input could not be gathered)."""
 
@@ -434,12 +500,12 @@ class Gathered:
     budget: BudgetEvidence | None
     kind: str | None = "cartridge"
     staffing: Mapping[str, Any] | None = None
+    version: VersionEvidence | None = None
 
 
 def run_checks(g: Gathered, policy: VerificationPolicy, now: datetime) -> list[CheckResult]:
     """Run every check in CHECK_ORDER and return all results (pure; `now` kept for future checks).
     Checks that only apply to cartridges are skipped for workflows, and the reverse."""
-    del now
     rom = g.signature.rom_digest if g.signature else None
     cartridge_only = g.kind in ("workflow", "agent-graph")
     na = f"does not apply to {'an agent graph' if g.kind == 'agent-graph' else 'a workflow'}"
@@ -447,7 +513,7 @@ def run_checks(g: Gathered, policy: VerificationPolicy, now: datetime) -> list[C
         check_registry(g.repository, policy),
         check_content(g.content),
         check_signature(g.signature),
-        check_trust(g.signature, policy),
+        check_trust(g.signature, policy, now),
         check_attestations(g.attestations, policy),
         _skip("level", na) if cartridge_only else check_level(g.credentials, policy, rom),
         _skip("revocation", na) if cartridge_only else check_revocation(g.credentials, policy, rom),
@@ -455,6 +521,7 @@ def run_checks(g: Gathered, policy: VerificationPolicy, now: datetime) -> list[C
         check_harness(g.harness, policy, host_given=g.host_given, available=g.harness_available),
         _skip("policy-budget", na) if cartridge_only else check_budget(g.budget, policy),
         check_staffing(g.kind, g.staffing),
+        check_version(g.version),
     ]
     assert [r.id for r in results] == list(CHECK_ORDER), [r.id for r in results]
     return results

@@ -12,9 +12,7 @@ before superseded items are removed). Never set it outside tests.
 from __future__ import annotations
 
 import json
-import os
 import re
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
@@ -25,6 +23,7 @@ from acxoci import __version__
 from acxoci.errors import AcxError, InternalError, InvalidInput, RefusedByPolicy, Tampered, TransientError
 from acxoci.install import checks as C
 from acxoci.install.store import InstalledItem, Store, Transaction, check_name, list_files
+from acxoci.install.testhooks import pause_for_test
 from acxoci.install.vpolicy import VerificationPolicy
 from acxoci.jsonschemas import schema_errors
 from acxoci.oci.descriptor import Descriptor, Manifest, parse_manifest
@@ -38,8 +37,6 @@ from attest.errors import AttestError
 
 RECORD_SCHEMA = "acx.install-record/1"
 RECORD_SCHEMA_FILE = "acx.install-record-1.schema.json"
-PAUSE_ENV = "ACX_TEST_PAUSE_AT"
-PAUSE_FILE_ENV = "ACX_TEST_PAUSE_FILE"
 CARTRIDGE_FILE = "cartridge.acx"
 WORKFLOW_FILE = "workflow.cal.json"
 GRAPH_FILE = "agent-graph.json"
@@ -47,16 +44,6 @@ MANIFEST_FILE = "manifest.json"
 LEVEL_ARTIFACT_TYPE = "application/vnd.acx.level-attestation.v1"
 MAX_DOC_BYTES = 16 * 1024 * 1024
 Kind = Literal["cartridge", "workflow", "agent-graph"]
-
-
-def pause_for_test(stage: str) -> None:
-    """Test-only: sleep at `stage` when ACX_TEST_PAUSE_AT names it (see the module docstring)."""
-    if os.environ.get(PAUSE_ENV) != stage:
-        return
-    marker = os.environ.get(PAUSE_FILE_ENV)
-    if marker:
-        Path(marker).write_text(stage, encoding="utf-8")
-    time.sleep(float(os.environ.get("ACX_TEST_PAUSE_SECONDS", "60")))
 
 
 @dataclass(frozen=True)
@@ -196,25 +183,29 @@ def cartridge_signature(path: Path, policy: VerificationPolicy, now: datetime) -
     return _signature_evidence(verdict), meta
 
 
-def _attestation_keys(policy: VerificationPolicy) -> list[Any]:
+def _attestation_keys(policy: VerificationPolicy, publisher_id: str | None) -> list[Any]:
+    """The keys that may sign this artifact's attestations: its own publisher's keys (as the policy
+    ties them) and the policy's `attestations.keys`, never another policy publisher's keys."""
     from acxoci.attestation.signing import TrustedKey
     from attest.keys import load_public_pem
 
-    keys: list[Any] = [TrustedKey(k.public_key, f"policy publisher {p.id}", k)
-                       for p in policy.publishers for k in p.registry.keys]
+    own = policy.publisher_for(publisher_id)
+    keys: list[Any] = [] if own is None else [TrustedKey(k.public_key, f"policy publisher {own.id}", k)
+                                              for k in own.registry.keys]
     keys += [TrustedKey(load_public_pem(pem), "policy attestation key") for pem in policy.attestation_keys]
     return keys
 
 
 def gather_attestations(target: Target, desc: Descriptor, ref: Reference, policy: VerificationPolicy,
-                        staged: Path, now: datetime) -> list[C.AttestationFound]:
+                        staged: Path, now: datetime, publisher_id: str | None = None
+                        ) -> list[C.AttestationFound]:
     """Verify the artifact's attestations (legacy .att and bundle referrers) with the policy's keys,
     and copy the verified documents into `staged/attestations/`."""
     from acxoci.attestation.keyless_policy import policy_sigstore
     from acxoci.attestation.verify import find_attestations, verify_artifact
 
-    report = verify_artifact(target, desc, _attestation_keys(policy), reference=str(ref), now=now,
-                             sigstore=policy_sigstore(policy.document, policy.source))
+    report = verify_artifact(target, desc, _attestation_keys(policy, publisher_id), reference=str(ref),
+                             now=now, sigstore=policy_sigstore(policy.document, policy.source))
     found = {f.location: f for f in find_attestations(target, desc)[0]}
     out: list[C.AttestationFound] = []
     folder = staged / "attestations"
@@ -387,7 +378,7 @@ def _refuse_early(ref_text: str, results: list[C.CheckResult]) -> InstallOutcome
 
 def install(ref_text: str, *, policy: VerificationPolicy, store: Store, now: datetime,
             host: HostInputs | None = None, remote: RemoteOptions | None = None,
-            name: str | None = None) -> InstallOutcome:
+            name: str | None = None, allow_downgrade: bool = False) -> InstallOutcome:
     """Pull, prove and install `ref_text` into `store`, or refuse leaving the store unchanged.
     Errors that are not refusals (bad reference, registry unreachable) raise their AcxError."""
     host = host or HostInputs()
@@ -429,7 +420,7 @@ def install(ref_text: str, *, policy: VerificationPolicy, store: Store, now: dat
                                       lifecycle=lifecycle)
         staged = txn.stage()
         outcome = _install_staged(txn, staged, target, ref, ref_text, desc, resolved, policy, host, now,
-                                  name)
+                                  name, allow_downgrade)
         return replace(outcome, lifecycle=lifecycle)
 
 
@@ -447,7 +438,8 @@ def exchange_lifecycle(target: Target, desc: Descriptor, ref_text: str) -> dict[
 
 def _install_staged(txn: Transaction, staged: Path, target: Target, ref: Reference, ref_text: str,
                     desc: Descriptor, resolved: str, policy: VerificationPolicy,
-                    host: HostInputs, now: datetime, name: str | None) -> InstallOutcome:
+                    host: HostInputs, now: datetime, name: str | None,
+                    allow_downgrade: bool = False) -> InstallOutcome:
     pulled = pull(target, desc, staged)
     pause_for_test("pulled")
     manifest_digest = sha256_digest(pulled.manifest_bytes) if pulled.manifest_bytes is not None else None
@@ -471,7 +463,8 @@ def _install_staged(txn: Transaction, staged: Path, target: Target, ref: Referen
             pre["trust"] = C.unavailable("trust", err.reason)
         if policy.attestation_formats or policy.predicate_types:
             atts, err = _guard("attestations",
-                               lambda: gather_attestations(target, desc, ref, policy, staged, now))
+                               lambda: gather_attestations(target, desc, ref, policy, staged, now,
+                                                           sig.publisher_id if sig else None))
             if err:
                 pre["attestations"] = err
         if policy.level_floor is not None and sig is not None:
@@ -497,7 +490,8 @@ def _install_staged(txn: Transaction, staged: Path, target: Target, ref: Referen
             pre["signature"] = err
         if policy.attestation_formats or policy.predicate_types:
             atts, err = _guard("attestations",
-                               lambda: gather_attestations(target, desc, ref, policy, staged, now))
+                               lambda: gather_attestations(target, desc, ref, policy, staged, now,
+                                                           sig.publisher_id if sig else None))
             if err:
                 pre["attestations"] = err
     elif pulled.error is None and path is not None and kind == "agent-graph":
@@ -510,28 +504,38 @@ def _install_staged(txn: Transaction, staged: Path, target: Target, ref: Referen
             pre["signature"] = err
         if policy.attestation_formats or policy.predicate_types:
             atts, err = _guard("attestations",
-                               lambda: gather_attestations(target, desc, ref, policy, staged, now))
+                               lambda: gather_attestations(target, desc, ref, policy, staged, now,
+                                                           sig.publisher_id if sig else None))
             if err:
                 pre["attestations"] = err
+    version: C.VersionEvidence | None = None
+    item_name = ""
+    if sig is not None:
+        item_name = name or default_name(meta.get("acx.publisher_id") or sig.publisher_id,
+                                         meta.get("acx.artifact_id") or meta.get("workflowId")
+                                         or meta.get("agentGraphId"), ref.repo_string())
+        current = txn.store.get(item_name)
+        installed = current.record.get("artifactVersion") if current is not None else None
+        version = C.VersionEvidence(meta.get("acx.artifact_version"), ref.tag,
+                                    installed if isinstance(installed, str) else None, item_name,
+                                    allow_downgrade)
     gathered = C.Gathered(ref.repo_string(), content, sig, atts, creds, harness, host.descriptor is not None,
-                          True, budget, kind=kind, staffing=staffing)
+                          True, budget, kind=kind, staffing=staffing, version=version)
     results = [pre.get(r.id, r) for r in C.run_checks(gathered, policy, now)]
     pause_for_test("checked")
     if C.failures(results):
         return InstallOutcome("refused", ref_text, resolved, None, kind, tuple(results))
     assert path is not None and kind is not None and sig is not None
-    item_name = name or default_name(meta.get("acx.publisher_id") or sig.publisher_id,
-                                     meta.get("acx.artifact_id") or meta.get("workflowId")
-                                     or meta.get("agentGraphId"), ref.repo_string())
     record = build_record(
         name=item_name, kind=kind, ref_text=ref_text, ref=ref, resolved=resolved, desc=desc, pulled=pulled,
         results=results, policy=policy, host=host, sig=sig, atts=atts, creds=creds, harness=harness,
-        budget=budget, staffing=staffing, seq=txn.next_seq(), now=now, staged=staged)
+        budget=budget, staffing=staffing, seq=txn.next_seq(), now=now, staged=staged,
+        artifact_version=version.signed if version is not None else None)
     problems = record_errors(record)
     if problems:  # a bug in acxoci, never a half-written item: the staging folder is discarded
         raise InternalError("install record violates its schema: " + "; ".join(problems[:5]))
     pause_for_test("staged")
-    item: InstalledItem = txn.commit(staged, record)
+    item: InstalledItem = txn.commit(staged, record, allow_downgrade=allow_downgrade)
     return InstallOutcome("installed", ref_text, resolved, item.name, kind, tuple(results), record,
                           str(item.path))
 
@@ -547,7 +551,7 @@ def build_record(*, name: str, kind: str, ref_text: str, ref: Reference, resolve
                  sig: C.SignatureEvidence, atts: Sequence[C.AttestationFound] | None,
                  creds: Sequence[C.CredentialFound] | None, harness: C.HarnessEvidence | None,
                  budget: C.BudgetEvidence | None, staffing: dict[str, Any] | None, seq: int, now: datetime,
-                 staged: Path) -> dict[str, Any]:
+                 staged: Path, artifact_version: str | None = None) -> dict[str, Any]:
     """The install record (`acx.install-record/1`): what was checked, against which policy, with
     which digests, keys, status-list versions and times."""
     keys = [{"role": f"{kind}-signer", "keyid": sig.keyid, "publisherId": sig.publisher_id,
@@ -578,6 +582,7 @@ def build_record(*, name: str, kind: str, ref_text: str, ref: Reference, resolve
         "reference": ref_text,
         "repository": ref.repo_string(),
         "tag": ref.tag,
+        "artifactVersion": artifact_version,
         "mediaType": desc.media_type,
         "artifactType": pulled.manifest.artifact_type if pulled.manifest else None,
         "contentDigest": pulled.content_digest,

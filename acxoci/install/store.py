@@ -30,7 +30,9 @@ from typing import Any
 import platformdirs
 from filelock import FileLock, Timeout
 
-from acxoci.errors import Blocked, InvalidInput, NotFound, UsageError
+from acxoci.errors import Blocked, InvalidInput, NotFound, RefusedByPolicy, UsageError
+from acxoci.install.semver import is_downgrade
+from acxoci.install.testhooks import pause_for_test
 from attest.canonical import loads_strict
 from attest.errors import AttestError
 
@@ -51,7 +53,7 @@ def default_root() -> Path:
 
 def check_name(name: str) -> str:
     """An install name: lowercase path segments (`acx/sample`); UsageError otherwise."""
-    if not NAME_RE.match(name) or len(name) > 200:
+    if not NAME_RE.fullmatch(name) or len(name) > 200:
         raise UsageError(f"invalid install name {name!r}", hint="lowercase letters, digits, . _ - and /")
     return name
 
@@ -288,15 +290,23 @@ class Transaction:
         os.rename(folder, dest)
         shutil.rmtree(dest, ignore_errors=True)
 
-    def commit(self, staged: Path, record: dict[str, Any]) -> InstalledItem:
+    def commit(self, staged: Path, record: dict[str, Any], *, allow_downgrade: bool = False) -> InstalledItem:
         """Write the record into `staged`, fsync, and install it with one rename; then drop the
-        superseded items of the same name. The previous item stays current until the rename."""
+        superseded items of the same name. The previous item stays current until the rename.
+        Refuses to replace a newer `artifactVersion` of the same name unless `allow_downgrade`."""
         if staged not in self._staged:
             raise UsageError("commit of a folder that was not staged by this transaction")
         name, digest = check_name(str(record["name"])), str(record["digest"])
         hexpart = digest.removeprefix("sha256:")
-        if not _HEX_RE.match(hexpart):
+        if not _HEX_RE.fullmatch(hexpart):
             raise InvalidInput(f"bad digest {digest!r} in the install record")
+        current = self.store.get(name)
+        old_version = current.record.get("artifactVersion") if current is not None else None
+        new_version = record.get("artifactVersion")
+        if not allow_downgrade and is_downgrade(new_version if isinstance(new_version, str) else None,
+                                                old_version if isinstance(old_version, str) else None):
+            raise RefusedByPolicy(f"{name} {old_version} is installed; {new_version} is older",
+                                  hint="pass --allow-downgrade to install it anyway")
         self.clean_stale()
         write_json_atomic(staged / RECORD, record)
         _fsync_tree(staged)
@@ -308,8 +318,6 @@ class Transaction:
         _fsync_dir(self.store.items_dir)
         self._staged.remove(staged)
         self.changed = True
-        from acxoci.install.install import pause_for_test
-
         pause_for_test("renamed")
         for item in self.store.all_items():
             if item.name == name and item.path != final:

@@ -18,7 +18,7 @@ from acxoci.fsutil import read_bytes
 from attest.canonical import jcs_digest, loads_strict, sha256_digest
 from attest.errors import AttestError
 from attest.keys import load_public_pem
-from attest.trust import TrustKey, TrustRegistry, github_owner
+from attest.trust import PUBLISHER_RE, TrustKey, TrustRegistry, github_owner
 
 SCHEMA_VERSION = "acx.verification-policy/1"
 SCHEMA_FILE = "acx.verification-policy-1.schema.json"
@@ -163,6 +163,8 @@ def _pem_of(obj: dict[str, Any], base: Path, where: str) -> str:
 
 def _publisher(obj: dict[str, Any], base: Path, now: datetime, where: str) -> TrustedPublisher:
     pid = str(obj["id"])
+    if not PUBLISHER_RE.fullmatch(pid):
+        raise InvalidInput(f"publisher id {pid!r} is not a reverse-DNS publisher id", where=f"{where}.id")
     keys: dict[str, TrustKey] = {}
     sources: list[FileInput] = []
     for i, rel in enumerate(obj.get("trustRegistries", [])):

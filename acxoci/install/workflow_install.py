@@ -92,10 +92,15 @@ def gather_workflow(path: Path, policy: VerificationPolicy, store: Store, roster
     roster, levels = store_roster(store)
     if roster_dir is not None:
         roster += directory_roster(roster_dir)
-    entries = load_roster(roster, registry=policy.combined_registry(), now=now)
+    from dataclasses import replace
+
+    entries = [replace(e, minimum=policy.minimum_trust)
+               for e in load_roster(roster, registry=policy.combined_registry(), now=now)]
     report = assess(Workflow.from_json(doc), entries, workflow_verdict=verdict,
                     level_resolver=_RecordLevels(levels))
     staffing = report.to_json()
     staffing["ready"] = report.ready
     meta = {"workflowId": str(doc.get("id") or doc.get("workflowId") or ""), "digest": verdict.digest}
+    if verdict.ok and verdict.signed and isinstance(doc.get("version"), str):
+        meta["acx.artifact_version"] = doc["version"]  # signed: the digest covers it
     return sig, staffing, meta

@@ -16,10 +16,11 @@ from typing import Any, Final, Literal
 from acxoci import jsonschemas
 from acxoci.errors import InvalidInput, RefusedByPolicy
 from acxoci.level import trueskill
+from acxoci.level.constants import CREDENTIAL_MEDIA_TYPE, LEVEL_ARTIFACT_TYPE, iso
 from acxoci.level.gate import gate
 from acxoci.level.issuers import IssuerRegistry, issuer_did
 from acxoci.level.run import TRAJECTORY_PREDICATE, RunResult, digest_multibase
-from acxoci.level.status import StatusOutcome, iso
+from acxoci.level.status import StatusOutcome
 from attest import vc
 from attest.canonical import jcs, loads_strict, sha256_digest
 from attest.dsse import INTOTO_PAYLOAD_TYPE, Envelope
@@ -27,10 +28,11 @@ from attest.errors import AttestError
 from attest.intoto import Statement
 from attest.keys import PrivateKey, PublicKey
 from attest.statuslist import StatusEntry
-from attest.trust import parse_rfc3339
+from attest.trust import TrustKey, judge_signer, parse_rfc3339
+from attest.trustdecision import R_UNKNOWN
 
-MEDIA_TYPE: Final = "application/vc"
-ARTIFACT_TYPE: Final = "application/vnd.acx.level-attestation.v1"
+MEDIA_TYPE: Final = CREDENTIAL_MEDIA_TYPE
+ARTIFACT_TYPE: Final = LEVEL_ARTIFACT_TYPE
 SCHEMA_FILE: Final = "acx.level-credential-1.schema.json"
 CONTEXTS: Final = ["https://www.w3.org/ns/credentials/v2",
                    "https://purl.imsglobal.org/spec/ob/v3p0/context-3.0.3.json",
@@ -230,10 +232,8 @@ def verify_credential(doc: Any, *, issuers: IssuerRegistry, expected_rom_digest:
     if issuer is None or (vm != issuer and not vm.startswith(issuer + "#")):
         return _with(base, f"proof verificationMethod {vm} is not the issuer {issuer}'s")
     entries = issuers.candidates(vm)
-    if not entries:
-        return _with(base, f"unknown issuer: {issuer_did(vm)} is not in the issuer trust registry")
     proof = None
-    entry = entries[0]
+    entry = entries[0] if entries else None
     for cand in entries:
         try:
             proof = vc.verify(doc, cand.public_key, variant=variant)
@@ -241,7 +241,15 @@ def verify_credential(doc: Any, *, issuers: IssuerRegistry, expected_rom_digest:
             continue
         entry = cand
         break
-    if proof is None:
+    if proof is None or entry is None:
+        foreign = _foreign_signer(doc, issuers, entries, variant)
+        if foreign is not None:  # another registered issuer's key: impersonation; the table says why
+            created = doc["proof"].get("created")
+            j = judge_signer(foreign, signed_publisher=issuers.publisher_of(vm),
+                             signed_at=created if isinstance(created, str) else "", now=now)
+            return _with(base, j.issues[0] if j.issues else "issuer key is registered to another issuer")
+        if not entries:
+            return _with(base, f"{R_UNKNOWN}: no key of issuer {issuer_did(vm)}")
         return _with(base, f"proof does not verify with any registered key of {issuer} (tampered credential)")
     reasons: list[str] = []
     match = issuers.judge(entry, signed_at=proof.created or "", now=now)
@@ -249,10 +257,9 @@ def verify_credential(doc: Any, *, issuers: IssuerRegistry, expected_rom_digest:
         reasons.append(f"issuer key {entry.keyid} not eligible: " + "; ".join(match.issues))
     if proof.proof_purpose != "assertionMethod":
         reasons.append(f"proofPurpose {proof.proof_purpose} is not assertionMethod")
-    # Self-issuance: the issuer is the subject, or controls it (signed the cartridge / same publisher).
-    if issuer == subject.get("id"):
-        reasons.append(REASON_SELF)
-    elif subject_keyid is not None and entry.keyid == subject_keyid:
+    # Self-issuance: the issuer controls the subject (signed the cartridge / same publisher). The
+    # schema already makes the subject a `urn:acx:cartridge:` id, so it can never be the issuer DID.
+    if subject_keyid is not None and entry.keyid == subject_keyid:
         reasons.append(f"{REASON_SELF}: the issuer key also signed the cartridge")
     elif subject_publisher is not None and \
             entry.publisher_id.split("/")[0] == subject_publisher.split("/")[0]:
@@ -272,7 +279,7 @@ def verify_credential(doc: Any, *, issuers: IssuerRegistry, expected_rom_digest:
     if not decision.ok:
         reasons.append(decision.message)
     tier = res.get("acx:careerTier")
-    if isinstance(level, int) and tier != trueskill.career_tier(level):
+    if tier != trueskill.career_tier(level):  # the schema made level a true integer (no 29.0, no true)
         reasons.append(f"careerTier {tier} does not match acxLevel {level}")
     rom = res.get("acx:cartridgeRomDigest")
     if rom != expected_rom_digest:
@@ -304,6 +311,21 @@ def verify_credential(doc: Any, *, issuers: IssuerRegistry, expected_rom_digest:
         reasons.append("revocation status not checked (no status list given)")
     return LevelVerdict(state, tuple(reasons), issuer, proof.variant, entry.keyid, level, tier,
                         res.get("acx:ratingMu"), sigma, games, rom, checked, status_outcome)
+
+
+def _foreign_signer(doc: dict[str, Any], issuers: IssuerRegistry, own: list[Any],
+                    variant: vc.Variant | Literal["auto"]) -> TrustKey | None:
+    """The registry entry of another issuer whose key made this proof, if any (only to name the
+    impersonation: such a proof is never accepted)."""
+    for k in issuers.registry.keys:
+        if k in own:
+            continue
+        try:
+            vc.verify(doc, k.public_key, variant=variant)
+        except AttestError:
+            continue
+        return k
+    return None
 
 
 def _with(base: LevelVerdict, reason: str) -> LevelVerdict:

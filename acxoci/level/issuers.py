@@ -17,6 +17,7 @@ from acxoci.errors import InvalidInput, NotFound
 from attest.canonical import loads_strict
 from attest.errors import AttestError
 from attest.trust import TrustKey, TrustRegistry, judge_signer
+from attest.trustdecision import decide
 
 _HOST_RE = re.compile(r"^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)+$")
 _SEG_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
@@ -33,11 +34,11 @@ def did_web_publisher(did: str) -> str:
         raise InvalidInput(f"issuer {did!r} is not a did:web DID")
     parts = did[len("did:web:"):].split(":")
     host = urllib.parse.unquote(parts[0]).lower()
-    if not _HOST_RE.match(host):
+    if not _HOST_RE.fullmatch(host):
         raise InvalidInput(f"issuer {did!r}: did:web host {host!r} is not a domain name "
                            "(ports are not supported)")
     segs = [urllib.parse.unquote(p) for p in parts[1:]]
-    if any(not _SEG_RE.match(s) for s in segs):
+    if any(not _SEG_RE.fullmatch(s) for s in segs):
         raise InvalidInput(f"issuer {did!r}: unsupported did:web path")
     publisher = ".".join(reversed(host.split(".")))
     return publisher + "".join("/" + s for s in segs)
@@ -80,6 +81,14 @@ class IssuerRegistry:
             raise InvalidInput(f"{path}: {exc}") from exc
         return cls.from_json(doc, now=now, where=str(path))
 
+    def publisher_of(self, verification_method: str) -> str:
+        """The registry publisherId a method's did:web DID maps to (the DID itself if it maps to none)."""
+        did = issuer_did(verification_method)
+        try:
+            return did_web_publisher(did)
+        except InvalidInput:
+            return did
+
     def candidates(self, verification_method: str) -> list[TrustKey]:
         """Entries whose publisherId is the did:web mapping of the method's DID (any status)."""
         try:
@@ -92,6 +101,8 @@ class IssuerRegistry:
         """Is this entry eligible to issue now (active, in window, not compromised)?"""
         j = judge_signer(entry, signed_publisher=entry.publisher_id, signed_at=signed_at,
                          now=now.astimezone(UTC))
-        if j.trust == "trusted":
+        assert j.facts is not None
+        d = decide(j.facts, minimum="trusted", command="level verify")  # issuers must be trusted
+        if d.accepted:
             return IssuerMatch(entry, True, ())
-        return IssuerMatch(entry, False, (j.summary, *j.issues))
+        return IssuerMatch(entry, False, (d.reason,))

@@ -16,9 +16,9 @@ from acxoci.artifact import pull_file
 from acxoci.attestation.attach import AttestResult, write_attestation
 from acxoci.attestation.statements import oci_statement
 from acxoci.errors import InvalidInput, NotFound
-from acxoci.level.credential import ARTIFACT_TYPE, MEDIA_TYPE
-from acxoci.level.status import MEDIA_TYPE as STATUS_MEDIA_TYPE
-from acxoci.level.status import iso
+from acxoci.level.constants import CREDENTIAL_MEDIA_TYPE as MEDIA_TYPE
+from acxoci.level.constants import LEVEL_ARTIFACT_TYPE as ARTIFACT_TYPE
+from acxoci.level.constants import STATUS_MEDIA_TYPE, iso
 from acxoci.oci.descriptor import (
     ANNOTATION_CREATED,
     ANNOTATION_TITLE,

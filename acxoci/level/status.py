@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Final, Literal
 
@@ -22,6 +22,8 @@ from filelock import FileLock
 
 from acxoci.errors import InvalidInput, NotFound, TransientError, UsageError, VerificationFailed
 from acxoci.fsutil import atomic_write
+from acxoci.level.constants import STATUS_MEDIA_TYPE
+from acxoci.level.constants import iso as iso  # re-exported: callers use status.iso
 from acxoci.level.issuers import IssuerRegistry, issuer_did
 from attest import statuslist, vc
 from attest.canonical import loads_strict
@@ -30,17 +32,12 @@ from attest.keys import PrivateKey
 from attest.statuslist import StatusEntry
 from attest.trust import parse_rfc3339
 
-MEDIA_TYPE: Final = "application/vnd.acx.status-list.v1+json"
+MEDIA_TYPE: Final = STATUS_MEDIA_TYPE
 DEFAULT_MAX_AGE: Final = timedelta(days=1)
 MAX_LIST_BYTES: Final = 8 * 1024 * 1024
 FETCH_TIMEOUT: Final = 15.0
 
 StatusState = Literal["valid", "revoked", "failed"]
-
-
-def iso(dt: datetime) -> str:
-    """RFC 3339 UTC with milliseconds and `Z`, as the reference writes timestamps."""
-    return dt.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def default_cache_dir() -> Path:

@@ -37,7 +37,7 @@ _DIGEST_RE = re.compile(r"^(sha256:[a-f0-9]{64}|sha512:[a-f0-9]{128})$")
 
 def is_digest(value: str) -> bool:
     """True for a well-formed `sha256:<64hex>` or `sha512:<128hex>` digest."""
-    return bool(_DIGEST_RE.match(value))
+    return bool(_DIGEST_RE.fullmatch(value))
 
 
 def check_digest(value: object, where: str) -> str:

@@ -20,7 +20,7 @@ _HOST_RE = re.compile(r"^(?:\[[0-9a-fA-F:]+\]|[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-
 
 def valid_tag(tag: str) -> bool:
     """True if `tag` matches the distribution-spec tag grammar."""
-    return bool(_TAG_RE.match(tag))
+    return bool(_TAG_RE.fullmatch(tag))
 
 
 @dataclass(frozen=True)
@@ -103,9 +103,9 @@ def parse_reference(text: str, *, require_ref: bool = False) -> Reference:
             host, repo = DOCKER_HUB, rest
             if "/" not in repo:
                 repo = "library/" + repo
-        if not _HOST_RE.match(host):
+        if not _HOST_RE.fullmatch(host):
             raise BadReference(f"invalid registry host {host!r}", where=text)
-        if not _REPO_RE.match(repo) or len(repo) > 255:
+        if not _REPO_RE.fullmatch(repo) or len(repo) > 255:
             raise BadReference(f"invalid repository name {repo!r}", where=text)
         ref = Reference(host=host, repository=repo, tag=tag, digest=digest)
     if require_ref and ref.reference is None:

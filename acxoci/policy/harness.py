@@ -266,9 +266,9 @@ def _semantic_issues(doc: Mapping[str, Any]) -> list[Issue]:
     if isinstance(mcp, Mapping):
         lo, pref = mcp.get("minProtocolRevision"), mcp.get("preferredProtocolRevision")
         for k, v in (("minProtocolRevision", lo), ("preferredProtocolRevision", pref)):
-            if isinstance(v, str) and _REV_RE.match(v) and not _valid_date(v):
+            if isinstance(v, str) and _REV_RE.fullmatch(v) and not _valid_date(v):
                 out.append(Issue(f"harness.mcp.{k}", f"$.mcp.{k}", f"{v!r} is not a real date"))
-        if isinstance(lo, str) and _REV_RE.match(lo) and lo < MCP_FLOOR:
+        if isinstance(lo, str) and _REV_RE.fullmatch(lo) and lo < MCP_FLOOR:
             out.append(
                 Issue(
                     "harness.mcp.floor",

@@ -228,7 +228,7 @@ def _prepare(ctx: Context, e: Effect) -> Result:
                            where=str(path))
     if facts.kind == "cartridge":
         sig, _ = cartridge_signature(path, policy, now)
-        refused = [r for r in (C.check_signature(sig), C.check_trust(sig, policy)) if r.failed]
+        refused = [r for r in (C.check_signature(sig), C.check_trust(sig, policy, now)) if r.failed]
         if refused:
             raise fail("validation_failed", "the acceptance policy would refuse this input: "
                        + "; ".join(f"{r.id}: {r.reason}" for r in refused),

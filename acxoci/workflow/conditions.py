@@ -79,7 +79,7 @@ def check(cond: Any, path: str, variables: Collection[str], rac_ids: Collection[
 
 def _check_var(c: Mapping[str, Any], p: str, variables: Collection[str], issues: list[Issue]) -> None:
     var = c["var"]
-    if not isinstance(var, str) or not VAR_PATH_RE.match(var):
+    if not isinstance(var, str) or not VAR_PATH_RE.fullmatch(var):
         issues.append(
             Issue(
                 "condition-var",

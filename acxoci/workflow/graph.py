@@ -271,14 +271,14 @@ class _GraphLinter:
         """An id array whose every entry names a declared `what`."""
         out = self.strings(value, path, non_empty=non_empty)
         for i, v in enumerate(out):
-            if not IDENT_RE.match(v):
+            if not IDENT_RE.fullmatch(v):
                 self.add("identifier", f"{path}[{i}]", "must match ^[a-z][a-z0-9._-]{0,127}$", v)
             elif v not in known:
                 self.add("unknown-reference", f"{path}[{i}]", f"references an undeclared {what}", v)
         return out
 
     def ident(self, value: Any, path: str) -> str | None:
-        if not isinstance(value, str) or not IDENT_RE.match(value):
+        if not isinstance(value, str) or not IDENT_RE.fullmatch(value):
             self.add("identifier", path, "must match ^[a-z][a-z0-9._-]{0,127}$", value)
             return None
         return value
@@ -308,14 +308,14 @@ class _GraphLinter:
                 f"schemaVersion must be {GRAPH_SCHEMA_VERSION}",
                 d.get("schemaVersion"),
             )
-        if not isinstance(d.get("id"), str) or not IDENT_RE.match(d["id"]):
+        if not isinstance(d.get("id"), str) or not IDENT_RE.fullmatch(d["id"]):
             self.add("graph-id", "$.id", "agent graph id must match ^[a-z][a-z0-9._-]{0,127}$", d.get("id"))
-        if "version" in d and not (isinstance(d["version"], str) and SEMVER_RE.match(d["version"])):
+        if "version" in d and not (isinstance(d["version"], str) and SEMVER_RE.fullmatch(d["version"])):
             self.add("version", "$.version", "version must be SemVer", d["version"])
         self.opt_text(d, "name", "$", 3, 120)
         self.opt_text(d, "description", "$", 20, 2000)
         self.opt_text(d, "license", "$", 1, 100)
-        if "homepage" in d and not (isinstance(d["homepage"], str) and URI_RE.match(d["homepage"])):
+        if "homepage" in d and not (isinstance(d["homepage"], str) and URI_RE.fullmatch(d["homepage"])):
             self.add("uri", "$.homepage", "homepage must be an absolute URI", d["homepage"])
         self._authors_tags(d)
         if "lineage" in d:
@@ -343,7 +343,7 @@ class _GraphLinter:
                 self.add("extensions", "$.extensions", "extensions must be an object", ext)
             else:
                 for k in ext:
-                    if not REVERSE_DNS_RE.match(k):
+                    if not REVERSE_DNS_RE.fullmatch(k):
                         self.add(
                             "extension-namespace",
                             f"$.extensions.{k}",
@@ -442,14 +442,14 @@ class _GraphLinter:
                     p = f"$.authors[{i}]"
                     self.closed(a, frozenset({"name", "url"}), p, "author")
                     self.text(a.get("name"), f"{p}.name", 1, 120)
-                    if "url" in a and not (isinstance(a["url"], str) and URI_RE.match(a["url"])):
+                    if "url" in a and not (isinstance(a["url"], str) and URI_RE.fullmatch(a["url"])):
                         self.add("uri", f"{p}.url", "author url must be an absolute URI", a["url"])
         if "tags" in d:
             tags = self.strings(d["tags"], "$.tags", non_empty=True, max_len=64)
             if isinstance(d["tags"], list) and len(d["tags"]) > 20:
                 self.add("tags", "$.tags", "at most 20 tags", len(d["tags"]))
             for i, t in enumerate(tags):
-                if not TAG_RE.match(t):
+                if not TAG_RE.fullmatch(t):
                     self.add("tags", f"$.tags[{i}]", "tag must match ^[a-z0-9][a-z0-9._-]{0,63}$", t)
 
     def _limits(self, value: Any) -> int | None:
@@ -488,7 +488,7 @@ class _GraphLinter:
                     self.strings(s["capabilities"], f"{p}.selector.capabilities", non_empty=True, max_len=160)
                 if "tags" in s:
                     for i, t in enumerate(self.strings(s["tags"], f"{p}.selector.tags", non_empty=True)):
-                        if not TAG_RE.match(t):
+                        if not TAG_RE.fullmatch(t):
                             self.add("tags", f"{p}.selector.tags[{i}]", "invalid tag", t)
                 self.opt_text(s, "description", f"{p}.selector", 1, 1000)
         if "cardinality" in a:
@@ -548,7 +548,7 @@ class _GraphLinter:
             )
         self.enum(r.get("intent"), INTENTS, f"{p}.intent", "intent")
         if "relationship" in r and not (
-            isinstance(r["relationship"], str) and RELATIONSHIP_RE.match(r["relationship"])
+            isinstance(r["relationship"], str) and RELATIONSHIP_RE.fullmatch(r["relationship"])
         ):
             self.add(
                 "relationship", f"{p}.relationship", "must match ^[a-z][a-z0-9._-]{0,63}$", r["relationship"]
@@ -616,7 +616,7 @@ class _GraphLinter:
         if kind == "event":
             self.closed(t, frozenset({"type", "events", "description"}), p, "trigger")
             for i, ev in enumerate(self.strings(t.get("events"), f"{p}.events", non_empty=True, max_len=160)):
-                if not EVENT_RE.match(ev):
+                if not EVENT_RE.fullmatch(ev):
                     self.add("event-name", f"{p}.events[{i}]", "event must look like area.happened", ev)
         elif kind == "interval":
             self.closed(t, frozenset({"type", "everyMs", "description"}), p, "trigger")
@@ -717,7 +717,7 @@ class _GraphLinter:
             )
             if ref is not None:
                 if "publisherId" in ref and not (
-                    isinstance(ref["publisherId"], str) and PUBLISHER_RE.match(ref["publisherId"])
+                    isinstance(ref["publisherId"], str) and PUBLISHER_RE.fullmatch(ref["publisherId"])
                 ):
                     self.add(
                         "publisher",
@@ -727,11 +727,11 @@ class _GraphLinter:
                     )
                 self.ident(ref.get("id"), f"{p}.workflowRef.id")
                 if "version" in ref and not (
-                    isinstance(ref["version"], str) and SEMVER_RE.match(ref["version"])
+                    isinstance(ref["version"], str) and SEMVER_RE.fullmatch(ref["version"])
                 ):
                     self.add("version", f"{p}.workflowRef.version", "must be SemVer", ref["version"])
                 if "digest" in ref and not (
-                    isinstance(ref["digest"], str) and DIGEST_RE.match(ref["digest"])
+                    isinstance(ref["digest"], str) and DIGEST_RE.fullmatch(ref["digest"])
                 ):
                     self.add("digest", f"{p}.workflowRef.digest", "must be sha256:<64 hex>", ref["digest"])
         if "actorBindings" in lp:
@@ -756,7 +756,7 @@ class _GraphLinter:
                         self.strings(bo.get("participants"), f"{bp}.participants", non_empty=True)
                     ):
                         bound[alias] += 1
-                        if not IDENT_RE.match(alias):
+                        if not IDENT_RE.fullmatch(alias):
                             self.add(
                                 "identifier", f"{bp}.participants[{j}]", "invalid participant alias", alias
                             )
@@ -968,7 +968,7 @@ def graph_publish_profile(doc: Mapping[str, Any]) -> list[Issue]:
         ref = lp.get("workflowRef") if isinstance(lp.get("workflowRef"), Mapping) else {}
         assert isinstance(ref, Mapping)
         p = f"$.loops[{i}].workflowRef"
-        if not (isinstance(ref.get("publisherId"), str) and PUBLISHER_RE.match(ref["publisherId"])):
+        if not (isinstance(ref.get("publisherId"), str) and PUBLISHER_RE.fullmatch(ref["publisherId"])):
             out.append(
                 Issue(
                     "publish-workflow-ref",
@@ -977,7 +977,7 @@ def graph_publish_profile(doc: Mapping[str, Any]) -> list[Issue]:
                     ref.get("publisherId"),
                 )
             )
-        if not (isinstance(ref.get("version"), str) and SEMVER_RE.match(ref["version"])):
+        if not (isinstance(ref.get("version"), str) and SEMVER_RE.fullmatch(ref["version"])):
             out.append(
                 Issue(
                     "publish-workflow-ref",
@@ -986,7 +986,7 @@ def graph_publish_profile(doc: Mapping[str, Any]) -> list[Issue]:
                     ref.get("version"),
                 )
             )
-        if not (isinstance(ref.get("digest"), str) and DIGEST_RE.match(ref["digest"])):
+        if not (isinstance(ref.get("digest"), str) and DIGEST_RE.fullmatch(ref["digest"])):
             out.append(
                 Issue(
                     "publish-workflow-ref",

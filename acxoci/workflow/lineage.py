@@ -88,7 +88,8 @@ def check_lineage(
                 )
             )
             ok = False
-        if not isinstance(parent.get("publisherId"), str) or not PUBLISHER_RE.match(parent["publisherId"]):
+        pub = parent.get("publisherId")
+        if not isinstance(pub, str) or not PUBLISHER_RE.fullmatch(pub):
             issues.append(
                 Issue(
                     "lineage-parent",
@@ -98,7 +99,7 @@ def check_lineage(
                 )
             )
             ok = False
-        if not isinstance(parent.get("id"), str) or not IDENT_RE.match(parent["id"]):
+        if not isinstance(parent.get("id"), str) or not IDENT_RE.fullmatch(parent["id"]):
             issues.append(
                 Issue(
                     "lineage-parent", f"{p}.id", "id must match ^[a-z][a-z0-9._-]{0,127}$", parent.get("id")
@@ -106,13 +107,13 @@ def check_lineage(
             )
             ok = False
         if "version" in parent and (
-            not isinstance(parent["version"], str) or not SEMVER_RE.match(parent["version"])
+            not isinstance(parent["version"], str) or not SEMVER_RE.fullmatch(parent["version"])
         ):
             issues.append(
                 Issue("lineage-parent", f"{p}.version", "version must be SemVer", parent["version"])
             )
             ok = False
-        if not isinstance(parent.get("digest"), str) or not DIGEST_RE.match(parent["digest"]):
+        if not isinstance(parent.get("digest"), str) or not DIGEST_RE.fullmatch(parent["digest"]):
             issues.append(
                 Issue("lineage-parent", f"{p}.digest", "digest must be sha256:<64 hex>", parent.get("digest"))
             )
@@ -186,7 +187,7 @@ def remix(
     if not isinstance(integrity, dict):
         raise InvalidInput("only a signed workflow can be remixed (no integrity block)", where="integrity")
     publisher = integrity.get("publisherId")
-    if not isinstance(publisher, str) or not PUBLISHER_RE.match(publisher):
+    if not isinstance(publisher, str) or not PUBLISHER_RE.fullmatch(publisher):
         raise InvalidInput("parent integrity.publisherId is not reverse-DNS", where="integrity.publisherId")
     draft = {k: copy.deepcopy(v) for k, v in signed.items() if k != "integrity"}
     digest = canonical_digest(draft)

@@ -137,7 +137,7 @@ class _Linter:
 
     def ident(self, value: Any, path: str, what: str) -> str | None:
         """The value when it is a valid identifier, else None (and an issue)."""
-        if not isinstance(value, str) or not IDENT_RE.match(value):
+        if not isinstance(value, str) or not IDENT_RE.fullmatch(value):
             self.add("identifier", path, f"{what} must match ^[a-z][a-z0-9._-]{{0,127}}$", value)
             return None
         return value
@@ -179,7 +179,7 @@ class _Linter:
                 f"schemaVersion must be {CAL_SCHEMA_VERSION}",
                 d.get("schemaVersion"),
             )
-        if not isinstance(d.get("id"), str) or not IDENT_RE.match(d["id"]):
+        if not isinstance(d.get("id"), str) or not IDENT_RE.fullmatch(d["id"]):
             self.add("workflow-id", "$.id", "workflow id must match ^[a-z][a-z0-9._-]{0,127}$", d.get("id"))
         ext = d.get("extensions")
         if ext is not None:
@@ -187,7 +187,7 @@ class _Linter:
                 self.add("extensions", "$.extensions", "extensions must be an object", ext)
             else:
                 for k in ext:
-                    if not REVERSE_DNS_RE.match(k):
+                    if not REVERSE_DNS_RE.fullmatch(k):
                         self.add(
                             "extension-namespace",
                             f"$.extensions.{k}",
@@ -265,7 +265,7 @@ class _Linter:
                 self.add("participant", f"{path}.required", "required must be a boolean", p["required"])
             bind = p.get("bind")
             if bind == "hash":
-                if not isinstance(p.get("romDigest"), str) or not DIGEST_RE.match(p["romDigest"]):
+                if not isinstance(p.get("romDigest"), str) or not DIGEST_RE.fullmatch(p["romDigest"]):
                     self.add(
                         "participant-hash",
                         f"{path}.romDigest",
@@ -990,7 +990,7 @@ def publish_profile(doc: Mapping[str, Any], *, noun: str = "workflow") -> list[I
     of document in the messages (Agent Graphs share the profile)."""
     out: list[Issue] = []
     v = doc.get("version")
-    if not isinstance(v, str) or not SEMVER_RE.match(v):
+    if not isinstance(v, str) or not SEMVER_RE.fullmatch(v):
         out.append(Issue("publish-version", "$.version", f"a publishable {noun} needs a SemVer version", v))
     name = doc.get("name")
     if not isinstance(name, str) or not 3 <= len(name) <= 120:
@@ -1017,7 +1017,7 @@ def publish_profile(doc: Mapping[str, Any], *, noun: str = "workflow") -> list[I
                 lic,
             )
         )
-    if "homepage" in doc and (not isinstance(doc["homepage"], str) or not URI_RE.match(doc["homepage"])):
+    if "homepage" in doc and (not isinstance(doc["homepage"], str) or not URI_RE.fullmatch(doc["homepage"])):
         out.append(
             Issue("publish-homepage", "$.homepage", "homepage must be an absolute URI", doc["homepage"])
         )
@@ -1027,7 +1027,7 @@ def publish_profile(doc: Mapping[str, Any], *, noun: str = "workflow") -> list[I
     else:
         seen: set[str] = set()
         for i, t in enumerate(tags):
-            if not isinstance(t, str) or not TAG_RE.match(t) or t in seen:
+            if not isinstance(t, str) or not TAG_RE.fullmatch(t) or t in seen:
                 out.append(
                     Issue(
                         "publish-tags",
@@ -1063,7 +1063,7 @@ def publish_profile(doc: Mapping[str, Any], *, noun: str = "workflow") -> list[I
                 for k in a
                 if k not in AUTHOR_KEYS
             )
-            if "url" in a and (not isinstance(a["url"], str) or not URI_RE.match(a["url"])):
+            if "url" in a and (not isinstance(a["url"], str) or not URI_RE.fullmatch(a["url"])):
                 out.append(
                     Issue("publish-authors", f"{ap}.url", "author url must be an absolute URI", a["url"])
                 )

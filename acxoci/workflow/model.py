@@ -420,7 +420,7 @@ class CalSkillSet:
             if (
                 not isinstance(r, dict)
                 or not isinstance(r.get("alias"), str)
-                or not DIGEST_RE.match(str(r.get("romDigest", "")))
+                or not DIGEST_RE.fullmatch(str(r.get("romDigest", "")))
             ):
                 raise InvalidInput(
                     "reference needs an alias and a sha256 romDigest", where=f"references[{i}]"

@@ -25,6 +25,7 @@ from acxoci.workflow.lint import LintResult
 from acxoci.workflow.model import CAREER_TIERS, Participant, Slot, Workflow
 from acxoci.workflow.verify import WorkflowVerdict
 from attest.trust import TrustRegistry
+from attest.trustdecision import Decision, Minimum, SignerFacts, decide
 
 #: A roster: (source label, path to a `.acx` file). A registry roster yields pulled files.
 Roster = Iterable[tuple[str, Path]]
@@ -70,6 +71,14 @@ class RosterCartridge:
     error: str | None = None
     declared_level: str | None = None  # meta acx.declared_level: claimed by the publisher, never proven
     manifest_digest: str | None = None  # set for registry/layout rosters: the pulled OCI manifest
+    minimum: Minimum = "none"  # the trust table's minimum (`--require`; portable with a registry)
+
+    def trust_decision(self) -> Decision | None:
+        """The one trust table's answer for this cartridge's signer (None: no signer was judged)."""
+        facts = self.verdict.extra.get("signerFacts") if self.verdict is not None else None
+        if not isinstance(facts, SignerFacts):
+            return None
+        return decide(facts, minimum=self.minimum, command="workflow ready")
 
     @property
     def verified_rom_digest(self) -> str | None:
@@ -88,7 +97,14 @@ class RosterCartridge:
             and v.trust in STAFFABLE_TRUST
             and v.rom_digest is not None
             and self.error is None
+            and self._trust_ok()
         )
+
+    def _trust_ok(self) -> bool:
+        d = self.trust_decision()
+        if d is None:  # unverified/legacy never reach here with a staffable trust label
+            return self.minimum == "none"
+        return d.accepted
 
     def why_not(self) -> str:
         """Why this cartridge cannot be staffed (for reasons)."""
@@ -97,6 +113,9 @@ class RosterCartridge:
         v = self.verdict
         if v is None:
             return "not verified"
+        d = self.trust_decision()
+        if d is not None and not d.accepted and not v.rejected:
+            return f"{v.status}/{v.trust}: {d.reason} (required {self.minimum})"
         detail = f"; {v.issues[0]}" if v.issues else ""
         return f"{v.status}/{v.trust}: {v.summary}{detail}"
 

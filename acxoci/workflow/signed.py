@@ -119,7 +119,7 @@ def sign_document(
 ) -> dict[str, Any]:
     """A copy of `doc` with a fresh integrity block. Refuses a non-reverse-DNS publisher, a
     non-Ed25519 key, and whatever `refusals(unsigned body)` reports (lineage, publish lint)."""
-    if not PUBLISHER_RE.match(publisher_id):
+    if not PUBLISHER_RE.fullmatch(publisher_id):
         raise InvalidInput(
             "publisher must be a reverse-DNS identifier (e.g. io.github.you)",
             where="--publisher",
@@ -254,11 +254,11 @@ def verify_document(
         )
     if integrity["schemaVersion"] != kind.signature_schema:
         return tampered(f"unexpected integrity schemaVersion {_j(integrity['schemaVersion'])[:200]}")
-    if pub_id is None or not PUBLISHER_RE.match(pub_id):
+    if pub_id is None or not PUBLISHER_RE.fullmatch(pub_id):
         return tampered("publisherId must be a reverse-DNS identifier")
-    if keyid is None or not KEYID_RE.match(keyid):
+    if keyid is None or not KEYID_RE.fullmatch(keyid):
         return tampered("keyid must identify an Ed25519 public key")
-    if signed_at is None or not RFC3339_RE.match(signed_at):
+    if signed_at is None or not RFC3339_RE.fullmatch(signed_at):
         return tampered("signedAt must be an RFC 3339 date-time")
     try:
         parse_rfc3339(signed_at, where="integrity.signedAt")
@@ -315,24 +315,14 @@ def verify_document(
 
     if not j.in_registry:
         # The reference reports an unknown workflow/graph signer as verified/portable (cartridges: warning).
-        return verdict(
-            True,
-            "verified",
-            "portable",
-            "Signature valid; signer not in trust registry.",
-            ("signer keyid not in trust registry",),
-        )
+        return verdict(True, "verified", "portable", "Signature valid; signer not in trust registry.",
+                       j.issues)
     assert entry is not None
-    if entry.publisher_id != pub_id:
-        return verdict(
-            False,
-            "invalid",
-            "tampered",
-            "Trust registry publisher differs from the signed one.",
-            (f"registry publisherId {entry.publisher_id} does not match signed publisherId {pub_id}",),
-        )
-    if j.compromised:
-        return verdict(False, "invalid", "tampered", j.summary, ("signer key revoked due to key compromise",))
+    if entry.publisher_id != pub_id:  # stricter than cartridges: the reference rejects it
+        return verdict(False, "invalid", "tampered", "Trust registry publisher differs from the signed one.",
+                       j.issues)
+    if j.trust == "tampered":  # revoked or compromised: never better than an unknown key
+        return verdict(False, "invalid", "tampered", j.summary, j.issues)
     if j.trust == "trusted":
         return verdict(True, "verified", "trusted", j.summary, j.issues)
     return verdict(True, "warning", "portable", j.summary, j.issues)

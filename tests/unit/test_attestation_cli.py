@@ -71,7 +71,7 @@ def test_attest_and_verify_with_trust_registry(layout: str, tmp_path: Path,
     bad = _trust_registry(tmp_path / "bad.json", key.public().spki_pem(), key.public().keyid(),
                           status="revoked")
     code, out, _ = run(["verify", layout, "--trust-registry", str(bad), *when], capsys)
-    assert code == 1 and "FAILED" in out and "compromised" in out
+    assert code == 1 and "FAILED" in out and "key-compromise" in out
 
 
 def test_password_problems(layout: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],

@@ -104,19 +104,40 @@ def test_signature_without_key_is_not_a_pass() -> None:
     assert C.check_signature(sig(trust="portable", status="warning")).status == "pass"
 
 
+def _keyed_policy(key_publisher: str = PUBLISHER, **entry_over: Any) -> tuple[VerificationPolicy, str]:
+    """A policy trusting PUBLISHER through a registry holding one key (for `key_publisher`)."""
+    from acxoci.install.vpolicy import TrustedPublisher
+    from attest.keys import generate_ed25519
+    from attest.trust import TrustRegistry, make_key_entry
+
+    pub = generate_ed25519().public()
+    e = make_key_entry(pub, publisher_id=key_publisher, not_before=NOW - timedelta(days=300),
+                       not_after=NOW + timedelta(days=300), verified_at=NOW - timedelta(days=300),
+                       oidc_subject=None if not key_publisher.startswith("io.github.") else
+                       f"repo:{key_publisher.split('.')[2]}/x")
+    e.update(entry_over)
+    reg = TrustRegistry.from_json({"schemaVersion": "acx.trust-registry/1", "keys": [e]})
+    return pol(publishers=(TrustedPublisher(PUBLISHER, reg),)), pub.keyid()
+
+
+SIGNED_AT = "2026-06-01T00:00:00Z"
+
+
 def test_trust() -> None:
-    p = trusted_policy()
-    assert C.check_trust(sig(), p).status == "pass"
-    assert C.check_trust(sig(publisher_id=PUBLISHER + "/team"), p).status == "pass"
-    assert C.check_trust(sig(publisher_id=PUBLISHER + "x"), p).kind == "untrusted_publisher"
-    assert C.check_trust(sig(), default_policy()).kind == "untrusted_publisher"
-    assert C.check_trust(sig(trust="portable", status="warning"), p).kind == "trust_too_low"
-    assert (
-        C.check_trust(
-            sig(trust="portable", status="warning"), dataclasses.replace(p, minimum_trust="portable")
-        ).status
-        == "pass"
-    )
+    p, kid = _keyed_policy()
+    good = sig(keyid=kid, signed_at=SIGNED_AT)
+    assert C.check_trust(good, p, NOW).status == "pass"
+    team = sig(publisher_id=PUBLISHER + "/team", keyid=kid, signed_at=SIGNED_AT)
+    assert C.check_trust(team, p, NOW).status == "pass"
+    assert C.check_trust(sig(publisher_id=PUBLISHER + "x", keyid=kid), p, NOW).kind == "untrusted_publisher"
+    assert C.check_trust(good, default_policy(), NOW).kind == "untrusted_publisher"
+    # the evidence's trust label is never believed: the policy's own keys decide
+    assert C.check_trust(sig(signed_at=SIGNED_AT), p, NOW).kind == "untrusted_publisher"
+    retired, rkid = _keyed_policy(status="revoked", revocationReason="retired",
+                                  revokedAt="2026-09-01T00:00:00Z")
+    old = sig(keyid=rkid, signed_at=SIGNED_AT, trust="portable", status="warning")
+    assert C.check_trust(old, retired, NOW).kind == "trust_too_low"
+    assert C.check_trust(old, dataclasses.replace(retired, minimum_trust="portable"), NOW).status == "pass"
     assert (
         C.check_trust(
             sig(trust="tampered", status="invalid"), dataclasses.replace(p, minimum_trust="portable")
@@ -267,7 +288,8 @@ def test_pinned_key_makes_the_sample_trusted(tmp_path: Path, vectors_dir: Path) 
     assert v.trust == "trusted"
     assert (
         C.check_trust(
-            C.SignatureEvidence(v.status, v.trust, v.summary, keyid=v.keyid, publisher_id=v.publisher_id), p
+            C.SignatureEvidence(v.status, v.trust, v.summary, keyid=v.keyid, publisher_id=v.publisher_id,
+                                signed_at=v.signed_at), p, NOW
         ).status
         == "pass"
     )

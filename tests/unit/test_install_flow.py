@@ -132,6 +132,7 @@ def test_full_install_records_every_check(world: World) -> None:
         "harness": "pass",
         "policy-budget": "pass",
         "staffing": "skip",
+        "version": "pass",
     }
     item = w.store.get(out.name or "")
     assert item is not None and item.digest == w.desc.digest
@@ -192,7 +193,7 @@ def test_portable_key_below_minimum_trust(world: World) -> None:
     w = world  # publisher listed, but its registry does not hold the signing key
     reg = write_registry(w.tmp / "empty.json", [registry_entry(generate_ed25519(), PUBLISHER)])
     pol = write_policy(w.tmp / "p.yaml", {"publishers": [{"id": PUBLISHER, "trustRegistries": [str(reg)]}]})
-    assert_refused(w, pol, "trust", "trust_too_low")
+    assert_refused(w, pol, "trust", "untrusted_publisher")
 
 
 def test_missing_attestation_refused(world: World) -> None:

@@ -88,8 +88,10 @@ def make_cartridge(
     budget: dict[str, Any] | None = BUDGET,
     harness: dict[str, Any] | None = None,
     signed_at: datetime = NOW - timedelta(days=1),
+    version: str | None = None,
 ) -> Path:
-    """sample.acx with a schema-valid harness and policy (with `budget`), re-signed by `key`."""
+    """sample.acx with a schema-valid harness and policy (with `budget`), re-signed by `key`
+    (with `version`, its signed `acx.artifact_version` is set to it first)."""
     from acxoci.cartridge.sign import resign_file
 
     shutil.copyfile(vectors / "sample" / "sample.acx", dest)
@@ -98,6 +100,8 @@ def make_cartridge(
     try:
         _set_sqlar(conn, HARNESS_PATH, json.dumps(harness or valid_harness(), indent=2).encode())
         _set_sqlar(conn, POLICY_PATH, json.dumps(policy_doc(budget), indent=2).encode())
+        if version is not None:
+            conn.execute("UPDATE cartridge SET value = ? WHERE key = 'acx.artifact_version'", (version,))
     finally:
         conn.close()
     resign_file(dest, key, signed_at=iso(signed_at), refresh=True)

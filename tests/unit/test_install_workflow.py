@@ -97,7 +97,7 @@ def test_workflow_signature_and_trust_are_checked(setup: dict[str, Any]) -> None
     assert {c.id: c.kind for c in out.failed}["signature"] == "tampered"
     push_workflow(s["layout"], signed_workflow(s["vectors"], generate_ed25519(), None), "other", s["tmp"])
     out = install(f"oci-layout:{s['layout']}:other", policy=pol, store=s["store"], now=NOW)
-    assert {c.id: c.kind for c in out.failed}["trust"] == "trust_too_low"
+    assert {c.id: c.kind for c in out.failed}["trust"] == "untrusted_publisher"  # key not tied to it
 
 
 def test_min_level_slots_use_levels_proven_at_install(setup: dict[str, Any]) -> None:

@@ -224,7 +224,7 @@ def test_expired_and_not_yet_valid(world: World) -> None:
 def test_unknown_issuer_rejected(world: World) -> None:
     other = IssuerRegistry.from_json(registry_doc((generate_ed25519().public(), "org.elsewhere")))
     v = world.verify(issuers=other)
-    assert v.state == "invalid" and v.reasons[0].startswith("unknown issuer")
+    assert v.state == "invalid" and v.reasons[0].startswith("signer key is not in the trust registry")
     wrong_key = IssuerRegistry.from_json(registry_doc((generate_ed25519().public(), "example.verifier")))
     v2 = world.verify(issuers=wrong_key)
     assert v2.state == "invalid" and "does not verify" in v2.reasons[0]

@@ -208,71 +208,77 @@ def test_shared_vectors(vectors_dir: Path) -> None:
         got[name] = judge_signer(r.get(kid), signed_publisher=PUB, signed_at=SIGNED, now=NOW)
     assert got["active"].trust == "trusted"
     assert got["expired"].trust == "portable"
-    assert "signer key expired" in got["expired"].issues
+    assert got["expired"].issues[0].startswith("artifact signed at 2026-04-03T13:35:46.190Z, after the key's")
     assert got["compromised"].trust == "tampered" and got["compromised"].compromised
 
 
 def test_not_in_registry() -> None:
     j = judge_signer(None, signed_publisher=PUB, signed_at=SIGNED, now=NOW)
-    assert (j.trust, j.in_registry) == ("portable", False)
+    assert (j.trust, j.in_registry, j.standing) == ("portable", False, "unvouched")
     assert j.summary == "Signature valid but signer not in trust registry."
 
 
 def test_active_is_trusted_and_publisher_mismatch_is_not() -> None:
     assert judge(entry()).trust == "trusted"
     j = judge(entry(), publisher="io.github.other")
-    assert j.trust == "portable" and "registry publisherId does not match signed publisherId" in j.issues
+    assert j.trust == "portable" and j.standing == "unvouched"
+    assert j.issues == (f"signer key is registered to publisher {PUB}, not io.github.other",)
 
 
 def test_windows() -> None:
     j = judge(entry(notBefore="2026-05-01T00:00:00Z"))
-    assert "artifact signed before key validity window" in j.issues and j.trust == "portable"
+    assert j.trust == "portable" and "acx key trust --not-before " + SIGNED in j.issues[0]
     j = judge(entry(notBefore="2036-01-01T00:00:00Z"))
-    assert "registry key validity window is inverted" in j.issues
+    assert j.issues == ("registry key validity window is inverted",)
     j = judge(entry(notAfter="2026-06-01T00:00:00Z"))
-    assert j.issues == ("signer key expired",) and j.trust == "portable"
+    assert j.trust == "portable" and j.facts is not None and j.facts.status == "expired"
 
 
 def test_times_compare_as_datetimes_not_strings() -> None:
     # As strings "2026-04-03T15:00:00+02:00" > "2026-04-03T13:35:46.190Z", but it is earlier in time.
     j = judge(entry(status="revoked", revokedAt="2026-04-03T15:00:00+02:00", revocationReason="superseded"))
-    assert j.summary == "Signer key revoked." and j.trust == "portable"
+    assert j.summary == "Signer key revoked." and j.trust == "tampered"
     j = judge(entry(status="revoked", revokedAt="2026-04-03T16:00:00+02:00", revocationReason="superseded"))
-    assert j.trust == "trusted"
+    assert j.trust == "portable" and j.facts is not None and j.facts.status == "superseded"
 
 
 def test_revocation_semantics() -> None:
+    """Decision 0014: a self-asserted signedAt before revokedAt gives portable, never trusted;
+    signed after (or no revokedAt) is rejected like any revoked key."""
     before = entry(status="revoked", revokedAt="2026-05-01T00:00:00Z", revocationReason="superseded")
-    assert judge(before).trust == "trusted"  # SPEC: signed before a non-compromise revocation
+    assert judge(before).trust == "portable"
+    assert judge(before).summary.startswith("Signer key later revoked")
     after = entry(status="revoked", revokedAt="2026-01-01T00:00:00Z", revocationReason="retired")
-    assert judge(after).summary == "Signer key revoked."
+    assert judge(after).summary == "Signer key revoked." and judge(after).trust == "tampered"
     no_time = entry(status="revoked")
-    assert judge(no_time).trust == "portable"
-    before_bad = entry(
-        status="revoked",
-        revokedAt="2026-05-01T00:00:00Z",
-        revocationReason="superseded",
-        notAfter="2026-04-01T00:00:00Z",
-    )
-    j = judge(before_bad)
-    assert j.trust == "portable" and j.summary.startswith("Signer key later revoked")
+    assert judge(no_time).trust == "tampered" and not judge(no_time).compromised
     comp = entry(status="revoked", revokedAt="2027-01-01T00:00:00Z", revocationReason="key-compromise")
     j = judge(comp)
     assert j.trust == "tampered" and j.compromised  # never trusted, even "signed before"
 
 
-def test_rotation_keeps_old_artifacts_trusted() -> None:
+def test_independent_time_restores_trust_for_a_retired_key() -> None:
+    before = entry(status="revoked", revokedAt="2026-05-01T00:00:00Z", revocationReason="retired")
+    r = TrustRegistry.from_json(reg(before))
+    k = r.get(before["keyid"])
+    stamp = parse_rfc3339("2026-04-03T13:35:47Z")
+    assert judge_signer(k, signed_publisher=PUB, signed_at=SIGNED, now=NOW, independent_time=stamp).trust \
+        == "trusted"
+    late = parse_rfc3339("2026-06-01T00:00:00Z")  # the timestamp says it was used after the retirement
+    assert judge_signer(k, signed_publisher=PUB, signed_at=SIGNED, now=NOW, independent_time=late).trust \
+        == "tampered"
+
+
+def test_rotation_no_longer_trusts_on_self_asserted_time() -> None:
     old = entry(notAfter="2026-06-01T00:00:00Z", status="expired")
     assert judge(old).trust == "portable"
     rotated = dict(old, rotatedTo="ed25519:" + "b" * 64)
-    assert judge(rotated).trust == "trusted"
-    late = dict(rotated, notAfter="2026-04-01T00:00:00Z")
-    assert judge(late).trust == "portable"  # signed after the old key's window: rotation does not help
+    assert judge(rotated).trust == "portable"  # signedAt alone cannot prove it was signed in time
 
 
 def test_unparseable_signed_at_is_not_trusted() -> None:
     j = judge(entry(), signed_at="yesterday")
-    assert j.trust == "portable" and "signedAt is missing or not RFC 3339" in j.issues
+    assert j.trust == "portable" and j.issues == ("signedAt is missing or not RFC 3339",)
 
 
 def test_registry_round_trip_of_vector_json(vectors_dir: Path) -> None:
