@@ -52,6 +52,8 @@ def looks_like_reference(text: str) -> bool:
     if Path(text).exists():
         return False
     head = text.split("/", 1)[0]
+    if head in (".", "..", "~"):
+        return False  # ./lists/x.json is a (missing) file, not a host
     return "/" in text and ("." in head or ":" in head or head == "localhost")
 
 
