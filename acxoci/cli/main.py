@@ -26,7 +26,7 @@ app = typer.Typer(
     name="acx",
     help="acxoci: build, sign, verify, push, pull, attest, level and install ACX agent artifacts.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # --install-completion / --show-completion, and _ACX_COMPLETE
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
@@ -34,8 +34,12 @@ app = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
-        typer.echo(f"acx (acxoci) {__version__}")
-        typer.echo("ACX spec 0.1, container wire format 1.0")
+        if OPTS.json:
+            sys.stdout.write(json.dumps({"tool": "acx", "package": "acxoci", "version": __version__,
+                                         "acxSpec": "0.1", "containerWireFormat": "1.0"}, indent=2) + "\n")
+        else:
+            typer.echo(f"acx (acxoci) {__version__}")
+            typer.echo("ACX spec 0.1, container wire format 1.0")
         raise typer.Exit(0)
 
 

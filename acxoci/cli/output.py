@@ -6,7 +6,7 @@ import json
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TextIO
 
 from rich.console import Console
 
@@ -19,16 +19,33 @@ class GlobalOptions:
 
 
 OPTS = GlobalOptions()
-console = Console(highlight=False, soft_wrap=True)
-err_console = Console(stderr=True, highlight=False, soft_wrap=True)
+
+#: Width when the stream is not a terminal: wide enough that no digest, reference or table cell
+#: is ever cut or wrapped for a pipe, a file or CI (rich would otherwise assume 80 columns).
+PIPE_WIDTH = 10_000
 
 
-def emit(data: Any, human: Callable[[], None] | None = None) -> None:
-    """Print `data` as JSON under --json, else call `human` (or pretty-print data)."""
+def _width(stream: TextIO) -> int | None:
+    """None (rich measures the terminal) for a TTY, PIPE_WIDTH otherwise."""
+    try:
+        return None if stream.isatty() else PIPE_WIDTH
+    except (AttributeError, ValueError):
+        return PIPE_WIDTH
+
+
+console = Console(highlight=False, soft_wrap=True, width=_width(sys.stdout))
+err_console = Console(stderr=True, highlight=False, soft_wrap=True, width=_width(sys.stderr))
+
+
+def emit(data: Any, human: Callable[[], None] | None = None, *, quiet_line: str | None = None) -> None:
+    """Print `data` as JSON under --json, else call `human` (or pretty-print data). Under -q only
+    `quiet_line` is printed: the one result a script needs (push prints its digest, as docker -q)."""
     if OPTS.json:
         sys.stdout.write(json.dumps(data, indent=2, sort_keys=False, ensure_ascii=False) + "\n")
         return
     if OPTS.quiet:
+        if quiet_line is not None:
+            sys.stdout.write(quiet_line + "\n")
         return
     if human is not None:
         human()
