@@ -4,6 +4,7 @@ artifacts through OCI registries and on-disk layouts (`oci-layout:PATH[:tag|@dig
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
 import shutil
 import sys
@@ -113,6 +114,11 @@ def _ref(text: str, *, require: bool = True) -> Reference:
     return ref
 
 
+def _pinned(r: Reference, digest: str) -> str:
+    """`REPO[:tag]@digest`: the tag as typed (if any), pinned to what was moved."""
+    return str(dataclasses.replace(r, digest=digest))
+
+
 def push_cmd(
     file: Path = typer.Argument(..., help="Cartridge (.acx) or workflow (.cal.json)."),
     ref: str = typer.Argument(..., help="host/repo:tag or oci-layout:PATH:tag"),
@@ -171,7 +177,7 @@ def push_cmd(
             attested = attest_after_push(target, desc, r.repo_string(), signer, now=now,
                                          formats=parse_format(fmt)).to_json()
     data = {
-        "reference": str(r.with_digest(desc.digest)),
+        "reference": _pinned(r, desc.digest),
         "digest": desc.digest,
         "mediaType": desc.media_type,
         "size": desc.size,
@@ -231,7 +237,7 @@ def pull_cmd(
     if isinstance(verdict, dict) and "file" in verdict:
         verdict = {**verdict, "file": shown}  # where the artifact is now, not the checked temp file
     data = {
-        "reference": str(r.with_digest(pulled.manifest.digest)),
+        "reference": _pinned(r, pulled.manifest.digest),
         "digest": pulled.manifest.digest,
         "layer": pulled.layer.digest,
         "size": pulled.layer.size,
@@ -391,11 +397,13 @@ def cp_cmd(
     )
     with _progress("copy") as prog:
         report = copy(src_t, dst_t, s.reference or "", dst_tag=d.tag, referrers=recursive, progress=prog)
+    destination = f"{dst_t.name}:{d.tag or s.tag}@{report.root.digest}" if (d.tag or s.tag) \
+        else f"{dst_t.name}@{report.root.digest}"
     data = {
+        "reference": destination,
         "digest": report.root.digest,
         "source": str(s),
-        "destination": f"{dst_t.name}:{d.tag or s.tag}@{report.root.digest}" if (d.tag or s.tag)
-        else f"{dst_t.name}@{report.root.digest}",
+        "destination": destination,
         "copied": len(report.copied),
         "skipped": len(report.skipped),
         "referrers": report.referrers,

@@ -12,7 +12,7 @@ from rich.markup import escape
 
 from acxoci import __version__
 from acxoci.cli import groups
-from acxoci.cli.output import OPTS, err_console
+from acxoci.cli.output import OPTS, ErrorResult, err_console
 from acxoci.errors import AcxError, InternalError, UsageError
 
 try:  # typer >= 0.23 vendors click; older versions use the click package
@@ -80,7 +80,8 @@ def _extract_global_flags(argv: list[str]) -> list[str]:
 
 def _print_error(err: AcxError) -> None:
     if OPTS.json:
-        sys.stdout.write(json.dumps({"error": err.to_json()}, indent=2, ensure_ascii=False) + "\n")
+        result = ErrorResult(err.kind, err.message, err.exit_code, err.where, err.hint, err.details)
+        sys.stdout.write(json.dumps(result.to_json(), indent=2, ensure_ascii=False) + "\n")
     else:
         err_console.print(f"[bold red]error[/bold red] ({escape(err.kind)}): {escape(err.one_line())}")
 
