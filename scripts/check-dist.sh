@@ -26,6 +26,18 @@ check() {  # check NAME ARTIFACT
     *) echo "check-dist: $1 imports acxoci from outside its venv: $where" >&2; exit 1 ;;
   esac
   "$venv/bin/acx" --version
+  # The schemas live once (top-level schemas/); the artifact must carry every one as package data.
+  "$venv/bin/python" - "$REPO/schemas" <<'PY'
+import sys
+from importlib import resources
+from pathlib import Path
+src = {p.relative_to(sys.argv[1]).as_posix() for p in Path(sys.argv[1]).rglob("*.json")}
+root = resources.files("acxoci") / "schemas"
+shipped = {n for n in src if (root / n).is_file()}
+missing = sorted(src - shipped)
+if missing:
+    sys.exit(f"check-dist: schemas missing from the package: {missing}")
+PY
   "$venv/bin/acx" key generate -o me.pem >/dev/null
   "$venv/bin/acx" key trust me.pub.pem --publisher dev.example.dist -r trust.json \
     --not-before 2026-01-01T00:00:00Z >/dev/null
@@ -34,7 +46,7 @@ check() {  # check NAME ARTIFACT
   "$venv/bin/acx" cartridge verify agent.acx --trust-registry trust.json --require trusted >/dev/null
   "$venv/bin/acx" policy init -o policy.yaml --publisher dev.example.dist --trust-registry trust.json >/dev/null
   "$venv/bin/acx" policy check "$REPO/examples/agent-package/loop-context-policy.json" >/dev/null
-  # "$venv/bin/acx" --show-completion bash | grep -q _ACX_COMPLETE
+  "$venv/bin/acx" --show-completion bash > completion.bash && grep -q _ACX_COMPLETE completion.bash
   cd "$REPO"
   echo "check-dist: $1 ($(basename "$2")) installs and runs"
 }

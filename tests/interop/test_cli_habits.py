@@ -146,3 +146,9 @@ def test_json_version_is_json(tmp_path: Path) -> None:
     for args in (["--json", "--version"], ["--version", "--json"]):
         out = js(acx(*args, cwd=tmp_path))
         assert out["tool"] == "acx" and out["version"]
+
+
+def test_the_registry_own_error_detail_is_kept(tmp_path: Path, distribution_registry: Any) -> None:
+    err = js(acx("--json", "manifest", "get", f"{distribution_registry.host}/no/such:1", cwd=tmp_path,
+                 code=4))["error"]
+    assert err["kind"] == "not_found" and "HTTP 404: MANIFEST_UNKNOWN" in err["message"], err

@@ -32,3 +32,16 @@ def test_bad_yaml_files_name_line_and_column_only(tmp_path: Path, loader: object
         loader(bad)  # type: ignore[operator]
     msg = info.value.message
     assert "line 1, column 4" in msg and "\n" not in msg and "<unicode string>" not in msg
+
+
+def test_registry_errors_keep_the_registry_words_and_drop_pages() -> None:
+    from acxoci.oci.registry import registry_error_text
+
+    body = b'{"errors":[{"code":"NAME_UNKNOWN","message":"repository name not known to registry"}]}'
+    assert registry_error_text(404, body) == "HTTP 404: NAME_UNKNOWN: repository name not known to registry"
+    page = b"<html><body><h1>502 Bad Gateway</h1><script>alert(1)</script></body></html>"
+    assert registry_error_text(502, page) == "HTTP 502"
+    assert registry_error_text(500, b'{"errors": "nope"}') == "HTTP 500"
+    sneaky = b'{"errors":[{"code":"DENIED","message":"no\\u001b[31m red\\nline"}]}'
+    assert registry_error_text(403, sneaky) == "HTTP 403: DENIED: no?[31m red?line"
+    assert registry_error_text(400, b"{" * 100_000) == "HTTP 400"
