@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export ACX_PEERS_DIR ?= $(CURDIR)/.peers
 
-.PHONY: venv peers test test-fast lint demo bench clean
+.PHONY: venv peers test test-fast lint demo bench clean dist
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -33,6 +33,13 @@ demo: venv
 
 bench: venv peers
 	$(BIN)/python scripts/bench.py
+
+# A wheel and an sdist in dist/, each checked to install into a clean venv and run.
+DIST ?= dist
+dist: venv
+	rm -rf $(DIST)
+	$(BIN)/python -m build --outdir $(DIST) .
+	bash scripts/check-dist.sh $(DIST)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .demo .bench

@@ -124,3 +124,16 @@ ALL_ERRORS: tuple[type[AcxError], ...] = (
     VerificationFailed, Tampered, UsageError, InvalidInput, NotFound, AuthError,
     TransientError, WriteBackFailed, RefusedByPolicy, Blocked, InternalError,
 )
+
+
+def parse_problem(exc: Exception) -> str:
+    """A parser error (PyYAML, JSON, decoding) as one line a user can act on: where and what,
+    without the library's multi-line context dump or its class names."""
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None)
+    if mark is not None and problem:
+        return f"line {mark.line + 1}, column {mark.column + 1}: {problem}"
+    if isinstance(exc, UnicodeDecodeError):
+        return f"not UTF-8 text (byte {exc.start})"
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__

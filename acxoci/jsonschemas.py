@@ -1,5 +1,6 @@
-"""Our JSON Schemas (top-level `schemas/`, shipped as package data): one loader and one way to
-report violations, as `$.path: message` lines, for every document type."""
+"""Our JSON Schemas: one loader and one way to report violations, as `$.path: message` lines,
+for every document type. The files live once, in the top-level `schemas/`; `acxoci/schemas` is a
+link to it, so wheels and sdists carry them as package data."""
 
 from __future__ import annotations
 

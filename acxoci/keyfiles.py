@@ -4,8 +4,10 @@ naming the file. Light on imports, so any command can load a key cheaply."""
 
 from __future__ import annotations
 
+import getpass
 import os
 import stat
+import sys
 from pathlib import Path
 
 from acxoci.errors import AuthError, InvalidInput, UsageError
@@ -46,9 +48,33 @@ def load_private_key_file(path: Path, password: bytes | None) -> PrivateKey:
         raise InvalidInput(str(exc), where=str(path)) from exc
 
 
+def interactive() -> bool:
+    """True when a person is at a terminal: stdin and stderr are both TTYs. Prompts happen only
+    then; a pipe, a file or CI never waits for input that will not come."""
+    try:
+        return sys.stdin.isatty() and sys.stderr.isatty()
+    except (AttributeError, ValueError):  # closed or replaced streams
+        return False
+
+
+def prompt_secret(prompt: str) -> str:
+    """Read a secret from the terminal without echo (only call when `interactive()`)."""
+    return getpass.getpass(prompt)
+
+
 def load_key(path: Path, password_env: str | None = None) -> PrivateKey:
-    """`--key K [--password-env VAR]` as every signing command reads it."""
-    return load_private_key_file(path, password_from_env(password_env))
+    """`--key K [--password-env VAR]` as every signing command reads it; an encrypted key with no
+    passphrase in the environment is unlocked by a prompt when a person is at a terminal."""
+    password = password_from_env(password_env)
+    try:
+        return load_private_key_file(path, password)
+    except AuthError:
+        if password is not None or not interactive():
+            raise
+    typed = prompt_secret(f"Passphrase for {path}: ")
+    if not typed:
+        raise AuthError("no passphrase was typed", where=str(path))
+    return load_private_key_file(path, typed.encode("utf-8"))
 
 
 def readable_by_others(path: Path) -> bool:

@@ -107,7 +107,8 @@ def load_public_pem(pem: bytes | str) -> PublicKey:
     try:
         key = serialization.load_pem_public_key(data)
     except (ValueError, TypeError) as exc:
-        raise MalformedError(f"not a PEM public key: {exc}") from exc
+        # The library's text (an FAQ link, an OpenSSL error name) says nothing a user can act on.
+        raise MalformedError("not a PEM public key (no readable PUBLIC KEY block)") from exc
     if not isinstance(key, ed25519.Ed25519PublicKey | ec.EllipticCurvePublicKey):
         raise MalformedError(f"unsupported public key type {type(key).__name__}")
     return PublicKey(key)
@@ -118,9 +119,12 @@ def load_private_pem(pem: bytes, password: bytes | None = None) -> PrivateKey:
     try:
         key = serialization.load_pem_private_key(pem, password=password)
     except TypeError as exc:
-        raise MalformedError(f"private key password problem: {exc}") from exc
+        given = "a passphrase was given but the key is not encrypted" if password else \
+            "the key is encrypted and no passphrase was given"
+        raise MalformedError(f"private key passphrase problem: {given}") from exc
     except ValueError as exc:
-        raise MalformedError(f"not a usable PEM private key: {exc}") from exc
+        why = "wrong passphrase, or a corrupt key" if password else "malformed, or of an unsupported type"
+        raise MalformedError(f"not a usable PEM private key ({why})") from exc
     if not isinstance(key, ed25519.Ed25519PrivateKey | ec.EllipticCurvePrivateKey):
         raise MalformedError(f"unsupported private key type {type(key).__name__}")
     return PrivateKey(key)

@@ -16,6 +16,7 @@ have_all() {
     [ -x "$PEERS/$b" ] || return 1
   done
   command -v docker-registry >/dev/null || return 1
+  command -v tmux >/dev/null || return 1
 }
 if [ -z "${PEERS_FORCE:-}" ] && have_all; then
   echo "peers: all present in $PEERS"
@@ -97,6 +98,12 @@ if ! command -v docker-registry >/dev/null; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q docker-registry >/dev/null
   # The package starts a system service on :5000; tests start their own, so stop it.
   (systemctl stop docker-registry 2>/dev/null || service docker-registry stop 2>/dev/null || true) >/dev/null
+fi
+
+# tmux drives the terminal-prompt tests (tests/interop/test_tty_prompts.py; required in CI).
+if ! command -v tmux >/dev/null; then
+  apt-get update -q >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q tmux >/dev/null
 fi
 
 have_all || { echo "peers: some peers are missing after install" >&2; exit 1; }

@@ -272,7 +272,8 @@ def attest_artifact(target: Target, subject: Descriptor, repository: str, key: P
         stmt = graph_statement(subject.digest, repository, graph_facts(data, layer.digest))
         return write_attestation(target, subject, stmt, key, formats=formats, now=now)
     raise UsageError(f"{subject.digest} is not a cartridge, workflow or agent graph artifact "
-                     f"(artifactType {manifest.artifact_type!r}); pass --predicate-type and --predicate")
+                     f"(artifactType {manifest.artifact_type or 'none'}); "
+                     "pass --predicate-type and --predicate")
 
 
 def attest_after_push(target: Target, manifest: Descriptor, repository: str, key: PrivateKey, *,

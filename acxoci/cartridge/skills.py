@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from acxoci.errors import InvalidInput
+from acxoci.errors import InvalidInput, parse_problem
 
 SCHEMA_VERSION = "acx.skill/1"
 NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
@@ -64,7 +64,7 @@ def parse_frontmatter(data: bytes, *, where: str) -> tuple[Mapping[str, Any], st
     try:
         fm = yaml.safe_load(m.group(1))
     except yaml.YAMLError as exc:
-        raise InvalidInput(f"SKILL.md frontmatter is not YAML: {exc}", where=where) from exc
+        raise InvalidInput(f"SKILL.md frontmatter is not YAML: {parse_problem(exc)}", where=where) from exc
     if not isinstance(fm, dict):
         raise InvalidInput("SKILL.md frontmatter is not a mapping", where=where)
     return fm, m.group(2)

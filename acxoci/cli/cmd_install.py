@@ -3,19 +3,23 @@ install (docs/install.md). A refusal prints every failed check and exits with Re
 
 from __future__ import annotations
 
+import json
+import os
 from datetime import UTC, datetime
 from pathlib import Path
 
 import typer
+import yaml
 from rich.markup import escape
 
 from acxoci.cli.apps import installed_app, policy_app
 from acxoci.cli.output import console, emit
 from acxoci.errors import InvalidInput, NotFound, RefusedByPolicy, UsageError
+from acxoci.fsutil import atomic_write
 from acxoci.install.install import HostInputs, InstallOutcome, install
 from acxoci.install.reverify import verify_item
 from acxoci.install.store import Store
-from acxoci.install.vpolicy import BUILTIN, load_policy, starter_template
+from acxoci.install.vpolicy import BUILTIN, load_policy, policy_from_json, starter_template
 from acxoci.oci.target import RemoteOptions
 from attest.canonical import loads_strict, sha256_digest
 from attest.errors import AttestError
@@ -86,7 +90,8 @@ def _render(outcome: InstallOutcome) -> None:
 
 def cmd_install(
     ref: str = typer.Argument(..., help="oci-layout:PATH[:tag|@digest] or host/repo[:tag|@digest]."),
-    policy: Path | None = typer.Option(None, "--policy", help="Verification policy (YAML/JSON)."),
+    policy: Path | None = typer.Option(None, "--policy", help="Verification policy (YAML/JSON); required "
+                                       "(make one with `acx policy init`)."),
     host: Path | None = typer.Option(None, "--host", help="Host descriptor (acx.host.v1 JSON)."),
     host_limits: Path | None = typer.Option(None, "--host-limits", help="Host resource-limits.yaml."),
     store: Path | None = STORE_OPT,
@@ -104,6 +109,10 @@ def cmd_install(
     harness, policy budget (and staffing for a workflow), version (anti-rollback). A refusal lists
     every failed check and
     exits 8; the store is left byte-identical."""
+    if policy is None:
+        raise UsageError("acx install needs --policy FILE: the publishers and keys this host trusts",
+                         hint="make one with `acx policy init -o policy.yaml --publisher ID "
+                              "--trust-registry trust.json`")
     now = _now()
     vpolicy = load_policy(policy, now=now)
     hosts = _host_inputs(host, host_limits, roster)
@@ -219,17 +228,74 @@ def cmd_uninstall(name: str = typer.Argument(..., help="Install name."),
                                      f"({', '.join(i.digest for i in removed)})"))
 
 
-def cmd_policy_init(output: Path = typer.Option(Path("acx-policy.yaml"), "-o", "--output",
-                                                help="Where to write the starter policy."),
-                    force: bool = typer.Option(False, "--force", help="Overwrite an existing file.")) -> None:
-    """Write a commented starter verification policy (it validates; it trusts nobody yet)."""
+def _relative_to(path: Path, folder: Path) -> str:
+    """`path` as the policy file will name it: relative to the policy's folder when possible."""
+    try:
+        return os.path.relpath(path.resolve(), folder.resolve())
+    except ValueError:  # another drive (Windows): keep it absolute
+        return str(path.resolve())
+
+
+def starter_policy(publishers: list[str], registries: list[str], level: str | None,
+                   issuers: list[str], issuer_registries: list[str]) -> str:
+    """Pure: the commented starter with the named publishers (each trusting every registry) and an
+    optional level floor filled in. Values are JSON scalars, which YAML reads unchanged."""
+    text = starter_template()
+    if publishers:
+        block = ["publishers:"]
+        for pid in publishers:
+            block += [f"  - id: {json.dumps(pid)}",
+                      f"    trustRegistries: [{', '.join(json.dumps(r) for r in registries)}]"]
+        text = text.replace("publishers: []\n", "\n".join(block) + "\n", 1)
+    if level is not None:
+        block = ["level:", f"  minimum: {json.dumps(int(level) if level.isdigit() else level)}"]
+        if issuers:
+            block.append(f"  issuers: [{', '.join(json.dumps(i) for i in issuers)}]")
+        if issuer_registries:
+            block.append(f"  issuerRegistries: [{', '.join(json.dumps(r) for r in issuer_registries)}]")
+        text = text.replace("level: {}\n", "\n".join(block) + "\n", 1)
+    return text
+
+
+def cmd_policy_init(
+    output: Path = typer.Option(Path("acx-policy.yaml"), "-o", "--output", help="Where to write the policy."),
+    publisher: list[str] = typer.Option([], "--publisher", help="Trust this publisher id (repeatable)."),
+    trust_registry: list[Path] = typer.Option(
+        [], "--trust-registry", "-r", help="Trust registry with the publisher's keys (repeatable)."),
+    level: str | None = typer.Option(None, "--level", help="Require a proven level (number or tier)."),
+    issuer: list[str] = typer.Option([], "--issuer", help="Accepted level issuer DID (repeatable)."),
+    issuer_registry: list[Path] = typer.Option(
+        [], "--issuer-registry", help="Registry with the level issuers' keys (repeatable)."),
+    force: bool = typer.Option(False, "--force", help="Overwrite an existing file."),
+) -> None:
+    """Write a commented verification policy; with --publisher and --trust-registry it trusts that
+    publisher's registered keys (checked before writing), otherwise it trusts nobody yet."""
     if output.exists() and not force:
         raise UsageError(f"{output} exists", hint="pass --force to overwrite")
-    tmp = output.with_name(f".{output.name}.tmp")
-    tmp.write_text(starter_template(), encoding="utf-8")
-    tmp.replace(output)
-    emit({"written": str(output)}, lambda: console.print(f"wrote {escape(str(output))} (edit `publishers` "
-                                                         "before installing anything)"))
+    if bool(publisher) != bool(trust_registry):
+        raise UsageError("--publisher and --trust-registry go together",
+                         hint="acx policy init --publisher ID --trust-registry trust.json")
+    if (issuer or issuer_registry) and level is None:
+        raise UsageError("--issuer and --issuer-registry need --level")
+    if level is not None and not issuer_registry:
+        raise UsageError("--level needs --issuer-registry FILE (the level issuers' keys)")
+    folder = output.parent
+    text = starter_policy(publisher, [_relative_to(r, folder) for r in trust_registry], level, issuer,
+                          [_relative_to(r, folder) for r in issuer_registry])
+    # Fail closed before writing: the document (here with absolute paths, as the folder may not
+    # exist yet) must load, schema and every named file, and each publisher must have a key in
+    # its registries, or the policy would refuse everything.
+    check = starter_policy(publisher, [str(r.resolve()) for r in trust_registry], level, issuer,
+                           [str(r.resolve()) for r in issuer_registry])
+    pol = policy_from_json(yaml.safe_load(check), base=Path.cwd(), now=_now(), source=str(output))
+    for pub in pol.publishers:
+        if not any(pub.covers(k.publisher_id) for k in pub.registry.keys):
+            raise UsageError(f"no key of publisher {pub.id} in {', '.join(map(str, trust_registry))}",
+                             hint=f"acx key trust KEY.pub.pem --publisher {pub.id} -r REGISTRY")
+    atomic_write(output, text.encode("utf-8"), mode=0o644)
+    trusted = ", ".join(publisher) or "nobody yet: edit `publishers` before installing anything"
+    emit({"written": str(output), "publishers": publisher},
+         lambda: console.print(f"wrote {escape(str(output))} (trusts {escape(trusted)})"))
 
 
 def register(app: typer.Typer) -> None:

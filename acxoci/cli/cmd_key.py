@@ -9,12 +9,14 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 
 from acxoci.cli.apps import key_app
 from acxoci.cli.common import load_signing_key
 from acxoci.cli.output import console, emit
-from acxoci.errors import InvalidInput, NotFound, UsageError
-from acxoci.fsutil import atomic_write
+from acxoci.errors import AuthError, InvalidInput, NotFound, UsageError
+from acxoci.fsutil import atomic_write, read_bytes
+from acxoci.keyfiles import load_private_key_file, readable_by_others
 from attest.canonical import loads_strict
 from attest.errors import MalformedError
 from attest.keys import generate_ed25519, generate_p256, load_public_pem
@@ -99,6 +101,9 @@ def trust(
 
     The file is validated with the same strict loader verification uses, then written atomically.
     """
+    if valid_days < 1:
+        raise UsageError(f"--valid-days must be at least 1, not {valid_days}",
+                         hint="a key that is valid for no time cannot vouch for anything")
     now = datetime.now(UTC)
     data = public_key.read_bytes() if public_key.exists() else b""
     if not data:
@@ -117,6 +122,51 @@ def trust(
     atomic_write(registry, (json.dumps(updated, indent=2) + "\n").encode(), mode=0o644)
     emit({"registry": str(registry), "keyid": entry["keyid"], "publisherId": publisher},
          lambda: console.print(f"trusted {entry['keyid']} for {publisher} in {registry}"))
+
+
+@key_app.command("inspect")
+def inspect(
+    file: Path = typer.Argument(..., help="A public key PEM, a private key PEM or a cosign.key."),
+    password_env: str | None = typer.Option(None, "--password-env", help="Env var with the key passphrase."),
+) -> None:
+    """Show a key file's algorithm, keyId and public half (never the private material).
+
+    An encrypted private key is unlocked with --password-env, ACX_KEY_PASSWORD / COSIGN_PASSWORD
+    or, on a terminal, a prompt."""
+    data = read_bytes(file, "key file")
+    private = b"PRIVATE KEY" in data or b"COSIGN" in data
+    if private:
+        pub = load_signing_key(file, password_env).public()
+        encrypted = _is_encrypted(file)
+    else:
+        try:
+            pub = load_public_pem(data)
+        except MalformedError as exc:
+            raise InvalidInput(f"not a public key PEM, private key PEM or cosign.key: {exc}",
+                               where=str(file)) from exc
+        encrypted = False
+    out = {"file": str(file), "kind": "private" if private else "public", "algorithm": pub.algorithm,
+           "keyId": pub.keyid(), "encrypted": encrypted, "publicKeyPem": pub.spki_pem(),
+           "groupOrOtherReadable": readable_by_others(file)}
+
+    def human() -> None:
+        state = (" (encrypted)" if encrypted else " (not encrypted)") if private else ""
+        console.print(f"{out['kind']} key{state}: {pub.algorithm}")
+        console.print(f"keyid: {out['keyId']}")
+        if private and out["groupOrOtherReadable"]:
+            console.print(f"[yellow]warning[/yellow]: {escape(str(file))} is readable by group or others")
+        console.print(pub.spki_pem().rstrip("\n"), markup=False)
+
+    emit(out, human)
+
+
+def _is_encrypted(path: Path) -> bool:
+    """True when the private key file cannot be read without a passphrase."""
+    try:
+        load_private_key_file(path, None)
+    except AuthError:
+        return True
+    return False
 
 
 def register(app: typer.Typer) -> None:

@@ -4,8 +4,11 @@ artifacts through OCI registries and on-disk layouts (`oci-layout:PATH[:tag|@dig
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
+import shutil
 import sys
+import tempfile
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -56,9 +59,14 @@ def _trust(path: Path | None, now: datetime) -> Any:
     return load_trust_registry(path, now=now)
 
 
+#: What happens to a blob once its bytes have moved, shown on its bar so a full bar is never mute.
+_AFTER = {"pull": "verifying digest", "push": "confirming with the registry", "copy": "copied"}
+
+
 @contextlib.contextmanager
 def _progress(label: str) -> Iterator[ProgressFn | None]:
-    """A rich progress bar on a TTY (stderr), silent otherwise or under --json/-q."""
+    """A rich progress bar on a TTY (stderr), one labelled bar per blob and phase; silent
+    otherwise or under --json/-q."""
     if OPTS.json or OPTS.quiet or not sys.stderr.isatty():
         yield None
         return
@@ -73,12 +81,17 @@ def _progress(label: str) -> Iterator[ProgressFn | None]:
         transient=True,
     ) as bar:
         tasks: dict[str, Any] = {}
+        moved: dict[str, int] = {}
 
         def update(desc: Descriptor, n: int) -> None:
             task = tasks.get(desc.digest)
             if task is None:
                 task = tasks[desc.digest] = bar.add_task(f"{label} {desc.digest[7:19]}", total=desc.size)
+                moved[desc.digest] = 0
+            moved[desc.digest] += n
             bar.update(task, advance=n)
+            if moved[desc.digest] >= desc.size:
+                bar.update(task, description=f"{label} {desc.digest[7:19]}: {_AFTER.get(label, 'done')}")
 
         yield update
 
@@ -99,6 +112,11 @@ def _ref(text: str, *, require: bool = True) -> Reference:
     if require and ref.reference is None:
         raise UsageError("reference needs a :tag or @digest", where=text)
     return ref
+
+
+def _pinned(r: Reference, digest: str) -> str:
+    """`REPO[:tag]@digest`: the tag as typed (if any), pinned to what was moved."""
+    return str(dataclasses.replace(r, digest=digest))
 
 
 def push_cmd(
@@ -124,6 +142,9 @@ def push_cmd(
 
     now = _now()
     r = _ref(ref, require=False)
+    if r.reference is None:
+        raise UsageError("push needs a :tag (or @digest to push untagged); it never picks :latest for you",
+                         where=ref, hint=f"acx push {file} {ref}:1.0.0")
     if not file.is_file():
         raise InvalidInput("file not found", where=str(file))
     detect_kind(file)  # refuse a non-ACX file before any target is opened
@@ -157,7 +178,7 @@ def push_cmd(
             attested = attest_after_push(target, desc, r.repo_string(), signer, now=now,
                                          formats=parse_format(fmt)).to_json()
     data = {
-        "reference": str(r.with_digest(desc.digest)),
+        "reference": _pinned(r, desc.digest),
         "digest": desc.digest,
         "mediaType": desc.media_type,
         "size": desc.size,
@@ -173,7 +194,7 @@ def push_cmd(
         if attested is not None:
             info(f"attested {attested.get('predicateType')} as {attested.get('signerKeyId')}")
 
-    emit(data, human)
+    emit(data, human, quiet_line=desc.digest)
 
 
 def pull_cmd(
@@ -190,27 +211,45 @@ def pull_cmd(
 
     now = _now()
     r = _ref(ref)
+    to_stdout = str(output) == "-"
+    if to_stdout and OPTS.json:
+        raise UsageError("-o - writes the artifact to stdout, which --json also needs", hint="drop one")
     target, _ = open_target(r, _options(plain_http, ca_file, insecure), create=False)
-    with _attest_guard(), _progress("pull") as prog:
-        pulled = pull_file(
-            target,
-            r.reference or "",
-            output,
-            verify=not no_verify,
-            registry=_trust(trust_registry, now),
-            now=now,
-            progress=prog,
-        )
+    with contextlib.ExitStack() as stack:
+        # -o -: pull (digest-checked, verified) into a private folder, then stream it to stdout.
+        dest = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="acx-pull-"))) if to_stdout \
+            else output
+        with _attest_guard(), _progress("pull") as prog:
+            pulled = pull_file(
+                target,
+                r.reference or "",
+                dest,
+                verify=not no_verify,
+                registry=_trust(trust_registry, now),
+                now=now,
+                progress=prog,
+            )
+        if to_stdout:
+            with pulled.path.open("rb") as fh:
+                shutil.copyfileobj(fh, sys.stdout.buffer)
+            sys.stdout.buffer.flush()
+    shown = "-" if to_stdout else str(pulled.path)
+    verdict = pulled.verdict
+    if isinstance(verdict, dict) and "file" in verdict:
+        verdict = {**verdict, "file": shown}  # where the artifact is now, not the checked temp file
     data = {
-        "reference": str(r.with_digest(pulled.manifest.digest)),
+        "reference": _pinned(r, pulled.manifest.digest),
         "digest": pulled.manifest.digest,
         "layer": pulled.layer.digest,
         "size": pulled.layer.size,
-        "path": str(pulled.path),
+        "path": shown,
         "kind": pulled.kind,
-        "verdict": pulled.verdict,
+        "verdict": verdict,
     }
-    emit(data, lambda: console.print(f"pulled {escape(str(pulled.path))} {pulled.manifest.digest}"))
+    if to_stdout:
+        info(f"pulled {pulled.manifest.digest} to stdout")
+        return
+    emit(data, lambda: console.print(f"pulled {escape(shown)} {pulled.manifest.digest}"))
 
 
 def _tree(
@@ -359,10 +398,13 @@ def cp_cmd(
     )
     with _progress("copy") as prog:
         report = copy(src_t, dst_t, s.reference or "", dst_tag=d.tag, referrers=recursive, progress=prog)
+    destination = f"{dst_t.name}:{d.tag or s.tag}@{report.root.digest}" if (d.tag or s.tag) \
+        else f"{dst_t.name}@{report.root.digest}"
     data = {
+        "reference": destination,
         "digest": report.root.digest,
         "source": str(s),
-        "destination": f"{dst_t.name}@{report.root.digest}",
+        "destination": destination,
         "copied": len(report.copied),
         "skipped": len(report.skipped),
         "referrers": report.referrers,
@@ -403,10 +445,11 @@ def manifest_get_cmd(
     ca_file: Path | None = typer.Option(None, "--ca-file", help="CA bundle for TLS."),
     insecure: bool = typer.Option(False, "--insecure", help="Do not verify TLS certificates."),
 ) -> None:
-    """Fetch a manifest (digest-checked); prints its exact bytes, or JSON under --json."""
-    r = _ref(ref)
+    """Fetch a manifest (digest-checked); prints its exact bytes, or JSON under --json.
+    Without a tag or digest it reads `:latest`, as `acx install` does."""
+    r = _ref(ref, require=False)
     target, _ = open_target(r, _options(plain_http, ca_file, insecure), create=False)
-    desc = target.resolve(r.reference or "")
+    desc = target.resolve(r.reference or "latest")
     data = fetch_bytes(target, desc)
     m = parse_manifest(data, media_type=desc.media_type, where=str(r))
     d = {"mediaType": desc.media_type, "digest": desc.digest, "size": desc.size}
@@ -429,13 +472,16 @@ def login_cmd(
     insecure: bool = typer.Option(False, "--insecure", help="Do not verify TLS certificates."),
 ) -> None:
     """Check credentials against the registry, then store them in the docker config (like oras)."""
+    from acxoci.keyfiles import interactive, prompt_secret
     from acxoci.oci.auth import Credential, store_credential
     from acxoci.oci.registry import Transport
 
     if password_stdin:
         password = sys.stdin.readline().rstrip("\r\n")
+    elif password is None and interactive():
+        password = prompt_secret(f"Password for {username}@{host}: ")
     if not password:
-        raise UsageError("no password: use --password-stdin (or -p)")
+        raise UsageError("no password: use --password-stdin (or run on a terminal to be asked)")
     if "/" in host or is_digest(host):
         raise UsageError("login takes a registry host, not a reference", where=host)
     opts = _options(plain_http, ca_file, insecure, username, password)

@@ -12,7 +12,7 @@ from rich.markup import escape
 
 from acxoci import __version__
 from acxoci.cli import groups
-from acxoci.cli.output import OPTS, err_console
+from acxoci.cli.output import OPTS, ErrorResult, err_console
 from acxoci.errors import AcxError, InternalError, UsageError
 
 try:  # typer >= 0.23 vendors click; older versions use the click package
@@ -26,7 +26,7 @@ app = typer.Typer(
     name="acx",
     help="acxoci: build, sign, verify, push, pull, attest, level and install ACX agent artifacts.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # --install-completion / --show-completion, and _ACX_COMPLETE
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
@@ -34,8 +34,12 @@ app = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
-        typer.echo(f"acx (acxoci) {__version__}")
-        typer.echo("ACX spec 0.1, container wire format 1.0")
+        if OPTS.json:
+            sys.stdout.write(json.dumps({"tool": "acx", "package": "acxoci", "version": __version__,
+                                         "acxSpec": "0.1", "containerWireFormat": "1.0"}, indent=2) + "\n")
+        else:
+            typer.echo(f"acx (acxoci) {__version__}")
+            typer.echo("ACX spec 0.1, container wire format 1.0")
         raise typer.Exit(0)
 
 
@@ -76,7 +80,8 @@ def _extract_global_flags(argv: list[str]) -> list[str]:
 
 def _print_error(err: AcxError) -> None:
     if OPTS.json:
-        sys.stdout.write(json.dumps({"error": err.to_json()}, indent=2, ensure_ascii=False) + "\n")
+        result = ErrorResult(err.kind, err.message, err.exit_code, err.where, err.hint, err.details)
+        sys.stdout.write(json.dumps(result.to_json(), indent=2, ensure_ascii=False) + "\n")
     else:
         err_console.print(f"[bold red]error[/bold red] ({escape(err.kind)}): {escape(err.one_line())}")
 

@@ -1,12 +1,25 @@
-"""Shared CLI state and rendering: global flags, JSON vs human output, error printing."""
+"""Shared CLI state and rendering: global flags, JSON vs human output, and the one output model.
+
+Every `--json` result is one of a few typed shapes (docs/decisions/0021-one-output-model.md),
+each with a JSON Schema in `schemas/output/`:
+
+- `error`: `{"error": {kind, message, exitCode, where?, hint?, details?}}`, for every failure;
+- `verdict`: a judgement (`ok`, `verdict`, `summary?`, `reasons?`), for every verify/check command;
+- `transfer`: bytes moved to or from a registry or layout (`reference`, `digest`, `mediaType?`, …);
+- `install`: an install outcome (`status`, `reference`, `checks`; a refusal also carries `error`);
+- `document`: anything else (inspect, list, show, plan…), still in the one field vocabulary.
+
+Field names are one vocabulary everywhere (`keyId`, `publisherId`, `digest`, `reference`, …):
+`canonical_fields` renames the few old spellings, outside documents embedded verbatim.
+"""
 
 from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, TextIO
 
 from rich.console import Console
 
@@ -19,16 +32,168 @@ class GlobalOptions:
 
 
 OPTS = GlobalOptions()
-console = Console(highlight=False, soft_wrap=True)
-err_console = Console(stderr=True, highlight=False, soft_wrap=True)
+
+#: Width when the stream is not a terminal: wide enough that no digest, reference or table cell
+#: is ever cut or wrapped for a pipe, a file or CI (rich would otherwise assume 80 columns).
+PIPE_WIDTH = 10_000
 
 
-def emit(data: Any, human: Callable[[], None] | None = None) -> None:
-    """Print `data` as JSON under --json, else call `human` (or pretty-print data)."""
+def _width(stream: TextIO) -> int | None:
+    """None (rich measures the terminal) for a TTY, PIPE_WIDTH otherwise."""
+    try:
+        return None if stream.isatty() else PIPE_WIDTH
+    except (AttributeError, ValueError):
+        return PIPE_WIDTH
+
+
+console = Console(highlight=False, soft_wrap=True, width=_width(sys.stdout))
+err_console = Console(stderr=True, highlight=False, soft_wrap=True, width=_width(sys.stderr))
+
+
+# ---- the output model ---------------------------------------------------------------------
+
+ResultKind = Literal["verdict", "transfer", "install", "document"]
+
+#: Old spellings of one field, and the one name the output model uses for it.
+FIELD_ALIASES: Mapping[str, str] = {"keyid": "keyId", "signerKeyId": "keyId", "key_id": "keyId",
+                                    "publisher_id": "publisherId"}
+#: Keys whose values are documents in their own formats (install records, manifests, trust
+#: registries, credentials, statements…): shown verbatim, never renamed.
+EMBEDDED: frozenset[str] = frozenset({
+    "record", "manifest", "document", "content", "statement", "predicate", "raw", "credential",
+    "envelope", "dsseEnvelope", "registry", "entry", "integrity", "doc", "bundle", "evidence", "receipt"})
+
+#: The result kind of each command (`acx` + its words). A command not listed emits `document`;
+#: tests/unit/test_output_model.py requires every registered command to be listed.
+COMMAND_KINDS: dict[str, ResultKind] = {
+    "acx cartridge verify": "verdict", "acx verify": "verdict", "acx verify-blob": "verdict",
+    "acx workflow verify": "verdict", "acx workflow ready": "verdict", "acx workflow lint": "verdict",
+    "acx level verify": "verdict", "acx installed verify": "verdict", "acx policy check": "verdict",
+    "acx harness check": "verdict",
+    "acx push": "transfer", "acx pull": "transfer", "acx cp": "transfer", "acx attach": "transfer",
+    "acx status-list publish": "transfer",
+    "acx install": "install",
+}
+
+
+def canonical_fields(value: Any) -> Any:
+    """`value` with every old field spelling renamed (FIELD_ALIASES), recursing into results but
+    not into embedded documents (EMBEDDED), whose formats are not ours to rename."""
+    if isinstance(value, list):
+        return [canonical_fields(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        name = FIELD_ALIASES.get(key, key) if isinstance(key, str) else key
+        if name in out and name != key:
+            continue  # the canonical spelling is already there; drop the alias
+        out[name] = item if key in EMBEDDED else canonical_fields(item)
+    return out
+
+
+@dataclass(frozen=True)
+class ErrorResult:
+    """A failure: the `{"error": …}` shape every command prints under --json."""
+
+    kind: str
+    message: str
+    exit_code: int
+    where: str | None = None
+    hint: str | None = None
+    details: Mapping[str, Any] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        err: dict[str, Any] = {"kind": self.kind, "message": self.message, "exitCode": self.exit_code}
+        if self.where:
+            err["where"] = self.where
+        if self.hint:
+            err["hint"] = self.hint
+        if self.details:
+            err["details"] = canonical_fields(dict(self.details))
+        return {"error": err}
+
+
+@dataclass(frozen=True)
+class Result:
+    """A typed success result: its kind, and its fields in the one vocabulary."""
+
+    kind: ResultKind
+    fields: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.fields)
+
+
+def _verdict_fields(data: dict[str, Any]) -> dict[str, Any]:
+    """A verdict always says `ok` (the command's judgement passed) and `verdict` (its word)."""
+    out = dict(data)
+    if "ok" not in out:
+        for alias in ("ready", "valid"):
+            if isinstance(out.get(alias), bool):
+                out["ok"] = out.pop(alias)
+                break
+        else:
+            code = out.get("exitCode")
+            out["ok"] = code == 0 if isinstance(code, int) else out.get("status") in ("verified", "ok")
+    if "verdict" not in out and isinstance(out.get("status"), str):
+        out["verdict"] = out["status"]
+    if "verdict" not in out:
+        out["verdict"] = "ok" if out["ok"] else "failed"
+    return {"ok": out.pop("ok"), "verdict": out.pop("verdict"), **out}
+
+
+def _install_fields(data: dict[str, Any]) -> dict[str, Any]:
+    """A refused install also carries the documented `error` (refused_by_policy, exit 8)."""
+    out = dict(data)
+    refusal = out.get("refusal")
+    if out.get("status") == "refused" and isinstance(refusal, dict) and "error" not in out:
+        failed = refusal.get("failed", [])
+        out["error"] = ErrorResult(
+            str(refusal.get("kind", "refused_by_policy")),
+            f"install refused: {len(failed)} check(s) failed ("
+            + ", ".join(f"{c.get('id')}: {c.get('kind')}" for c in failed if isinstance(c, dict)) + ")",
+            int(refusal.get("exitCode", 8)), where=str(out.get("reference")), details={"failed": failed},
+        ).to_json()["error"]
+    return out
+
+
+def current_command() -> str | None:
+    """`acx …` words of the command being run (None outside a click context)."""
+    try:  # typer >= 0.23 vendors click; older versions use the click package
+        from typer._click.globals import get_current_context
+    except ImportError:  # pragma: no cover
+        from click import get_current_context  # type: ignore[no-redef,import-not-found,unused-ignore]
+    ctx = get_current_context(silent=True)
+    path = getattr(ctx, "command_path", None)
+    return path if isinstance(path, str) else None
+
+
+def make_result(data: Any, kind: ResultKind | None = None) -> Result:
+    """The typed result for `data` of the running command (or of `kind`)."""
+    chosen = kind or COMMAND_KINDS.get(current_command() or "", "document")
+    fields = canonical_fields(data)
+    if not isinstance(fields, dict):
+        return Result("document", {"result": fields})
+    if chosen == "verdict":
+        fields = _verdict_fields(fields)
+    elif chosen == "install":
+        fields = _install_fields(fields)
+    return Result(chosen, fields)
+
+
+def emit(data: Any, human: Callable[[], None] | None = None, *, quiet_line: str | None = None,
+         kind: ResultKind | None = None) -> None:
+    """Print `data` as JSON under --json (as its typed result: one vocabulary, one shape per
+    kind), else call `human` (or pretty-print data). Under -q only `quiet_line` is printed: the
+    one result a script needs (push prints its digest, as docker -q)."""
     if OPTS.json:
-        sys.stdout.write(json.dumps(data, indent=2, sort_keys=False, ensure_ascii=False) + "\n")
+        out = data.to_json() if isinstance(data, Result | ErrorResult) else make_result(data, kind).to_json()
+        sys.stdout.write(json.dumps(out, indent=2, sort_keys=False, ensure_ascii=False) + "\n")
         return
     if OPTS.quiet:
+        if quiet_line is not None:
+            sys.stdout.write(quiet_line + "\n")
         return
     if human is not None:
         human()

@@ -145,7 +145,7 @@ def pull(target: Target, desc: Descriptor, staged: Path) -> Pulled:
         kind = artifact_kind(manifest)
         if kind == "other":
             raise InvalidInput(f"{desc.digest} is not a cartridge, workflow or agent graph "
-                               f"(artifactType {manifest.artifact_type})")
+                               f"(artifactType {manifest.artifact_type or 'none'})")
         out.kind = kind
         if manifest.config is not None and manifest.config.size <= MAX_DOC_BYTES:
             fetch_bytes(target, manifest.config, limit=MAX_DOC_BYTES)

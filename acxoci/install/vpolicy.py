@@ -13,7 +13,7 @@ from typing import Any, Literal
 import yaml
 
 from acxoci import jsonschemas
-from acxoci.errors import InvalidInput
+from acxoci.errors import InvalidInput, parse_problem
 from acxoci.fsutil import read_bytes
 from attest.canonical import jcs_digest, loads_strict, sha256_digest
 from attest.errors import AttestError
@@ -250,7 +250,8 @@ def load_policy(path: Path | None, *, now: datetime) -> VerificationPolicy:
     try:
         doc = loads_strict(data) if path.suffix.lower() == ".json" else yaml.safe_load(data.decode("utf-8"))
     except (AttestError, yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise InvalidInput(f"verification policy is not valid JSON/YAML: {exc}", where=str(path)) from exc
+        raise InvalidInput(f"verification policy is not valid JSON/YAML: {parse_problem(exc)}",
+                           where=str(path)) from exc
     return policy_from_json(doc, base=path.parent, now=now, source=str(path.resolve()))
 
 

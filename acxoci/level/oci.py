@@ -52,6 +52,8 @@ def looks_like_reference(text: str) -> bool:
     if Path(text).exists():
         return False
     head = text.split("/", 1)[0]
+    if head in (".", "..", "~"):
+        return False  # ./lists/x.json is a (missing) file, not a host
     return "/" in text and ("." in head or ":" in head or head == "localhost")
 
 
@@ -76,7 +78,7 @@ def pull_cartridge(ref: str, dest_dir: Path, *, now: datetime, registry: TrustRe
     desc = target.resolve(parsed.reference or "latest")
     manifest = fetch_manifest(target, desc)
     if manifest.artifact_type != CARTRIDGE_ARTIFACT_TYPE:
-        raise InvalidInput(f"{ref} is not a cartridge (artifactType {manifest.artifact_type!r})")
+        raise InvalidInput(f"{ref} is not a cartridge (artifactType {manifest.artifact_type or 'none'})")
     pulled = pull_file(target, desc.digest, dest_dir / "cartridge.acx", verify=False, registry=registry,
                        now=now)
     return PulledCartridge(pulled.path, target, desc.plain(), parsed.repo_string())
@@ -183,7 +185,7 @@ def fetch_status_list(ref: str, *, options: RemoteOptions | None = None) -> dict
     desc = target.resolve(parsed.reference or DEFAULT_STATUS_TAG)
     manifest = fetch_manifest(target, desc)
     if manifest.artifact_type != STATUS_ARTIFACT_TYPE:
-        raise InvalidInput(f"{ref} is not a status list (artifactType {manifest.artifact_type!r})")
+        raise InvalidInput(f"{ref} is not a status list (artifactType {manifest.artifact_type or 'none'})")
     layers = [la for la in manifest.layers if la.media_type == STATUS_MEDIA_TYPE]
     if len(layers) != 1:
         raise NotFound(f"{ref}: status list manifest has no {STATUS_MEDIA_TYPE} layer")

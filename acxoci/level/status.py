@@ -217,19 +217,16 @@ def fetch_list(source: str, *, now: datetime, timeout: float = FETCH_TIMEOUT) ->
         if not isinstance(doc, dict):
             raise InvalidInput(f"status list {source} is not a JSON object")
         return Fetched(doc, source, now, False)
-    if source.startswith(("oci://", "oci-layout:")):
-        from acxoci.level.oci import fetch_status_list
+    if "://" in source and not source.startswith("oci://"):
+        raise UsageError(f"status list source {source!r}: use a file, an https:// URL, "
+                         "host/repo[:tag], oci-layout:PATH[:tag] or oci://REF")
+    from acxoci.level.oci import fetch_status_list, looks_like_reference
 
-        try:
-            return Fetched(fetch_status_list(source), source, now, False)
-        except (NotFound, TransientError) as exc:
-            raise TransientError(f"status list {source} unreachable: {exc.message}") from exc
-    if "://" in source:
-        raise UsageError(f"status list source {source!r}: use a file path, an https:// URL or oci://REF")
-    try:
-        return Fetched(read_list_file(Path(source)), source, now, False)
-    except NotFound as exc:
-        raise TransientError(f"status list {source} unreachable: {exc.message}") from exc
+    if looks_like_reference(source):
+        # Every reference form the CLI accepts; a missing list stays NotFound (a person must
+        # publish it), only a flaky registry is "retry later".
+        return Fetched(fetch_status_list(source), source, now, False)
+    return Fetched(read_list_file(Path(source)), source, now, False)
 
 
 def store_cache(cache_dir: Path, fetched: Fetched) -> None:
@@ -324,7 +321,7 @@ def check_status(entry: StatusEntry, *, source: str, issuers: IssuerRegistry, vc
     cdir = cache_dir if cache_dir is not None else default_cache_dir()
     try:
         fetched = fetch_list(source, now=now)
-    except TransientError as exc:
+    except (TransientError, NotFound) as exc:
         cached = load_cache(cdir, source) if allow_offline else None
         if cached is None:
             why = "no cached list" if allow_offline else "offline use not allowed"

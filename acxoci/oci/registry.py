@@ -62,6 +62,8 @@ from acxoci.oci.errors import (
 )
 from acxoci.oci.reference import Reference, fallback_tag, valid_tag
 from acxoci.oci.target import RemoteOptions
+from attest.canonical import loads_strict
+from attest.errors import AttestError
 
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
 RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
@@ -482,12 +484,33 @@ def _with_query(url: str, params: dict[str, str]) -> str:
     return urlunsplit((parts.scheme, parts.netloc, parts.path, q, parts.fragment))
 
 
+def registry_error_text(status: int, body: bytes) -> str:
+    """Pure: `HTTP 404: NAME_UNKNOWN: repository name not known to registry`. The registry's own
+    OCI error codes and messages are kept; any other body (an HTML page, a proxy's text) is not
+    shown, as it is neither ours nor bounded in what it says."""
+    details: list[str] = []
+    try:
+        doc = loads_strict(body, max_bytes=65536) if body.lstrip()[:1] == b"{" else None
+    except AttestError:
+        doc = None
+    errors = doc.get("errors") if isinstance(doc, dict) else None
+    for err in errors[:3] if isinstance(errors, list) else []:
+        if not isinstance(err, dict):
+            continue
+        code, message = err.get("code"), err.get("message")
+        parts = [str(x)[:200] for x in (code, message) if isinstance(x, str) and x]
+        if parts:
+            details.append(": ".join(parts))
+    clean = "; ".join("".join(ch if ch.isprintable() else "?" for ch in d) for d in details)
+    return f"HTTP {status}" + (f": {clean}" if clean else "")
+
+
 def _error_text(resp: requests.Response) -> str:
     try:
-        body = resp.content[:2000].decode("utf-8", "replace")
+        body = resp.content[:65536]
     except (requests.RequestException, OSError):
-        body = ""
-    return f"HTTP {resp.status_code} {body.strip()[:300]}"
+        body = b""
+    return registry_error_text(resp.status_code, body)
 
 
 def _raise_for(resp: requests.Response, what: str, where: str) -> None:
@@ -500,7 +523,7 @@ def _raise_for(resp: requests.Response, what: str, where: str) -> None:
     if code in (401, 403):
         raise RegistryAuthError(f"{what}: {text}", where=where)
     if code == 404:
-        raise ManifestNotFound(f"{what}: not found", where=where)
+        raise ManifestNotFound(f"{what}: not found ({text})", where=where)
     if code == 405:
         raise Unsupported(f"{what}: the registry does not allow this ({text})", where=where)
     raise RegistryProtocolError(f"{what}: unexpected {text}", where=where)
@@ -544,13 +567,25 @@ class RegistryTarget:
         return f"{self.name}@{ident}" if ":" in ident else f"{self.name}:{ident}"
 
     # -- reads -----------------------------------------------------------------------------------
+    def _why_missing(self, url: str) -> str:
+        """A HEAD 404 has no body: ask once more with GET for the registry's own words (its OCI
+        error code and message, e.g. NAME_UNKNOWN vs MANIFEST_UNKNOWN)."""
+        try:
+            resp = self.transport.request("GET", url, scopes=self._pull, headers={"Accept": MANIFEST_ACCEPT},
+                                          stream=True)
+        except AcxError:
+            return "HTTP 404"
+        with resp:
+            return _error_text(resp) if resp.status_code == 404 else "HTTP 404"
+
     def resolve(self, reference: str) -> Descriptor:
         """HEAD the manifest (GET when the registry omits the digest or length)."""
         url = self._url("manifests", reference)
         resp = self.transport.request("HEAD", url, scopes=self._pull, headers={"Accept": MANIFEST_ACCEPT})
         with resp:
             if resp.status_code == 404:
-                raise ManifestNotFound("manifest not found", where=self._where(reference))
+                raise ManifestNotFound(f"manifest not found ({self._why_missing(url)})",
+                                       where=self._where(reference))
             if resp.status_code != 200:
                 _raise_for(resp, "resolve", self._where(reference))
             mt = (resp.headers.get("Content-Type") or "").split(";")[0].strip()
@@ -590,7 +625,8 @@ class RegistryTarget:
         )
         with resp:
             if resp.status_code == 404:
-                raise ManifestNotFound("manifest not found", where=self._where(reference))
+                raise ManifestNotFound(f"manifest not found ({_error_text(resp)})",
+                                       where=self._where(reference))
             if resp.status_code != 200:
                 _raise_for(resp, "get manifest", self._where(reference))
             length = resp.headers.get("Content-Length")

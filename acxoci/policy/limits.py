@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from acxoci.errors import InvalidInput, NotFound
+from acxoci.errors import InvalidInput, NotFound, parse_problem
 from acxoci.policy._schema import Issue, load_schema, schema_issues
 
 GROUPS: dict[str, tuple[str, ...]] = {
@@ -134,7 +134,7 @@ def load_host_limits(path: Path) -> ResourceLimits:
     try:
         doc = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise InvalidInput(f"not valid YAML: {exc}", where=str(path)) from exc
+        raise InvalidInput(f"not valid YAML: {parse_problem(exc)}", where=str(path)) from exc
     if doc is None:
         doc = {}
     if isinstance(doc, Mapping) and isinstance(doc.get("resourceLimits"), Mapping):

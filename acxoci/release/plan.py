@@ -16,7 +16,7 @@ from typing import Any, Literal
 import yaml
 
 from acxoci import jsonschemas
-from acxoci.errors import AuthError, InvalidInput, NotFound, UsageError
+from acxoci.errors import AuthError, InvalidInput, NotFound, UsageError, parse_problem
 from acxoci.oci.reference import parse_reference
 from acxoci.oci.target import RemoteOptions
 from attest.canonical import jcs_digest, loads_strict
@@ -291,5 +291,6 @@ def load_plan(path: Path) -> ReleasePlan:
     try:
         doc = loads_strict(data) if path.suffix.lower() == ".json" else yaml.safe_load(data.decode("utf-8"))
     except (AttestError, yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise InvalidInput(f"release plan is not valid YAML/JSON: {exc}", where=str(path)) from exc
+        raise InvalidInput(f"release plan is not valid YAML/JSON: {parse_problem(exc)}",
+                           where=str(path)) from exc
     return plan_from_json(doc, path=path.resolve())

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from acxoci.workflow import conditions
+from acxoci.workflow import calschema, conditions
 from acxoci.workflow.issues import Issue
 from acxoci.workflow.lineage import check_lineage
 from acxoci.workflow.model import (
@@ -42,40 +42,20 @@ from acxoci.workflow.model import (
     VARIABLE_TYPES,
 )
 
-PARTICIPANT_KEYS = frozenset({"alias", "bind", "romDigest", "cartridgeId", "slot", "required"})
-SLOT_KEYS = frozenset({"role", "minLevel", "capabilities"})
-MIN_LEVEL_KEYS = frozenset({"careerTier", "acxLevel"})
-SLOT_CAP_KEYS = frozenset({"taskType", "stack"})
-RAC_KEYS = frozenset({"id", "kind", "description", "required", "check", "okf"})
-RAC_CHECK_KEYS = frozenset({"type", "hint"})
-VARIABLE_KEYS = frozenset({"name", "type", "init"})
-EDGE_KEYS = frozenset({"from", "to", "when"})
-REQUIRES_KEYS = frozenset({"skills", "capabilities", "rac"})
-NODE_KEYS = {
-    "task": frozenset(
-        {
-            "id",
-            "type",
-            "agent",
-            "action",
-            "requires",
-            "completion",
-            "sideEffects",
-            "approval",
-            "budget",
-            "guardrails",
-        }
-    ),
-    "gateway": frozenset({"id", "type", "gateway"}),
-    "event": frozenset({"id", "type", "event", "afterMs"}),
-}
-COMPLETION_FIELDS: dict[str, tuple[str, ...]] = {
-    "skill-scripts": ("scripts",),
-    "verification": ("commands", "passIntent"),
-    "guardrail": ("kind",),
-    "artifact": ("produces",),
-}
-AUTHOR_KEYS = frozenset({"name", "url"})
+# Closed key sets from schemas/acx.cal-1.schema.json (calschema): the lint keeps its own rule
+# ids and paths, the schema is the one list of what may appear where.
+PARTICIPANT_KEYS = calschema.PARTICIPANT_KEYS
+SLOT_KEYS = calschema.SLOT_KEYS
+MIN_LEVEL_KEYS = calschema.MIN_LEVEL_KEYS
+SLOT_CAP_KEYS = calschema.SLOT_CAP_KEYS
+RAC_KEYS = calschema.RAC_KEYS
+RAC_CHECK_KEYS = calschema.RAC_CHECK_KEYS
+VARIABLE_KEYS = calschema.VARIABLE_KEYS
+EDGE_KEYS = calschema.EDGE_KEYS
+REQUIRES_KEYS = calschema.REQUIRES_KEYS
+NODE_KEYS = calschema.NODE_KEYS
+COMPLETION_FIELDS: dict[str, tuple[str, ...]] = calschema.COMPLETION_FIELDS
+AUTHOR_KEYS = calschema.AUTHOR_KEYS
 TAG_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 URI_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:[^\s]+$")
 FORBIDDEN_EXTENSION_WORDS = (

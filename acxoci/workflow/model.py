@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from acxoci.errors import InvalidInput, NotFound
+from acxoci.workflow import calschema
 from attest.canonical import loads_strict
 from attest.errors import MalformedError
 
@@ -33,41 +34,20 @@ SEMVER_RE = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-[0-9A-Za-z
 RFC3339_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})$")
 REVERSE_DNS_RE = re.compile(r"^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)+$")
 
-TOP_LEVEL_KEYS = frozenset(
-    {
-        "schemaVersion",
-        "id",
-        "version",
-        "name",
-        "description",
-        "license",
-        "homepage",
-        "authors",
-        "tags",
-        "lineage",
-        "participants",
-        "rac",
-        "variables",
-        "limits",
-        "start",
-        "nodes",
-        "edges",
-        "extensions",
-        "integrity",
-    }
-)
-CAREER_TIERS = ("intern", "junior", "mid", "senior", "staff", "principal", "distinguished", "legend")
-RAC_KINDS = frozenset({"wiki", "code-map", "infra", "terraform", "api-spec", "dataset", "runbook", "custom"})
-RAC_CHECK_TYPES = frozenset({"file-glob", "url", "mcp-resource", "manual"})
-VARIABLE_TYPES = frozenset({"string", "number", "integer", "boolean", "object", "array"})
-LIMIT_KEYS = ("maxSteps", "maxDurationMs", "maxParallel")
-NODE_TYPES = frozenset({"task", "gateway", "event"})
-GATEWAY_KINDS = frozenset({"exclusive", "parallel", "inclusive"})
-EVENT_KINDS = frozenset({"start", "end", "stop", "handoff", "timer"})
+# Keys and enums come from schemas/acx.cal-1.schema.json, the one copy (calschema derives them).
+TOP_LEVEL_KEYS = calschema.TOP_LEVEL_KEYS
+CAREER_TIERS = calschema.CAREER_TIERS
+RAC_KINDS = calschema.RAC_KINDS
+RAC_CHECK_TYPES = calschema.RAC_CHECK_TYPES
+VARIABLE_TYPES = calschema.VARIABLE_TYPES
+LIMIT_KEYS = calschema.LIMIT_KEYS
+NODE_TYPES = calschema.NODE_TYPES
+GATEWAY_KINDS = calschema.GATEWAY_KINDS
+EVENT_KINDS = calschema.EVENT_KINDS
 TERMINAL_EVENTS = frozenset({"end", "stop"})
-SIDE_EFFECTS = frozenset({"none", "workspace", "external"})
-APPROVALS = frozenset({"never", "on-request", "always"})
-COMPLETION_TYPES = frozenset({"skill-scripts", "verification", "guardrail", "artifact"})
+SIDE_EFFECTS = calschema.SIDE_EFFECTS
+APPROVALS = calschema.APPROVALS
+COMPLETION_TYPES = calschema.COMPLETION_TYPES
 
 
 def load_document(path: Path) -> dict[str, Any]:

@@ -61,7 +61,7 @@ def test_attest_and_verify_with_trust_registry(layout: str, tmp_path: Path,
     code, out, err = run(["--json", "attest", layout, "--key", str(keyfile), "--password-env", "MY_PW"],
                          capsys)
     assert code == 0, err
-    assert json.loads(out)["signerKeyId"] == key.public().keyid()
+    assert json.loads(out)["keyId"] == key.public().keyid()
     reg = _trust_registry(tmp_path / "trust.json", key.public().spki_pem(), key.public().keyid())
     when = ["--now", "2026-11-30T00:00:00Z"]
     code, out, _ = run(["--json", "verify", layout, "--trust-registry", str(reg), *when], capsys)

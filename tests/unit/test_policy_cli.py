@@ -27,7 +27,7 @@ def test_policy_check_file_and_cartridge(
     )
     assert ok.returncode == 0, ok.stdout + ok.stderr
     data = json.loads(ok.stdout)
-    assert data["valid"] is True
+    assert data["ok"] is True  # the verdict shape (docs/cli.md): ok, not valid
     eff = data["effectiveLimits"]
     assert (
         eff["limits"]["tokenSpend"]["dailyPerAgent"] == 250000 and "tokenSpend.dailyPerAgent" in eff["capped"]
