@@ -14,7 +14,7 @@ from acxoci.errors import AuthError
 from acxoci.oci.auth import Credential, load_credential, store_credential
 from acxoci.oci.descriptor import OCI_MANIFEST, manifest_bytes
 from acxoci.oci.digest import file_descriptor
-from acxoci.oci.errors import RegistryProtocolError
+from acxoci.oci.errors import RegistryProtocolError, TLSFailure
 from acxoci.oci.reference import parse_reference
 from acxoci.oci.registry import RegistryTarget, Transport
 from acxoci.oci.shapes import EMPTY_CONFIG_BLOB, empty_config
@@ -113,7 +113,7 @@ def test_tls_verified_by_default_and_custom_ca(distribution_registry_tls: Regist
     reg = distribution_registry_tls
     ref = parse_reference(f"{reg.host}/tls/x:v1")
     strict = RemoteOptions(plain_http=False, max_retries=0)
-    with pytest.raises(RegistryProtocolError):
+    with pytest.raises(TLSFailure):
         RegistryTarget(ref, strict, transport=Transport(reg.host, strict)).tags()
     ok = RemoteOptions(plain_http=False, ca_file=str(reg.ca_path))
     _roundtrip(RegistryTarget(ref, ok, transport=Transport(reg.host, ok)), tmp_path)
