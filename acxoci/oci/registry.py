@@ -531,10 +531,10 @@ class RegistryTarget(UploadsMixin):
             return
         if resp.headers.get("OCI-Subject"):
             self._referrers_api = True
-            return
-        if self.referrers_api(m.subject):
-            return
-        self._fallback_add(m.subject, referrer_entry(desc.plain(), m))
+        # the fallback index is written when the API is absent, or also when asked (so the
+        # referrer survives pull-through caches and tag-only mirrors)
+        if self.options.fallback_index or not (self._referrers_api or self.referrers_api(m.subject)):
+            self._fallback_add(m.subject, referrer_entry(desc.plain(), m))
 
     def _remember(self, digest: str, data: bytes) -> None:
         if len(self._manifest_cache) > 256:

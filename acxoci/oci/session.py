@@ -106,7 +106,7 @@ class Deadline:
 
     def error(self) -> RegistryTimeout:
         return RegistryTimeout(
-            f"{self.where} did not finish answering within {self.seconds:g}s",
+            f"{self.where} did not finish answering within {round(self.seconds, 1):g}s",
             where=self.where,
             hint="the registry is too slow or stalled; retry later",
         )

@@ -25,9 +25,7 @@ USER, PASSWORD = "acx", "s3cret"
 BASIC = "Basic " + base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
 TOKEN = "registry-token"
 BLOB = b"hello blob"
-BLOB_DESC = Descriptor(
-    "application/octet-stream", "sha256:" + hashlib.sha256(BLOB).hexdigest(), len(BLOB)
-)
+BLOB_DESC = Descriptor("application/octet-stream", "sha256:" + hashlib.sha256(BLOB).hexdigest(), len(BLOB))
 
 
 def _authorized(req: Request, scheme: str) -> bool:
