@@ -14,7 +14,7 @@ from acxoci.errors import AuthError
 from acxoci.oci.auth import Credential, load_credential, store_credential
 from acxoci.oci.descriptor import OCI_MANIFEST, manifest_bytes
 from acxoci.oci.digest import file_descriptor
-from acxoci.oci.errors import RegistryProtocolError, TLSFailure
+from acxoci.oci.errors import TLSFailure
 from acxoci.oci.reference import parse_reference
 from acxoci.oci.registry import RegistryTarget, Transport
 from acxoci.oci.shapes import EMPTY_CONFIG_BLOB, empty_config

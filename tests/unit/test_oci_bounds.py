@@ -113,7 +113,7 @@ def test_endless_body_is_capped(evil: EvilServer) -> None:
 @pytest.mark.parametrize("what", ["tags", "manifest"])
 def test_drip_body_ends_within_the_deadline(evil: EvilServer, what: str) -> None:
     evil.mode = "drip"  # type: ignore[attr-defined]
-    out, rss, took = probe(evil.host, what, deadline=3.0)
+    out, rss, _took = probe(evil.host, what, deadline=3.0)
     assert out["kind"] == "host_failure" and "within 3s" in out["message"], out
     assert 2.5 < out["seconds"] < 6 and rss < RSS_LIMIT_KB
 

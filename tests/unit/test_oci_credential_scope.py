@@ -104,9 +104,8 @@ def test_redirect_to_another_origin_drops_credentials(scheme: str, other: EvilSe
     reg = make_registry(scheme, {"redirect": f"{other.url}/blob"})
     try:
         t = _target(reg, plain_http=True)
-        with pytest.raises(AcxError):  # the recorder's body is not the blob
-            with t.fetch(BLOB_DESC) as r:
-                r.read_all()
+        with pytest.raises(AcxError), t.fetch(BLOB_DESC) as r:  # the recorder's body is not the blob
+            r.read_all()
         assert [r.path for r in other.seen] == ["/blob"]
         assert other.requests_with_auth() == []
     finally:
@@ -118,9 +117,8 @@ def test_same_host_other_port_is_another_origin(scheme: str, other: EvilServer) 
     reg = make_registry(scheme, {"redirect": f"http://localhost:{other.host.split(':')[1]}/blob"})
     try:
         t = _target(reg, plain_http=True)
-        with pytest.raises(AcxError):
-            with t.fetch(BLOB_DESC) as r:
-                r.read_all()
+        with pytest.raises(AcxError), t.fetch(BLOB_DESC) as r:
+            r.read_all()
         assert other.seen and other.requests_with_auth() == []
     finally:
         reg.stop()
