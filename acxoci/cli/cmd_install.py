@@ -10,13 +10,14 @@ import typer
 from rich.markup import escape
 
 from acxoci.cli.apps import installed_app, policy_app
+from acxoci.cli.common import transport_options
 from acxoci.cli.output import console, emit
 from acxoci.errors import InvalidInput, NotFound, RefusedByPolicy, UsageError
 from acxoci.install.install import HostInputs, InstallOutcome, install
 from acxoci.install.reverify import verify_item
 from acxoci.install.store import Store
 from acxoci.install.vpolicy import BUILTIN, load_policy, starter_template
-from acxoci.oci.target import RemoteOptions
+from acxoci.oci.settings import active_options
 from attest.canonical import loads_strict, sha256_digest
 from attest.errors import AttestError
 
@@ -88,7 +89,6 @@ def cmd_install(
     host: Path | None = typer.Option(None, "--host", help="Host descriptor (acx.host.v1 JSON)."),
     host_limits: Path | None = typer.Option(None, "--host-limits", help="Host resource-limits.yaml."),
     store: Path | None = STORE_OPT,
-    plain_http: bool = typer.Option(False, "--plain-http", help="Talk HTTP (not HTTPS) to the registry."),
     name: str | None = typer.Option(None, "--name", help="Install name (default: publisher/artifact-id)."),
     roster: Path | None = typer.Option(None, "--roster", help="More cartridges for a workflow's ready."),
 ) -> None:
@@ -101,7 +101,7 @@ def cmd_install(
     vpolicy = load_policy(policy, now=now)
     hosts = _host_inputs(host, host_limits, roster)
     outcome = install(ref, policy=vpolicy, store=_store(store), now=now, host=hosts,
-                      remote=RemoteOptions(plain_http=True if plain_http else None), name=name)
+                      remote=active_options(), name=name)
     emit(outcome.to_json(), lambda: _render(outcome))
     if outcome.status == "refused":
         raise typer.Exit(RefusedByPolicy.exit_code)
@@ -203,9 +203,9 @@ def cmd_policy_init(output: Path = typer.Option(Path("acx-policy.yaml"), "-o", "
 
 def register(app: typer.Typer) -> None:
     """Add `install`, `uninstall` to the root app, list/show/verify to `installed`, init to `policy`."""
-    app.command("install")(cmd_install)
+    app.command("install")(transport_options()(cmd_install))
     app.command("uninstall")(cmd_uninstall)
     installed_app.command("list")(cmd_list)
     installed_app.command("show")(cmd_show)
-    installed_app.command("verify")(cmd_verify)
+    installed_app.command("verify")(transport_options()(cmd_verify))
     policy_app.command("init")(cmd_policy_init)

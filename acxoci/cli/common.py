@@ -18,7 +18,7 @@ from acxoci.cartridge.trust_file import load_trust_registry
 from acxoci.cli.output import info
 from acxoci.errors import UsageError
 from acxoci.keyfiles import load_key, readable_by_others
-from acxoci.oci.settings import RemoteOptions
+from acxoci.oci.settings import RemoteOptions, using
 from attest.errors import MalformedError
 from attest.keys import PrivateKey
 from attest.trust import TrustRegistry, parse_rfc3339
@@ -109,8 +109,9 @@ def transport_options(*, sides: bool = False) -> Callable[[F], F]:
     """Add the shared transport flags (`--plain-http/--no-plain-http`, `--ca-file`, `--insecure`,
     `--registry-config`, `--registries`) to a command and pass the result as `remote:
     RemoteOptions`; with `sides=True` (cp) also `--from-*` / `--to-*` overrides, passed as
-    `remote_from` and `remote_to`. Every command that reaches a registry or an https URL uses
-    this, so they all accept the same flags and resolve them the same way (acxoci/oci/settings)."""
+    `remote_from` and `remote_to` (when the command has those parameters). The options are also
+    made active for the command's run (settings.using), so library code that opens a target or
+    an https URL without explicit options resolves the same flags the same way."""
 
     def deco(fn: F) -> F:
         sig = inspect.signature(fn)
@@ -120,17 +121,24 @@ def transport_options(*, sides: bool = False) -> Callable[[F], F]:
         if sides:
             extra += _transport_params("from") + _transport_params("to")
 
+        wants = [n for n in names if n in sig.parameters]
+
         @functools.wraps(fn)
         def wrapper(*args: Any, **kw: Any) -> Any:
             if sides:
                 kw_from = {k: kw.pop(k) for k in list(kw) if k.startswith("from_")}
                 kw_to = {k: kw.pop(k) for k in list(kw) if k.startswith("to_")}
                 base = _remote(kw, None, None)
-                kw["remote_from"] = _remote(kw_from, "from", base)
-                kw["remote_to"] = _remote(kw_to, "to", base)
+                made = {
+                    "remote_from": _remote(kw_from, "from", base),
+                    "remote_to": _remote(kw_to, "to", base),
+                }
             else:
-                kw["remote"] = _remote(kw, None, None)
-            return fn(*args, **kw)
+                base = _remote(kw, None, None)
+                made = {"remote": base}
+            kw.update({n: made[n] for n in wants})
+            with using(base):  # code that opens targets without explicit options gets these too
+                return fn(*args, **kw)
 
         wrapper.__signature__ = sig.replace(parameters=keep + extra)  # type: ignore[attr-defined]
         hints = {k: v for k, v in getattr(fn, "__annotations__", {}).items() if k not in names}

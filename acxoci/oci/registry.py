@@ -53,7 +53,7 @@ from acxoci.oci.errors import (
 from acxoci.oci.reference import Reference, fallback_tag, valid_tag
 from acxoci.oci.retry import retry_after_seconds
 from acxoci.oci.session import RawReader, read_capped
-from acxoci.oci.settings import LOOPBACK_HOSTS, RemoteOptions, is_loopback
+from acxoci.oci.settings import LOOPBACK_HOSTS, RemoteOptions, active_options, is_loopback
 from acxoci.oci.transport import Transport, raise_for
 from acxoci.oci.uploads import UploadsMixin
 from attest.canonical import loads_strict
@@ -180,7 +180,7 @@ class RegistryTarget(UploadsMixin):
     ) -> None:
         self.ref = ref
         self.repository = ref.repository
-        self.options = options or RemoteOptions()
+        self.options = options or active_options()
         self.transport = transport or Transport.for_host(ref.api_host, self.options)
         self._pull = (f"repository:{self.repository}:pull",)
         self._push = (f"repository:{self.repository}:pull,push",)

@@ -9,7 +9,10 @@ tried over HTTPS first and fall back to plain HTTP only when the peer does not s
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -153,3 +156,22 @@ def resolve(host: str, options: RemoteOptions) -> HostSettings:
         docker_config=options.docker_config,
         plain_chosen=plain is True,
     )
+
+
+_ACTIVE: ContextVar[RemoteOptions | None] = ContextVar("acx_remote_options", default=None)
+
+
+def active_options() -> RemoteOptions:
+    """The options of the running command (set by the CLI's transport flags), else defaults:
+    code that opens a target without explicit options still gets the user's transport setup."""
+    return _ACTIVE.get() or RemoteOptions()
+
+
+@contextlib.contextmanager
+def using(options: RemoteOptions) -> Iterator[RemoteOptions]:
+    """Make `options` the active transport setup for this block (one command's run)."""
+    token = _ACTIVE.set(options)
+    try:
+        yield options
+    finally:
+        _ACTIVE.reset(token)

@@ -37,7 +37,7 @@ from acxoci.oci.errors import ManifestTooLarge
 from acxoci.oci.layout import LayoutStore
 from acxoci.oci.reference import Reference, parse_reference
 from acxoci.oci.registry import RegistryTarget
-from acxoci.oci.settings import RemoteOptions
+from acxoci.oci.settings import RemoteOptions, active_options
 
 __all__ = [
     "ProgressFn",
@@ -96,11 +96,12 @@ class Target(Protocol):
 def open_target(
     text: str | Reference, options: RemoteOptions | None = None, *, create: bool = True
 ) -> tuple[Target, Reference]:
-    """Parse a reference and open its Target (LayoutStore for `oci-layout:`, else RegistryTarget)."""
+    """Parse a reference and open its Target (LayoutStore for `oci-layout:`, else RegistryTarget);
+    without `options`, the running command's transport setup (settings.active_options)."""
     ref = text if isinstance(text, Reference) else parse_reference(text)
     if ref.layout_path is not None:
         return LayoutStore(Path(ref.layout_path), create=create), ref
-    return RegistryTarget(ref, options or RemoteOptions()), ref
+    return RegistryTarget(ref, options or active_options()), ref
 
 
 def fetch_bytes(target: Target, desc: Descriptor, *, limit: int = MANIFEST_LIMIT) -> bytes:
