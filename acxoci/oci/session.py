@@ -381,19 +381,25 @@ def _chain(exc: BaseException) -> list[BaseException]:
 
 
 def _reason(exc: BaseException) -> str:
-    for e in _chain(exc):
-        if isinstance(e, ssl.SSLCertVerificationError):
-            return str(e.verify_message or e.reason or "certificate not trusted")
-        if isinstance(e, ssl.SSLError):
-            return str(e.reason or "TLS error").lower().replace("_", " ")
-        if isinstance(e, ConnectionRefusedError):
-            return "connection refused"
-        if isinstance(e, ConnectionResetError):
-            return "connection reset"
-        if isinstance(e, TimeoutError | socket.timeout | urllib3.exceptions.TimeoutError):
-            return "timed out"
-        if isinstance(e, socket.gaierror):
-            return "host name not found"
+    """The most specific cause in the chain, as a few words (never a library repr)."""
+    chain = _chain(exc)
+    checks: list[tuple[type[BaseException] | tuple[type[BaseException], ...], str | None]] = [
+        (ssl.SSLCertVerificationError, None),
+        (ssl.SSLError, None),
+        (ConnectionRefusedError, "connection refused"),
+        (ConnectionResetError, "connection reset"),
+        (socket.gaierror, "host name not found"),
+        ((TimeoutError, socket.timeout, urllib3.exceptions.TimeoutError), "timed out"),
+    ]
+    for kind, words in checks:
+        for e in chain:
+            if not isinstance(e, kind):
+                continue
+            if isinstance(e, ssl.SSLCertVerificationError):
+                return str(e.verify_message or e.reason or "certificate not trusted")
+            if isinstance(e, ssl.SSLError):
+                return str(e.reason or "TLS error").lower().replace("_", " ")
+            return str(words)
     return type(exc).__name__
 
 
@@ -460,6 +466,20 @@ def failure(
     if reason == "host name not found":
         return RegistryUnavailable(f"cannot resolve the host name of {host}", where=host)
     return RegistryUnavailable(f"{method} {redact(url)} failed: {reason}", where=host)
+
+
+def probe_says_plain(exc: BaseException) -> bool:
+    """For the loopback probe: the HTTPS attempt failed in a way a plain-HTTP peer causes (a TLS
+    error other than certificate verification, a reset or EOF in the handshake); refusals and
+    timeouts do not count, nor does an untrusted certificate (that is a TLS registry)."""
+    chain = _chain(exc)
+    if any(isinstance(e, ssl.SSLCertVerificationError) for e in chain):
+        return False
+    if any(isinstance(e, ConnectionRefusedError | TimeoutError | socket.timeout) for e in chain):
+        return False
+    return any(
+        isinstance(e, ssl.SSLError | ConnectionResetError | http.client.RemoteDisconnected) for e in chain
+    )
 
 
 HTTPS_ON_HTTP_MARKERS = ("http request to an https server", "client sent an http request to an https")

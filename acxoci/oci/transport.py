@@ -41,8 +41,8 @@ from acxoci.oci.session import (
     http_to_https_port,
     new_session,
     origin,
-    peer_not_tls,
     preload_small,
+    probe_says_plain,
     proxies_for,
     quiet_insecure_warnings,
     redact,
@@ -102,7 +102,7 @@ class Transport:
                         verify=self.verify,
                     ).close()
             except requests.RequestException as exc:
-                if peer_not_tls(exc):
+                if probe_says_plain(exc):
                     self.scheme = "http"
             finally:
                 d.cancel()
