@@ -78,6 +78,9 @@ def _transport_params(side: str | None) -> list[inspect.Parameter]:
         opts.append(("registries", Path | None, typer.Option(
             None, "--registries", help="Registries file: per-host plainHttp / caFile / insecure "
             "(default: $ACX_REGISTRIES_FILE).")))
+        opts.append(("fallback_tag", bool, typer.Option(
+            False, "--fallback-tag", help="When writing referrers, also keep the sha256-<hex> "
+            "referrers tag where the registry serves the Referrers API (survives caches, mirrors).")))
     return [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=d, annotation=t) for n, t, d in opts]
 
 
@@ -92,6 +95,7 @@ def _remote(kw: dict[str, Any], side: str | None, base: RemoteOptions | None) ->
         return RemoteOptions(
             plain_http=plain, ca_file=str(ca) if ca else None, insecure_skip_verify=insecure,
             docker_config=str(cfg) if cfg else None, registries_file=str(reg) if reg else None,
+            fallback_index=bool(kw.pop("fallback_tag", False)),
         )
     return dataclasses.replace(
         base,

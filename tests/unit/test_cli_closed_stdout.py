@@ -18,13 +18,20 @@ def test_closed_stdout_exits_quietly(tmp_path: Path, vectors_dir: Path) -> None:
     shutil.copy(vectors_dir / "sample" / "sample.acx", tmp_path / "c.acx")
     layout = f"oci-layout:{tmp_path / 'l'}"
     for i in range(3):
-        subprocess.run([*acx, "-q", "push", str(tmp_path / "c.acx"), f"{layout}:v{i}"], check=True, env=env,
-                       capture_output=True)
+        subprocess.run(
+            [*acx, "-q", "push", str(tmp_path / "c.acx"), f"{layout}:v{i}"],
+            check=True,
+            env=env,
+            capture_output=True,
+        )
     r, w = os.pipe()
     os.close(r)  # the reader is gone before acx writes
     try:
-        for args in (["manifest", "get", f"{layout}:v1"], ["--json", "tags", layout],
-                     ["--json", "tags", f"oci-layout:{tmp_path / 'missing'}"]):  # the error path too
+        for args in (
+            ["manifest", "get", f"{layout}:v1"],
+            ["--json", "tags", layout],
+            ["--json", "tags", f"oci-layout:{tmp_path / 'missing'}"],
+        ):  # the error path too
             proc = subprocess.run([*acx, *args], stdout=w, stderr=subprocess.PIPE, env=env, timeout=60)
             assert proc.returncode == 141, (args, proc.stderr)
             assert proc.stderr == b"", (args, proc.stderr)
