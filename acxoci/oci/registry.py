@@ -24,6 +24,8 @@ from urllib.parse import urljoin
 import requests
 
 from acxoci.oci.descriptor import (
+    EMPTY_DATA,
+    EMPTY_DIGEST,
     EMPTY_JSON,
     MANIFEST_LIMIT,
     MANIFEST_TYPES,
@@ -237,6 +239,11 @@ class RegistryTarget(UploadsMixin):
         return Descriptor(m.media_type, actual, len(data))
 
     def _get_manifest_bytes(self, reference: str) -> tuple[bytes, str]:
+        data, mt, _ = self._get_manifest(reference)
+        return data, mt
+
+    def _get_manifest(self, reference: str) -> tuple[bytes, str, str | None]:
+        """GET a manifest by tag or digest: (bytes ≤ 4 MiB, Content-Type, Docker-Content-Digest)."""
         resp = self.transport.request(
             "GET",
             self._url("manifests", reference),
@@ -246,20 +253,17 @@ class RegistryTarget(UploadsMixin):
         )
         with resp:
             if resp.status_code == 404:
+                resp.close()
                 raise ManifestNotFound("manifest not found", where=self._where(reference))
             if resp.status_code != 200:
                 raise_for(resp, "get manifest", self._where(reference))
-            length = resp.headers.get("Content-Length")
-            if length and length.isdigit() and int(length) > MANIFEST_LIMIT:
-                raise ManifestTooLarge(
-                    f"manifest of {length} bytes exceeds the 4 MiB limit", where=self._where(reference)
-                )
-            raw = RawReader(resp, self._where(reference))
-            data = raw.read(MANIFEST_LIMIT + 1)
-            if len(data) > MANIFEST_LIMIT:
-                raise ManifestTooLarge("manifest exceeds the 4 MiB limit", where=self._where(reference))
             mt = (resp.headers.get("Content-Type") or "").split(";")[0].strip()
-        return data, mt
+            said = resp.headers.get("Docker-Content-Digest")
+            try:
+                data = read_capped(resp, MANIFEST_LIMIT, self._where(reference), "manifest")
+            except LimitExceeded as exc:
+                raise ManifestTooLarge(exc.message, where=self._where(reference)) from None
+        return data, mt, said
 
     def fetch(self, desc: Descriptor) -> VerifyingReader:
         """Stream a blob or manifest; the reader checks size and digest as it goes. A blob body cut
@@ -271,6 +275,8 @@ class RegistryTarget(UploadsMixin):
             )
         if is_manifest and desc.digest in self._manifest_cache:
             return VerifyingReader(io.BytesIO(self._manifest_cache[desc.digest]), desc)
+        if desc.digest == EMPTY_DIGEST and desc.size == len(EMPTY_DATA):
+            return VerifyingReader(io.BytesIO(EMPTY_DATA), desc)  # the empty blob `{}`: known bytes
         where = self._where(desc.digest)
         if is_manifest:
             raw: Any = self._open_body(desc, 0)
@@ -421,16 +427,25 @@ class RegistryTarget(UploadsMixin):
         return out
 
     def _fallback_index(self, subject: Descriptor) -> tuple[dict[str, Any] | None, Descriptor | None]:
+        """The `sha256-<hex>` index by one GET of the tag (no HEAD first); its digest is computed
+        from the bytes and must match the registry's Docker-Content-Digest when it sends one."""
         tag = fallback_tag(subject.digest)
         try:
-            desc = self.resolve(tag)
+            data, mt, said = self._get_manifest(tag)
         except ManifestNotFound:
             return None, None
-        with self.fetch(desc) as reader:
-            data = reader.read_all()
-        m = parse_manifest(data, media_type=desc.media_type, where=self._where(tag))
+        hasher = new_hasher(said or "sha256:")
+        hasher.update(data)
+        actual = f"{(said or 'sha256:').split(':')[0]}:{hasher.hexdigest()}"
+        if said and said != actual:
+            raise DigestMismatch(
+                f"fallback index hashes to {actual}, registry said {said}", where=self._where(tag)
+            )
+        m = parse_manifest(data, media_type=mt if mt in MANIFEST_TYPES else None, where=self._where(tag))
         if not m.is_index:
             raise MalformedManifest("referrers fallback tag does not hold an index", where=self._where(tag))
+        desc = Descriptor(m.media_type, actual, len(data))
+        self._remember(actual, data)
         return dict(m.raw), desc
 
     def referrers(self, desc: Descriptor, artifact_type: str | None = None) -> list[Descriptor]:
