@@ -364,7 +364,8 @@ def push_path(
     facts = gather(path, verify=verify, registry=registry, now=now, digest=False)
     if progress is not None:
         fn = progress
-        pending = Descriptor(CARTRIDGE_LAYER_TYPE, "sha256:" + "0" * 64, size)
+        pending = Descriptor(CARTRIDGE_LAYER_TYPE, "sha256:" + "0" * 64, size,
+                             annotations={"org.opencontainers.image.title": path.name})
         target.progress = lambda n: fn(pending, n)
     media = CARTRIDGE_LAYER_TYPE if facts.kind == "cartridge" else WORKFLOW_LAYER_TYPE
     layer = target.push_file_hashing(path, media)

@@ -63,7 +63,11 @@ def _progress(label: str) -> Iterator[ProgressFn | None]:
         def update(desc: Descriptor, n: int) -> None:
             task = tasks.get(desc.digest)
             if task is None:
-                task = tasks[desc.digest] = bar.add_task(f"{label} {desc.digest[7:19]}", total=desc.size)
+                name = desc.annotations.get("org.opencontainers.image.title") or ""
+                known = desc.digest != "sha256:" + "0" * 64  # the placeholder while hash-while-uploading
+                short = desc.digest.split(":", 1)[-1][:12] if known else "(hashing)"
+                text = " ".join(escape(p) for p in (label, name, short) if p)
+                task = tasks[desc.digest] = bar.add_task(text, total=desc.size)
             bar.update(task, advance=n)
 
         yield update
