@@ -5,7 +5,7 @@ status list (target <= 8).
 
 Prints MB/s for each tool and direction, the acx/oras ratio (target >= 1.0), acx's peak RSS per
 run (target <= 100 MB; measured with os.wait4 on the child), and this machine's sha256 rate.
-BENCH_OCI_CP_BLOBS / BENCH_OCI_CP_MB set the copy's blob count and size (default 8 x 32 MiB).
+BENCH_OCI_CP_BLOBS / BENCH_OCI_CP_MB set the copy's blob count and size (default 16 x 32 MiB).
 Set BENCH_OCI_MB to change the size (default 1024), BENCH_OCI_ROUNDS the number of rounds (default 3)
 (default 2, best kept), BENCH_OCI_VERBOSE=1 to print every run. Not a pass/fail test.
 """
@@ -167,8 +167,8 @@ def main() -> int:
 def bench_copy(acx: list[str], oras: str, work: Path, rounds: int) -> None:
     """Copy an artifact of several blobs between two registries: oras cp vs acx cp (concurrency
     1 and 3). Two registries, so no cross-repository mount shortcuts either tool."""
-    n = int(os.environ.get("BENCH_OCI_CP_BLOBS", "8"))
-    each = int(os.environ.get("BENCH_OCI_CP_MB", "32"))
+    n = int(os.environ.get("BENCH_OCI_CP_BLOBS", "16"))
+    each = int(os.environ.get("BENCH_OCI_CP_MB", "32"))  # streamed: <= the 32 MiB monolithic limit
     src_reg = start_distribution(env.peer("docker-registry"), work / "cp-src")
     dst_reg = start_distribution(env.peer("docker-registry"), work / "cp-dst")
     try:

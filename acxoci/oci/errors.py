@@ -114,7 +114,14 @@ class LimitExceeded(InvalidInput):
 
 
 class RegistryTimeout(RegistryUnavailable):
-    """A request did not complete within its deadline (slow or dripping server)."""
+    """A connect or read did not complete in time (retried within the bounds)."""
+
+    kind = "host_failure"
+
+
+class DeadlineExceeded(RegistryTimeout):
+    """A request did not complete within its overall deadline (slow or dripping server): not
+    retried, since the server chose to be slow."""
 
     kind = "host_failure"
 

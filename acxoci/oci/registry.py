@@ -39,13 +39,13 @@ from acxoci.oci.descriptor import (
 from acxoci.oci.digest import Readable, VerifyingReader, new_hasher
 from acxoci.oci.errors import (
     BlobNotFound,
+    DeadlineExceeded,
     DigestMismatch,
     LimitExceeded,
     MalformedManifest,
     ManifestNotFound,
     ManifestTooLarge,
     RegistryProtocolError,
-    RegistryTimeout,
     RegistryUnavailable,
     SizeMismatch,
     TruncatedBody,
@@ -134,7 +134,7 @@ class _ResumingReader:
                 return None
             try:
                 got = fn(self._cur)
-            except RegistryTimeout:
+            except DeadlineExceeded:
                 raise
             except (TruncatedBody, RegistryUnavailable) as exc:
                 if self._offset >= self._size:
@@ -155,6 +155,15 @@ class _ResumingReader:
         return got if isinstance(got, bytes) else b""
 
     def readinto(self, buf: memoryview, /) -> int:
+        cur = self._cur
+        if cur is not None:  # the fast path: one call per buffer while nothing goes wrong
+            try:
+                n = cur.raw.readinto(buf)
+            except (TruncatedBody, RegistryUnavailable):
+                n = -1
+            if n > 0:
+                self._offset += n
+                return n
         got = self._step(lambda b: b.readinto(buf))
         return int(got or 0)
 

@@ -29,6 +29,7 @@ from requests.adapters import HTTPAdapter
 
 from acxoci.errors import AcxError
 from acxoci.oci.errors import (
+    DeadlineExceeded,
     LimitExceeded,
     RegistryProtocolError,
     RegistryTimeout,
@@ -104,8 +105,8 @@ class Deadline:
             self.done = True
             self._socks = []
 
-    def error(self) -> RegistryTimeout:
-        return RegistryTimeout(
+    def error(self) -> DeadlineExceeded:
+        return DeadlineExceeded(
             f"{self.where} did not finish answering within {round(self.seconds, 1):g}s",
             where=self.where,
             hint="the registry is too slow or stalled; retry later",

@@ -24,10 +24,10 @@ import requests
 from acxoci.oci.auth import parse_challenge
 from acxoci.oci.authorizer import Authorizer
 from acxoci.oci.errors import (
+    DeadlineExceeded,
     ManifestNotFound,
     RegistryAuthError,
     RegistryProtocolError,
-    RegistryTimeout,
     RegistryUnavailable,
     Unsupported,
     WrongScheme,
@@ -285,7 +285,7 @@ class Transport:
         while True:
             try:
                 resp = self._send_authed(method, url, scopes, headers or {}, body, size_hint)
-            except RegistryTimeout:
+            except DeadlineExceeded:
                 raise
             except RegistryUnavailable:
                 delay = budget.next_delay() if retry else None

@@ -30,6 +30,9 @@ from acxoci.oci.settings import RemoteOptions
 from acxoci.oci.transport import Transport, raise_for
 
 UPLOAD_BUFFER = 4 * 1024 * 1024
+RELAY_BUFFER = 256 * 1024
+"""Piece size when relaying a network stream into an upload: small enough that receiving and
+sending overlap in the kernel's socket buffers (a 4 MiB piece would serialise them)."""
 BUFFERED_LIMIT = 8 * 1024 * 1024
 """Largest piece held in memory when the source cannot be re-read (bounded RSS)."""
 
@@ -50,8 +53,10 @@ class _Body:
         length: int,
         progress: Callable[[int], None] | None = None,
         source: object = None,
+        buffer: int = 0,
     ) -> None:
         self._source = source
+        self._buffer = buffer or UPLOAD_BUFFER
         self._read = read
         self._length = length
         self._progress = progress
@@ -64,7 +69,7 @@ class _Body:
         readinto = getattr(self._source, "readinto", None)
         if readinto is not None:
             # urllib3 sends each chunk before asking for the next: one reused buffer is safe
-            buf = bytearray(min(UPLOAD_BUFFER, max(1, left)))
+            buf = bytearray(min(self._buffer, max(1, left)))
             view = memoryview(buf)
             while left > 0:
                 n = readinto(view[: min(len(buf), left)])
@@ -148,6 +153,7 @@ class UploadsMixin:
             headers=headers,
             body=body,
             retry=body is None,
+            size_hint=desc.size,  # the body, or the registry hashing the whole blob before answering
         )
         with resp:
             if resp.status_code in (200, 201, 204):
@@ -169,6 +175,10 @@ class UploadsMixin:
         limit = (
             self.options.monolithic_limit if seekable else min(self.options.monolithic_limit, BUFFERED_LIMIT)
         )
+        verifying = isinstance(content, VerifyingReader) and content.desc.digest == desc.digest
+        if not seekable and verifying and limit < desc.size <= self.options.monolithic_limit:
+            self._streamed(desc, content)  # e.g. cp: the source stream goes straight into one PUT
+            return
         if desc.size <= limit:
             if seekable:
 
@@ -216,6 +226,20 @@ class UploadsMixin:
                 ):
                     raise
                 self.transport.sleep(backoff(attempt))
+
+    def _streamed(self, desc: Descriptor, content: Readable) -> None:
+        """One POST and one streaming PUT of a source that verifies itself (a VerifyingReader for
+        this digest) and cannot be re-read: no buffering and no second hash; a failed PUT is not
+        retried (the caller's rerun skips the blobs already copied)."""
+        location = self._start_upload(desc)
+        if location is None:
+            return
+        self._finish_upload(
+            location,
+            desc,
+            lambda: _Body(content.read, desc.size, self.progress, source=content, buffer=RELAY_BUFFER),
+            desc.size,
+        )
 
     def _upload_status(self, location: str) -> tuple[int, str] | None:
         """GET the upload session: (next offset, location) or None if the session is gone."""
@@ -294,6 +318,8 @@ class UploadsMixin:
         )
         hasher = new_hasher(desc.digest)
         hashed = 0
+        # a VerifyingReader for this digest proves the bytes itself: no second hash
+        self_checked = isinstance(content, VerifyingReader) and content.desc.digest == desc.digest
         location = self._start_upload(desc)
         if location is None:
             return
@@ -315,7 +341,8 @@ class UploadsMixin:
                     buf = _read_exact(content, n)
                     if len(buf) != n:
                         raise SizeMismatch(f"source ended early at {offset + len(buf)}", where=desc.digest)
-                    hasher.update(buf)
+                    if not self_checked:
+                        hasher.update(buf)
                     hashed += len(buf)
                 n = len(buf) - (offset - buf_start)
 
@@ -330,7 +357,8 @@ class UploadsMixin:
             }
             try:
                 resp = self.transport.request(
-                    "PATCH", location, scopes=self._push, headers=headers, body=make_body, retry=False
+                    "PATCH", location, scopes=self._push, headers=headers, body=make_body, retry=False,
+                    size_hint=n,
                 )
                 with resp:
                     if resp.status_code not in (202, 204):
@@ -387,7 +415,7 @@ class UploadsMixin:
                     ) from exc
                 offset = reported
         if not seekable:
-            got = f"{desc.digest.split(':')[0]}:{hasher.hexdigest()}"
+            got = desc.digest if self_checked else f"{desc.digest.split(':')[0]}:{hasher.hexdigest()}"
             if hashed != desc.size or got != desc.digest:
                 raise DigestMismatch(f"source content hashes to {got}", where=desc.digest)
             if content.read(1):

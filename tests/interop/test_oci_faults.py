@@ -228,3 +228,21 @@ def test_blob_cut_mid_body_resumes_with_range(proxy: FaultProxy, tmp_path: Path)
     assert pulled.path.read_bytes() == f.read_bytes()
     blob_gets = [e for e in proxy.log.entries if e[0] == "GET" and pulled.layer.digest in e[1]]
     assert rule.hits == 1 and [a for _, _, a in blob_gets] == ["truncate", "forward"]
+
+
+@pytest.mark.parametrize("size", [3_000_000, 20_000_000, 40_000_000])  # buffered, streamed, chunked
+def test_registry_to_registry_copy_of_a_lying_source_stores_nothing(
+    proxy: FaultProxy, refreg: Registry, tmp_path: Path, size: int
+) -> None:
+    """cp from a registry whose blob bytes are corrupted: whichever upload path the size takes
+    (buffered PUT, one streamed PUT, chunked PATCHes) the copy fails with DigestMismatch and the
+    destination does not hold the blob."""
+    from acxoci.oci.copy import copy
+
+    f = _payload(tmp_path, size)
+    _push_artifact(_target(proxy.host), f)
+    proxy.add(Rule("GET", r"/blobs/sha256:", "corrupt", times=10))
+    dst = _target(refreg.host, "copy/x")
+    with pytest.raises(DigestMismatch):
+        copy(_target(proxy.host), dst, "v1", referrers=False)
+    assert not dst.exists(file_descriptor(f, "application/octet-stream"))
