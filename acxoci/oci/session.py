@@ -58,9 +58,10 @@ def origin(url: str) -> tuple[str, str, int]:
 
 
 def redact(url: str) -> str:
-    """A URL without its query and fragment (upload URLs carry session state)."""
+    """A URL without its query and fragment (upload URLs carry session state), printable only."""
     parts = urlsplit(url)
-    return urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
+    text = urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
+    return "".join(ch for ch in text if ch.isprintable())[:300]  # a registry-chosen URL is untrusted
 
 
 # -- deadlines -------------------------------------------------------------------------------
