@@ -196,3 +196,41 @@ def test_disk_full_is_writeback_failed_and_leaves_nothing(
     leftovers = [p for p in dst.rglob("*") if p.is_file() and p.stat().st_size > 32 * 1024 - 1]
     partial = [p for p in dst.rglob("*.part")]
     assert partial == [] and leftovers == []
+
+
+def test_dripping_headers_end_within_the_deadline() -> None:
+    """The deadline covers the status line and headers too (not only the body)."""
+    import socket
+
+    from acxoci.oci.errors import DeadlineExceeded
+    from acxoci.oci.registry import Transport
+    from acxoci.oci.settings import RemoteOptions
+
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(4)
+    stop = threading.Event()
+
+    def serve() -> None:
+        conn, _ = srv.accept()
+        with conn:
+            conn.recv(65536)
+            conn.sendall(b"HTTP/1.1 200 OK\r\n")
+            while not stop.is_set():
+                try:
+                    conn.sendall(b"X")
+                except OSError:
+                    return
+                time.sleep(0.5)
+
+    threading.Thread(target=serve, daemon=True).start()
+    host = f"127.0.0.1:{srv.getsockname()[1]}"
+    t = Transport(host, RemoteOptions(plain_http=True, max_retries=0, deadline=2.0, timeout=30.0))
+    t0 = time.monotonic()
+    try:
+        with pytest.raises(DeadlineExceeded):
+            t.request("GET", t.url("/v2/"), scopes=())
+        assert time.monotonic() - t0 < 4
+    finally:
+        stop.set()
+        srv.close()
