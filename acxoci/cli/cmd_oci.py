@@ -390,7 +390,7 @@ def login_cmd(
         raise UsageError("login takes a registry host, not a reference", where=host)
     opts = dataclasses.replace(remote, username=username, password=password)
     Transport(host, opts).ping()
-    path = store_credential(host, Credential(username, password))
+    path = store_credential(host, Credential(username, password), remote.docker_config)
     emit({"host": host, "username": username, "config": str(path)}, lambda: console.print("Login Succeeded"))
 
 

@@ -75,6 +75,10 @@ def test_command_families_over_tls_on_loopback(
     cp_tls = [t.replace("--", "--to-", 1) if t.startswith("--ca") else t for t in tls]
     _ok(capsys, "cp", "-r", layout, f"{host}/acx/tls-copy:v1", *cp_tls)  # ... and back (--to-*)
     assert _ok(capsys, "login", host, "-u", "someone", "-p", "pw", *tls)["host"] == host  # login
+    assert host in json.loads((tmp_path / "docker" / "config.json").read_text())["auths"]
+    auth_file = tmp_path / "auth.json"  # --registry-config names the file itself, like oras
+    _ok(capsys, "login", host, "-u", "someone", "-p", "pw", "--registry-config", str(auth_file), *tls)
+    assert host in json.loads(auth_file.read_text())["auths"]
 
 
 def test_tls_registry_without_the_ca_names_the_flag(
