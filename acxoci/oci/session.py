@@ -86,12 +86,6 @@ class Deadline:
             elif sock not in self._socks:
                 self._socks.append(sock)
 
-    def extend(self, seconds: float) -> None:
-        """Push the deadline out (a large body gets time in proportion to its size)."""
-        self.at = max(self.at, time.monotonic() + seconds)
-        self.seconds = max(self.seconds, seconds)
-        _WATCHDOG.arm(self)
-
     def fire(self) -> None:
         with self._lock:
             if self.done:
@@ -145,7 +139,7 @@ class _Watchdog:
                     self._cv.wait()
                 at, _, d = self._heap[0]
                 now = time.monotonic()
-                if d.done or d.at > at:  # cancelled, or extended (re-armed under a later key)
+                if d.done:  # cancelled: drop it
                     heapq.heappop(self._heap)
                     continue
                 if at > now:
