@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import io
 import os
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -16,7 +15,7 @@ from typing import Any, Literal
 
 from acxoci.errors import InvalidInput, NotFound, RefusedByPolicy, Tampered
 from acxoci.oci.descriptor import EMPTY_DATA, Descriptor, Manifest
-from acxoci.oci.digest import VerifyingReader, file_descriptor
+from acxoci.oci.digest import file_descriptor
 from acxoci.oci.shapes import (
     ANNOTATION_ROM_HASH,
     CARTRIDGE_ARTIFACT_TYPE,
@@ -27,6 +26,7 @@ from acxoci.oci.shapes import (
     cartridge_manifest,
     workflow_manifest,
 )
+from acxoci.oci.staging import fetch_staged, staging_path
 from acxoci.oci.target import Target, fetch_manifest
 from attest.canonical import loads_strict
 from attest.errors import MalformedError
@@ -306,14 +306,12 @@ def pull_file(
         fallback = "artifact.acx" if kind == "cartridge" else "artifact.cal.json"
         dest = out / _safe_title(layer.annotations.get("org.opencontainers.image.title"), fallback)
     dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".part", dir=str(dest.parent))
-    tmp = Path(tmp_name)
+    tmp = staging_path(dest.parent, layer)
+    fetched = False
     try:
-        with os.fdopen(fd, "wb") as fh, target.fetch(layer) as reader:
-            assert isinstance(reader, VerifyingReader)
-            reader.copy_to(fh, progress=(lambda n: progress(layer, n)) if progress is not None else None)
-            if not reader.verified:
-                raise Tampered("layer stream ended without verification", where=layer.digest)
+        # a digest-named staging file: a pull cut off mid-blob resumes there (oci/staging.py)
+        tmp = fetch_staged(target, layer, tmp, (lambda n: progress(layer, n)) if progress else None)
+        fetched = True
         verdict: dict[str, Any] | None = None
         if verify and kind == "cartridge":
             verdict, v = _verify_cartridge(tmp, registry, now)
@@ -332,7 +330,8 @@ def pull_file(
         os.chmod(tmp, 0o644)
         os.replace(tmp, dest)
     except BaseException:
-        tmp.unlink(missing_ok=True)
+        if fetched:  # proven bytes that failed a later check: nothing stays (an unfinished fetch
+            tmp.unlink(missing_ok=True)  # keeps its staging file only when it can resume)
         raise
     return Pulled(desc, layer, dest, kind, verdict)
 

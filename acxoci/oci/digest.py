@@ -60,11 +60,14 @@ class VerifyingReader:
         where: str = "",
         on_close: Callable[[], None] | None = None,
         progress: Callable[[int], None] | None = None,
+        resume: tuple[hashlib._Hash, int] | None = None,
     ) -> None:
         self._raw = raw
         self.desc = desc
-        self._hasher = new_hasher(desc.digest)
-        self._count = 0
+        # `resume`: the hash state and count of bytes already verified-in-progress elsewhere (a
+        # staging file's prefix); this reader continues from there and proves the whole object
+        self._hasher = resume[0] if resume is not None else new_hasher(desc.digest)
+        self._count = resume[1] if resume is not None else 0
         self._where = where or desc.digest
         self._on_close = on_close
         self._progress = progress

@@ -109,13 +109,15 @@ class _ResumingReader:
     offset with `Range` (at most `attempts` times). The caller's VerifyingReader keeps hashing,
     so the resumed bytes are digest-checked with the rest. Deadlines are never resumed."""
 
-    def __init__(self, open_at: Callable[[int], _Body], size: int, where: str, attempts: int) -> None:
+    def __init__(
+        self, open_at: Callable[[int], _Body], size: int, where: str, attempts: int, offset: int = 0
+    ) -> None:
         self._open_at = open_at
         self._size = size
         self._where = where
         self._left = attempts
-        self._offset = 0
-        self._cur: _Body | None = open_at(0)
+        self._offset = offset
+        self._cur: _Body | None = open_at(offset)
 
     def _resume(self, exc: Exception | None) -> None:
         if self._cur is not None:
@@ -294,6 +296,17 @@ class RegistryTarget(UploadsMixin):
                 lambda at: self._open_body(desc, at), desc.size, where, self.options.max_retries
             )
         return VerifyingReader(raw, desc, where=where, on_close=raw.close, progress=self.progress)
+
+    def fetch_from(self, desc: Descriptor, offset: int, hasher: Any) -> VerifyingReader:
+        """Continue a blob from `offset` (a Range request) with the hash state of the bytes before
+        it (a staging file's prefix): the reader proves the digest of the whole blob."""
+        where = self._where(desc.digest)
+        raw = _ResumingReader(
+            lambda at: self._open_body(desc, at), desc.size, where, self.options.max_retries, offset
+        )
+        return VerifyingReader(
+            raw, desc, where=where, on_close=raw.close, progress=self.progress, resume=(hasher, offset)
+        )
 
     def _open_body(self, desc: Descriptor, offset: int) -> _Body:
         """GET the blob or manifest body from `offset` (a Range request when > 0)."""
