@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import io
 import os
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -17,7 +16,7 @@ from typing import Any, Literal
 
 from acxoci.errors import InvalidInput, NotFound, RefusedByPolicy, Tampered
 from acxoci.oci.descriptor import EMPTY_DATA, Descriptor, Manifest
-from acxoci.oci.digest import VerifyingReader, file_descriptor
+from acxoci.oci.digest import file_descriptor
 from acxoci.oci.shapes import (
     ANNOTATION_ROM_HASH,
     CARTRIDGE_ARTIFACT_TYPE,
@@ -31,6 +30,7 @@ from acxoci.oci.shapes import (
     graph_manifest,
     workflow_manifest,
 )
+from acxoci.oci.staging import fetch_staged, staging_path
 from acxoci.oci.target import Target, fetch_manifest
 from attest.canonical import loads_strict
 from attest.errors import MalformedError
@@ -451,14 +451,12 @@ def pull_file(
         )
         dest = out / _safe_title(layer.annotations.get("org.opencontainers.image.title"), fallback)
     dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".part", dir=str(dest.parent))
-    tmp = Path(tmp_name)
+    tmp = staging_path(dest.parent, layer)
+    fetched = False
     try:
-        with os.fdopen(fd, "wb") as fh, target.fetch(layer) as reader:
-            assert isinstance(reader, VerifyingReader)
-            reader.copy_to(fh, progress=(lambda n: progress(layer, n)) if progress is not None else None)
-            if not reader.verified:
-                raise Tampered("layer stream ended without verification", where=layer.digest)
+        # a digest-named staging file: a pull cut off mid-blob resumes there (oci/staging.py)
+        tmp = fetch_staged(target, layer, tmp, (lambda n: progress(layer, n)) if progress else None)
+        fetched = True
         verdict: dict[str, Any] | None = None
         _check_arrived(tmp, kind, layer.digest)
         if verify and kind == "cartridge":
@@ -479,7 +477,8 @@ def pull_file(
         os.chmod(tmp, 0o644)
         os.replace(tmp, dest)
     except BaseException:
-        tmp.unlink(missing_ok=True)
+        if fetched:  # proven bytes that failed a later check: nothing stays (an unfinished fetch
+            tmp.unlink(missing_ok=True)  # keeps its staging file only when it can resume)
         raise
     return Pulled(desc, layer, dest, kind, verdict)
 
@@ -511,7 +510,8 @@ def push_path(
     facts = gather(path, verify=verify, registry=registry, now=now, digest=False)
     if progress is not None:
         fn = progress
-        pending = Descriptor(CARTRIDGE_LAYER_TYPE, "sha256:" + "0" * 64, size)
+        pending = Descriptor(CARTRIDGE_LAYER_TYPE, "sha256:" + "0" * 64, size,
+                             annotations={"org.opencontainers.image.title": path.name})
         target.progress = lambda n: fn(pending, n)
     media = {"cartridge": CARTRIDGE_LAYER_TYPE, "agent-graph": GRAPH_LAYER_TYPE}.get(
         facts.kind, WORKFLOW_LAYER_TYPE

@@ -1,7 +1,11 @@
-"""Benchmark: push and pull a 1 GiB artifact to distribution 2.8, acx vs oras 1.3, same run.
+"""Benchmark: push and pull a 1 GiB artifact to distribution 2.8, acx vs oras 1.3, same run;
+a multi-blob registry→registry copy, `acx cp --concurrency` vs `oras cp`; and the number of HTTP
+requests `acx install` makes for a cartridge with a signature, a level credential and an OCI
+status list (target <= 8).
 
 Prints MB/s for each tool and direction, the acx/oras ratio (target >= 1.0), acx's peak RSS per
 run (target <= 100 MB; measured with os.wait4 on the child), and this machine's sha256 rate.
+BENCH_OCI_CP_BLOBS / BENCH_OCI_CP_MB set the copy's blob count and size (default 16 x 32 MiB).
 Set BENCH_OCI_MB to change the size (default 1024), BENCH_OCI_ROUNDS the number of rounds (default 3)
 (default 2, best kept), BENCH_OCI_VERBOSE=1 to print every run. Not a pass/fail test.
 """
@@ -9,6 +13,7 @@ Set BENCH_OCI_MB to change the size (default 1024), BENCH_OCI_ROUNDS the number 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -151,10 +156,108 @@ def main() -> int:
             rate = mb / secs if secs > 0 else float("inf")
             print(f"acx {op} w/o startup : {rate:8.1f} MB/s  (ratio {rate / results[f'oras {op}']:.2f})")
         print(f"acx RSS above startup: {(max(rss.values()) - r0) / 1024:8.1f} MB  (added by the transfer)")
+        bench_copy(acx, oras, work, rounds)
+        bench_install_requests(work)
     finally:
         reg.stop()
         shutil.rmtree(work, ignore_errors=True)
     return 0
+
+
+def bench_copy(acx: list[str], oras: str, work: Path, rounds: int) -> None:
+    """Copy an artifact of several blobs between two registries: oras cp vs acx cp (concurrency
+    1 and 3). Two registries, so no cross-repository mount shortcuts either tool."""
+    n = int(os.environ.get("BENCH_OCI_CP_BLOBS", "16"))
+    each = int(os.environ.get("BENCH_OCI_CP_MB", "32"))  # streamed: <= the 32 MiB monolithic limit
+    src_reg = start_distribution(env.peer("docker-registry"), work / "cp-src")
+    dst_reg = start_distribution(env.peer("docker-registry"), work / "cp-dst")
+    try:
+        files = []
+        for i in range(n):
+            f = work / f"part{i}.bin"
+            f.write_bytes(os.urandom(each * 1024 * 1024))
+            files.append(f"{f.name}:application/octet-stream")
+        src = f"{src_reg.host}/bench/multi:v1"
+        run([oras, "push", "--plain-http", src, *files, "--artifact-type", "application/x.bench"], cwd=work)
+        best: dict[str, float] = {}
+        for i in range(rounds):
+            t, _ = run([oras, "cp", "--from-plain-http", "--to-plain-http", src,
+                        f"{dst_reg.host}/bench/oras{i}:v1"], cwd=work)
+            best["oras cp"] = max(best.get("oras cp", 0.0), n * each / t)
+            for c in (1, 3):
+                t, _ = run([*acx, "cp", "--concurrency", str(c), src, f"{dst_reg.host}/bench/acx{c}-{i}:v1"],
+                           cwd=work)
+                best[f"acx cp -c {c}"] = max(best.get(f"acx cp -c {c}", 0.0), n * each / t)
+        print(f"multi-blob copy      : {n} blobs x {each} MiB, registry -> registry, best of {rounds}")
+        for k, v in best.items():
+            print(f"{k:<21}: {v:8.1f} MB/s")
+        print(f"ratio acx/oras cp    : {best['acx cp -c 3'] / best['oras cp']:8.2f}  (concurrency 3 each; "
+              f"target >= 1.0)")
+    finally:
+        src_reg.stop()
+        dst_reg.stop()
+
+
+def bench_install_requests(work: Path) -> None:
+    """Count the HTTP requests of one `install` (signature + level credential + OCI status list)."""
+    from acxoci.install.install import install
+    from acxoci.install.store import Store
+    from acxoci.install.vpolicy import load_policy
+    from acxoci.oci.copy import copy
+    from acxoci.oci.layout import LayoutStore
+    from acxoci.oci.reference import parse_reference
+    from acxoci.oci.registry import RegistryTarget
+    from acxoci.oci.settings import RemoteOptions, using
+    from attest.keys import generate_ed25519
+    from tests.harness.evilregistry import EvilServer, Reply
+    from tests.harness.faultproxy import FaultProxy
+    from tests.unit.test_install_support import (
+        LIST_ID,
+        NOW,
+        PUBLISHER,
+        attach_level,
+        issue_level,
+        level_policy,
+        make_cartridge,
+        push_cartridge,
+        registry_entry,
+        write_registry,
+    )
+
+    reg = start_distribution(env.peer("docker-registry"), work / "install-reg")
+    try:
+        with FaultProxy(reg.host) as proxy:  # no rules: a wire log
+            opts = RemoteOptions(plain_http=True)
+            key = generate_ed25519()
+            tmp = work / "install"
+            tmp.mkdir()
+            acx_file = make_cartridge(env.VECTORS, tmp / "c.acx", key)
+            layout = tmp / "layout"
+            desc = push_cartridge(layout, acx_file, "v1")
+            lv = issue_level(tmp, acx_file)
+            attach_level(layout, desc, lv.credential)
+            trust = write_registry(tmp / "trust.json", [registry_entry(key, PUBLISHER)])
+            ref = f"{proxy.host}/acx/sample:v1"
+            copy(LayoutStore(layout), RegistryTarget(parse_reference(ref), opts), "v1")
+            body = json.dumps(lv.status_list).encode()
+            lists = EvilServer(lambda req: Reply(200, {"Content-Type": "application/json"}, body),
+                               tls_dir=tmp / "tls")  # the status list over https (a throwaway CA)
+            policy = level_policy(tmp, trust, lv, "mid")
+            policy.write_text(policy.read_text().replace(str(lv.list_path), f"{lists.url}/status/1"))
+            before = len(proxy.log.entries)
+            with using(RemoteOptions(plain_http=True, ca_file=str(lists.ca_path))) as active:
+                out = install(ref, policy=load_policy(policy, now=NOW), store=Store(tmp / "store"), now=NOW,
+                              remote=active)
+            wire = [f"{m} {p}" for m, p, _ in proxy.log.entries[before:]]
+            wire += [f"{r.method} https://{lists.host}{r.path}" for r in lists.seen]
+            lists.stop()
+        print(f"install HTTP requests: {len(wire):8d}  (target <= 8; install {out.status}; "
+              f"signature, level credential, status list {LIST_ID})")
+        if os.environ.get("BENCH_OCI_VERBOSE") == "1":
+            for line in wire:
+                print(f"    {line}")
+    finally:
+        reg.stop()
 
 
 if __name__ == "__main__":

@@ -34,7 +34,7 @@ from acxoci.attestation.verify import VerifyReport, pulled_content_path, verify_
 from acxoci.cartridge.constants import SQLITE_MAGIC
 from acxoci.cartridge.trust_file import load_trust_registry
 from acxoci.cli.common import exit_with as _exit
-from acxoci.cli.common import load_signing_key
+from acxoci.cli.common import load_signing_key, transport_options
 from acxoci.cli.common import parse_now as _now
 from acxoci.cli.output import console, emit
 from acxoci.errors import AcxError, UsageError
@@ -378,8 +378,8 @@ def verify_blob_cmd(
 
 def register(app: typer.Typer) -> None:
     """Add attest / verify / attest-blob / verify-blob to the root app."""
-    app.command("attest")(attest_cmd)
-    app.command("verify")(verify_cmd)
+    app.command("attest")(transport_options()(attest_cmd))
+    app.command("verify")(transport_options()(verify_cmd))
     app.command("attest-blob")(attest_blob_cmd)
     app.command("verify-blob")(verify_blob_cmd)
 

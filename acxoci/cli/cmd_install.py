@@ -13,6 +13,7 @@ import yaml
 from rich.markup import escape
 
 from acxoci.cli.apps import installed_app, policy_app
+from acxoci.cli.common import transport_options
 from acxoci.cli.output import console, emit
 from acxoci.errors import InvalidInput, NotFound, RefusedByPolicy, UsageError
 from acxoci.fsutil import atomic_write
@@ -20,7 +21,7 @@ from acxoci.install.install import HostInputs, InstallOutcome, install
 from acxoci.install.reverify import verify_item
 from acxoci.install.store import Store
 from acxoci.install.vpolicy import BUILTIN, load_policy, policy_from_json, starter_template
-from acxoci.oci.target import RemoteOptions
+from acxoci.oci.settings import active_options
 from attest.canonical import loads_strict, sha256_digest
 from attest.errors import AttestError
 
@@ -95,7 +96,6 @@ def cmd_install(
     host: Path | None = typer.Option(None, "--host", help="Host descriptor (acx.host.v1 JSON)."),
     host_limits: Path | None = typer.Option(None, "--host-limits", help="Host resource-limits.yaml."),
     store: Path | None = STORE_OPT,
-    plain_http: bool = typer.Option(False, "--plain-http", help="Talk HTTP (not HTTPS) to the registry."),
     name: str | None = typer.Option(None, "--name", help="Install name (default: publisher/artifact-id)."),
     roster: Path | None = typer.Option(None, "--roster", help="More cartridges for a workflow's ready."),
     activate: str | None = typer.Option(None, "--activate", help="Then activate its skills for this host "
@@ -117,8 +117,7 @@ def cmd_install(
     vpolicy = load_policy(policy, now=now)
     hosts = _host_inputs(host, host_limits, roster)
     outcome = install(ref, policy=vpolicy, store=_store(store), now=now, host=hosts,
-                      remote=RemoteOptions(plain_http=True if plain_http else None), name=name,
-                      allow_downgrade=allow_downgrade)
+                      remote=active_options(), name=name, allow_downgrade=allow_downgrade)
     if outcome.status == "refused" or activate is None or outcome.name is None:
         emit(outcome.to_json(), lambda: _render(outcome))
         if outcome.status == "refused":
@@ -300,9 +299,9 @@ def cmd_policy_init(
 
 def register(app: typer.Typer) -> None:
     """Add `install`, `uninstall` to the root app, list/show/verify to `installed`, init to `policy`."""
-    app.command("install")(cmd_install)
+    app.command("install")(transport_options()(cmd_install))
     app.command("uninstall")(cmd_uninstall)
     installed_app.command("list")(cmd_list)
     installed_app.command("show")(cmd_show)
-    installed_app.command("verify")(cmd_verify)
+    installed_app.command("verify")(transport_options()(cmd_verify))
     policy_app.command("init")(cmd_policy_init)

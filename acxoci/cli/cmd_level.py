@@ -20,7 +20,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from acxoci.cartridge.trust_file import load_trust_registry
 from acxoci.cli.apps import level_app, status_list_app
 from acxoci.cli.common import exit_with as _exit
-from acxoci.cli.common import load_signing_key
+from acxoci.cli.common import load_signing_key, transport_options
 from acxoci.cli.common import parse_now as _now
 from acxoci.cli.output import OPTS, console, emit, err_console
 from acxoci.errors import InvalidInput, NotFound, RefusedByPolicy, UsageError, VerificationFailed
@@ -485,10 +485,10 @@ def register(app: typer.Typer) -> None:
         return
     _REGISTERED = True
     level_app.command("bench-init")(bench_init_cmd)
-    level_app.command("run")(run_cmd)
-    level_app.command("issue")(issue_cmd)
-    level_app.command("verify")(verify_cmd)
+    level_app.command("run")(transport_options()(run_cmd))
+    level_app.command("issue")(transport_options()(issue_cmd))
+    level_app.command("verify")(transport_options()(verify_cmd))
     level_app.command("revoke")(revoke_cmd)
     status_list_app.command("create")(status_create_cmd)
-    status_list_app.command("show")(status_show_cmd)
-    status_list_app.command("publish")(status_publish_cmd)
+    status_list_app.command("show")(transport_options()(status_show_cmd))
+    status_list_app.command("publish")(transport_options()(status_publish_cmd))

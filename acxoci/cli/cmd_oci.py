@@ -19,32 +19,17 @@ from rich.markup import escape
 from rich.tree import Tree
 
 from acxoci.cli.apps import manifest_app
-from acxoci.cli.common import load_signing_key
+from acxoci.cli.common import load_signing_key, transport_options
 from acxoci.cli.output import OPTS, console, emit, err_console, info
 from acxoci.errors import InvalidInput, UsageError
 from acxoci.oci.descriptor import Descriptor, is_digest, parse_manifest
 from acxoci.oci.digest import file_descriptor
 from acxoci.oci.reference import Reference, parse_reference
-from acxoci.oci.target import ProgressFn, RemoteOptions, Target, fetch_bytes, open_target
+from acxoci.oci.referrers import referrer_tree
+from acxoci.oci.target import ProgressFn, RemoteOptions, fetch_bytes, open_target
 from attest.errors import AttestError
 
-PLAIN_HELP = "Use plain HTTP (default: only for localhost/127.0.0.1)."
-
-
-def _options(
-    plain_http: bool | None,
-    ca_file: Path | None,
-    insecure: bool,
-    username: str | None = None,
-    password: str | None = None,
-) -> RemoteOptions:
-    return RemoteOptions(
-        plain_http=plain_http,
-        ca_file=str(ca_file) if ca_file else None,
-        insecure_skip_verify=insecure,
-        username=username,
-        password=password,
-    )
+REMOTE: Any = None  # filled in by @transport_options
 
 
 def _now() -> datetime:
@@ -82,16 +67,22 @@ def _progress(label: str) -> Iterator[ProgressFn | None]:
     ) as bar:
         tasks: dict[str, Any] = {}
         moved: dict[str, int] = {}
+        texts: dict[str, str] = {}
 
         def update(desc: Descriptor, n: int) -> None:
             task = tasks.get(desc.digest)
             if task is None:
-                task = tasks[desc.digest] = bar.add_task(f"{label} {desc.digest[7:19]}", total=desc.size)
+                name = desc.annotations.get("org.opencontainers.image.title") or ""
+                known = desc.digest != "sha256:" + "0" * 64  # the placeholder while hash-while-uploading
+                short = desc.digest.split(":", 1)[-1][:12] if known else "(hashing)"
+                text = " ".join(escape(p) for p in (label, name, short) if p)
+                task = tasks[desc.digest] = bar.add_task(text, total=desc.size)
                 moved[desc.digest] = 0
+                texts[desc.digest] = text
             moved[desc.digest] += n
             bar.update(task, advance=n)
             if moved[desc.digest] >= desc.size:
-                bar.update(task, description=f"{label} {desc.digest[7:19]}: {_AFTER.get(label, 'done')}")
+                bar.update(task, description=f"{texts[desc.digest]}: {_AFTER.get(label, 'done')}")
 
         yield update
 
@@ -131,9 +122,7 @@ def push_cmd(
     key: Path | None = typer.Option(None, "--key", help="With --sign: cosign.key or PKCS#8 PEM signing key."),
     fmt: str = typer.Option("both", "--format", help="With --sign: legacy | bundle | both."),
     password_env: str | None = typer.Option(None, "--password-env", help="Env var with the key password."),
-    plain_http: bool | None = typer.Option(None, "--plain-http/--no-plain-http", help=PLAIN_HELP),
-    ca_file: Path | None = typer.Option(None, "--ca-file", help="CA bundle for TLS."),
-    insecure: bool = typer.Option(False, "--insecure", help="Do not verify TLS certificates."),
+    remote: RemoteOptions = REMOTE,
 ) -> None:
     """Push a cartridge, workflow or agent graph as an OCI artifact; prints the manifest digest.
 
@@ -156,7 +145,7 @@ def push_cmd(
     if sign and key is not None:  # load (and unlock) the key before anything is pushed
         signer = load_signing_key(key, password_env)
     with _attest_guard():
-        target, _ = open_target(r, _options(plain_http, ca_file, insecure))
+        target, _ = open_target(r, remote)
         with _progress("push") as prog:
             desc, facts, built = push_path(
                 target,
@@ -202,9 +191,7 @@ def pull_cmd(
     output: Path = typer.Option(..., "-o", "--output", help="File or directory to write."),
     no_verify: bool = typer.Option(False, "--no-verify", help="Do not verify the artifact after download."),
     trust_registry: Path | None = typer.Option(None, "--trust-registry", help="acx.trust-registry/1 file."),
-    plain_http: bool | None = typer.Option(None, "--plain-http/--no-plain-http", help=PLAIN_HELP),
-    ca_file: Path | None = typer.Option(None, "--ca-file", help="CA bundle for TLS."),
-    insecure: bool = typer.Option(False, "--insecure", help="Do not verify TLS certificates."),
+    remote: RemoteOptions = REMOTE,
 ) -> None:
     """Pull an artifact: digest-checked while streaming, verified, then renamed into place."""
     from acxoci.artifact import pull_file
@@ -214,7 +201,7 @@ def pull_cmd(
     to_stdout = str(output) == "-"
     if to_stdout and OPTS.json:
         raise UsageError("-o - writes the artifact to stdout, which --json also needs", hint="drop one")
-    target, _ = open_target(r, _options(plain_http, ca_file, insecure), create=False)
+    target, _ = open_target(r, remote, create=False)
     with contextlib.ExitStack() as stack:
         # -o -: pull (digest-checked, verified) into a private folder, then stream it to stdout.
         dest = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="acx-pull-"))) if to_stdout \
@@ -252,47 +239,26 @@ def pull_cmd(
     emit(data, lambda: console.print(f"pulled {escape(shown)} {pulled.manifest.digest}"))
 
 
-def _tree(
-    target: Target, desc: Descriptor, artifact_type: str | None, depth: int, seen: set[str]
-) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    if depth <= 0 or desc.digest in seen:
-        return out
-    seen = seen | {desc.digest}
-    for r in target.referrers(desc, artifact_type):
-        node: dict[str, Any] = {
-            "reference": f"{target.name}@{r.digest}",
-            "mediaType": r.media_type,
-            "digest": r.digest,
-            "size": r.size,
-            "artifactType": r.artifact_type,
-        }
-        if r.annotations:
-            node["annotations"] = dict(r.annotations)
-        node["referrers"] = _tree(target, r.plain(), None, depth - 1, seen)
-        out.append(node)
-    return out
-
-
 def discover_cmd(
     ref: str = typer.Argument(..., help="Subject: host/repo:tag|@digest or oci-layout:PATH:tag"),
     artifact_type: str | None = typer.Option(None, "--artifact-type", help="Only referrers of this type."),
     depth: int = typer.Option(8, "--depth", help="How deep to follow referrers of referrers."),
-    plain_http: bool | None = typer.Option(None, "--plain-http/--no-plain-http", help=PLAIN_HELP),
-    ca_file: Path | None = typer.Option(None, "--ca-file", help="CA bundle for TLS."),
-    insecure: bool = typer.Option(False, "--insecure", help="Do not verify TLS certificates."),
+    remote: RemoteOptions = REMOTE,
 ) -> None:
     """Show the referrers graph of an artifact as a tree (Referrers API or the fallback tag)."""
     r = _ref(ref)
-    target, _ = open_target(r, _options(plain_http, ca_file, insecure), create=False)
+    target, _ = open_target(r, remote, create=False)
     desc = target.resolve(r.reference or "")
-    tree = _tree(target, desc, artifact_type, depth, set())
+    tree, warnings = referrer_tree(target, desc, artifact_type, depth)
+    for w in warnings:
+        info(f"[yellow]warning[/yellow]: {escape(w)}")
     data = {
         "reference": f"{target.name}@{desc.digest}",
         "mediaType": desc.media_type,
         "digest": desc.digest,
         "size": desc.size,
         "referrers": tree,
+        "warnings": warnings,
     }
 
     def human() -> None:
@@ -300,8 +266,9 @@ def discover_cmd(
 
         def add(branch: Tree, nodes: list[dict[str, Any]]) -> None:
             for n in nodes:
+                gone = " [red](missing)[/red]" if n.get("missing") else ""
                 sub = branch.add(f"{escape(str(n.get('artifactType') or n['mediaType']))}").add(
-                    escape(n["digest"])
+                    escape(n["digest"]) + gone
                 )
                 add(sub, n["referrers"])
 
@@ -322,9 +289,7 @@ def attach_cmd(
     created: str | None = typer.Option(
         None, "--created", help="org.opencontainers.image.created (default: now)."
     ),
-    plain_http: bool | None = typer.Option(None, "--plain-http/--no-plain-http", help=PLAIN_HELP),
-    ca_file: Path | None = typer.Option(None, "--ca-file", help="CA bundle for TLS."),
-    insecure: bool = typer.Option(False, "--insecure", help="Do not verify TLS certificates."),
+    remote: RemoteOptions = REMOTE,
 ) -> None:
     """Attach a file to an artifact as an OCI 1.1 referrer (subject = the artifact's manifest)."""
     from acxoci.oci.shapes import EMPTY_CONFIG_BLOB, referrer_manifest
@@ -338,7 +303,7 @@ def attach_cmd(
         if not sep or not key:
             raise UsageError(f"annotation {a!r} is not KEY=VALUE")
         ann[key] = value
-    target, _ = open_target(r, _options(plain_http, ca_file, insecure), create=False)
+    target, _ = open_target(r, remote, create=False)
     subject = target.resolve(r.reference or "")
     layer = file_descriptor(file, media_type or artifact_type)
     when = created or _now().strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -375,29 +340,22 @@ def cp_cmd(
     recursive: bool = typer.Option(
         False, "-r", "--recursive", help="Also copy referrers (and cosign .sig/.att tags)."
     ),
-    from_plain_http: bool | None = typer.Option(
-        None, "--from-plain-http/--no-from-plain-http", help=PLAIN_HELP
-    ),
-    to_plain_http: bool | None = typer.Option(None, "--to-plain-http/--no-to-plain-http", help=PLAIN_HELP),
-    plain_http: bool | None = typer.Option(None, "--plain-http/--no-plain-http", help=PLAIN_HELP),
-    ca_file: Path | None = typer.Option(None, "--ca-file", help="CA bundle for TLS."),
-    insecure: bool = typer.Option(False, "--insecure", help="Do not verify TLS certificates."),
+    concurrency: int = typer.Option(3, "--concurrency", min=1, max=64, help="Blobs copied at a time."),
+    remote_from: RemoteOptions = REMOTE,
+    remote_to: RemoteOptions = REMOTE,
 ) -> None:
     """Copy an artifact graph between any two targets (registry or layout), skipping existing blobs."""
     from acxoci.oci.copy import copy
 
     s = _ref(src)
     d = _ref(dst, require=False)
-    src_t, _ = open_target(
-        s,
-        _options(from_plain_http if from_plain_http is not None else plain_http, ca_file, insecure),
-        create=False,
-    )
-    dst_t, _ = open_target(
-        d, _options(to_plain_http if to_plain_http is not None else plain_http, ca_file, insecure)
-    )
+    src_t, _ = open_target(s, remote_from, create=False)
+    dst_t, _ = open_target(d, remote_to)
     with _progress("copy") as prog:
-        report = copy(src_t, dst_t, s.reference or "", dst_tag=d.tag, referrers=recursive, progress=prog)
+        report = copy(
+            src_t, dst_t, s.reference or "", dst_tag=d.tag, referrers=recursive, progress=prog,
+            concurrency=concurrency,
+        )
     destination = f"{dst_t.name}:{d.tag or s.tag}@{report.root.digest}" if (d.tag or s.tag) \
         else f"{dst_t.name}@{report.root.digest}"
     data = {
@@ -422,13 +380,11 @@ def cp_cmd(
 
 def tags_cmd(
     repo: str = typer.Argument(..., help="host/repo or oci-layout:PATH"),
-    plain_http: bool | None = typer.Option(None, "--plain-http/--no-plain-http", help=PLAIN_HELP),
-    ca_file: Path | None = typer.Option(None, "--ca-file", help="CA bundle for TLS."),
-    insecure: bool = typer.Option(False, "--insecure", help="Do not verify TLS certificates."),
+    remote: RemoteOptions = REMOTE,
 ) -> None:
     """List the tags of a repository or layout."""
     r = _ref(repo, require=False)
-    target, _ = open_target(r, _options(plain_http, ca_file, insecure), create=False)
+    target, _ = open_target(r, remote, create=False)
     tags = target.tags()
 
     def human() -> None:
@@ -441,14 +397,12 @@ def tags_cmd(
 def manifest_get_cmd(
     ref: str = typer.Argument(..., help="host/repo:tag|@digest or oci-layout:PATH:tag"),
     descriptor: bool = typer.Option(False, "--descriptor", help="Print the descriptor instead."),
-    plain_http: bool | None = typer.Option(None, "--plain-http/--no-plain-http", help=PLAIN_HELP),
-    ca_file: Path | None = typer.Option(None, "--ca-file", help="CA bundle for TLS."),
-    insecure: bool = typer.Option(False, "--insecure", help="Do not verify TLS certificates."),
+    remote: RemoteOptions = REMOTE,
 ) -> None:
     """Fetch a manifest (digest-checked); prints its exact bytes, or JSON under --json.
     Without a tag or digest it reads `:latest`, as `acx install` does."""
     r = _ref(ref, require=False)
-    target, _ = open_target(r, _options(plain_http, ca_file, insecure), create=False)
+    target, _ = open_target(r, remote, create=False)
     desc = target.resolve(r.reference or "latest")
     data = fetch_bytes(target, desc)
     m = parse_manifest(data, media_type=desc.media_type, where=str(r))
@@ -467,14 +421,12 @@ def login_cmd(
     username: str = typer.Option(..., "-u", "--username", help="User name."),
     password_stdin: bool = typer.Option(False, "--password-stdin", help="Read the password from stdin."),
     password: str | None = typer.Option(None, "-p", "--password", help="Password (prefer --password-stdin)."),
-    plain_http: bool | None = typer.Option(None, "--plain-http/--no-plain-http", help=PLAIN_HELP),
-    ca_file: Path | None = typer.Option(None, "--ca-file", help="CA bundle for TLS."),
-    insecure: bool = typer.Option(False, "--insecure", help="Do not verify TLS certificates."),
+    remote: RemoteOptions = REMOTE,
 ) -> None:
     """Check credentials against the registry, then store them in the docker config (like oras)."""
     from acxoci.keyfiles import interactive, prompt_secret
     from acxoci.oci.auth import Credential, store_credential
-    from acxoci.oci.registry import Transport
+    from acxoci.oci.transport import Transport
 
     if password_stdin:
         password = sys.stdin.readline().rstrip("\r\n")
@@ -484,9 +436,9 @@ def login_cmd(
         raise UsageError("no password: use --password-stdin (or run on a terminal to be asked)")
     if "/" in host or is_digest(host):
         raise UsageError("login takes a registry host, not a reference", where=host)
-    opts = _options(plain_http, ca_file, insecure, username, password)
+    opts = dataclasses.replace(remote, username=username, password=password)
     Transport(host, opts).ping()
-    path = store_credential(host, Credential(username, password))
+    path = store_credential(host, Credential(username, password), remote.docker_config)
     emit({"host": host, "username": username, "config": str(path)}, lambda: console.print("Login Succeeded"))
 
 
@@ -503,12 +455,13 @@ def logout_cmd(host: str = typer.Argument(..., help="Registry host[:port].")) ->
 
 def register(app: typer.Typer) -> None:
     """Add the OCI commands to the root app and `manifest get` to the manifest group."""
-    app.command("push")(push_cmd)
-    app.command("pull")(pull_cmd)
-    app.command("discover")(discover_cmd)
-    app.command("attach")(attach_cmd)
-    app.command("cp")(cp_cmd)
-    app.command("tags")(tags_cmd)
-    app.command("login")(login_cmd)
+    net = transport_options()
+    app.command("push")(net(push_cmd))
+    app.command("pull")(net(pull_cmd))
+    app.command("discover")(net(discover_cmd))
+    app.command("attach")(net(attach_cmd))
+    app.command("cp")(transport_options(sides=True)(cp_cmd))
+    app.command("tags")(net(tags_cmd))
+    app.command("login")(net(login_cmd))
     app.command("logout")(logout_cmd)
-    manifest_app.command("get")(manifest_get_cmd)
+    manifest_app.command("get")(net(manifest_get_cmd))

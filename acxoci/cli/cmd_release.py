@@ -14,6 +14,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from acxoci.cli.apps import release_app
+from acxoci.cli.common import transport_options
 from acxoci.cli.output import console, emit
 from acxoci.release.effects import plan_effects
 from acxoci.release.interpreter import RunReport, goal_status, resume_goal, run_goal
@@ -78,6 +79,7 @@ def register(app: typer.Typer) -> None:
         emit(data, human)
 
     @release_app.command("run")
+    @transport_options()
     def run_cmd(
         file: Path = typer.Argument(..., help="The release plan (acx-release.yaml)."),
         allow_retag: bool = typer.Option(False, "--allow-retag", help=RETAG_HELP),
@@ -88,6 +90,7 @@ def register(app: typer.Typer) -> None:
         _finish(run_goal(load_plan(file), root=state_dir, runner=runner, allow_retag=allow_retag))
 
     @release_app.command("resume")
+    @transport_options()
     def resume_cmd(
         goal: str = typer.Argument(..., help="Goal id (the plan's goal.id)."),
         allow_retag: bool = typer.Option(False, "--allow-retag", help=RETAG_HELP),

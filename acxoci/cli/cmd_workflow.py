@@ -14,7 +14,7 @@ from rich.markup import escape
 from acxoci.cli.apps import workflow_app
 from acxoci.cli.common import exit_with as _exit
 from acxoci.cli.common import load_registry as _registry
-from acxoci.cli.common import load_signing_key
+from acxoci.cli.common import load_signing_key, transport_options
 from acxoci.cli.common import parse_now as _now
 from acxoci.cli.output import console, emit
 from acxoci.errors import InvalidInput, NotFound, Tampered, UsageError
@@ -185,6 +185,7 @@ def inspect_cmd(
 
 
 @workflow_app.command("ready")
+@transport_options()
 def ready_cmd(
     file: Path = typer.Argument(..., help="The .cal.json workflow."),
     cartridges: Path | None = typer.Option(

@@ -1,16 +1,24 @@
 """Small helpers shared by the command modules: `--now` parsing, trust-registry loading,
-signing-key loading and ending a verdict-style command with its exit code."""
+signing-key loading, ending a verdict-style command with its exit code, and the one set of
+transport options every registry-touching command takes (`transport_options`)."""
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import inspect
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn, TypeVar, cast
+
+import typer
 
 from acxoci.cartridge.trust_file import load_trust_registry
 from acxoci.cli.output import info
 from acxoci.errors import UsageError
 from acxoci.keyfiles import load_key, readable_by_others
+from acxoci.oci.settings import RemoteOptions, using
 from attest.errors import MalformedError
 from attest.keys import PrivateKey
 from attest.trust import TrustRegistry, parse_rfc3339
@@ -42,3 +50,104 @@ def load_signing_key(path: Path, password_env: str | None = None) -> PrivateKey:
     if readable_by_others(path):
         info(f"[yellow]warning[/yellow]: {path} is readable by group or others (chmod 600 it)")
     return load_key(path, password_env)
+
+
+# -- the one transport option set --------------------------------------------------------------
+PLAIN_HELP = "Plain HTTP to the registry (default: HTTPS; loopback falls back to HTTP if not TLS)."
+_SIDE_WORDS = {"from": "source", "to": "destination"}
+
+
+def _transport_params(side: str | None) -> list[inspect.Parameter]:
+    """typer parameters of one option set: unprefixed, or `--from-*` / `--to-*` for one side."""
+    pre = f"{side}_" if side else ""
+    flag = f"{side}-" if side else ""
+    of = f" (for the {_SIDE_WORDS[side]})" if side else ""
+    plain = (f"--{flag}plain-http/--no-{flag}plain-http")
+    opts: list[tuple[str, Any, Any]] = [
+        (f"{pre}plain_http", bool | None, typer.Option(None, plain, help=PLAIN_HELP + of)),
+        (f"{pre}ca_file", Path | None, typer.Option(
+            None, f"--{flag}ca-file", help="CA bundle to verify the registry's TLS certificate" + of + ".")),
+        (f"{pre}insecure", bool, typer.Option(
+            False, f"--{flag}insecure", help="Do not verify TLS certificates" + of + ".")),
+        (f"{pre}registry_config", Path | None, typer.Option(
+            None, f"--{flag}registry-config",
+            help="Docker config file with registry credentials "
+            "(default: $DOCKER_CONFIG/config.json)" + of + ".")),
+    ]
+    if not side:
+        opts.append(("registries", Path | None, typer.Option(
+            None, "--registries", help="Registries file: per-host plainHttp / caFile / insecure "
+            "(default: $ACX_REGISTRIES_FILE).")))
+        opts.append(("fallback_tag", bool, typer.Option(
+            False, "--fallback-tag", help="When writing referrers, also keep the sha256-<hex> "
+            "referrers tag where the registry serves the Referrers API (survives caches, mirrors).")))
+    return [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=d, annotation=t) for n, t, d in opts]
+
+
+def _remote(kw: dict[str, Any], side: str | None, base: RemoteOptions | None) -> RemoteOptions:
+    pre = f"{side}_" if side else ""
+    plain = kw.pop(f"{pre}plain_http")
+    ca = kw.pop(f"{pre}ca_file")
+    insecure = kw.pop(f"{pre}insecure")
+    cfg = kw.pop(f"{pre}registry_config")
+    if base is None:
+        reg = kw.pop("registries", None)
+        return RemoteOptions(
+            plain_http=plain, ca_file=str(ca) if ca else None, insecure_skip_verify=insecure,
+            docker_config=str(cfg) if cfg else None, registries_file=str(reg) if reg else None,
+            fallback_index=bool(kw.pop("fallback_tag", False)),
+        )
+    return dataclasses.replace(
+        base,
+        plain_http=plain if plain is not None else base.plain_http,
+        ca_file=str(ca) if ca else base.ca_file,
+        insecure_skip_verify=insecure or base.insecure_skip_verify,
+        docker_config=str(cfg) if cfg else base.docker_config,
+    )
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def transport_options(*, sides: bool = False) -> Callable[[F], F]:
+    """Add the shared transport flags (`--plain-http/--no-plain-http`, `--ca-file`, `--insecure`,
+    `--registry-config`, `--registries`) to a command and pass the result as `remote:
+    RemoteOptions`; with `sides=True` (cp) also `--from-*` / `--to-*` overrides, passed as
+    `remote_from` and `remote_to` (when the command has those parameters). The options are also
+    made active for the command's run (settings.using), so library code that opens a target or
+    an https URL without explicit options resolves the same flags the same way."""
+
+    def deco(fn: F) -> F:
+        sig = inspect.signature(fn)
+        names = ("remote_from", "remote_to") if sides else ("remote",)
+        keep = [p for p in sig.parameters.values() if p.name not in names]
+        extra = _transport_params(None)
+        if sides:
+            extra += _transport_params("from") + _transport_params("to")
+
+        wants = [n for n in names if n in sig.parameters]
+
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kw: Any) -> Any:
+            if sides:
+                kw_from = {k: kw.pop(k) for k in list(kw) if k.startswith("from_")}
+                kw_to = {k: kw.pop(k) for k in list(kw) if k.startswith("to_")}
+                base = _remote(kw, None, None)
+                made = {
+                    "remote_from": _remote(kw_from, "from", base),
+                    "remote_to": _remote(kw_to, "to", base),
+                }
+            else:
+                base = _remote(kw, None, None)
+                made = {"remote": base}
+            kw.update({n: made[n] for n in wants})
+            with using(base):  # code that opens targets without explicit options gets these too
+                return fn(*args, **kw)
+
+        wrapper.__signature__ = sig.replace(parameters=keep + extra)  # type: ignore[attr-defined]
+        hints = {k: v for k, v in getattr(fn, "__annotations__", {}).items() if k not in names}
+        hints.update({p.name: p.annotation for p in extra})
+        wrapper.__annotations__ = hints
+        return cast(F, wrapper)
+
+    return deco

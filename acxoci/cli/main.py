@@ -4,6 +4,7 @@ to exit codes (docs/cli.md)."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 import traceback
 
@@ -86,8 +87,33 @@ def _print_error(err: AcxError) -> None:
         err_console.print(f"[bold red]error[/bold red] ({escape(err.kind)}): {escape(err.one_line())}")
 
 
+def _stdout_closed() -> None:
+    """stdout's reader went away (`acx tags R | head -1`): stop quietly, exit 141 like SIGPIPE."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout without a file descriptor (captured in tests)
+        pass
+    sys.exit(141)
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Run the CLI and exit with the documented code."""
+    """Run the CLI and exit with the documented code; a closed stdout ends it quietly."""
+    try:
+        _main(argv)
+    except SystemExit:
+        if type(sys.stdout).__name__ == "PacifyFlushWrapper":  # click met EPIPE and exits 1
+            _stdout_closed()
+        try:
+            sys.stdout.flush()
+        except BrokenPipeError:
+            _stdout_closed()
+        raise
+    except BrokenPipeError:
+        _stdout_closed()
+
+
+def _main(argv: list[str] | None = None) -> None:
     args = _extract_global_flags(list(sys.argv[1:] if argv is None else argv))
     try:
         groups.register(app, groups.modules_for(args))
@@ -104,6 +130,8 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(130)
     except KeyboardInterrupt:
         sys.exit(130)
+    except BrokenPipeError:
+        raise
     except click_exc.NoArgsIsHelpError:
         sys.exit(0)  # typer has already printed the help
     except click_exc.UsageError as exc:

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 import platformdirs
-import requests
 from filelock import FileLock
 
 from acxoci.errors import InvalidInput, NotFound, TransientError, UsageError, VerificationFailed
@@ -25,6 +24,7 @@ from acxoci.fsutil import atomic_write
 from acxoci.level.constants import STATUS_MEDIA_TYPE
 from acxoci.level.constants import iso as iso  # re-exported: callers use status.iso
 from acxoci.level.issuers import IssuerRegistry, issuer_did
+from acxoci.oci.fetch import get_url
 from attest import statuslist, vc
 from attest.canonical import loads_strict
 from attest.errors import AttestError
@@ -199,17 +199,11 @@ def fetch_list(source: str, *, now: datetime, timeout: float = FETCH_TIMEOUT) ->
     """Fetch from a file path, an https URL or an OCI reference (`oci://REF`, `oci-layout:…`);
     TransientError when unreachable."""
     if source.startswith("https://"):
-        try:
-            with requests.get(source, timeout=timeout, stream=True, allow_redirects=False,
-                              headers={"Accept": f"{MEDIA_TYPE}, application/vc, application/json"}) as resp:
-                status_code = resp.status_code
-                body = resp.raw.read(MAX_LIST_BYTES + 1, decode_content=True)
-        except (requests.RequestException, OSError) as exc:
-            raise TransientError(f"status list {source} unreachable: {exc}") from exc
-        if status_code != 200:
-            raise TransientError(f"status list {source}: HTTP {status_code}")
-        if len(body) > MAX_LIST_BYTES:
-            raise InvalidInput(f"status list {source} exceeds {MAX_LIST_BYTES} bytes")
+        try:  # the one transport setup (CA, registries file, deadline, capped body)
+            body = get_url(source, accept=f"{MEDIA_TYPE}, application/vc, application/json",
+                           limit=MAX_LIST_BYTES, timeout=timeout)
+        except TransientError as exc:
+            raise TransientError(f"status list {source} unreachable: {exc.message}", hint=exc.hint) from exc
         try:
             doc = loads_strict(body)
         except AttestError as exc:

@@ -1,4 +1,6 @@
 """acxoci.oci: OCI distribution. One `Target` seam (target.py) with two implementations:
 `LayoutStore` (layout.py, on-disk OCI image layout) and `RegistryTarget` (registry.py, any
-OCI 1.1 registry); `copy()` (copy.py) moves a graph with its referrers between any pair;
-`shapes` builds the ACX artifact manifests (pure)."""
+OCI 1.1 registry, over the one transport: settings → session → authorizer/retry → transport,
+uploads in uploads.py); `copy()` (copy.py) moves a graph with its referrers between any pair;
+`referrers.py` is the one referrer listing; `fetch.py` fetches small https documents through
+the same transport; `shapes` builds the ACX artifact manifests (pure)."""

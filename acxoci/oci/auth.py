@@ -85,7 +85,14 @@ def config_dir() -> Path:
 
 
 def config_path(directory: str | None = None) -> Path:
-    return (Path(directory) if directory else config_dir()) / "config.json"
+    """The docker config file: `directory` may be a config directory or (like oras's
+    `--registry-config`) the file itself (an existing file or a `*.json` path)."""
+    if directory:
+        p = Path(directory)
+        if p.suffix == ".json" or p.is_file():
+            return p
+        return p / "config.json"
+    return config_dir() / "config.json"
 
 
 def _load(path: Path) -> dict[str, Any]:

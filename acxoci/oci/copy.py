@@ -3,20 +3,33 @@ referrers between any two Targets (layout ↔ registry, registry ↔ registry, l
 
 Children are copied before their parent so a destination never holds a manifest whose blobs
 are missing; blobs the destination already has are skipped; registry→registry on one host
-tries a cross-repository mount. With `referrers=True` referrers are followed recursively, and
-cosign's legacy `sha256-<hex>.sig/.att/.sbom` tags are copied too (oras does not)."""
+tries a cross-repository mount; the blobs of a manifest move `concurrency` at a time (default 3,
+like oras). With `referrers=True` referrers are followed, and cosign's legacy
+`sha256-<hex>.sig/.att/.sbom` tags are copied too (oras does not).
+
+Both walks are iterative with a depth cap (`max_depth` levels of index nesting or of referrers
+of referrers): a hostile graph ends in LimitExceeded, never in a RecursionError."""
 
 from __future__ import annotations
 
 import io
+import threading
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from acxoci.errors import NotFound
 from acxoci.oci.descriptor import MANIFEST_TYPES, Descriptor, parse_manifest
+from acxoci.oci.errors import LimitExceeded
 from acxoci.oci.reference import fallback_tag
+from acxoci.oci.registry import RegistryTarget
 from acxoci.oci.target import ProgressFn, Target, fetch_bytes
 
 COSIGN_LEGACY_SUFFIXES = (".sig", ".att", ".sbom")
+DEFAULT_CONCURRENCY = 3
+MAX_DEPTH = 64
+MAX_NODES = 100_000
+"""Most manifests and blobs one copy visits."""
 
 
 @dataclass
@@ -29,11 +42,10 @@ class CopyReport:
     referrers: list[str] = field(default_factory=list)
     legacy_tags: list[str] = field(default_factory=list)
     bytes_copied: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
 
 def _mount_hint(src: Target, dst: Target, desc: Descriptor) -> None:
-    from acxoci.oci.registry import RegistryTarget
-
     if (
         isinstance(src, RegistryTarget)
         and isinstance(dst, RegistryTarget)
@@ -43,6 +55,28 @@ def _mount_hint(src: Target, dst: Target, desc: Descriptor) -> None:
         dst.mount_from[desc.digest] = src.repository
 
 
+def _copy_blob(
+    src: Target, dst: Target, desc: Descriptor, report: CopyReport, progress: ProgressFn | None
+) -> None:
+    if dst.exists(desc):
+        with report._lock:
+            report.skipped.append(desc.digest)
+        return
+    _mount_hint(src, dst, desc)
+    with src.fetch(desc) as reader:
+
+        def count(n: int) -> None:
+            with report._lock:
+                report.bytes_copied += n
+            if progress is not None:
+                progress(desc, n)
+
+        reader.add_progress(count)
+        dst.push(desc, reader)
+    with report._lock:
+        report.copied.append(desc.digest)
+
+
 def copy_graph(
     src: Target,
     dst: Target,
@@ -50,38 +84,55 @@ def copy_graph(
     report: CopyReport,
     progress: ProgressFn | None = None,
     _seen: set[str] | None = None,
+    *,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    max_depth: int = MAX_DEPTH,
 ) -> None:
     """Copy `root` and all it references (post-order), skipping what `dst` already has."""
     seen = _seen if _seen is not None else set()
-    if root.digest in seen:
-        return
-    seen.add(root.digest)
-    if root.media_type in MANIFEST_TYPES:
-        data = fetch_bytes(src, root)
-        m = parse_manifest(data, media_type=root.media_type, where=f"{src.name}@{root.digest}")
-        if m.subject is None and dst.exists(root):
-            report.skipped.append(root.digest)
-            return
-        for child in m.children():
-            copy_graph(src, dst, child, report, progress, seen)
-        plain = Descriptor(root.media_type, root.digest, root.size)
-        dst.push(plain, io.BytesIO(data))
-        report.copied.append(root.digest)
-        return
-    if dst.exists(root):
-        report.skipped.append(root.digest)
-        return
-    _mount_hint(src, dst, root)
-    with src.fetch(root) as reader:
+    pool = ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="acx-copy")
+    pending: list[Future[None]] = []
 
-        def count(n: int) -> None:
-            report.bytes_copied += n
-            if progress is not None:
-                progress(root, n)
+    def settle() -> None:
+        futures, pending[:] = list(pending), []
+        errors = [f.exception() for f in futures]
+        for e in errors:
+            if e is not None:
+                raise e
 
-        reader.add_progress(count)
-        dst.push(root, reader)
-    report.copied.append(root.digest)
+    # (descriptor, depth, manifest bytes once expanded)
+    stack: list[tuple[Descriptor, int, bytes | None]] = [(root, 0, None)]
+    try:
+        while stack:
+            desc, depth, data = stack.pop()
+            if data is not None:  # post-order: every child is in place, push the manifest
+                settle()
+                dst.push(Descriptor(desc.media_type, desc.digest, desc.size), io.BytesIO(data))
+                report.copied.append(desc.digest)
+                continue
+            if desc.digest in seen:
+                continue
+            seen.add(desc.digest)
+            if len(seen) > MAX_NODES:
+                raise LimitExceeded(f"the graph has more than {MAX_NODES} nodes", where=src.name)
+            if desc.media_type not in MANIFEST_TYPES:
+                pending.append(pool.submit(_copy_blob, src, dst, desc, report, progress))
+                continue
+            if depth > max_depth:
+                raise LimitExceeded(
+                    f"indexes nest deeper than {max_depth} levels", where=f"{src.name}@{desc.digest}"
+                )
+            body = fetch_bytes(src, desc)
+            m = parse_manifest(body, media_type=desc.media_type, where=f"{src.name}@{desc.digest}")
+            if m.subject is None and dst.exists(desc):
+                report.skipped.append(desc.digest)
+                continue
+            stack.append((desc, depth, body))
+            for child in reversed(m.children()):
+                stack.append((child, depth + 1, None))
+        settle()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def copy(
@@ -92,45 +143,61 @@ def copy(
     dst_tag: str | None = None,
     referrers: bool = True,
     progress: ProgressFn | None = None,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    max_depth: int = MAX_DEPTH,
 ) -> CopyReport:
     """Copy the manifest at `ref` (tag or digest) from `src` to `dst`; tag it `dst_tag` (default:
-    `ref` itself when it is a tag). With `referrers`, also every referrer (recursively) and
-    cosign's legacy `.sig/.att/.sbom` tags."""
+    `ref` itself when it is a tag). With `referrers`, also every referrer (to `max_depth` levels)
+    and cosign's legacy `.sig/.att/.sbom` tags."""
     root = src.resolve(ref)
     report = CopyReport(root=root)
     seen: set[str] = set()
-    copy_graph(src, dst, root, report, progress, seen)
+    copy_graph(src, dst, root, report, progress, seen, concurrency=concurrency, max_depth=max_depth)
     tag = dst_tag if dst_tag is not None else (None if ref.startswith(("sha256:", "sha512:")) else ref)
     if tag:
         dst.tag(root, tag)
     if referrers:
-        _copy_referrers(src, dst, root, report, progress, seen, set())
+        _copy_referrers(src, dst, root, report, progress, seen, concurrency, max_depth)
     return report
 
 
 def _copy_referrers(
     src: Target,
     dst: Target,
-    subject: Descriptor,
+    root: Descriptor,
     report: CopyReport,
     progress: ProgressFn | None,
     seen: set[str],
-    visited: set[str],
+    concurrency: int,
+    max_depth: int,
 ) -> None:
-    if subject.digest in visited:
-        return
-    visited.add(subject.digest)
-    for r in src.referrers(subject):
-        copy_graph(src, dst, r.plain(), report, progress, seen)
-        report.referrers.append(r.digest)
-        _copy_referrers(src, dst, r.plain(), report, progress, seen, visited)
-    base = fallback_tag(subject.digest)
-    for suffix in COSIGN_LEGACY_SUFFIXES:
-        tag = base + suffix
-        try:
-            legacy = src.resolve(tag)
-        except NotFound:
+    """Breadth-first over referrers of referrers; a chain deeper than `max_depth` is refused."""
+    visited: set[str] = set()
+    queue: deque[tuple[Descriptor, int]] = deque([(root, 0)])
+    while queue:
+        subject, depth = queue.popleft()
+        if subject.digest in visited:
             continue
-        copy_graph(src, dst, legacy, report, progress, seen)
-        dst.tag(legacy, tag)
-        report.legacy_tags.append(tag)
+        visited.add(subject.digest)
+        found = src.referrers(subject)
+        if found and depth >= max_depth:
+            raise LimitExceeded(
+                f"referrers of referrers go deeper than {max_depth} levels",
+                where=f"{src.name}@{subject.digest}",
+            )
+        for r in found:
+            copy_graph(
+                src, dst, r.plain(), report, progress, seen, concurrency=concurrency, max_depth=max_depth
+            )
+            report.referrers.append(r.digest)
+            queue.append((r.plain(), depth + 1))
+        base = fallback_tag(subject.digest)
+        for suffix in COSIGN_LEGACY_SUFFIXES:
+            tag = base + suffix
+            try:
+                legacy = src.resolve(tag)
+            except NotFound:
+                continue
+            copy_graph(src, dst, legacy, report, progress, seen, concurrency=concurrency, max_depth=max_depth)
+            dst.tag(legacy, tag)
+            report.legacy_tags.append(tag)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import IO, Protocol
 
 from acxoci.oci.descriptor import Descriptor
-from acxoci.oci.errors import DigestMismatch, SizeMismatch, TruncatedBody, Unsupported
+from acxoci.oci.errors import DigestMismatch, DiskFull, SizeMismatch, TruncatedBody, Unsupported
 
 CHUNK = 1024 * 1024
 PIPELINE_MIN = 16 * 1024 * 1024
@@ -29,6 +29,7 @@ accept it: the bytes go from a few reused buffers to disk without filling the pa
 on VMs costs more than the disk write (buffered fallback on any refusal). `ACX_DIRECT_IO=0`
 turns it off (docs/decisions/0008-direct-io-pulls.md)."""
 DIRECT_ALIGN = 4096
+DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EFBIG, errno.EDQUOT})
 
 
 class Readable(Protocol):
@@ -59,11 +60,14 @@ class VerifyingReader:
         where: str = "",
         on_close: Callable[[], None] | None = None,
         progress: Callable[[int], None] | None = None,
+        resume: tuple[hashlib._Hash, int] | None = None,
     ) -> None:
         self._raw = raw
         self.desc = desc
-        self._hasher = new_hasher(desc.digest)
-        self._count = 0
+        # `resume`: the hash state and count of bytes already verified-in-progress elsewhere (a
+        # staging file's prefix); this reader continues from there and proves the whole object
+        self._hasher = resume[0] if resume is not None else new_hasher(desc.digest)
+        self._count = resume[1] if resume is not None else 0
         self._where = where or desc.digest
         self._on_close = on_close
         self._progress = progress
@@ -137,7 +141,19 @@ class VerifyingReader:
         content lies, so callers write to a temp file and rename only after this returns.
         Large bodies use a two-stage pipeline: a thread receives into a small pool of reused
         buffers while this thread hashes and writes (hashlib, sockets and files release the GIL),
-        so memory stays at POOL x bufsize whatever the size."""
+        so memory stays at POOL x bufsize whatever the size. A full disk or a file-size limit
+        is DiskFull (writeback_failed), not a bare OSError."""
+        try:
+            return self._copy_to(fh, bufsize, progress)
+        except OSError as exc:
+            if exc.errno in DISK_FULL_ERRNOS:
+                raise DiskFull(
+                    f"writing failed: {os.strerror(exc.errno or 0).lower()}", where=getattr(fh, "name", None)
+                    and str(fh.name), hint="free disk space or raise the file-size limit, then retry",
+                ) from None
+            raise
+
+    def _copy_to(self, fh: IO[bytes], bufsize: int, progress: Callable[[int], None] | None) -> int:
         if (
             self.desc.size >= PIPELINE_MIN
             and getattr(self._raw, "readinto", None) is not None

@@ -92,3 +92,41 @@ class Unsupported(UsageError):
     """The target does not support this operation (e.g. delete on a registry that forbids it)."""
 
     kind = "unsupported"
+
+
+class TLSFailure(AuthError):
+    """The registry's TLS certificate could not be verified (unknown CA, wrong name, expired):
+    the server could not prove who it is, so a person must supply the right CA or host."""
+
+    kind = "tls_failure"
+
+
+class WrongScheme(UsageError):
+    """HTTP was spoken to an HTTPS port or the reverse: the plain-HTTP choice is wrong."""
+
+    kind = "wrong_scheme"
+
+
+class LimitExceeded(InvalidInput):
+    """A response or graph passed a bound (body size, pages, referrers, tags, walk depth)."""
+
+    kind = "limit_exceeded"
+
+
+class RegistryTimeout(RegistryUnavailable):
+    """A connect or read did not complete in time (retried within the bounds)."""
+
+    kind = "host_failure"
+
+
+class DeadlineExceeded(RegistryTimeout):
+    """A request did not complete within its overall deadline (slow or dripping server): not
+    retried, since the server chose to be slow."""
+
+    kind = "host_failure"
+
+
+class DiskFull(UploadFailed):
+    """A local write failed for lack of space or a file-size limit; nothing was kept."""
+
+    kind = "writeback_failed"

@@ -30,8 +30,8 @@ from acxoci.oci.descriptor import (
     referrer_entry,
 )
 from acxoci.oci.digest import Readable, VerifyingReader
-from acxoci.oci.errors import BlobNotFound, MalformedManifest, ManifestNotFound, Unsupported
-from acxoci.oci.reference import valid_tag
+from acxoci.oci.errors import BlobNotFound, LimitExceeded, MalformedManifest, ManifestNotFound, Unsupported
+from acxoci.oci.reference import fallback_tag, valid_tag
 from attest.canonical import loads_strict
 from attest.errors import MalformedError
 
@@ -243,10 +243,14 @@ class LayoutStore:
         return sorted(n for n in names if n)
 
     def referrers(self, desc: Descriptor, artifact_type: str | None = None) -> list[Descriptor]:
-        """Listed manifests whose subject is `desc` (oras-compatible: no fallback tag in a layout)."""
+        """Listed manifests whose subject is `desc` (as oras lists them), merged with the entries of
+        a `sha256-<hex>` fallback tag if the layout carries one (skopeo copies do): one listing for
+        discover and verify. Fallback entries whose manifest is absent are kept (callers report
+        them missing). At most MAX_REFERRERS entries (LimitExceeded past that)."""
         out: list[Descriptor] = []
         seen: set[str] = set()
-        for e in self.entries():
+        entries = self.entries()
+        for e in entries:
             if e.media_type not in MANIFEST_TYPES or e.digest in seen:
                 continue
             seen.add(e.digest)
@@ -257,7 +261,34 @@ class LayoutStore:
             if artifact_type and entry.artifact_type != artifact_type:
                 continue
             out.append(entry)
+            _check_count(len(out), self.name)
+        listed = {d.digest for d in out}
+        for extra in self._fallback_entries(desc, entries):
+            if extra.digest in listed:
+                continue
+            listed.add(extra.digest)
+            if artifact_type and extra.artifact_type != artifact_type:
+                m = self._manifest(extra) if extra.media_type in MANIFEST_TYPES else None
+                if m is None or m.effective_artifact_type() != artifact_type:
+                    continue
+            out.append(extra)
+            _check_count(len(out), self.name)
         return out
+
+    def _fallback_entries(self, subject: Descriptor, entries: list[Descriptor]) -> list[Descriptor]:
+        tag = fallback_tag(subject.digest)
+        found = [e for e in entries if e.annotations.get(ANNOTATION_REF_NAME) == tag]
+        if not found or not self.exists(found[-1]):
+            return []
+        index = self._manifest(found[-1])
+        if index is None or not index.is_index:
+            raise MalformedManifest(
+                "referrers fallback tag does not hold an index", where=f"{self.name}:{tag}"
+            )
+        return [
+            Descriptor(d.media_type, d.digest, d.size, d.artifact_type, d.annotations)
+            for d in index.manifests
+        ]
 
     def delete(self, desc: Descriptor) -> None:
         """Remove a manifest's index entries and its blob (blobs it references are left)."""
@@ -266,6 +297,14 @@ class LayoutStore:
         self._update_index(lambda entries: [e for e in entries if e.get("digest") != desc.digest])
         self._blob_path(desc.digest).unlink(missing_ok=True)
         self._manifest_cache.pop(desc.digest, None)
+
+
+MAX_REFERRERS = 1000
+
+
+def _check_count(n: int, where: str) -> None:
+    if n > MAX_REFERRERS:
+        raise LimitExceeded(f"more than {MAX_REFERRERS} referrers listed", where=where)
 
 
 def _index_bytes(index: dict[str, Any]) -> bytes:

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import io
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
@@ -35,7 +34,20 @@ from acxoci.oci.descriptor import (
 )
 from acxoci.oci.digest import Readable, VerifyingReader
 from acxoci.oci.errors import ManifestTooLarge
+from acxoci.oci.layout import LayoutStore
 from acxoci.oci.reference import Reference, parse_reference
+from acxoci.oci.registry import RegistryTarget
+from acxoci.oci.settings import RemoteOptions, active_options
+
+__all__ = [
+    "ProgressFn",
+    "RemoteOptions",
+    "Target",
+    "fetch_bytes",
+    "fetch_manifest",
+    "open_target",
+    "push_bytes",
+]
 
 
 @runtime_checkable
@@ -81,36 +93,15 @@ class Target(Protocol):
         ...
 
 
-@dataclass(frozen=True)
-class RemoteOptions:
-    """How to reach registries: plain HTTP (None = automatic for localhost/127.0.0.1, like oras),
-    a CA bundle, explicit credentials, the docker config dir, retry bounds."""
-
-    plain_http: bool | None = None
-    ca_file: str | None = None
-    insecure_skip_verify: bool = False
-    username: str | None = None
-    password: str | None = None
-    docker_config: str | None = None
-    max_retries: int = 5
-    max_retry_seconds: float = 60.0
-    chunk_size: int = 64 * 1024 * 1024
-    monolithic_limit: int = 32 * 1024 * 1024
-    timeout: float = 60.0
-
-
 def open_target(
     text: str | Reference, options: RemoteOptions | None = None, *, create: bool = True
 ) -> tuple[Target, Reference]:
-    """Parse a reference and open its Target (LayoutStore for `oci-layout:`, else RegistryTarget)."""
+    """Parse a reference and open its Target (LayoutStore for `oci-layout:`, else RegistryTarget);
+    without `options`, the running command's transport setup (settings.active_options)."""
     ref = text if isinstance(text, Reference) else parse_reference(text)
     if ref.layout_path is not None:
-        from acxoci.oci.layout import LayoutStore
-
         return LayoutStore(Path(ref.layout_path), create=create), ref
-    from acxoci.oci.registry import RegistryTarget
-
-    return RegistryTarget(ref, options or RemoteOptions()), ref
+    return RegistryTarget(ref, options or active_options()), ref
 
 
 def fetch_bytes(target: Target, desc: Descriptor, *, limit: int = MANIFEST_LIMIT) -> bytes:

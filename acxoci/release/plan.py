@@ -9,7 +9,7 @@ plan itself (inputs are read by the `prepare` effect, so a plan can be shown wit
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -18,7 +18,7 @@ import yaml
 from acxoci import jsonschemas
 from acxoci.errors import AuthError, InvalidInput, NotFound, UsageError, parse_problem
 from acxoci.oci.reference import parse_reference
-from acxoci.oci.target import RemoteOptions
+from acxoci.oci.settings import RemoteOptions, active_options
 from attest.canonical import jcs_digest, loads_strict
 from attest.errors import AttestError
 from attest.keys import PrivateKey
@@ -171,6 +171,9 @@ class ReleasePlan:
     def remote_options(self, repository: str) -> RemoteOptions:
         """Transport options for a repository: credentials from the env variables the plan names."""
         ref = parse_reference(repository)
+        # the command's transport flags (settings.active_options) are the base; the plan's
+        # registries entry overrides them for its host
+        base = replace(active_options(), max_retries=self.budget.transport_retries, max_retry_seconds=30.0)
         for reg in self.registries:
             if ref.host and reg.host == ref.host:
                 user = os.environ.get(reg.username_env) if reg.username_env else None
@@ -179,10 +182,10 @@ class ReleasePlan:
                     raise AuthError(f"environment variable {reg.username_env} is not set", where=reg.host)
                 if reg.password_env and pw is None:
                     raise AuthError(f"environment variable {reg.password_env} is not set", where=reg.host)
-                return RemoteOptions(plain_http=reg.plain_http, username=user, password=pw,
-                                     ca_file=str(reg.ca_file) if reg.ca_file else None,
-                                     max_retries=self.budget.transport_retries, max_retry_seconds=30.0)
-        return RemoteOptions(max_retries=self.budget.transport_retries, max_retry_seconds=30.0)
+                plain = reg.plain_http if reg.plain_http is not None else base.plain_http
+                return replace(base, plain_http=plain, username=user, password=pw,
+                               ca_file=str(reg.ca_file) if reg.ca_file else base.ca_file)
+        return base
 
 
 def schema_errors(doc: Any) -> list[str]:

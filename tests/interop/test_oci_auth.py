@@ -14,7 +14,7 @@ from acxoci.errors import AuthError
 from acxoci.oci.auth import Credential, load_credential, store_credential
 from acxoci.oci.descriptor import OCI_MANIFEST, manifest_bytes
 from acxoci.oci.digest import file_descriptor
-from acxoci.oci.errors import RegistryProtocolError
+from acxoci.oci.errors import TLSFailure
 from acxoci.oci.reference import parse_reference
 from acxoci.oci.registry import RegistryTarget, Transport
 from acxoci.oci.shapes import EMPTY_CONFIG_BLOB, empty_config
@@ -113,7 +113,7 @@ def test_tls_verified_by_default_and_custom_ca(distribution_registry_tls: Regist
     reg = distribution_registry_tls
     ref = parse_reference(f"{reg.host}/tls/x:v1")
     strict = RemoteOptions(plain_http=False, max_retries=0)
-    with pytest.raises(RegistryProtocolError):
+    with pytest.raises(TLSFailure):
         RegistryTarget(ref, strict, transport=Transport(reg.host, strict)).tags()
     ok = RemoteOptions(plain_http=False, ca_file=str(reg.ca_path))
     _roundtrip(RegistryTarget(ref, ok, transport=Transport(reg.host, ok)), tmp_path)
@@ -148,3 +148,25 @@ def test_cli_login_logout(
     Transport._pool.clear()  # each CLI run is a new process; in-process, drop the cached session
     assert run("tags", f"{reg.host}/none") == AuthError.exit_code
     capsys.readouterr()
+
+
+def test_real_registries_auth_with_no_scheme_flag(
+    token_registry: tuple[Registry, TokenServer], distribution_registry_basic: Registry, tmp_path: Path
+) -> None:
+    """Real distribution (token auth, and htpasswd behind a proxy origin) with no scheme flag:
+    the loopback probe falls back to HTTP, Basic still reaches the loopback token realm (the
+    scoping rules allow it), and uploads whose Location names the proxy origin carry on."""
+    from tests.harness.faultproxy import FaultProxy
+
+    reg, tokens = token_registry
+    ref = parse_reference(f"{reg.host}/auth/scope:v1")
+    opts = RemoteOptions(username="acx", password="acx-secret")  # no plain-HTTP choice
+    target = RegistryTarget(ref, opts, transport=Transport(reg.host, opts))
+    _roundtrip(target, tmp_path)
+    assert target.transport.scheme == "http" and tokens.requests  # fell back; realm used
+    basic = distribution_registry_basic
+    with FaultProxy(basic.host) as proxy:
+        bref = parse_reference(f"{proxy.host}/auth/scope:v1")
+        bopts = RemoteOptions(username="acx", password="acx-secret")
+        _roundtrip(RegistryTarget(bref, bopts, transport=Transport(proxy.host, bopts)), tmp_path)
+        assert any(m == "PATCH" or m == "PUT" for m, _, _ in proxy.log.entries)

@@ -214,3 +214,35 @@ def test_fallback_index_lost_update_is_detected_and_retried(proxy: FaultProxy, t
     ref = push_bytes(t, built.data, OCI_MANIFEST)
     assert rule.hits == 2  # two writes "lost", detected by the re-read, retried
     assert [r.digest for r in _target(proxy.host).referrers(subject)] == [ref.digest]
+
+
+def test_blob_cut_mid_body_resumes_with_range(proxy: FaultProxy, tmp_path: Path) -> None:
+    """The connection drops halfway through a blob: the pull goes on from where it stopped with a
+    Range request (the bytes already received are kept and hashed), and the file verifies."""
+    f = _payload(tmp_path, 3_000_000)
+    _push_artifact(_target(proxy.host), f)
+    rule = proxy.add(Rule("GET", r"/blobs/sha256:", "truncate", times=1))
+    out = tmp_path / "out"
+    out.mkdir()
+    pulled = pull_file(_target(proxy.host), "v1", out, verify=False, registry=None, now=NOW)
+    assert pulled.path.read_bytes() == f.read_bytes()
+    blob_gets = [e for e in proxy.log.entries if e[0] == "GET" and pulled.layer.digest in e[1]]
+    assert rule.hits == 1 and [a for _, _, a in blob_gets] == ["truncate", "forward"]
+
+
+@pytest.mark.parametrize("size", [3_000_000, 20_000_000, 40_000_000])  # buffered, streamed, chunked
+def test_registry_to_registry_copy_of_a_lying_source_stores_nothing(
+    proxy: FaultProxy, refreg: Registry, tmp_path: Path, size: int
+) -> None:
+    """cp from a registry whose blob bytes are corrupted: whichever upload path the size takes
+    (buffered PUT, one streamed PUT, chunked PATCHes) the copy fails with DigestMismatch and the
+    destination does not hold the blob."""
+    from acxoci.oci.copy import copy
+
+    f = _payload(tmp_path, size)
+    _push_artifact(_target(proxy.host), f)
+    proxy.add(Rule("GET", r"/blobs/sha256:", "corrupt", times=10))
+    dst = _target(refreg.host, "copy/x")
+    with pytest.raises(DigestMismatch):
+        copy(_target(proxy.host), dst, "v1", referrers=False)
+    assert not dst.exists(file_descriptor(f, "application/octet-stream"))

@@ -79,7 +79,7 @@ def https_server(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[tuple[ThreadingHTTPServer, str]]:
     cert, key = _self_signed(tmp_path)
-    monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(cert))
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert))  # honoured by the one transport setup
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(cert, key)

@@ -15,9 +15,11 @@ from acxoci.oci.target import RemoteOptions
 
 
 def test_plain_http_rule() -> None:
-    assert use_plain_http("localhost:5000", None)
-    assert use_plain_http("127.0.0.1:5000", None)
-    assert not use_plain_http("registry.example.com", None)
+    # loopback without a choice: None = HTTPS first, plain HTTP only if the peer is not TLS
+    assert use_plain_http("localhost:5000", None) is None
+    assert use_plain_http("127.0.0.1:5000", None) is None
+    assert use_plain_http("[::1]:5000", None) is None
+    assert use_plain_http("registry.example.com", None) is False
     assert not use_plain_http("127.0.0.1:5000", False)
     assert use_plain_http("registry.example.com", True)
 

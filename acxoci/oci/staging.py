@@ -1,0 +1,90 @@
+"""A blob fetched into a staging file that survives an interrupted run: the next fetch of the
+same digest into the same folder hashes the bytes already there and continues with a Range
+request, so a pull cut off mid-blob (Ctrl-C, a stalled or vanished registry) does not start
+again from zero. The staging file is proven only as a whole: the final digest covers the old
+prefix and the new bytes alike; on any lie (digest, size) it is removed.
+
+Kept after a failure only when the failure is transient (host_failure) or an interrupt and some
+bytes arrived; removed in every other case."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import tempfile
+from pathlib import Path
+
+from acxoci.errors import TransientError
+from acxoci.oci.descriptor import Descriptor
+from acxoci.oci.digest import DISK_FULL_ERRNOS, VerifyingReader, new_hasher
+from acxoci.oci.errors import DiskFull, TruncatedBody
+from acxoci.oci.registry import RegistryTarget
+from acxoci.oci.target import Target
+
+HASH_BUFFER = 4 * 1024 * 1024
+
+
+def staging_path(directory: Path, desc: Descriptor) -> Path:
+    """Where the blob `desc` is staged inside `directory` (a hidden, digest-named file)."""
+    alg, _, hexpart = desc.digest.partition(":")
+    return directory / f".acx-{alg}-{hexpart[:32]}.partial"
+
+
+def _prefix_hash(path: Path, desc: Descriptor, have: int) -> object:
+    h = new_hasher(desc.digest)
+    buf = memoryview(bytearray(HASH_BUFFER))
+    left = have
+    with path.open("rb", buffering=0) as fh:
+        while left > 0:
+            n = fh.readinto(buf[: min(len(buf), left)])
+            if not n:
+                break
+            h.update(buf[:n])
+            left -= n
+    return h
+
+
+def fetch_staged(target: Target, desc: Descriptor, path: Path, progress: object = None) -> Path:
+    """Make a staging file hold exactly the verified bytes of `desc` and return its path: `path`
+    itself, resuming a partial left there by an earlier run (registry targets), or — when another
+    process holds `path` — a fresh unique file beside it (no resume)."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:  # another pull of this blob into this folder is running: do not share bytes
+        os.close(fd)
+        fd, name = tempfile.mkstemp(prefix=path.name + ".", dir=str(path.parent))
+        path = Path(name)
+    fh = os.fdopen(fd, "r+b")
+    have = os.fstat(fd).st_size
+    reader: VerifyingReader
+    ok = keep = False
+    try:
+        resumed: VerifyingReader | None = None
+        if 0 < have < desc.size and isinstance(target, RegistryTarget):
+            with contextlib.suppress(TruncatedBody):  # the registry cannot serve a Range: start over
+                resumed = target.fetch_from(desc, have, _prefix_hash(path, desc, have))
+        if resumed is None:
+            have = 0
+        reader = resumed if resumed is not None else target.fetch(desc)
+        with reader:
+            fh.seek(have)
+            fh.truncate(have)
+            reader.copy_to(fh, progress=progress)  # type: ignore[arg-type]
+            if not reader.verified:
+                reader.read(1)
+        fh.flush()
+        ok = True
+        return path
+    except (TransientError, KeyboardInterrupt):
+        keep = True  # the next fetch resumes from here
+        raise
+    except OSError as exc:
+        if exc.errno in DISK_FULL_ERRNOS:
+            raise DiskFull("writing failed: no space left", where=str(path)) from None
+        raise
+    finally:
+        if not ok and not (keep and os.fstat(fd).st_size > 0):
+            path.unlink(missing_ok=True)
+        fh.close()  # also releases the lock
