@@ -38,6 +38,7 @@ NOT_RUN: dict[str, str] = {
     "acx verify-blob": "see attest-blob",
     "acx cartridge sign": "re-signs an existing cartridge; `cartridge build` signs here",
     "acx policy simulate": "needs a run trace; tests/unit covers it",
+    "acx list": "hidden alias of `acx ls`, which runs here",
     "acx harness negotiate": "writes a compliance file; `install --host` runs the negotiation here",
 }
 
@@ -163,7 +164,16 @@ def test_every_command_json_validates_against_its_schema(
     acx("installed", "list", "--store", f"{r}/st")
     acx("installed", "show", done["name"], "--store", f"{r}/st")
     acx("installed", "verify", "--store", f"{r}/st")
+    acx("activate", done["name"], "--skills-dir", f"{r}/skills", "--store", f"{r}/st")
+    acx("deactivate", done["name"], "--skills-dir", f"{r}/skills", "--store", f"{r}/st")
     acx("uninstall", done["name"], "--store", f"{r}/st")
+    # the Exchange: one cartridge at its coordinate, indexed, verified, mirrored
+    coord = tmp_path / "exchange" / "cartridges" / "dev.example.out" / "pr-reviewer" / "1.0.0"
+    coord.mkdir(parents=True)
+    (coord / "cartridge.acx").write_bytes((tmp_path / "agent.acx").read_bytes())
+    acx("exchange", "index", f"{r}/exchange")
+    acx("exchange", "verify", f"{r}/exchange")
+    acx("exchange", "mirror", f"{r}/exchange", f"oci-layout:{r}/exmirror")
     # workflows
     flow = str(REPO / "examples" / "workflow" / "review-team.cal.json")
     acx("workflow", "lint", flow, "--publish")
@@ -174,6 +184,16 @@ def test_every_command_json_validates_against_its_schema(
     acx("workflow", "verify", f"{r}/team.cal.json", "--trust-registry", f"{r}/trust.json")
     acx("workflow", "remix", f"{r}/team.cal.json", "-o", f"{r}/remix.cal.json")
     acx("workflow", "ready", f"{r}/team.cal.json", "--cartridges", r, code=1)
+    acx("cal", f"{r}/team.cal.json", "--cartridges", r, code=1)
+    acx("ls", r)
+    # agent graphs
+    graph = str(REPO / "examples" / "graph" / "review-team.agent-graph.json")
+    acx("graph", "lint", graph, "--publish")
+    acx("graph", "digest", graph)
+    acx("graph", "inspect", graph)
+    acx("graph", "sign", graph, "--publisher", "dev.example.out", "--key", f"{r}/pub.pem",
+        "--out", f"{r}/team.agent-graph.json")
+    acx("graph", "verify", f"{r}/team.agent-graph.json")
     # levels and status lists
     acx("level", "bench-init", "-o", f"{r}/bench", "--demo")
     acx("key", "generate", "-o", f"{r}/verifier.pem")

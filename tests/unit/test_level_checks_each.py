@@ -272,7 +272,7 @@ def https(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     import ssl
 
     cert, key = _self_signed(tmp_path)
-    monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(cert))
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert))
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Serve)
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(cert, key)

@@ -56,4 +56,4 @@ def test_cal_is_workflow_ready(vectors_dir: Path, capsys: pytest.CaptureFixture[
     ready = run_acx(capsys, "--json", "workflow", "ready", wf, "--cartridges", roster)
     assert cal.returncode == ready.returncode == 1
     assert json.loads(cal.stdout) == json.loads(ready.stdout)
-    assert json.loads(cal.stdout)["ready"] is False
+    assert json.loads(cal.stdout)["ok"] is False

@@ -52,7 +52,7 @@ def test_harness_check(vectors_dir: Path, capsys: pytest.CaptureFixture[str]) ->
     res = run_acx(capsys, "--json", "harness", "check", str(vectors_dir / "sample" / "sample.acx"))
     assert res.returncode == 0
     out = json.loads(res.stdout)
-    assert out["valid"] is True
+    assert out["ok"] is True
     assert {(i["rule"], i["severity"]) for i in out["issues"]} == {
         ("harness.legacy.externalTools", "warning"),
         ("harness.legacy.filesystem", "warning"),
