@@ -16,13 +16,18 @@ from acxoci.attestation.sigstore_verify import Trust, load_trust
 from acxoci.errors import InvalidInput
 
 
-def policy_rules(document: Mapping[str, Any]) -> tuple[IdentityRule, ...]:
-    """Every publisher's keyless identities, in policy order."""
+def policy_rules(document: Mapping[str, Any], publisher: str | None) -> tuple[IdentityRule, ...]:
+    """The keyless identities of the policy publisher `publisher` (the entry the artifact's signed
+    publisher id matched), in policy order. Another policy publisher's identities never count for
+    this artifact (the trust table's rule for keys, docs/trust-decisions.md); None gives none.
+    Every publisher's identities are still validated, so a bad entry is an error wherever it is."""
     out: list[IdentityRule] = []
     pubs = document.get("publishers")
     for i, pub in enumerate(pubs if isinstance(pubs, list) else []):
         if isinstance(pub, Mapping) and "identities" in pub:
-            out.extend(rules_from_policy(pub["identities"], where=f"publishers[{i}].identities"))
+            rules = rules_from_policy(pub["identities"], where=f"publishers[{i}].identities")
+            if publisher is not None and pub.get("id") == publisher:
+                out.extend(rules)
     return tuple(out)
 
 
@@ -39,10 +44,12 @@ def policy_trust(value: Any, source: str | None) -> Trust:
     return load_trust(base / value, staging=False)
 
 
-def policy_sigstore(document: Mapping[str, Any], source: str | None) -> Sigstore | None:
-    """The keyless context of an install policy; None when it names no identity and no root
-    (then keyless attestations stay unverified and key-based log entries are only reported)."""
-    rules = policy_rules(document)
+def policy_sigstore(document: Mapping[str, Any], source: str | None,
+                    publisher: str | None) -> Sigstore | None:
+    """The keyless context of an install policy for an artifact of policy publisher `publisher`;
+    None when it names no identity for it and no root (then keyless attestations stay unverified
+    and key-based log entries are only reported)."""
+    rules = policy_rules(document, publisher)
     att = document.get("attestations")
     root = att.get("trustedRoot") if isinstance(att, Mapping) else None
     if not rules and root is None:

@@ -467,3 +467,25 @@ def test_legacy_keyless_att_damaged(
         "no-bundle": "invalid JSON",
     }[damage]
     assert expect in out["attestations"][0]["reasons"][0], out["attestations"][0]["reasons"]
+
+
+def test_another_policy_publishers_identity_does_not_vouch_for_this_artifact(keyless: Keyless) -> None:
+    """The release identity is listed, but under another policy publisher: the attestation of this
+    publisher's artifact stays unverified and the install is refused (trust table: attestation
+    signers count only for the artifact's own publisher)."""
+    k = keyless
+    k.attach()
+    policy = write_policy(
+        k.tmp / "policy.yaml",
+        {
+            "publishers": [
+                {"id": PUBLISHER, "trustRegistries": [str(k.registry)]},
+                {"id": "dev.example.other", "trustRegistries": [str(k.registry)],
+                 "identities": [{"issuer": GITHUB_ISSUER, "subjectRegExp": RELEASE_RE}]},
+            ],
+            "attestations": {"formats": ["bundle"], "predicateTypes": [CARTRIDGE_PREDICATE_TYPE],
+                             "trustedRoot": "root.json"},
+        },
+    )
+    _refused_attestations(k, policy)
+    assert k.install(k.policy()).status == "installed"  # the same identity under its own publisher

@@ -292,23 +292,30 @@ def test_policy_identities_validated(items: Any) -> None:
 
 
 def test_policy_sigstore(tmp_path: Path) -> None:
-    assert policy_sigstore({"publishers": [{"id": "p"}]}, None) is None
+    assert policy_sigstore({"publishers": [{"id": "p"}]}, None, "p") is None
     doc = {
         "publishers": [
             {"id": "p", "identities": [{"issuer": GITHUB_ISSUER, "subject": "s"}]},
             {"id": "q", "identities": [{"issuer": GITHUB_ISSUER, "subjectRegExp": "t.*"}]},
         ]
     }
-    sig = policy_sigstore(doc, str(tmp_path / "policy.yaml"))
-    assert sig is not None and [r.subject or r.subject_regexp for r in sig.rules] == ["s", "t.*"]
+    sig = policy_sigstore(doc, str(tmp_path / "policy.yaml"), "p")
+    assert sig is not None and [r.subject or r.subject_regexp for r in sig.rules] == ["s"]
+    other = policy_sigstore(doc, str(tmp_path / "policy.yaml"), "q")
+    assert other is not None and [r.subject or r.subject_regexp for r in other.rules] == ["t.*"]
+    # an artifact no policy publisher vouches for gets no identities at all (fail closed)
+    assert policy_sigstore(doc, str(tmp_path / "policy.yaml"), None) is None
+    bad = {"publishers": [*doc["publishers"], {"id": "r", "identities": [{"issuer": 5}]}]}
+    with pytest.raises(InvalidInput):  # validated even when it is another publisher's entry
+        policy_sigstore(bad, None, "p")
     assert sig.trust.name.startswith("public-good production") and not sig.trust.explicit
     root = tmp_path / "root.json"
     root.write_bytes(FakeSigstore().trusted_root_bytes())
     sig = policy_sigstore(
-        {**doc, "attestations": {"trustedRoot": "root.json"}}, str(tmp_path / "policy.yaml")
+        {**doc, "attestations": {"trustedRoot": "root.json"}}, str(tmp_path / "policy.yaml"), "p"
     )
     assert sig is not None and sig.trust.explicit and "root.json" in sig.trust.name
-    staging = policy_sigstore({"attestations": {"trustedRoot": "staging"}}, None)
+    staging = policy_sigstore({"attestations": {"trustedRoot": "staging"}}, None, None)
     assert staging is not None and staging.trust.explicit and staging.rules == ()
 
 
