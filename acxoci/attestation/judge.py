@@ -7,7 +7,7 @@ statement subject, the way cosign does (plus ACX trust). No I/O beyond the trust
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from acxoci.attestation.identity import IdentityRule
@@ -178,10 +178,26 @@ def judge(data: bytes, kind: Kind, keys: list[TrustedKey], *, subject_sha256: st
             publisher = tk.entry.publisher_id
         # A predicate without signedAt (cosign, SLSA): the key is judged at verification time.
         signed_at = pred.get("signedAt") if "signedAt" in pred else format_rfc3339(now)
-        j = judge_signer(tk.entry, signed_publisher=str(publisher), signed_at=str(signed_at), now=now)
+        j = judge_signer(tk.entry, signed_publisher=str(publisher), signed_at=str(signed_at), now=now,
+                         independent_time=earliest_verified_time(base.signer))
         base = replace(base, trust=j.trust)
         assert j.facts is not None
         d = decide(j.facts, minimum="trusted", command="verify")
         if not d.accepted:  # a registry key vouches only when the table says trusted
             return base.with_reasons("rejected", (d.reason,))
     return base
+
+
+def earliest_verified_time(check: Any) -> datetime | None:
+    """The earliest time the `sigstore` library verified for a key-based bundle (a Rekor
+    integrated time under its promise, an RFC 3161 timestamp): the signature existed by then.
+    That is the independent time of decision 0014; never the self-asserted `signedAt`. None when
+    nothing was verified (no log entry, or no trusted root named)."""
+    times = getattr(check, "verified_times", ()) if getattr(check, "ok", False) else ()
+    out: list[datetime] = []
+    for text in times:
+        try:
+            out.append(datetime.strptime(str(text)[:20], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC))
+        except ValueError:
+            continue
+    return min(out) if out else None
