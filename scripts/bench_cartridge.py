@@ -32,27 +32,10 @@ from acxoci.cartridge.constants import (  # noqa: E402
 )
 from acxoci.cartridge.manifest import compute_rom_manifest, oid_meta, oid_sqlar  # noqa: E402
 from acxoci.cartridge.reader import Cartridge  # noqa: E402
+from acxoci.cartridge.schema import DDL  # noqa: E402
 from attest.canonical import jcs  # noqa: E402
 from attest.dsse import sign  # noqa: E402
 from attest.keys import generate_ed25519  # noqa: E402
-
-DDL = """
-CREATE TABLE cartridge (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL) WITHOUT ROWID;
-CREATE TABLE sqlar (name TEXT PRIMARY KEY, mode INT, mtime INT, sz INT, data BLOB);
-CREATE TABLE memory (id TEXT PRIMARY KEY NOT NULL, zone TEXT NOT NULL, artifact_fingerprint TEXT NOT NULL,
-  codebase_fingerprint TEXT, payload TEXT NOT NULL, oid TEXT NOT NULL,
-  created_at TEXT NOT NULL) WITHOUT ROWID;
-CREATE TABLE vectors (memory_id TEXT PRIMARY KEY, zone TEXT NOT NULL, embedding BLOB NOT NULL,
-  artifact_fingerprint TEXT);
-CREATE TABLE objects (oid TEXT PRIMARY KEY NOT NULL, kind TEXT NOT NULL, source_ref TEXT NOT NULL,
-  canon TEXT NOT NULL, zone TEXT NOT NULL, sz INTEGER NOT NULL) WITHOUT ROWID;
-CREATE TABLE signatures (sig_id TEXT PRIMARY KEY NOT NULL, target TEXT NOT NULL DEFAULT 'rom-manifest',
-  manifest_hash TEXT NOT NULL, envelope TEXT NOT NULL, keyid TEXT NOT NULL, public_key_pem TEXT,
-  alg TEXT NOT NULL DEFAULT 'ed25519', created_at TEXT NOT NULL) WITHOUT ROWID;
-CREATE TABLE attestations (att_id TEXT PRIMARY KEY NOT NULL, type TEXT NOT NULL, subject_oid TEXT,
-  media_type TEXT NOT NULL, document TEXT NOT NULL, status_url TEXT, created_at TEXT NOT NULL) WITHOUT ROWID;
-CREATE TABLE capabilities (id TEXT PRIMARY KEY NOT NULL, json TEXT NOT NULL, content_hash TEXT NOT NULL);
-"""
 
 PUBLISHER = "io.github.bench-acx"
 SIGNED_AT = "2026-01-15T00:00:00.000Z"
@@ -84,9 +67,10 @@ def generate(path: Path, objects: int, total_mb: int) -> None:
     conn.execute("PRAGMA page_size = 4096")
     conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
     conn.execute(f"PRAGMA user_version = {USER_VERSION}")
-    conn.execute("PRAGMA journal_mode = OFF")
+    conn.execute("PRAGMA journal_mode = DELETE")
     conn.execute("PRAGMA synchronous = OFF")
-    conn.executescript(DDL)
+    for stmt in DDL:
+        conn.execute(stmt)
     conn.execute("BEGIN")
     for k, v in meta.items():
         conn.execute("INSERT INTO cartridge VALUES (?, ?)", (k, v))

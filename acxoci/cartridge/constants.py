@@ -83,6 +83,8 @@ META_ROM_MANIFEST_HASH = "acx.rom_manifest_hash"
 
 # --- limits ---
 DEFAULT_MAX_ENTRY_BYTES = 256 * 1024 * 1024  # one sqlar entry, uncompressed
+DEFAULT_MAX_DECOMPRESSED_BYTES = 256 * 1024 * 1024  # every inflated byte of one cartridge, in total
+MAX_VALUE_BYTES = 16 * 1024 * 1024 + 65536  # SQLITE_LIMIT_LENGTH: any one value SQLite materialises
 MAX_ENVELOPE_BYTES = 4 * 1024 * 1024
 MAX_JSON_DOC_BYTES = 16 * 1024 * 1024
 

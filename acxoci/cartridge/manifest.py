@@ -3,6 +3,9 @@ signed bare-array manifest, its hash (the ROM digest), `checksumHash` and `fileC
 ROM content that no object covers.
 
 Works over any `Cartridge` (read-only file or a builder's connection via `Cartridge.from_connection`).
+Linear: one scan of each table, sources looked up in those scans by their TEXT key (so the row
+whose key is checked is the row whose content is hashed), sqlar data streamed and never loaded,
+SAVE rows never read beyond their key and size.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from acxoci.cartridge.constants import (
     REF_META,
     ZONE_ROM,
 )
-from acxoci.cartridge.reader import Cartridge, ObjectRow
+from acxoci.cartridge.reader import BadEntry, Cartridge, ObjectRow
 from attest.canonical import jcs, sha256_digest
 
 __all__ = [
@@ -97,35 +100,48 @@ class LiveSource:
     problem: str | None = None
 
 
-def live_source(cart: Cartridge, row: ObjectRow, meta: dict[str, str]) -> LiveSource:
+class _Sources:
+    """Every ROM source, from one scan of each table, keyed by its TEXT key (never an SQL lookup)."""
+
+    def __init__(self, cart: Cartridge, meta: dict[str, str]) -> None:
+        self.cart = cart
+        self.meta = meta
+        self.sqlar = {i.name: i for i in cart.sqlar_infos()}
+        self.memory = {m.id: m for m in cart.memory(save_payloads=False)}
+        self.caps = {c.id: c for c in cart.capabilities()}
+
+
+def live_source(src: _Sources, row: ObjectRow) -> LiveSource:
     """Recompute the live oid of one object from its source, chosen by the source_ref prefix."""
     ref = row.source_ref
     if ref.startswith(REF_MEMORY):
-        mem = cart.memory(ref[len(REF_MEMORY) :])
-        if not mem:
+        mem = src.memory.get(ref[len(REF_MEMORY) :])
+        if mem is None:
             return LiveSource(None, None, "missing source")
-        if mem[0].zone != ZONE_ROM:
-            return LiveSource(None, None, f"source is in the {mem[0].zone!r} zone")
-        oid, sz = oid_memory(mem[0].payload)
+        if mem.zone != ZONE_ROM or not mem.payload_loaded:
+            return LiveSource(None, None, f"source is in the {mem.zone!r} zone")
+        oid, sz = oid_memory(mem.payload)
         return LiveSource(oid, sz)
     if ref.startswith(REF_CAPABILITY):
-        caps = cart.capabilities(ref[len(REF_CAPABILITY) :])
-        if not caps:
+        cap = src.caps.get(ref[len(REF_CAPABILITY) :])
+        if cap is None:
             return LiveSource(None, None, "missing source")
-        oid, sz = oid_capability(caps[0].json)
-        if caps[0].content_hash != oid:
+        oid, sz = oid_capability(cap.json)
+        if cap.content_hash != oid:
             return LiveSource(oid, sz, "content_hash differs from the json column")
         return LiveSource(oid, sz)
     if ref.startswith(REF_META):
         key = ref[len(REF_META) :]
-        if key not in meta:
+        if key not in src.meta:
             return LiveSource(None, None, "missing source")
-        oid, sz = oid_meta(key, meta[key])
+        oid, sz = oid_meta(key, src.meta[key])
         return LiveSource(oid, sz)
-    data = cart.sqlar_read(ref)
-    if data is None:
+    info = src.sqlar.get(ref)
+    if info is None:
         return LiveSource(None, None, "missing source")
-    oid, sz = oid_sqlar(data)
+    if info.zone != ZONE_ROM:
+        return LiveSource(None, None, f"source is in the {info.zone!r} zone")
+    oid, sz = src.cart.sqlar_sha256(info)
     return LiveSource(oid, sz)
 
 
@@ -162,24 +178,42 @@ class RomManifest:
         return self.hash.removeprefix("sha256:")
 
 
-def _uncovered(cart: Cartridge, covered: set[str], meta: dict[str, str]) -> list[str]:
+def _uncovered(src: _Sources, covered: set[str]) -> list[str]:
     """ROM content that no ROM object covers (the reference's blind spot, brief §2)."""
     out: list[str] = []
-    for info in cart.sqlar_infos():
-        if info.name.startswith("rom/") and info.name not in covered:
+    for info in src.sqlar.values():
+        if info.zone == ZONE_ROM and info.name not in covered:
             out.append(f"{info.name}: rom/ sqlar row not covered by any ROM object")
-    for mem in cart.memory():
+    for mem in src.memory.values():
         if mem.zone == ZONE_ROM and f"{REF_MEMORY}{mem.id}" not in covered:
             out.append(f"{REF_MEMORY}{mem.id}: ROM memory row not covered by any ROM object")
         elif mem.zone not in (ZONE_ROM, "save"):
             out.append(f"{REF_MEMORY}{mem.id}: unknown zone {mem.zone!r}")
-    for cap in cart.capabilities():
+    for cap in src.caps.values():
         if f"{REF_CAPABILITY}{cap.id}" not in covered:
             out.append(f"{REF_CAPABILITY}{cap.id}: capability row not covered by any ROM object")
     for key in BOUND_META_KEYS:
-        if key in meta and f"{REF_META}{key}" not in covered:
+        if key in src.meta and f"{REF_META}{key}" not in covered:
             out.append(f"{REF_META}{key}: bound meta key not covered by any ROM object")
     return out
+
+
+def _check_inflate_budget(src: _Sources, rows: list[ObjectRow]) -> None:
+    """Refuse before inflating anything when the declared sizes of the compressed ROM entries
+    already exceed the cartridge's decompression budget (a bomb spread over many entries)."""
+    total = 0
+    for row in rows:
+        info = src.sqlar.get(row.source_ref)
+        if info is not None and info.zone == ZONE_ROM and info.stored != info.sz:
+            total += max(info.sz, 0)
+    budget = src.cart.budget
+    if total > budget.limit:
+        raise BadEntry(
+            f"compressed ROM entries declare {total} bytes, more than the {budget.limit}-byte "
+            "decompression cap (raise it with --max-decompressed)",
+            where=src.cart.label,
+            details={"limit": budget.limit},
+        )
 
 
 def compute_rom_manifest(cart: Cartridge, *, strict: bool = True) -> RomManifest:
@@ -191,6 +225,8 @@ def compute_rom_manifest(cart: Cartridge, *, strict: bool = True) -> RomManifest
     meta = cart.meta()
     rows = [r for r in cart.objects() if r.zone == ZONE_ROM]
     rows.sort(key=sort_key)
+    src = _Sources(cart, meta)
+    _check_inflate_budget(src, rows)
     mismatches: list[str] = []
     entries: list[dict[str, Any]] = []
     refs = Counter(r.source_ref for r in rows)
@@ -198,7 +234,7 @@ def compute_rom_manifest(cart: Cartridge, *, strict: bool = True) -> RomManifest
         if n > 1:
             mismatches.append(f"{ref}: {n} ROM objects share this source")
     for row in rows:
-        live = live_source(cart, row, meta)
+        live = live_source(src, row)
         if live.oid is None:
             mismatches.append(f"{row.source_ref}: {live.problem or 'missing source'}")
         elif live.oid != row.oid:
@@ -217,7 +253,7 @@ def compute_rom_manifest(cart: Cartridge, *, strict: bool = True) -> RomManifest
     digest, canonical = manifest_hash_of(entries)
     lines = sorted((f"{r.oid}  {r.source_ref}" for r in rows), key=utf16_key)
     checksum = "sha256:" + hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest()
-    uncovered = _uncovered(cart, set(refs), meta) if strict else []
+    uncovered = _uncovered(src, set(refs)) if strict else []
     return RomManifest(
         hash=digest,
         canonical=canonical,
