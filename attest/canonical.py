@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+import re
 from typing import Any
 
 import rfc8785
@@ -93,6 +95,14 @@ def jcs_digest(value: Any) -> str:
     return sha256_digest(jcs(value))
 
 
+MAX_JSON_DEPTH = 128
+# Integers outside ±(2**53 - 1) read differently in JavaScript (the reference) and cannot be
+# written by JCS, so two readers would disagree about a signed document: refused everywhere.
+MAX_SAFE_INTEGER = 2**53 - 1
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]", re.ASCII)
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for k, v in pairs:
@@ -106,8 +116,56 @@ def _reject_constant(name: str) -> Any:
     raise MalformedError(f"non-standard JSON constant {name}")
 
 
-def loads_strict(data: bytes | str, *, max_bytes: int = MAX_JSON_BYTES) -> Any:
-    """Parse JSON strictly: UTF-8 only, no duplicate keys, no NaN/Infinity, bounded size."""
+def _parse_int(text: str) -> int:
+    digits = len(text) - (text[0] == "-")
+    if digits > 16:  # 2**53 has 16 digits: no need to convert a 5,000-digit string to know
+        raise MalformedError(f"JSON integer of {digits} digits is outside ±(2**53-1)")
+    value = int(text)
+    if not -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
+        raise MalformedError(f"JSON integer {text} is outside ±(2**53-1)")
+    return value
+
+
+def _parse_float(text: str) -> float:
+    if len(text) > 400:
+        raise MalformedError(f"JSON number of {len(text)} characters is too long")
+    value = float(text)
+    if not math.isfinite(value):
+        raise MalformedError(f"JSON number {text[:40]} is not finite in binary64")
+    return value
+
+
+def _check_tree(value: Any, max_depth: int, check_strings: bool) -> None:
+    """Iteratively check nesting depth and (when escapes could have made one) lone surrogates."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    pop, push = stack.pop, stack.append
+    while stack:
+        v, depth = pop()
+        t = type(v)
+        if t is dict or t is list:
+            if depth > max_depth:
+                raise MalformedError(f"JSON nests deeper than {max_depth} levels")
+            if t is dict:
+                for k, item in v.items():
+                    if check_strings and _LONE_SURROGATE.search(k):
+                        raise MalformedError("JSON key holds a lone surrogate escape")
+                    push((item, depth + 1))
+            else:
+                for item in v:
+                    push((item, depth + 1))
+        elif check_strings and t is str and _LONE_SURROGATE.search(v):
+            raise MalformedError("JSON string holds a lone surrogate escape")
+
+
+def loads_strict(
+    data: bytes | bytearray | str, *, max_bytes: int = MAX_JSON_BYTES, max_depth: int = MAX_JSON_DEPTH
+) -> Any:
+    """Parse JSON strictly, the one entry point for every document acxoci reads.
+
+    UTF-8 only, no BOM, bounded size, no duplicate keys, no NaN/Infinity or numbers that overflow
+    binary64, integers within ±(2**53-1), no lone surrogate escapes, at most `max_depth` levels.
+    Every refusal is a MalformedError (callers map it to invalid_input, or tampered when signed).
+    """
     if isinstance(data, bytes | bytearray):
         if len(data) > max_bytes:
             raise MalformedError(f"JSON document of {len(data)} bytes exceeds the {max_bytes}-byte limit")
@@ -115,15 +173,29 @@ def loads_strict(data: bytes | str, *, max_bytes: int = MAX_JSON_BYTES) -> Any:
             text = bytes(data).decode("utf-8")
         except UnicodeDecodeError as exc:
             raise MalformedError(f"JSON is not valid UTF-8 (byte {exc.start})") from exc
-    else:
+    elif isinstance(data, str):
         text = data
         if len(text) > max_bytes:
             raise MalformedError(f"JSON document of {len(text)} characters exceeds the limit")
+        if _LONE_SURROGATE.search(text):
+            raise MalformedError("JSON text holds a lone surrogate")
+    else:
+        raise MalformedError(f"JSON input is {type(data).__name__}, not bytes or text")
     if text.startswith("\ufeff"):
         raise MalformedError("JSON starts with a byte-order mark")
     try:
-        return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_reject_constant)
+        value = json.loads(
+            text,
+            object_pairs_hook=_no_duplicates,
+            parse_constant=_reject_constant,
+            parse_int=_parse_int,
+            parse_float=_parse_float,
+        )
     except MalformedError:
         raise
-    except (json.JSONDecodeError, RecursionError) as exc:
+    except (json.JSONDecodeError, RecursionError, ValueError, OverflowError) as exc:
         raise MalformedError(f"invalid JSON: {exc}") from exc
+    escapes = _SURROGATE_ESCAPE.search(text) is not None
+    if escapes or text.count("[") + text.count("{") > max_depth:
+        _check_tree(value, max_depth, escapes)
+    return value

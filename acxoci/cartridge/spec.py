@@ -96,7 +96,7 @@ def _check_package_spec(cart: Cartridge, doc: Any, meta: Mapping[str, str], issu
             Issue("package-spec.specVersion", f"{f}:$.specVersion", "differs from meta acx.spec_version")
         )
     try:
-        engine = json.loads(meta.get("acx.embedding_engine", "null"))
+        engine = loads_strict(meta.get("acx.embedding_engine", "null"))
     except ValueError:
         engine = None
     if doc.get("embeddingEngine") != engine:
@@ -151,7 +151,7 @@ def _check_lance(doc: Any, meta: Mapping[str, str], issues: list[Issue]) -> None
         issues.append(Issue("lance.descriptor", f"{f}:$", "descriptor is not an object"))
         return
     try:
-        dim = json.loads(meta.get("acx.embedding_engine", "{}")).get("dim")
+        dim = loads_strict(meta.get("acx.embedding_engine", "{}")).get("dim")
     except (ValueError, AttributeError):
         dim = None
     eng = doc.get("embeddingEngine")
@@ -285,7 +285,7 @@ def check_open(cart: Cartridge) -> SpecReport:
     if policy_doc is not None:
         issues.extend(_in(policy_mod.ROM_PATH, policy_mod.validate_policy(policy_doc, harness_scopes=scopes)))
         try:
-            engine_id = json.loads(meta.get("acx.embedding_engine", "{}")).get("id")
+            engine_id = loads_strict(meta.get("acx.embedding_engine", "{}")).get("id")
         except (ValueError, AttributeError):
             engine_id = None
         ctx = policy_doc.get("context") if isinstance(policy_doc, Mapping) else None

@@ -20,7 +20,6 @@ import contextlib
 import email.utils
 import http.client
 import io
-import json
 import random
 import threading
 import time
@@ -62,6 +61,7 @@ from acxoci.oci.errors import (
 )
 from acxoci.oci.reference import Reference, fallback_tag, valid_tag
 from acxoci.oci.target import RemoteOptions
+from attest.canonical import loads_strict
 
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
 RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
@@ -312,7 +312,7 @@ class Transport:
             if resp.status_code != 200:
                 raise RegistryProtocolError(f"token server answered {resp.status_code}", where=realm)
             try:
-                body = json.loads(resp.content[: 1024 * 1024])
+                body = loads_strict(resp.content[: 1024 * 1024])
             except ValueError as exc:
                 raise RegistryProtocolError("token server returned malformed JSON", where=realm) from exc
         token = body.get("token") or body.get("access_token") if isinstance(body, dict) else None
@@ -660,7 +660,7 @@ class RegistryTarget:
                 if resp.status_code != 200:
                     _raise_for(resp, "list tags", self.name)
                 try:
-                    body = json.loads(resp.content[: MANIFEST_LIMIT * 4])
+                    body = loads_strict(resp.content[: MANIFEST_LIMIT * 4])
                 except ValueError as exc:
                     raise RegistryProtocolError("tag list is malformed JSON", where=self.name) from exc
                 got = body.get("tags") if isinstance(body, dict) else None
