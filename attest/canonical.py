@@ -68,7 +68,6 @@ def fast_path_ok(value: Any) -> bool:
     return True
 
 
-
 def jcs(value: Any) -> bytes:
     """Return the RFC 8785 canonical UTF-8 bytes of a JSON value (fast path when provably equal)."""
     try:

@@ -681,6 +681,14 @@ class Cartridge:
             out.append(row)
         return out
 
+    def check_side_tables(self) -> None:
+        """One pass over the key of each unsigned side table (vectors, attestations, acx_skill):
+        TEXT and unique, so no reader of them meets a shadow row the verdict never saw."""
+        for table in OPTIONAL_TABLES:
+            if self.has_table(table):
+                for _ in self._scan(table, ((KEY_COLUMNS[table], "t"),)):
+                    pass
+
     def count(self, table: str, where: str = "", params: tuple[Any, ...] = ()) -> int:
         """Row count of one of the known tables (0 if the table is absent)."""
         if table not in REQUIRED_TABLES + OPTIONAL_TABLES:
