@@ -396,8 +396,8 @@ def check_schema(conn: sqlite3.Connection, *, where: str) -> frozenset[str]:
             if text is None or sql_tokens(text) != _REF_TOKENS[name]:
                 raise _explain_table(conn, name, where)
             continue
-        owner = _AUTO_INDEXES.get(name) or _INDEXES.get(name)
-        if owner is None or owner not in tables:
+        parent = _AUTO_INDEXES.get(name) or _INDEXES.get(name)
+        if parent is None or parent not in tables:
             raise _bad(f"unexpected index {name!r}", where, index=name)
         if name in _AUTO_INDEXES:
             if text is not None:

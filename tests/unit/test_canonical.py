@@ -102,7 +102,7 @@ def test_loads_strict_accepts_the_edges() -> None:
         1e308,
         -0.0,
     ]
-    assert loads_strict('"\\ud83d\\ude00"'.encode()) == "\U0001f600"
+    assert loads_strict(b'"\\ud83d\\ude00"') == "\U0001f600"
     assert loads_strict(("[" * 128 + "]" * 128).encode()) is not None
 
 

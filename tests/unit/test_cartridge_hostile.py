@@ -23,8 +23,8 @@ from acxoci.install.install import install
 from acxoci.install.store import Store
 from acxoci.install.vpolicy import load_policy
 from acxoci.workflow.ready import directory_roster, load_roster
-from tests.unit.test_cartridge_verify_support import NOW, SAMPLE, copy_vector, sql
 from tests.unit import test_install_support as install_support
+from tests.unit.test_cartridge_verify_support import NOW, SAMPLE, copy_vector, sql
 from tests.unit.test_install_support import push_cartridge, trusting_policy
 
 REPO = Path(__file__).resolve().parents[2]
@@ -132,7 +132,8 @@ HOSTILE: dict[str, tuple[str, ...]] = {
     # 2. tables recreated without their primary key, holding the signed row and an evil twin
     "capabilities-without-pk": (
         *_recreate("capabilities", "(id TEXT, json TEXT, content_hash TEXT)", "SELECT * FROM capabilities"),
-        f"INSERT INTO capabilities SELECT id, '{{\"evil\":1}}', content_hash FROM capabilities WHERE id = '{CAP}'",
+        "INSERT INTO capabilities SELECT id, '{\"evil\":1}', content_hash FROM capabilities"
+        f" WHERE id = '{CAP}'",
     ),
     "sqlar-without-pk": (
         *_recreate("sqlar", "(name TEXT, mode INT, mtime INT, sz INT, data BLOB)", "SELECT * FROM sqlar"),
