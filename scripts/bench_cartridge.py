@@ -122,14 +122,16 @@ def generate(path: Path, objects: int, total_mb: int) -> None:
 
 
 CHILD = """
-import json, resource, sys, time
+import json, sys, time
 from datetime import UTC, datetime
-t0 = time.perf_counter()
 from acxoci.cartridge.verify import verify_cartridge
+t0 = time.perf_counter()
 v = verify_cartridge(sys.argv[1], registry=None, now=datetime(2026, 11, 30, tzinfo=UTC))
 dt = time.perf_counter() - t0
+# VmHWM is this process's own peak: ru_maxrss would include the parent's peak carried over exec
+hwm = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:"))
 print(json.dumps({"seconds": dt, "trust": v.trust, "status": v.status, "fileCount": v.file_count,
-                  "maxrssKiB": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
+                  "maxrssKiB": hwm}))
 """
 
 
@@ -138,6 +140,7 @@ def main() -> int:
     ap.add_argument("--objects", type=int, default=10_000)
     ap.add_argument("--mb", type=int, default=200)
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--save-mib", type=int, nargs="*", default=[256, 1024], help="SAVE zone sizes to measure")
     ap.add_argument("--keep", type=Path, default=None, help="write the cartridge here instead of a temp dir")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="acx-bench-") as d:
@@ -159,8 +162,17 @@ def main() -> int:
         n = sum(len(r[0]) for r in conn.execute("SELECT data FROM sqlar"))
         conn.close()
         base_read = time.perf_counter() - t0
+        conn = sqlite3.connect(path.resolve().as_uri() + "?mode=ro&immutable=1", uri=True)
+        rom = [r[0] for r in conn.execute("SELECT data FROM sqlar WHERE name LIKE 'rom/%'")]
+        conn.close()
+        t0 = time.perf_counter()
+        for blob in rom:
+            hashlib.sha256(blob).digest()
+        base_rom = time.perf_counter() - t0
+        del rom
         print(f"baseline sha256(file):          {base_hash:6.2f} s")
         print(f"baseline read all sqlar blobs:  {base_read:6.2f} s ({n / 1e6:.0f} MB)")
+        print(f"baseline sha256(ROM bytes):     {base_rom:6.2f} s (in memory, one core)")
 
         env = dict(os.environ, PYTHONPATH=str(REPO))
         results = []
@@ -176,12 +188,32 @@ def main() -> int:
             f"acx verify (best of {args.runs}):     {best:6.2f} s  verdict {r0['status']}/{r0['trust']}, "
             f"fileCount {r0['fileCount']}, peak RSS {max(r['maxrssKiB'] for r in results) / 1024:.0f} MiB"
         )
+        print(f"ratio verify / sha256(ROM):     {best / base_rom:6.1f}x  (target <= 1.5x)")
         print(f"ratio verify / sha256(file):    {best / base_hash:6.1f}x")
         print(f"ratio verify / read blobs:      {best / base_read:6.1f}x")
         print(
             f"throughput:                     {size / 1e6 / best:6.0f} MB/s, "
             f"{args.objects / best:,.0f} objects/s"
         )
+        # peak RSS as the unsigned SAVE zone grows (must stay flat, <= 100 MB at 1 GiB)
+        grown = 0
+        for mib in args.save_mib:
+            with sqlite3.connect(path) as conn:
+                conn.execute(
+                    "INSERT INTO sqlar VALUES (?, 420, 0, ?, zeroblob(?))",
+                    (f"save/big{mib}.bin", (mib - grown) << 20, (mib - grown) << 20),
+                )
+            grown = mib
+            out = subprocess.run(
+                [sys.executable, "-c", CHILD, str(path)], capture_output=True, text=True, env=env, check=True
+            )
+            r = json.loads(out.stdout)
+            ok = ok and r["trust"] == "portable"
+            print(
+                f"with {mib:5d} MiB of SAVE rows:    {r['seconds']:6.2f} s, "
+                f"peak RSS {r['maxrssKiB'] / 1024:.0f} MiB"
+                f" (target <= 100), verdict {r['trust']}"
+            )
         if not ok:
             print("bench: unexpected verdict", file=sys.stderr)
             return 1

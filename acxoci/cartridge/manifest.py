@@ -27,7 +27,7 @@ from acxoci.cartridge.constants import (
     REF_META,
     ZONE_ROM,
 )
-from acxoci.cartridge.reader import BadEntry, Cartridge, ObjectRow
+from acxoci.cartridge.reader import BadEntry, Cartridge, ObjectRow, RomHashing, SqlarInfo
 from attest.canonical import jcs, sha256_digest
 
 __all__ = [
@@ -103,12 +103,21 @@ class LiveSource:
 class _Sources:
     """Every ROM source, from one scan of each table, keyed by its TEXT key (never an SQL lookup)."""
 
-    def __init__(self, cart: Cartridge, meta: dict[str, str]) -> None:
+    def __init__(self, cart: Cartridge, meta: dict[str, str], rom_hashes: RomHashing) -> None:
         self.cart = cart
         self.meta = meta
+        self._join = rom_hashes
         self.sqlar = {i.name: i for i in cart.sqlar_infos()}
         self.memory = {m.id: m for m in cart.memory(save_payloads=False)}
         self.caps = {c.id: c for c in cart.capabilities()}
+        self._digests: dict[int, tuple[str, int]] | None = None
+
+    def sqlar_digest(self, info: SqlarInfo) -> tuple[str, int]:
+        """(oid, sz) of a scanned ROM row (all ROM rows hashed in one pass, on first use)."""
+        if self._digests is None:
+            self._digests = self._join.result()
+        got = self._digests.get(info.rowid)
+        return got if got is not None else self.cart.sqlar_sha256(info)
 
 
 def live_source(src: _Sources, row: ObjectRow) -> LiveSource:
@@ -141,7 +150,7 @@ def live_source(src: _Sources, row: ObjectRow) -> LiveSource:
         return LiveSource(None, None, "missing source")
     if info.zone != ZONE_ROM:
         return LiveSource(None, None, f"source is in the {info.zone!r} zone")
-    oid, sz = src.cart.sqlar_sha256(info)
+    oid, sz = src.sqlar_digest(info)
     return LiveSource(oid, sz)
 
 
@@ -222,38 +231,43 @@ def compute_rom_manifest(cart: Cartridge, *, strict: bool = True) -> RomManifest
     With strict=True, also check kind/canon/sz against the source and report uncovered ROM content.
     Raises BadEntry/InvalidInput for content that cannot be read at all (bad names, bombs, bad UTF-8).
     """
-    meta = cart.meta()
-    rows = [r for r in cart.objects() if r.zone == ZONE_ROM]
-    rows.sort(key=sort_key)
-    src = _Sources(cart, meta)
-    _check_inflate_budget(src, rows)
-    mismatches: list[str] = []
-    entries: list[dict[str, Any]] = []
-    refs = Counter(r.source_ref for r in rows)
-    for ref, n in sorted(refs.items()):
-        if n > 1:
-            mismatches.append(f"{ref}: {n} ROM objects share this source")
-    for row in rows:
-        live = live_source(src, row)
-        if live.oid is None:
-            mismatches.append(f"{row.source_ref}: {live.problem or 'missing source'}")
-        elif live.oid != row.oid:
-            mismatches.append(f"{row.source_ref}: oid mismatch")
-        elif strict:
-            if live.problem:
-                mismatches.append(f"{row.source_ref}: {live.problem}")
-            kind, canon = ref_kind(row.source_ref)
-            if row.kind != kind or row.canon != canon:
-                mismatches.append(
-                    f"{row.source_ref}: kind/canon {row.kind}/{row.canon} should be {kind}/{canon}"
-                )
-            if live.sz != row.sz:
-                mismatches.append(f"{row.source_ref}: sz {row.sz} differs from source size {live.sz}")
-        entries.append({"sourceRef": row.source_ref, "oid": row.oid, "canon": row.canon, "sz": row.sz})
-    digest, canonical = manifest_hash_of(entries)
-    lines = sorted((f"{r.oid}  {r.source_ref}" for r in rows), key=utf16_key)
-    checksum = "sha256:" + hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest()
-    uncovered = _uncovered(src, set(refs)) if strict else []
+    cart.sqlar_infos()  # typed scan first: the hashing pass only ever hashes rows that passed it
+    rom_hashes = cart.start_rom_hashing()
+    try:
+        meta = cart.meta()
+        rows = [r for r in cart.objects() if r.zone == ZONE_ROM]
+        rows.sort(key=sort_key)
+        src = _Sources(cart, meta, rom_hashes)
+        _check_inflate_budget(src, rows)
+        mismatches: list[str] = []
+        entries: list[dict[str, Any]] = []
+        refs = Counter(r.source_ref for r in rows)
+        for ref, n in sorted(refs.items()):
+            if n > 1:
+                mismatches.append(f"{ref}: {n} ROM objects share this source")
+        for row in rows:
+            live = live_source(src, row)
+            if live.oid is None:
+                mismatches.append(f"{row.source_ref}: {live.problem or 'missing source'}")
+            elif live.oid != row.oid:
+                mismatches.append(f"{row.source_ref}: oid mismatch")
+            elif strict:
+                if live.problem:
+                    mismatches.append(f"{row.source_ref}: {live.problem}")
+                kind, canon = ref_kind(row.source_ref)
+                if row.kind != kind or row.canon != canon:
+                    mismatches.append(
+                        f"{row.source_ref}: kind/canon {row.kind}/{row.canon} should be {kind}/{canon}"
+                    )
+                if live.sz != row.sz:
+                    mismatches.append(f"{row.source_ref}: sz {row.sz} differs from source size {live.sz}")
+            entries.append({"sourceRef": row.source_ref, "oid": row.oid, "canon": row.canon, "sz": row.sz})
+        digest, canonical = manifest_hash_of(entries)
+        lines = sorted((f"{r.oid}  {r.source_ref}" for r in rows), key=utf16_key)
+        checksum = "sha256:" + hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest()
+        uncovered = _uncovered(src, set(refs)) if strict else []
+    finally:
+        rom_hashes.close()
     return RomManifest(
         hash=digest,
         canonical=canonical,

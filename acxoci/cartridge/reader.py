@@ -9,9 +9,11 @@ journal, lock or write ever touches it.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import sqlite3
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -146,6 +148,7 @@ class SkillRow:
 
 SIDECAR_SUFFIXES = ("-wal", "-shm", "-journal")
 _CHUNK = 1 << 20
+_INLINE = 1 << 20  # raw sqlar rows up to this size are hashed from the scanned row itself
 _NAME_PATTERNS = ("rom/skills/", "/SKILL.md")
 
 # Column kinds of the typed scans: text, nullable text, integer, nullable integer, blob or NULL.
@@ -233,6 +236,60 @@ _SQL_TYPE = {
 }
 
 
+class RomHashing:
+    """A started ROM hashing pass: `result()` joins it once (and streams the rest); `close()`
+    joins it without a result, for a caller that stopped early."""
+
+    def __init__(self, join: Callable[[], dict[int, tuple[str, int]]]) -> None:
+        self._join: Callable[[], dict[int, tuple[str, int]]] | None = join
+        self._value: dict[int, tuple[str, int]] | None = None
+
+    def result(self) -> dict[int, tuple[str, int]]:
+        if self._value is None:
+            join, self._join = self._join, None
+            if join is None:
+                raise InvalidInput("ROM hashing pass already failed")
+            self._value = join()
+        return self._value
+
+    def close(self) -> None:
+        if self._join is not None and self._value is None:
+            with contextlib.suppress(InvalidInput):
+                self.result()
+
+
+def _inline_rom_digests(conn: sqlite3.Connection) -> dict[int, tuple[str, int, int]]:
+    """rowid -> (sha256:…, length, sz) of every small raw `rom/` row, from one NOT INDEXED pass."""
+    sql = (
+        f"SELECT rowid, CASE WHEN typeof(data) = 'blob' AND length(data) <= {_INLINE}"
+        " AND length(data) = sz THEN data END, sz FROM sqlar NOT INDEXED"
+        " WHERE typeof(name) = 'text' AND substr(name, 1, 4) = 'rom/'"
+    )
+    out: dict[int, tuple[str, int, int]] = {}
+    sha = hashlib.sha256
+    for rowid, data, sz in conn.execute(sql):
+        if data is not None:
+            out[rowid] = ("sha256:" + sha(data).hexdigest(), len(data), sz)
+    return out
+
+
+def _connect(uri: str, *, where: str) -> sqlite3.Connection:
+    """A read-only, immutable connection with the value-size limit and safe pragmas."""
+    try:
+        conn = sqlite3.connect(uri, uri=True, check_same_thread=False)
+    except sqlite3.Error as exc:
+        raise InvalidInput(f"cannot open as SQLite: {exc}", where=where) from exc
+    try:
+        conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
+        conn.setlimit(sqlite3.SQLITE_LIMIT_SQL_LENGTH, 1 << 20)
+        for pragma in ("PRAGMA query_only = 1", "PRAGMA trusted_schema = 0", "PRAGMA cell_size_check = 1"):
+            conn.execute(pragma)
+    except sqlite3.Error as exc:
+        conn.close()
+        raise InvalidInput(f"not a readable SQLite database: {exc}", where=where) from exc
+    return conn
+
+
 class Cartridge:
     """A read-only view of one cartridge. Use `open_cartridge(path)` or `Cartridge.from_connection`.
 
@@ -251,6 +308,7 @@ class Cartridge:
         max_entry_bytes: int = DEFAULT_MAX_ENTRY_BYTES,
         max_decompressed: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
         tables: frozenset[str] | None = None,
+        uri: str | None = None,
     ) -> None:
         self.conn = conn
         self.label = label
@@ -260,6 +318,7 @@ class Cartridge:
         self._owns = owns
         self._tables: frozenset[str] | None = tables
         self._cache: dict[str, Any] = {}
+        self._uri = uri
 
     @classmethod
     def from_connection(
@@ -328,34 +387,39 @@ class Cartridge:
         storage class is still checked) so big values are never loaded when not needed.
         """
         key = KEY_COLUMNS[table]
-        cols: list[str] = []
-        for name, kind in spec:
-            expr = (exprs or {}).get(name) or (f"CAST({name} AS BLOB)" if kind[0] == "t" else name)
-            cols += [f"typeof({name})", expr]
-        sql = f"SELECT {', '.join(cols)} FROM {table} NOT INDEXED"
+        names = [name for name, _ in spec]
+        values = [
+            (exprs or {}).get(name) or (f"CAST({name} AS BLOB)" if kind[0] == "t" else name)
+            for name, kind in spec
+        ]
+        ok = " AND ".join(
+            f"typeof({name}) IN ({', '.join(repr(t) for t in _SQL_TYPE[kind])})" for name, kind in spec
+        )
+        types = " || ',' || ".join(f"typeof({name})" for name in names)
+        sql = f"SELECT {ok}, {types}, {', '.join(values)} FROM {table} NOT INDEXED"
+        k = names.index(key) + 2 if key in names else None
         seen: set[bytes] = set()
         try:
-            cur = self.conn.execute(sql)
-            for row in cur:
-                out = []
-                for i, (name, kind) in enumerate(spec):
-                    typ, value = row[2 * i], row[2 * i + 1]
-                    if typ not in _SQL_TYPE[kind]:
-                        raise BadEntry(
-                            f"{table}.{name} holds a {typ} value, expected {' or '.join(_SQL_TYPE[kind])}",
-                            where=self.label,
-                            details={"table": table, "column": name},
-                        )
-                    if name == key:
-                        if value in seen:
+            for row in self.conn.execute(sql):
+                if not row[0]:
+                    for (name, kind), typ in zip(spec, str(row[1]).split(","), strict=True):
+                        if typ not in _SQL_TYPE[kind]:
                             raise BadEntry(
-                                f"{table}.{name} {value!r} appears twice (the key must be unique)",
+                                f"{table}.{name} holds a {typ} value, "
+                                f"expected {' or '.join(_SQL_TYPE[kind])}",
                                 where=self.label,
                                 details={"table": table, "column": name},
                             )
-                        seen.add(value)
-                    out.append(value)
-                yield tuple(out)
+                if k is not None:
+                    value = row[k]
+                    if value in seen:
+                        raise BadEntry(
+                            f"{table}.{key} {value!r} appears twice (the key must be unique)",
+                            where=self.label,
+                            details={"table": table, "column": key},
+                        )
+                    seen.add(value)
+                yield row[2:]
         except (sqlite3.Error, UnicodeDecodeError) as exc:
             raise InvalidInput(f"cannot read cartridge table {table}: {exc}", where=self.label) from exc
 
@@ -468,6 +532,60 @@ class Cartridge:
         if "h" not in state:
             factory()
         return "sha256:" + state["h"].hexdigest(), int(state["n"])
+
+    def start_rom_hashing(self) -> RomHashing:
+        """Start hashing every `rom/` sqlar row and return a join function giving
+        rowid -> (sha256:…, uncompressed size) for each scanned ROM row (`sqlar_infos`).
+
+        Small raw rows are hashed from the row itself in one `NOT INDEXED` pass; for an opened
+        file that pass runs on a second read-only connection in a thread (SQLite and hashlib
+        release the GIL), overlapping the other table scans. Rows it did not hash (compressed or
+        large) are streamed on join, under the cartridge's decompression budget.
+        """
+        result: dict[str, Any] = {}
+
+        def work(conn: sqlite3.Connection) -> None:
+            try:
+                result["rows"] = _inline_rom_digests(conn)
+            except BaseException as exc:  # re-raised on join
+                result["error"] = exc
+
+        thread: threading.Thread | None = None
+        worker: sqlite3.Connection | None = None
+        if self._uri is not None:
+            worker = _connect(self._uri, where=self.label)
+            thread = threading.Thread(target=work, args=(worker,), name="acx-rom-hash", daemon=True)
+            thread.start()
+        else:
+            work(self.conn)
+
+        def join() -> dict[int, tuple[str, int]]:
+            if thread is not None:
+                thread.join()
+            if worker is not None:
+                worker.close()
+            if "error" in result:
+                exc = result["error"]
+                if isinstance(exc, sqlite3.Error):
+                    raise InvalidInput(f"cannot read cartridge table sqlar: {exc}", where=self.label) from exc
+                raise exc
+            inline: dict[int, tuple[str, int, int]] = result["rows"]
+            out: dict[int, tuple[str, int]] = {}
+            for info in self.sqlar_infos():
+                if info.zone != ZONE_ROM:
+                    continue
+                got = inline.get(info.rowid)
+                if got is not None and got[1] == info.sz == info.stored == got[2]:
+                    out[info.rowid] = (got[0], got[1])
+                else:
+                    out[info.rowid] = self.sqlar_sha256(info)
+            return out
+
+        return RomHashing(join)
+
+    def rom_sqlar_digests(self) -> dict[int, tuple[str, int]]:
+        """rowid -> (sha256:…, uncompressed size) of every scanned `rom/` row (see start_rom_hashing)."""
+        return self.start_rom_hashing().result()
 
     def sqlar_read(self, name: str) -> bytes | None:
         """The uncompressed bytes of sqlar entry `name`, or None if absent. Bounded (see sqlar.py)."""
@@ -721,15 +839,8 @@ def open_cartridge(
     header = read_header(p)
     check_no_sidecars(p)
     uri = p.resolve().as_uri() + "?mode=ro&immutable=1"
+    conn = _connect(uri, where=str(p))
     try:
-        conn = sqlite3.connect(uri, uri=True, check_same_thread=False)
-    except sqlite3.Error as exc:
-        raise InvalidInput(f"cannot open as SQLite: {exc}", where=str(p)) from exc
-    try:
-        conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
-        conn.setlimit(sqlite3.SQLITE_LIMIT_SQL_LENGTH, 1 << 20)
-        for pragma in ("PRAGMA query_only = 1", "PRAGMA trusted_schema = 0", "PRAGMA cell_size_check = 1"):
-            conn.execute(pragma)
         tables = check_schema(conn, where=str(p))
     except (sqlite3.Error, UnicodeDecodeError) as exc:
         conn.close()
@@ -745,4 +856,5 @@ def open_cartridge(
         max_entry_bytes=max_entry_bytes,
         max_decompressed=max_decompressed,
         tables=tables,
+        uri=uri,
     )

@@ -10,6 +10,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 import zlib
 from collections.abc import Callable
@@ -48,26 +49,44 @@ def _snapshot(path: Path) -> dict[str, tuple[bytes, int] | None]:
     return out
 
 
+_CHILD = """
+import atexit, os, runpy, sys
+def _peak():
+    with open("/proc/self/status") as fh:
+        hwm = next(line.split()[1] for line in fh if line.startswith("VmHWM:"))
+    with open(os.environ["ACX_TEST_PEAK_FILE"], "w") as out:
+        out.write(hwm)
+atexit.register(_peak)
+sys.argv = ["acx", *sys.argv[1:]]
+runpy.run_module("acxoci", run_name="__main__", alter_sys=True)
+"""
+
+
 def measured_acx(*args: str) -> tuple[int, Any, float, int]:
-    """Run `acx --json ARGS` in a child; (exit code, parsed stdout or stderr text, seconds, peak RSS KiB)."""
-    env = dict(os.environ, PYTHONPATH=str(REPO))
+    """Run `acx --json ARGS` in a child; (exit code, parsed stdout or stderr text, seconds, peak RSS KiB).
+
+    The peak is the child's own VmHWM (ru_maxrss of a vforked child includes the parent's peak).
+    """
+    fd, peak_file = tempfile.mkstemp(prefix="acx-peak-")
+    os.close(fd)
+    env = dict(os.environ, PYTHONPATH=str(REPO), ACX_TEST_PEAK_FILE=peak_file)
     t0 = time.perf_counter()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "acxoci", "--json", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=env,
+    proc = subprocess.run(
+        [sys.executable, "-c", _CHILD, "--json", *args], capture_output=True, env=env, timeout=60
     )
-    out, err = proc.stdout.read(), proc.stderr.read()  # type: ignore[union-attr]
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
     seconds = time.perf_counter() - t0
+    try:
+        peak = int(Path(peak_file).read_text() or "0")
+    finally:
+        os.unlink(peak_file)
+    assert peak > 0, proc.stderr
+    out, err = proc.stdout, proc.stderr
     text = out.decode() if out.strip() else err.decode()
     try:
         doc: Any = json.loads(text)
     except ValueError:
         doc = text
-    return proc.returncode, doc, seconds, usage.ru_maxrss
+    return proc.returncode, doc, seconds, peak
 
 
 def assert_refused_verify(path: Path, vectors: Path) -> Any:
