@@ -268,6 +268,11 @@ def check_open(cart: Cartridge) -> SpecReport:
         for problem in capability_issues(cap.id, cap.json, cap.content_hash):
             issues.append(Issue("capability.record", f"capabilities[{cap.id}]:$", problem))
     _check_level_evidence(cart, issues)
+    ignored = cart.count("acx_skill") - len(cart.skills())
+    if ignored:
+        issues.append(
+            Issue("skill.rom", "acx_skill", f"{ignored} acx_skill row(s) match no ROM SKILL.md; ignored")
+        )
     for problem in compute_rom_manifest(cart).uncovered:
         ref, _, why = problem.partition(": ")
         issues.append(Issue("rom.covered", f"objects[{json.dumps(ref)}]", why or problem))

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from acxoci.cartridge.reader import open_cartridge
+from acxoci.cartridge.spec import check_spec
 from acxoci.install.install import install
 from acxoci.install.store import Store
 from acxoci.install.vpolicy import load_policy
@@ -340,6 +341,8 @@ def test_acx_skill_rows_alone_grant_no_skill(sample: Path) -> None:
         assert [s.name for s in cart.skills()] == []
     [entry] = load_roster(directory_roster(sample.parent), registry=None, now=NOW)
     assert entry.skills == ()
+    report = check_spec(sample)
+    assert not report.clean and any(i.rule == "skill.rom" for i in report.issues), report
 
 
 def test_acx_skill_rows_matching_rom_are_kept(sample: Path) -> None:
