@@ -86,6 +86,16 @@ def utf16_key(s: str) -> bytes:
     return s.encode("utf-16-be", "surrogatepass")
 
 
+def _bmp_only(texts: list[str]) -> bool:
+    """True when no string has a code point above U+FFFF: then str order is UTF-16 order."""
+    return all(t.isascii() or max(t) <= "\uffff" for t in texts)
+
+
+def sort_utf16(texts: list[str]) -> list[str]:
+    """`texts` sorted by UTF-16 code units (plain str order when all are inside the BMP)."""
+    return sorted(texts) if _bmp_only(texts) else sorted(texts, key=utf16_key)
+
+
 def sort_key(row: ObjectRow) -> tuple[bytes, bytes]:
     """Manifest order: (kind, source_ref) by UTF-16 code units."""
     return utf16_key(row.kind), utf16_key(row.source_ref)
@@ -106,18 +116,14 @@ class _Sources:
     def __init__(self, cart: Cartridge, meta: dict[str, str], rom_hashes: RomHashing) -> None:
         self.cart = cart
         self.meta = meta
-        self._join = rom_hashes
+        self.hashing = rom_hashes
         self.sqlar = {i.name: i for i in cart.sqlar_infos()}
         self.memory = {m.id: m for m in cart.memory(save_payloads=False)}
         self.caps = {c.id: c for c in cart.capabilities()}
-        self._digests: dict[int, tuple[str, int]] | None = None
 
     def sqlar_digest(self, info: SqlarInfo) -> tuple[str, int]:
-        """(oid, sz) of a scanned ROM row (all ROM rows hashed in one pass, on first use)."""
-        if self._digests is None:
-            self._digests = self._join.result()
-        got = self._digests.get(info.rowid)
-        return got if got is not None else self.cart.sqlar_sha256(info)
+        """(oid, sz) of a scanned ROM row (from the hashing pass, or streamed for this row)."""
+        return self.hashing.digest(info)
 
 
 def live_source(src: _Sources, row: ObjectRow) -> LiveSource:
@@ -231,12 +237,16 @@ def compute_rom_manifest(cart: Cartridge, *, strict: bool = True) -> RomManifest
     With strict=True, also check kind/canon/sz against the source and report uncovered ROM content.
     Raises BadEntry/InvalidInput for content that cannot be read at all (bad names, bombs, bad UTF-8).
     """
-    cart.sqlar_infos()  # typed scan first: the hashing pass only ever hashes rows that passed it
+    # the hashing pass runs beside the typed scans; its digests are used only for rowids that the
+    # typed sqlar scan accepted (RomHashing.result joins them by rowid)
     rom_hashes = cart.start_rom_hashing()
     try:
         meta = cart.meta()
         rows = [r for r in cart.objects() if r.zone == ZONE_ROM]
-        rows.sort(key=sort_key)
+        if _bmp_only([r.kind for r in rows]) and _bmp_only([r.source_ref for r in rows]):
+            rows.sort(key=lambda r: (r.kind, r.source_ref))
+        else:
+            rows.sort(key=sort_key)
         src = _Sources(cart, meta, rom_hashes)
         _check_inflate_budget(src, rows)
         mismatches: list[str] = []
@@ -263,7 +273,7 @@ def compute_rom_manifest(cart: Cartridge, *, strict: bool = True) -> RomManifest
                     mismatches.append(f"{row.source_ref}: sz {row.sz} differs from source size {live.sz}")
             entries.append({"sourceRef": row.source_ref, "oid": row.oid, "canon": row.canon, "sz": row.sz})
         digest, canonical = manifest_hash_of(entries)
-        lines = sorted((f"{r.oid}  {r.source_ref}" for r in rows), key=utf16_key)
+        lines = sort_utf16([f"{r.oid}  {r.source_ref}" for r in rows])
         checksum = "sha256:" + hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest()
         uncovered = _uncovered(src, set(refs)) if strict else []
     finally:

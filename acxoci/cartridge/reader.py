@@ -13,6 +13,7 @@ import contextlib
 import hashlib
 import os
 import sqlite3
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -58,7 +59,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SqlarInfo:
     """A sqlar row without its data."""
 
@@ -68,13 +69,14 @@ class SqlarInfo:
     sz: int
     stored: int
     rowid: int = 0
+    zone: str = ""
 
-    @property
-    def zone(self) -> str:
-        return self.name.split("/", 1)[0]
+    def __post_init__(self) -> None:
+        if not self.zone:
+            object.__setattr__(self, "zone", self.name.split("/", 1)[0])
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ObjectRow:
     """One `objects` row: an integrity unit."""
 
@@ -86,7 +88,7 @@ class ObjectRow:
     sz: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class MemoryRow:
     """One `memory` row; `payload` is the raw UTF-8 bytes of the stored JCS text."""
 
@@ -98,7 +100,7 @@ class MemoryRow:
     payload_loaded: bool = True
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CapabilityRow:
     """One `capabilities` row; `json` is the raw UTF-8 bytes of the stored JCS text."""
 
@@ -107,7 +109,7 @@ class CapabilityRow:
     content_hash: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SignatureRow:
     """One `signatures` row; `envelope` kept as bytes until parsed strictly."""
 
@@ -121,7 +123,7 @@ class SignatureRow:
     created_at: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class AttestationRow:
     """One `attestations` row (unsigned; may be added after signing)."""
 
@@ -134,7 +136,7 @@ class AttestationRow:
     created_at: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SkillRow:
     """One `acx_skill` row (a derived, unsigned cache)."""
 
@@ -237,25 +239,34 @@ _SQL_TYPE = {
 
 
 class RomHashing:
-    """A started ROM hashing pass: `result()` joins it once (and streams the rest); `close()`
-    joins it without a result, for a caller that stopped early."""
+    """A started ROM hashing pass. `digest(info)` waits for it once, then gives the digest of one
+    scanned row: from the pass when it hashed that row, else streamed now (compressed or large
+    rows, under the decompression budget). `close()` only waits, for a caller that stops early."""
 
-    def __init__(self, join: Callable[[], dict[int, tuple[str, int]]]) -> None:
-        self._join: Callable[[], dict[int, tuple[str, int]]] | None = join
-        self._value: dict[int, tuple[str, int]] | None = None
+    def __init__(self, wait: Callable[[], dict[int, tuple[str, int, int]]], cart: Cartridge) -> None:
+        self._wait: Callable[[], dict[int, tuple[str, int, int]]] | None = wait
+        self._inline: dict[int, tuple[str, int, int]] | None = None
+        self._cart = cart
 
-    def result(self) -> dict[int, tuple[str, int]]:
-        if self._value is None:
-            join, self._join = self._join, None
-            if join is None:
-                raise InvalidInput("ROM hashing pass already failed")
-            self._value = join()
-        return self._value
+    def _rows(self) -> dict[int, tuple[str, int, int]]:
+        if self._inline is None:
+            wait, self._wait = self._wait, None
+            if wait is None:
+                raise InvalidInput("the ROM hashing pass failed", where=self._cart.label)
+            self._inline = wait()
+        return self._inline
+
+    def digest(self, info: SqlarInfo) -> tuple[str, int]:
+        """(sha256:…, uncompressed size) of one row that the typed sqlar scan accepted."""
+        got = self._rows().get(info.rowid)
+        if got is not None and got[1] == info.sz == info.stored == got[2]:
+            return got[0], got[1]
+        return self._cart.sqlar_sha256(info)
 
     def close(self) -> None:
-        if self._join is not None and self._value is None:
+        if self._wait is not None:
             with contextlib.suppress(InvalidInput):
-                self.result()
+                self._rows()
 
 
 def _inline_rom_digests(conn: sqlite3.Connection) -> dict[int, tuple[str, int, int]]:
@@ -534,13 +545,13 @@ class Cartridge:
         return "sha256:" + state["h"].hexdigest(), int(state["n"])
 
     def start_rom_hashing(self) -> RomHashing:
-        """Start hashing every `rom/` sqlar row and return a join function giving
-        rowid -> (sha256:…, uncompressed size) for each scanned ROM row (`sqlar_infos`).
+        """Start hashing the `rom/` sqlar rows; `RomHashing.digest(info)` then gives the digest of
+        one row accepted by the typed scan (`sqlar_infos`), joined by rowid.
 
         Small raw rows are hashed from the row itself in one `NOT INDEXED` pass; for an opened
         file that pass runs on a second read-only connection in a thread (SQLite and hashlib
         release the GIL), overlapping the other table scans. Rows it did not hash (compressed or
-        large) are streamed on join, under the cartridge's decompression budget.
+        large) are streamed when asked for, under the cartridge's decompression budget.
         """
         result: dict[str, Any] = {}
 
@@ -559,7 +570,7 @@ class Cartridge:
         else:
             work(self.conn)
 
-        def join() -> dict[int, tuple[str, int]]:
+        def wait() -> dict[int, tuple[str, int, int]]:
             if thread is not None:
                 thread.join()
             if worker is not None:
@@ -569,23 +580,18 @@ class Cartridge:
                 if isinstance(exc, sqlite3.Error):
                     raise InvalidInput(f"cannot read cartridge table sqlar: {exc}", where=self.label) from exc
                 raise exc
-            inline: dict[int, tuple[str, int, int]] = result["rows"]
-            out: dict[int, tuple[str, int]] = {}
-            for info in self.sqlar_infos():
-                if info.zone != ZONE_ROM:
-                    continue
-                got = inline.get(info.rowid)
-                if got is not None and got[1] == info.sz == info.stored == got[2]:
-                    out[info.rowid] = (got[0], got[1])
-                else:
-                    out[info.rowid] = self.sqlar_sha256(info)
-            return out
+            rows: dict[int, tuple[str, int, int]] = result["rows"]
+            return rows
 
-        return RomHashing(join)
+        return RomHashing(wait, self)
 
     def rom_sqlar_digests(self) -> dict[int, tuple[str, int]]:
         """rowid -> (sha256:…, uncompressed size) of every scanned `rom/` row (see start_rom_hashing)."""
-        return self.start_rom_hashing().result()
+        hashing = self.start_rom_hashing()
+        try:
+            return {i.rowid: hashing.digest(i) for i in self.sqlar_infos() if i.zone == ZONE_ROM}
+        finally:
+            hashing.close()
 
     def sqlar_read(self, name: str) -> bytes | None:
         """The uncompressed bytes of sqlar entry `name`, or None if absent. Bounded (see sqlar.py)."""
@@ -623,10 +629,10 @@ class Cartridge:
             out.append(
                 ObjectRow(
                     _text(oid, self.label, f"{w}.oid"),
-                    _text(kind, self.label, f"{w}.kind"),
+                    sys.intern(_text(kind, self.label, f"{w}.kind")),
                     source_ref,
-                    _text(canon, self.label, f"{w}.canon"),
-                    _text(zone, self.label, f"{w}.zone"),
+                    sys.intern(_text(canon, self.label, f"{w}.canon")),
+                    sys.intern(_text(zone, self.label, f"{w}.zone")),
                     _int(sz, self.label, f"{w}.sz"),
                 )
             )
