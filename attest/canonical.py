@@ -94,7 +94,7 @@ def jcs_digest(value: Any) -> str:
     return sha256_digest(jcs(value))
 
 
-MAX_JSON_DEPTH = 128
+MAX_JSON_DEPTH = 256
 # Integers outside ±(2**53 - 1) read differently in JavaScript (the reference) and cannot be
 # written by JCS, so two readers would disagree about a signed document: refused everywhere.
 MAX_SAFE_INTEGER = 2**53 - 1
