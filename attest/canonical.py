@@ -135,25 +135,42 @@ def _parse_float(text: str) -> float:
 
 
 def _check_tree(value: Any, max_depth: int, check_strings: bool) -> None:
-    """Iteratively check nesting depth and (when escapes could have made one) lone surrogates."""
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    pop, push = stack.pop, stack.append
-    while stack:
-        v, depth = pop()
-        t = type(v)
-        if t is dict or t is list:
-            if depth > max_depth:
-                raise MalformedError(f"JSON nests deeper than {max_depth} levels")
-            if t is dict:
-                for k, item in v.items():
-                    if check_strings and _LONE_SURROGATE.search(k):
-                        raise MalformedError("JSON key holds a lone surrogate escape")
-                    push((item, depth + 1))
-            else:
-                for item in v:
-                    push((item, depth + 1))
-        elif check_strings and t is str and _LONE_SURROGATE.search(v):
+    """Check nesting depth and (when escapes could have made one) lone surrogates.
+
+    Iterative, one iterator per open container: memory is bounded by `max_depth`, not by the
+    number of values (a flat list of millions of items costs nothing extra).
+    """
+
+    def bad_string(s: str) -> bool:
+        return check_strings and _LONE_SURROGATE.search(s) is not None
+
+    def open_container(v: dict[str, Any] | list[Any]) -> Any:
+        if type(v) is dict:
+            if check_strings and any(bad_string(k) for k in v):
+                raise MalformedError("JSON key holds a lone surrogate escape")
+            return iter(v.values())
+        return iter(v)
+
+    t = type(value)
+    if t is str:
+        if bad_string(value):
             raise MalformedError("JSON string holds a lone surrogate escape")
+        return
+    if t is not dict and t is not list:
+        return
+    stack = [open_container(value)]
+    while stack:
+        for item in stack[-1]:
+            ti = type(item)
+            if ti is dict or ti is list:
+                if len(stack) >= max_depth:
+                    raise MalformedError(f"JSON nests deeper than {max_depth} levels")
+                stack.append(open_container(item))
+                break
+            if ti is str and bad_string(item):
+                raise MalformedError("JSON string holds a lone surrogate escape")
+        else:
+            stack.pop()
 
 
 def loads_strict(
