@@ -190,7 +190,7 @@ def main() -> int:
             f"fileCount {r0['fileCount']}, peak RSS {max(r['maxrssKiB'] for r in results) / 1024:.0f} MiB"
         )
         print(f"ratio verify / sha256(ROM):     {best / base_rom:6.1f}x  (target <= 1.5x)")
-        print(f"verify CPU, both threads:  {best_cpu:6.2f} s ({best_cpu / base_rom:.1f}x one-core sha256)")
+        print(f"verify CPU seconds:        {best_cpu:6.2f} s ({best_cpu / base_rom:.1f}x one-core sha256)")
         print(f"ratio verify / sha256(file):    {best / base_hash:6.1f}x")
         print(f"ratio verify / read blobs:      {best / base_read:6.1f}x")
         print(

@@ -237,8 +237,7 @@ def compute_rom_manifest(cart: Cartridge, *, strict: bool = True) -> RomManifest
     With strict=True, also check kind/canon/sz against the source and report uncovered ROM content.
     Raises BadEntry/InvalidInput for content that cannot be read at all (bad names, bombs, bad UTF-8).
     """
-    # the hashing pass runs beside the typed scans; its digests are used only for rowids that the
-    # typed sqlar scan accepted (RomHashing.result joins them by rowid)
+    # the hashing pass's digests are used only for rowids that the typed sqlar scan accepted
     rom_hashes = cart.start_rom_hashing()
     try:
         meta = cart.meta()
