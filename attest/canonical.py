@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+import re
 from typing import Any
 
 import rfc8785
@@ -66,7 +68,6 @@ def fast_path_ok(value: Any) -> bool:
     return True
 
 
-
 def jcs(value: Any) -> bytes:
     """Return the RFC 8785 canonical UTF-8 bytes of a JSON value (fast path when provably equal)."""
     try:
@@ -93,6 +94,14 @@ def jcs_digest(value: Any) -> str:
     return sha256_digest(jcs(value))
 
 
+MAX_JSON_DEPTH = 256
+# Integers outside ±(2**53 - 1) read differently in JavaScript (the reference) and cannot be
+# written by JCS, so two readers would disagree about a signed document: refused everywhere.
+MAX_SAFE_INTEGER = 2**53 - 1
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]", re.ASCII)
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for k, v in pairs:
@@ -106,8 +115,73 @@ def _reject_constant(name: str) -> Any:
     raise MalformedError(f"non-standard JSON constant {name}")
 
 
-def loads_strict(data: bytes | str, *, max_bytes: int = MAX_JSON_BYTES) -> Any:
-    """Parse JSON strictly: UTF-8 only, no duplicate keys, no NaN/Infinity, bounded size."""
+def _parse_int(text: str) -> int:
+    digits = len(text) - (text[0] == "-")
+    if digits > 16:  # 2**53 has 16 digits: no need to convert a 5,000-digit string to know
+        raise MalformedError(f"JSON integer of {digits} digits is outside ±(2**53-1)")
+    value = int(text)
+    if not -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
+        raise MalformedError(f"JSON integer {text} is outside ±(2**53-1)")
+    return value
+
+
+def _parse_float(text: str) -> float:
+    if len(text) > 400:
+        raise MalformedError(f"JSON number of {len(text)} characters is too long")
+    value = float(text)
+    if not math.isfinite(value):
+        raise MalformedError(f"JSON number {text[:40]} is not finite in binary64")
+    return value
+
+
+def _check_tree(value: Any, max_depth: int, check_strings: bool) -> None:
+    """Check nesting depth and (when escapes could have made one) lone surrogates.
+
+    Iterative, one iterator per open container: memory is bounded by `max_depth`, not by the
+    number of values (a flat list of millions of items costs nothing extra).
+    """
+
+    def bad_string(s: str) -> bool:
+        return check_strings and _LONE_SURROGATE.search(s) is not None
+
+    def open_container(v: dict[str, Any] | list[Any]) -> Any:
+        if type(v) is dict:
+            if check_strings and any(bad_string(k) for k in v):
+                raise MalformedError("JSON key holds a lone surrogate escape")
+            return iter(v.values())
+        return iter(v)
+
+    t = type(value)
+    if t is str:
+        if bad_string(value):
+            raise MalformedError("JSON string holds a lone surrogate escape")
+        return
+    if t is not dict and t is not list:
+        return
+    stack = [open_container(value)]
+    while stack:
+        for item in stack[-1]:
+            ti = type(item)
+            if ti is dict or ti is list:
+                if len(stack) >= max_depth:
+                    raise MalformedError(f"JSON nests deeper than {max_depth} levels")
+                stack.append(open_container(item))
+                break
+            if ti is str and bad_string(item):
+                raise MalformedError("JSON string holds a lone surrogate escape")
+        else:
+            stack.pop()
+
+
+def loads_strict(
+    data: bytes | bytearray | str, *, max_bytes: int = MAX_JSON_BYTES, max_depth: int = MAX_JSON_DEPTH
+) -> Any:
+    """Parse JSON strictly, the one entry point for every document acxoci reads.
+
+    UTF-8 only, no BOM, bounded size, no duplicate keys, no NaN/Infinity or numbers that overflow
+    binary64, integers within ±(2**53-1), no lone surrogate escapes, at most `max_depth` levels.
+    Every refusal is a MalformedError (callers map it to invalid_input, or tampered when signed).
+    """
     if isinstance(data, bytes | bytearray):
         if len(data) > max_bytes:
             raise MalformedError(f"JSON document of {len(data)} bytes exceeds the {max_bytes}-byte limit")
@@ -115,15 +189,29 @@ def loads_strict(data: bytes | str, *, max_bytes: int = MAX_JSON_BYTES) -> Any:
             text = bytes(data).decode("utf-8")
         except UnicodeDecodeError as exc:
             raise MalformedError(f"JSON is not valid UTF-8 (byte {exc.start})") from exc
-    else:
+    elif isinstance(data, str):
         text = data
         if len(text) > max_bytes:
             raise MalformedError(f"JSON document of {len(text)} characters exceeds the limit")
+        if _LONE_SURROGATE.search(text):
+            raise MalformedError("JSON text holds a lone surrogate")
+    else:
+        raise MalformedError(f"JSON input is {type(data).__name__}, not bytes or text")
     if text.startswith("\ufeff"):
         raise MalformedError("JSON starts with a byte-order mark")
     try:
-        return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_reject_constant)
+        value = json.loads(
+            text,
+            object_pairs_hook=_no_duplicates,
+            parse_constant=_reject_constant,
+            parse_int=_parse_int,
+            parse_float=_parse_float,
+        )
     except MalformedError:
         raise
-    except (json.JSONDecodeError, RecursionError) as exc:
+    except (json.JSONDecodeError, RecursionError, ValueError, OverflowError) as exc:
         raise MalformedError(f"invalid JSON: {exc}") from exc
+    escapes = _SURROGATE_ESCAPE.search(text) is not None
+    if escapes or text.count("[") + text.count("{") > max_depth:
+        _check_tree(value, max_depth, escapes)
+    return value

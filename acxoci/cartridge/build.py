@@ -31,6 +31,7 @@ from acxoci.cartridge.constants import (
 )
 from acxoci.cartridge.memory import MemoryPartition, partition
 from acxoci.cartridge.package import AgentPackage, read_package, slug
+from acxoci.cartridge.schema import DDL as SCHEMA_DDL
 from acxoci.cartridge.sign import SignResult, refresh_rom_objects, sign_connection
 from acxoci.cartridge.skills import Skill, expertise_skill, load_skill
 from acxoci.errors import InvalidInput, NotFound
@@ -53,34 +54,7 @@ PATH_PACKAGE_SPEC = "rom/package-spec.json"
 PATH_LANCE = "rom/schema/lance-memory.json"
 PATH_SKILLSET = "rom/cal/skillset.json"
 
-DDL = (
-    "CREATE TABLE cartridge (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL) WITHOUT ROWID",
-    "CREATE TABLE sqlar (name TEXT PRIMARY KEY, mode INT, mtime INT, sz INT, data BLOB)",
-    "CREATE TABLE memory (id TEXT PRIMARY KEY NOT NULL,"
-    " zone TEXT NOT NULL CHECK (zone IN ('rom','save')),"
-    " artifact_fingerprint TEXT NOT NULL, codebase_fingerprint TEXT,"
-    " payload TEXT NOT NULL, oid TEXT NOT NULL, created_at TEXT NOT NULL) WITHOUT ROWID",
-    "CREATE INDEX memory_zone_fp ON memory(zone, artifact_fingerprint)",
-    "CREATE TABLE vectors (memory_id TEXT PRIMARY KEY, zone TEXT NOT NULL, embedding BLOB NOT NULL,"
-    " artifact_fingerprint TEXT)",
-    "CREATE TABLE objects (oid TEXT PRIMARY KEY NOT NULL, kind TEXT NOT NULL CHECK (kind IN"
-    " ('sqlar','memory','cartridge','skill','attestation')), source_ref TEXT NOT NULL,"
-    " canon TEXT NOT NULL, zone TEXT NOT NULL CHECK (zone IN ('rom','save')),"
-    " sz INTEGER NOT NULL) WITHOUT ROWID",
-    "CREATE TABLE signatures (sig_id TEXT PRIMARY KEY NOT NULL,"
-    " target TEXT NOT NULL DEFAULT 'rom-manifest', manifest_hash TEXT NOT NULL,"
-    " envelope TEXT NOT NULL, keyid TEXT NOT NULL, public_key_pem TEXT,"
-    " alg TEXT NOT NULL DEFAULT 'ed25519', created_at TEXT NOT NULL) WITHOUT ROWID",
-    "CREATE TABLE attestations (att_id TEXT PRIMARY KEY NOT NULL, type TEXT NOT NULL,"
-    " subject_oid TEXT, media_type TEXT NOT NULL, document TEXT NOT NULL, status_url TEXT,"
-    " created_at TEXT NOT NULL) WITHOUT ROWID",
-    "CREATE TABLE acx_skill (sqlar_path TEXT PRIMARY KEY, name TEXT NOT NULL,"
-    " description TEXT NOT NULL, license TEXT, compatibility TEXT, skill_version TEXT,"
-    " body_tokens INTEGER, content_sha256 TEXT NOT NULL, resources TEXT NOT NULL, ext TEXT,"
-    " schema_version TEXT NOT NULL)",
-    "CREATE TABLE capabilities (id TEXT PRIMARY KEY NOT NULL, json TEXT NOT NULL,"
-    " content_hash TEXT NOT NULL)",
-)
+DDL = SCHEMA_DDL  # the one definition of the tables (acxoci/cartridge/schema.py)
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from acxoci.errors import InvalidInput
-from attest.canonical import jcs, sha256_digest
+from attest.canonical import jcs, loads_strict, sha256_digest
 
 SCHEMA_VERSION = "acx.capability/1"
 SCALE = "acx.proficiency/trueskill-1"
@@ -153,10 +153,8 @@ def capabilities_for(
 
 def capability_issues(cap_id: str, json_text: bytes, content_hash: str) -> list[str]:
     """Structural problems of a stored capability row (used by `acx cartridge spec`)."""
-    import json as _json
-
     try:
-        rec = _json.loads(json_text)
+        rec = loads_strict(json_text)
     except ValueError:
         return ["json column is not JSON"]
     out: list[str] = []

@@ -83,6 +83,8 @@ META_ROM_MANIFEST_HASH = "acx.rom_manifest_hash"
 
 # --- limits ---
 DEFAULT_MAX_ENTRY_BYTES = 256 * 1024 * 1024  # one sqlar entry, uncompressed
+DEFAULT_MAX_DECOMPRESSED_BYTES = 256 * 1024 * 1024  # every inflated byte of one cartridge, in total
+MAX_VALUE_BYTES = 16 * 1024 * 1024 + 65536  # SQLITE_LIMIT_LENGTH: any one value SQLite materialises
 MAX_ENVELOPE_BYTES = 4 * 1024 * 1024
 MAX_JSON_DOC_BYTES = 16 * 1024 * 1024
 
@@ -98,8 +100,13 @@ PATH_SEGMENT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 MAX_PATH_BYTES = 4096
 
 
+_PORTABLE_RE = re.compile(r"(?:rom|save)(?:/[A-Za-z0-9][A-Za-z0-9._-]{0,127})+", re.ASCII)
+
+
 def portable_path_problem(name: str) -> str | None:
     """Why `name` breaks the portable-path rule (brief §1.2), or None when it is fine."""
+    if len(name) <= MAX_PATH_BYTES and _PORTABLE_RE.fullmatch(name):
+        return None  # fast path: every segment portable, so no '.', '..', NUL, '\\' or control
     if not name:
         return "empty name"
     if len(name.encode("utf-8", "surrogatepass")) > MAX_PATH_BYTES:

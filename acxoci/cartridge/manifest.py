@@ -3,6 +3,9 @@ signed bare-array manifest, its hash (the ROM digest), `checksumHash` and `fileC
 ROM content that no object covers.
 
 Works over any `Cartridge` (read-only file or a builder's connection via `Cartridge.from_connection`).
+Linear: one scan of each table, sources looked up in those scans by their TEXT key (so the row
+whose key is checked is the row whose content is hashed), sqlar data streamed and never loaded,
+SAVE rows never read beyond their key and size.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from acxoci.cartridge.constants import (
     REF_META,
     ZONE_ROM,
 )
-from acxoci.cartridge.reader import Cartridge, ObjectRow
+from acxoci.cartridge.reader import BadEntry, Cartridge, ObjectRow, RomHashing, SqlarInfo
 from attest.canonical import jcs, sha256_digest
 
 __all__ = [
@@ -83,6 +86,16 @@ def utf16_key(s: str) -> bytes:
     return s.encode("utf-16-be", "surrogatepass")
 
 
+def _bmp_only(texts: list[str]) -> bool:
+    """True when no string has a code point above U+FFFF: then str order is UTF-16 order."""
+    return all(t.isascii() or max(t) <= "\uffff" for t in texts)
+
+
+def sort_utf16(texts: list[str]) -> list[str]:
+    """`texts` sorted by UTF-16 code units (plain str order when all are inside the BMP)."""
+    return sorted(texts) if _bmp_only(texts) else sorted(texts, key=utf16_key)
+
+
 def sort_key(row: ObjectRow) -> tuple[bytes, bytes]:
     """Manifest order: (kind, source_ref) by UTF-16 code units."""
     return utf16_key(row.kind), utf16_key(row.source_ref)
@@ -97,35 +110,53 @@ class LiveSource:
     problem: str | None = None
 
 
-def live_source(cart: Cartridge, row: ObjectRow, meta: dict[str, str]) -> LiveSource:
+class _Sources:
+    """Every ROM source, from one scan of each table, keyed by its TEXT key (never an SQL lookup)."""
+
+    def __init__(self, cart: Cartridge, meta: dict[str, str], rom_hashes: RomHashing) -> None:
+        self.cart = cart
+        self.meta = meta
+        self.hashing = rom_hashes
+        self.sqlar = {i.name: i for i in cart.sqlar_infos()}
+        self.memory = {m.id: m for m in cart.memory(save_payloads=False)}
+        self.caps = {c.id: c for c in cart.capabilities()}
+
+    def sqlar_digest(self, info: SqlarInfo) -> tuple[str, int]:
+        """(oid, sz) of a scanned ROM row (from the hashing pass, or streamed for this row)."""
+        return self.hashing.digest(info)
+
+
+def live_source(src: _Sources, row: ObjectRow) -> LiveSource:
     """Recompute the live oid of one object from its source, chosen by the source_ref prefix."""
     ref = row.source_ref
     if ref.startswith(REF_MEMORY):
-        mem = cart.memory(ref[len(REF_MEMORY) :])
-        if not mem:
+        mem = src.memory.get(ref[len(REF_MEMORY) :])
+        if mem is None:
             return LiveSource(None, None, "missing source")
-        if mem[0].zone != ZONE_ROM:
-            return LiveSource(None, None, f"source is in the {mem[0].zone!r} zone")
-        oid, sz = oid_memory(mem[0].payload)
+        if mem.zone != ZONE_ROM or not mem.payload_loaded:
+            return LiveSource(None, None, f"source is in the {mem.zone!r} zone")
+        oid, sz = oid_memory(mem.payload)
         return LiveSource(oid, sz)
     if ref.startswith(REF_CAPABILITY):
-        caps = cart.capabilities(ref[len(REF_CAPABILITY) :])
-        if not caps:
+        cap = src.caps.get(ref[len(REF_CAPABILITY) :])
+        if cap is None:
             return LiveSource(None, None, "missing source")
-        oid, sz = oid_capability(caps[0].json)
-        if caps[0].content_hash != oid:
+        oid, sz = oid_capability(cap.json)
+        if cap.content_hash != oid:
             return LiveSource(oid, sz, "content_hash differs from the json column")
         return LiveSource(oid, sz)
     if ref.startswith(REF_META):
         key = ref[len(REF_META) :]
-        if key not in meta:
+        if key not in src.meta:
             return LiveSource(None, None, "missing source")
-        oid, sz = oid_meta(key, meta[key])
+        oid, sz = oid_meta(key, src.meta[key])
         return LiveSource(oid, sz)
-    data = cart.sqlar_read(ref)
-    if data is None:
+    info = src.sqlar.get(ref)
+    if info is None:
         return LiveSource(None, None, "missing source")
-    oid, sz = oid_sqlar(data)
+    if info.zone != ZONE_ROM:
+        return LiveSource(None, None, f"source is in the {info.zone!r} zone")
+    oid, sz = src.sqlar_digest(info)
     return LiveSource(oid, sz)
 
 
@@ -162,24 +193,42 @@ class RomManifest:
         return self.hash.removeprefix("sha256:")
 
 
-def _uncovered(cart: Cartridge, covered: set[str], meta: dict[str, str]) -> list[str]:
+def _uncovered(src: _Sources, covered: set[str]) -> list[str]:
     """ROM content that no ROM object covers (the reference's blind spot, brief §2)."""
     out: list[str] = []
-    for info in cart.sqlar_infos():
-        if info.name.startswith("rom/") and info.name not in covered:
+    for info in src.sqlar.values():
+        if info.zone == ZONE_ROM and info.name not in covered:
             out.append(f"{info.name}: rom/ sqlar row not covered by any ROM object")
-    for mem in cart.memory():
+    for mem in src.memory.values():
         if mem.zone == ZONE_ROM and f"{REF_MEMORY}{mem.id}" not in covered:
             out.append(f"{REF_MEMORY}{mem.id}: ROM memory row not covered by any ROM object")
         elif mem.zone not in (ZONE_ROM, "save"):
             out.append(f"{REF_MEMORY}{mem.id}: unknown zone {mem.zone!r}")
-    for cap in cart.capabilities():
+    for cap in src.caps.values():
         if f"{REF_CAPABILITY}{cap.id}" not in covered:
             out.append(f"{REF_CAPABILITY}{cap.id}: capability row not covered by any ROM object")
     for key in BOUND_META_KEYS:
-        if key in meta and f"{REF_META}{key}" not in covered:
+        if key in src.meta and f"{REF_META}{key}" not in covered:
             out.append(f"{REF_META}{key}: bound meta key not covered by any ROM object")
     return out
+
+
+def _check_inflate_budget(src: _Sources, rows: list[ObjectRow]) -> None:
+    """Refuse before inflating anything when the declared sizes of the compressed ROM entries
+    already exceed the cartridge's decompression budget (a bomb spread over many entries)."""
+    total = 0
+    for row in rows:
+        info = src.sqlar.get(row.source_ref)
+        if info is not None and info.zone == ZONE_ROM and info.stored != info.sz:
+            total += max(info.sz, 0)
+    budget = src.cart.budget
+    if total > budget.limit:
+        raise BadEntry(
+            f"compressed ROM entries declare {total} bytes, more than the {budget.limit}-byte "
+            "decompression cap (raise it with --max-decompressed)",
+            where=src.cart.label,
+            details={"limit": budget.limit},
+        )
 
 
 def compute_rom_manifest(cart: Cartridge, *, strict: bool = True) -> RomManifest:
@@ -188,36 +237,46 @@ def compute_rom_manifest(cart: Cartridge, *, strict: bool = True) -> RomManifest
     With strict=True, also check kind/canon/sz against the source and report uncovered ROM content.
     Raises BadEntry/InvalidInput for content that cannot be read at all (bad names, bombs, bad UTF-8).
     """
-    meta = cart.meta()
-    rows = [r for r in cart.objects() if r.zone == ZONE_ROM]
-    rows.sort(key=sort_key)
-    mismatches: list[str] = []
-    entries: list[dict[str, Any]] = []
-    refs = Counter(r.source_ref for r in rows)
-    for ref, n in sorted(refs.items()):
-        if n > 1:
-            mismatches.append(f"{ref}: {n} ROM objects share this source")
-    for row in rows:
-        live = live_source(cart, row, meta)
-        if live.oid is None:
-            mismatches.append(f"{row.source_ref}: {live.problem or 'missing source'}")
-        elif live.oid != row.oid:
-            mismatches.append(f"{row.source_ref}: oid mismatch")
-        elif strict:
-            if live.problem:
-                mismatches.append(f"{row.source_ref}: {live.problem}")
-            kind, canon = ref_kind(row.source_ref)
-            if row.kind != kind or row.canon != canon:
-                mismatches.append(
-                    f"{row.source_ref}: kind/canon {row.kind}/{row.canon} should be {kind}/{canon}"
-                )
-            if live.sz != row.sz:
-                mismatches.append(f"{row.source_ref}: sz {row.sz} differs from source size {live.sz}")
-        entries.append({"sourceRef": row.source_ref, "oid": row.oid, "canon": row.canon, "sz": row.sz})
-    digest, canonical = manifest_hash_of(entries)
-    lines = sorted((f"{r.oid}  {r.source_ref}" for r in rows), key=utf16_key)
-    checksum = "sha256:" + hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest()
-    uncovered = _uncovered(cart, set(refs), meta) if strict else []
+    # the hashing pass's digests are used only for rowids that the typed sqlar scan accepted
+    rom_hashes = cart.start_rom_hashing()
+    try:
+        meta = cart.meta()
+        rows = [r for r in cart.objects() if r.zone == ZONE_ROM]
+        if _bmp_only([r.kind for r in rows]) and _bmp_only([r.source_ref for r in rows]):
+            rows.sort(key=lambda r: (r.kind, r.source_ref))
+        else:
+            rows.sort(key=sort_key)
+        src = _Sources(cart, meta, rom_hashes)
+        _check_inflate_budget(src, rows)
+        mismatches: list[str] = []
+        entries: list[dict[str, Any]] = []
+        refs = Counter(r.source_ref for r in rows)
+        for ref, n in sorted(refs.items()):
+            if n > 1:
+                mismatches.append(f"{ref}: {n} ROM objects share this source")
+        for row in rows:
+            live = live_source(src, row)
+            if live.oid is None:
+                mismatches.append(f"{row.source_ref}: {live.problem or 'missing source'}")
+            elif live.oid != row.oid:
+                mismatches.append(f"{row.source_ref}: oid mismatch")
+            elif strict:
+                if live.problem:
+                    mismatches.append(f"{row.source_ref}: {live.problem}")
+                kind, canon = ref_kind(row.source_ref)
+                if row.kind != kind or row.canon != canon:
+                    mismatches.append(
+                        f"{row.source_ref}: kind/canon {row.kind}/{row.canon} should be {kind}/{canon}"
+                    )
+                if live.sz != row.sz:
+                    mismatches.append(f"{row.source_ref}: sz {row.sz} differs from source size {live.sz}")
+            entries.append({"sourceRef": row.source_ref, "oid": row.oid, "canon": row.canon, "sz": row.sz})
+        digest, canonical = manifest_hash_of(entries)
+        lines = sort_utf16([f"{r.oid}  {r.source_ref}" for r in rows])
+        checksum = "sha256:" + hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest()
+        uncovered = _uncovered(src, set(refs)) if strict else []
+    finally:
+        rom_hashes.close()
     return RomManifest(
         hash=digest,
         canonical=canonical,

@@ -96,7 +96,7 @@ def _check_package_spec(cart: Cartridge, doc: Any, meta: Mapping[str, str], issu
             Issue("package-spec.specVersion", f"{f}:$.specVersion", "differs from meta acx.spec_version")
         )
     try:
-        engine = json.loads(meta.get("acx.embedding_engine", "null"))
+        engine = loads_strict(meta.get("acx.embedding_engine", "null"))
     except ValueError:
         engine = None
     if doc.get("embeddingEngine") != engine:
@@ -151,7 +151,7 @@ def _check_lance(doc: Any, meta: Mapping[str, str], issues: list[Issue]) -> None
         issues.append(Issue("lance.descriptor", f"{f}:$", "descriptor is not an object"))
         return
     try:
-        dim = json.loads(meta.get("acx.embedding_engine", "{}")).get("dim")
+        dim = loads_strict(meta.get("acx.embedding_engine", "{}")).get("dim")
     except (ValueError, AttributeError):
         dim = None
     eng = doc.get("embeddingEngine")
@@ -268,6 +268,11 @@ def check_open(cart: Cartridge) -> SpecReport:
         for problem in capability_issues(cap.id, cap.json, cap.content_hash):
             issues.append(Issue("capability.record", f"capabilities[{cap.id}]:$", problem))
     _check_level_evidence(cart, issues)
+    ignored = cart.count("acx_skill") - len(cart.skills())
+    if ignored:
+        issues.append(
+            Issue("skill.rom", "acx_skill", f"{ignored} acx_skill row(s) match no ROM SKILL.md; ignored")
+        )
     for problem in compute_rom_manifest(cart).uncovered:
         ref, _, why = problem.partition(": ")
         issues.append(Issue("rom.covered", f"objects[{json.dumps(ref)}]", why or problem))
@@ -285,7 +290,7 @@ def check_open(cart: Cartridge) -> SpecReport:
     if policy_doc is not None:
         issues.extend(_in(policy_mod.ROM_PATH, policy_mod.validate_policy(policy_doc, harness_scopes=scopes)))
         try:
-            engine_id = json.loads(meta.get("acx.embedding_engine", "{}")).get("id")
+            engine_id = loads_strict(meta.get("acx.embedding_engine", "{}")).get("id")
         except (ValueError, AttributeError):
             engine_id = None
         ctx = policy_doc.get("context") if isinstance(policy_doc, Mapping) else None

@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from acxoci.cartridge.constants import (
+    DEFAULT_MAX_DECOMPRESSED_BYTES,
     HEX64_RE,
     MAX_ENVELOPE_BYTES,
     META_CARTRIDGE_ID,
@@ -251,6 +252,7 @@ def verify_open(cart: Cartridge, *, registry: TrustRegistry | None, now: datetim
     try:
         manifest = compute_rom_manifest(cart)
         meta = cart.meta()
+        cart.check_side_tables()
     except BadEntry as exc:
         return verdict("tampered", S_MALFORMED_CONTENT, [exc.message], keyid=keyid)
     common: dict[str, Any] = {
@@ -339,8 +341,13 @@ def verify_open(cart: Cartridge, *, registry: TrustRegistry | None, now: datetim
 
 
 def verify_cartridge(
-    path: str | os.PathLike[str], *, registry: TrustRegistry | None, now: datetime
+    path: str | os.PathLike[str],
+    *,
+    registry: TrustRegistry | None,
+    now: datetime,
+    max_decompressed: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
 ) -> CartridgeVerdict:
-    """Open `path` read-only and verify it. Raises only if it is not a readable cartridge."""
-    with open_cartridge(path) as cart:
+    """Open `path` read-only and verify it. Raises only if it is not an acceptable cartridge file
+    (header, sidecars, schema: InvalidInput naming the field, table or column)."""
+    with open_cartridge(path, max_decompressed=max_decompressed) as cart:
         return verify_open(cart, registry=registry, now=now)

@@ -8,6 +8,7 @@ from typing import Any
 import typer
 from rich.markup import escape
 
+from acxoci.cartridge.constants import DEFAULT_MAX_DECOMPRESSED_BYTES
 from acxoci.cartridge.inspect import inspect_cartridge
 from acxoci.cartridge.strip import strip_cartridge
 from acxoci.cartridge.verify import CartridgeVerdict, verify_cartridge
@@ -64,13 +65,19 @@ def verify_cmd(
     trust_registry: Path | None = typer.Option(None, "--trust-registry", help="acx.trust-registry/1 file."),
     require: str | None = typer.Option(None, "--require", help="Minimum trust: portable or trusted."),
     now: str | None = typer.Option(None, "--now", help="Evaluate at this RFC 3339 time (default: now)."),
+    max_decompressed: int = typer.Option(
+        DEFAULT_MAX_DECOMPRESSED_BYTES,
+        "--max-decompressed",
+        min=0,
+        help="Cap on the bytes inflated from compressed ROM entries, in total.",
+    ),
 ) -> None:
     """Verify a cartridge: ROM digest, DSSE signature, statement binding and signer trust."""
     if require not in (None, "portable", "trusted"):
         raise UsageError(f"--require must be portable or trusted, not {require!r}")
     at = _now(now)
     registry = _registry(trust_registry, at)
-    v = verify_cartridge(file, registry=registry, now=at)
+    v = verify_cartridge(file, registry=registry, now=at, max_decompressed=max_decompressed)
     code = _verdict_exit(v, require)
     data = v.to_json() | {"require": require, "exitCode": code}
     emit(data, lambda: _render_verdict(v, require, code))

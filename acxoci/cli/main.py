@@ -14,7 +14,8 @@ from rich.markup import escape
 from acxoci import __version__
 from acxoci.cli import groups
 from acxoci.cli.output import OPTS, ErrorResult, err_console
-from acxoci.errors import AcxError, InternalError, UsageError
+from acxoci.errors import AcxError, InternalError, InvalidInput, UsageError
+from attest.errors import MalformedError
 
 try:  # typer >= 0.23 vendors click; older versions use the click package
     from typer._click import exceptions as click_exc
@@ -124,6 +125,10 @@ def _main(argv: list[str] | None = None) -> None:
             traceback.print_exc()
         _print_error(err)
         sys.exit(err.exit_code)
+    except MalformedError as exc:  # a malformed document a command did not map itself: never "internal"
+        merr = InvalidInput(str(exc))
+        _print_error(merr)
+        sys.exit(merr.exit_code)
     except typer.Exit as ex:
         sys.exit(ex.exit_code)
     except typer.Abort:

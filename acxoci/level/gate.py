@@ -16,6 +16,7 @@ from typing import Any, Final, Literal
 from filelock import FileLock
 
 from acxoci.errors import InvalidInput
+from attest.canonical import loads_strict
 from attest.errors import MalformedError
 from attest.trust import parse_rfc3339
 
@@ -96,8 +97,8 @@ def read_attempts(path: Path) -> list[Attempt]:
     for n, line in enumerate(text.splitlines(), 1):
         if line.strip():
             try:
-                doc = json.loads(line)
-            except json.JSONDecodeError as exc:
+                doc = loads_strict(line)
+            except MalformedError as exc:
                 raise InvalidInput(f"{path}:{n}: not JSON ({exc})") from exc
             out.append(Attempt.from_json(doc, f"{path}:{n}"))
     return out

@@ -19,6 +19,7 @@ from typing import Any, Final, Protocol
 
 from acxoci.errors import InvalidInput, TransientError, UsageError
 from acxoci.level.benchmark import Task
+from attest.canonical import loads_strict
 
 REFERENCE_SALT: Final = "acx-benchmark-v1"
 MAX_SOLVER_OUTPUT: Final = 4 * 1024 * 1024
@@ -146,8 +147,8 @@ class SubprocessSolver:
         if len(proc.stdout) > MAX_SOLVER_OUTPUT:
             raise InvalidInput(f"solver {self.name} wrote more than {MAX_SOLVER_OUTPUT} bytes")
         try:
-            doc = json.loads(proc.stdout.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            doc = loads_strict(proc.stdout)
+        except ValueError as exc:
             raise InvalidInput(f"solver {self.name} did not print JSON for {request.task.id}: {exc}") from exc
         return _parse_output(doc, self.name)
 

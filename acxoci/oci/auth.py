@@ -16,6 +16,7 @@ from typing import Any
 
 from acxoci.fsutil import atomic_write
 from acxoci.oci.errors import RegistryAuthError, RegistryProtocolError
+from attest.canonical import loads_strict
 
 DOCKER_HUB_KEYS = ("https://index.docker.io/v1/", "index.docker.io", "docker.io", "registry-1.docker.io")
 
@@ -99,7 +100,7 @@ def _load(path: Path) -> dict[str, Any]:
     if not path.exists():
         return {}
     try:
-        obj = json.loads(path.read_text(encoding="utf-8") or "{}")
+        obj = loads_strict(path.read_bytes() or b"{}")
     except (ValueError, UnicodeDecodeError) as exc:
         raise RegistryAuthError(f"docker config is not valid JSON: {exc}", where=str(path)) from exc
     if not isinstance(obj, dict):
@@ -137,7 +138,7 @@ def _from_helper(name: str, host: str) -> Credential:
     if not out.strip():
         return Credential()
     try:
-        obj = json.loads(out)
+        obj = loads_strict(out)
     except ValueError as exc:
         raise RegistryAuthError(f"credential helper {name} returned invalid JSON", where=name) from exc
     user, secret = str(obj.get("Username", "")), str(obj.get("Secret", ""))

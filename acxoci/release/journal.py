@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from acxoci.errors import InvalidInput
+from attest.canonical import loads_strict
 
 STATE_DIR_ENV = "ACX_RELEASE_DIR"
 DEFAULT_STATE_DIR = ".acx-release"
@@ -94,7 +95,7 @@ class Journal:
             if not line.strip():
                 continue
             try:
-                obj = json.loads(line)
+                obj = loads_strict(line)
             except ValueError as exc:
                 raise InvalidInput(f"journal line {n} is not JSON: {exc}", where=str(self.path)) from exc
             if not isinstance(obj, dict) or "type" not in obj:

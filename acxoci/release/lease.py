@@ -20,6 +20,7 @@ from filelock import FileLock, Timeout
 
 from acxoci.errors import InvalidInput, TransientError
 from acxoci.release.journal import iso
+from attest.canonical import loads_strict
 
 LEASE = "lease.json"
 LOCK = ".lease.lock"
@@ -92,7 +93,7 @@ class GoalLease:
         if not self.path.exists():
             return None
         try:
-            obj = json.loads(self.path.read_text(encoding="utf-8"))
+            obj = loads_strict(self.path.read_bytes())
         except (OSError, ValueError) as exc:
             raise InvalidInput(f"lease file unreadable: {exc}", where=str(self.path)) from exc
         return Lease.from_json(obj, str(self.path))

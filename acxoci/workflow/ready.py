@@ -11,7 +11,6 @@ I/O (`load_roster`) is separate from the pure decision (`assess`).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -24,6 +23,7 @@ from acxoci.errors import AcxError, Tampered
 from acxoci.workflow.lint import LintResult
 from acxoci.workflow.model import CAREER_TIERS, Participant, Slot, Workflow
 from acxoci.workflow.verify import WorkflowVerdict
+from attest.canonical import loads_strict
 from attest.trust import TrustRegistry
 from attest.trustdecision import Decision, Minimum, SignerFacts, decide
 
@@ -142,8 +142,8 @@ def describe_error(exc: AcxError) -> str:
 
 def _capability(json_bytes: bytes) -> CapabilityRecord | None:
     try:
-        rec = json.loads(json_bytes.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+        rec = loads_strict(json_bytes)
+    except ValueError:
         return None
     if not isinstance(rec, dict) or not isinstance(rec.get("taskType"), str):
         return None

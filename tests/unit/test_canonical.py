@@ -70,3 +70,55 @@ def test_loads_strict_rejects(raw: bytes) -> None:
 def test_loads_strict_size_limit() -> None:
     with pytest.raises(MalformedError, match="exceeds"):
         loads_strict(b"[" + b"1," * 100 + b"1]", max_bytes=50)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "1" * 5000,  # past Python's 4,300-digit int conversion limit: must not escape as ValueError
+        "[" + "9" * 4301 + "]",
+        "1e400",
+        "-1e400",
+        "[1" + "0" * 500 + ".0]",
+        "9007199254740992",
+        "-9007199254740992",
+        '"x\\ud800"',
+        '"\\udc00y"',
+        '{"\\ud800":1}',
+        "[" * 257 + "]" * 257,
+        "[" * 100_000 + "]" * 100_000,
+        '{"a":{"b":1,"b":2}}',
+    ],
+)
+def test_loads_strict_refuses_what_two_readers_would_read_differently(raw: str) -> None:
+    with pytest.raises(MalformedError):
+        loads_strict(raw.encode())
+
+
+def test_loads_strict_accepts_the_edges() -> None:
+    assert loads_strict(b"[9007199254740991, -9007199254740991, 1e308, -0.0]") == [
+        2**53 - 1,
+        -(2**53 - 1),
+        1e308,
+        -0.0,
+    ]
+    assert loads_strict(b'"\\ud83d\\ude00"') == "\U0001f600"
+    assert loads_strict(("[" * 256 + "]" * 256).encode()) is not None
+
+
+def test_no_json_loads_outside_canonical() -> None:
+    """One strict JSON entry point: nothing in acxoci/ or attest/ calls json.load(s) directly."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    pattern = re.compile(r"\bjson\.loads?\(|\bfrom json import\b|\bimport json as\b|\b_json\.loads?\(")
+    offenders = [
+        f"{p.relative_to(root)}:{n}"
+        for top in ("acxoci", "attest")
+        for p in sorted((root / top).rglob("*.py"))
+        if p.name != "canonical.py" or p.parent.name != "attest"
+        for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+        if pattern.search(line)
+    ]
+    assert offenders == []
