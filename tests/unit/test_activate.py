@@ -282,23 +282,35 @@ def test_symlinked_skills_folder_is_refused(capsys: pytest.CaptureFixture[str], 
 
 
 @pytest.mark.parametrize(
-    "entry,mode,kind",
+    "entry,mode",
     [
-        ("rom/skills/review-checklist/link", 0o120777, "invalid_input"),  # a symlink entry
-        ("rom/skills/review-checklist/dev", 0o020644, "invalid_input"),  # a character device
-        ("rom/skills/no-skill-md/notes.md", 0o100644, "invalid_input"),  # a skill without SKILL.md
+        ("rom/skills/review-checklist/link", 0o120777),  # a symlink entry
+        ("rom/skills/review-checklist/dev", 0o020644),  # a character device
     ],
 )
-def test_hostile_signed_skill_entries_are_refused(
-    capsys: pytest.CaptureFixture[str], env: dict[str, Any], entry: str, mode: int, kind: str
+def test_signed_non_regular_entries_are_refused_at_install(
+    capsys: pytest.CaptureFixture[str], env: dict[str, Any], entry: str, mode: int
+) -> None:
+    """The reader refuses ROM entries that are not regular files (decision 0009): acxoci will
+    not even sign such a cartridge, so it never reaches the store, nor activation. (Cartridges
+    signed elsewhere with such modes: tests/unit/test_cartridge_hostile.py, class 6.)"""
+    from acxoci.errors import InvalidInput as _Invalid
+
+    acx = build(env["tmp"], env["key"])
+    with pytest.raises(_Invalid, match="mode"):
+        add_rom_entry(acx, env["key"], entry, b"/etc/passwd", mode)
+
+
+def test_signed_skill_without_skill_md_is_refused_at_activation(
+    capsys: pytest.CaptureFixture[str], env: dict[str, Any]
 ) -> None:
     acx = build(env["tmp"], env["key"])
-    add_rom_entry(acx, env["key"], entry, b"/etc/passwd", mode)
+    add_rom_entry(acx, env["key"], "rom/skills/no-skill-md/notes.md", b"/etc/passwd", 0o100644)
     code, out = install(capsys, env, acx)
     assert code == 0, out  # the signature covers it; activation is where it is refused
     before = tree_hash(env["home"])
     code, err = acx_json(capsys, "activate", out["name"], "--host", "claude", "--store", str(env["store"]))
-    assert code == 3 and err["error"]["kind"] == kind, err
+    assert code == 3 and err["error"]["kind"] == "invalid_input", err
     assert tree_hash(env["home"]) == before
 
 
