@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
+from acxoci.errors import InvalidInput
 from acxoci.workflow.lineage import check_lineage
 from acxoci.workflow.model import PREDICATE_TYPE, PUBLISHER_RE, RFC3339_RE, SIGNATURE_SCHEMA_VERSION
 from acxoci.workflow.sign import INTEGRITY_FIELDS, subject_name, unsigned_view, workflow_digest
@@ -74,7 +75,10 @@ def verify_workflow(
 ) -> WorkflowVerdict:
     """Verify a workflow document: unsigned → warning/unsigned (ok); any failed binding →
     invalid/tampered; a good signature → portable, trusted or (compromised key) tampered."""
-    digest = workflow_digest(doc)
+    try:
+        digest = workflow_digest(doc)
+    except AttestError as exc:  # e.g. an integer outside the JCS domain: no digest, so no verdict
+        raise InvalidInput(f"workflow cannot be canonicalised: {exc}") from exc
     integrity = doc.get("integrity")
     if integrity is None:
         return WorkflowVerdict(
