@@ -6,6 +6,7 @@ The CLI maps any AcxError to its exit code and prints one line (or `{"error": {.
 
 from __future__ import annotations
 
+import errno
 from typing import Any, ClassVar
 
 
@@ -124,3 +125,8 @@ ALL_ERRORS: tuple[type[AcxError], ...] = (
     VerificationFailed, Tampered, UsageError, InvalidInput, NotFound, AuthError,
     TransientError, WriteBackFailed, RefusedByPolicy, Blocked, InternalError,
 )
+
+
+# The disk refused a write (full, over quota or past the file-size limit, read-only, failing):
+# an environment failure that may pass once space is freed, so a host_failure, never a bug.
+DISK_SAID_NO: frozenset[int] = frozenset({errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EROFS, errno.EIO})

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from acxoci.errors import AcxError, AuthError, TransientError, WriteBackFailed
+from acxoci.errors import DISK_SAID_NO, AcxError, AuthError, TransientError, WriteBackFailed
 from acxoci.release.plan import Budget
 
 FailureClass = Literal["host_failure", "auth_failure", "validation_failed", "writeback_failed",
@@ -95,6 +95,8 @@ def classify(exc: BaseException) -> Failure:
         return Failure("validation_failed", msg, details)
     if isinstance(exc, (ConnectionError, TimeoutError)):
         return Failure("host_failure", f"{type(exc).__name__}: {exc}")
+    if isinstance(exc, OSError) and exc.errno in DISK_SAID_NO:  # disk full: resumable once freed
+        return Failure("host_failure", f"{type(exc).__name__}: {exc}", {"kind": "os_error"})
     if isinstance(exc, OSError):
         return Failure("validation_failed", f"{type(exc).__name__}: {exc}", {"kind": "os_error"})
     raise exc  # a bug is not a release outcome: let it surface
