@@ -3,7 +3,8 @@
 Each target runs in its own worker process (so its peak RSS is its own), `--jobs` at a time, for
 a share of `--seconds` proportional to its weight. Prints one row per target and ends with
 exactly `fuzz: <inputs> inputs, <untyped> untyped, slowest <seconds> s, peak <MB> MB`.
-Exits 1 when any input crashed (untyped), bent a verdict, or took 1 s or more. Found examples go
+Exits 1 when any input crashed (untyped), bent a verdict, or took 1 s or more of CPU (the
+machine is shared, so wall-clock time, also shown, includes waiting for a core). Found examples go
 to `.fuzz/examples` (hypothesis's database, git-ignored) and the full report to `.fuzz/report.json`.
 """
 
@@ -43,10 +44,10 @@ def _budgets(names: list[str], total: float, jobs: int) -> dict[str, float]:
 
 
 def _table(rows: list[dict[str, object]]) -> str:
-    cols = ("target", "inputs", "accepted", "refused", "typed", "untyped", "bent", "slowest_s", "peak_rss_mb",
-            "seconds")
-    head = ("target", "inputs", "accepted", "refused", "typed err", "untyped", "bent", "slowest s", "peak MB",
-            "time s")
+    cols = ("target", "inputs", "accepted", "refused", "typed", "untyped", "bent", "slowest_s",
+            "slowest_wall_s", "peak_rss_mb", "seconds")
+    head = ("target", "inputs", "accepted", "refused", "typed err", "untyped", "bent", "slowest cpu s",
+            "(wall s)", "peak MB", "time s")
     cells = [head] + [tuple(str(r.get(c, "")) for c in cols) for r in rows]
     widths = [max(len(c[i]) for c in cells) for i in range(len(cols))]
     lines = []
@@ -115,6 +116,9 @@ def main() -> int:
     rows.sort(key=lambda r: names.index(str(r["target"])))
     print()
     print(_table(rows))
+    for r in rows:
+        for sig, n in dict(r.get("signatures", {})).items():  # type: ignore[call-overload]
+            print(f"[{r['target']}] {n} x {sig}")
     for r in rows:
         for f in r.get("failures", [])[:3]:  # type: ignore[union-attr]
             print(f"\n[{r['target']}] {f.get('kind')}: {f.get('input', '')[:500]}")

@@ -9,6 +9,7 @@ with the next chunk."""
 
 from __future__ import annotations
 
+import re
 import resource
 import time
 import traceback
@@ -39,12 +40,14 @@ class Stats:
     typed: int = 0
     untyped: int = 0
     bent: int = 0
-    slowest_s: float = 0.0
+    slowest_s: float = 0.0  # CPU seconds of the slowest input (the machine's CPU is shared)
+    slowest_wall_s: float = 0.0  # wall-clock seconds of the slowest input, waiting included
     slowest_input: str = ""
     peak_rss_mb: float = 0.0
     seconds: float = 0.0
     baseline: str = ""
     failures: list[dict[str, str]] = field(default_factory=list)
+    signatures: dict[str, int] = field(default_factory=dict)  # distinct findings → how often seen
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -111,6 +114,7 @@ def run_target(
     stats.seconds = round(time.monotonic() - started, 2)
     stats.peak_rss_mb = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     stats.slowest_s = round(stats.slowest_s, 4)
+    stats.slowest_wall_s = round(stats.slowest_wall_s, 4)
     return stats
 
 
@@ -123,19 +127,35 @@ def _body(t: Target, s: Any, stats: Stats, end: float, state: dict[str, bool]) -
             return
         if time.monotonic() >= end:
             return
-        t0 = time.perf_counter()
+        w0, c0 = time.perf_counter(), time.process_time()
         outcome, tb = _classify(t, s, x, stats)
-        dt = time.perf_counter() - t0
+        cpu, wall = time.process_time() - c0, time.perf_counter() - w0
         stats.inputs += 1
-        if dt > stats.slowest_s:
-            stats.slowest_s, stats.slowest_input = dt, _short(x)
+        stats.slowest_wall_s = max(stats.slowest_wall_s, wall)
+        if cpu > stats.slowest_s:
+            stats.slowest_s, stats.slowest_input = cpu, _short(x)
         if outcome in ("untyped", "bent"):
+            sig = _signature(outcome, tb)
+            seen = stats.signatures.get(sig, 0)
+            stats.signatures[sig] = seen + 1
+            if seen:  # known finding: counted, not shrunk again, so the campaign keeps its pace
+                return
             state["found"] = True
             stats.failures.append({"kind": outcome, "input": _short(x, 2000), "detail": tb})
             _classify(t, s, x, None)  # replay: raises the same error, which hypothesis shrinks
             raise _Found(outcome)  # pragma: no cover - only if the input is not deterministic
 
     return body
+
+
+def _signature(outcome: str, detail: str) -> str:
+    """What makes two findings the same: the exception and the innermost frame of our code."""
+    if outcome == "bent":
+        return "bent: " + detail[:80]
+    frames = re.findall(r'File "([^"]*/(?:acxoci|attest)/[^"]+)", line (\d+)', detail)
+    last = detail.strip().splitlines()[-1] if detail.strip() else ""
+    where = "/".join(frames[-1][0].split("/")[-2:]) + ":" + frames[-1][1] if frames else "?"
+    return f"{last.split(':', 1)[0]} at {where}"
 
 
 def _classify(t: Target, s: Any, x: Any, stats: Stats | None) -> tuple[str, str]:

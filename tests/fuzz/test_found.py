@@ -58,3 +58,27 @@ def test_hostile_docker_config_is_an_auth_error_not_a_crash(config: dict[str, ob
 def test_run_acx_reports_internal_errors_as_70(capsys: pytest.CaptureFixture[str]) -> None:
     """Guard for the tests above: the CLI harness really sees exit codes (a usage error is 2)."""
     assert run_acx(capsys, "cartridge", "verify").returncode == 2
+
+
+def test_workflow_with_a_non_ascii_public_key_is_tampered_not_a_crash(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    doc = json.loads((env.vectors() / "workflow" / "team.signed.cal.json").read_text())
+    doc["integrity"]["publicKeyPem"] = "\u2add" + doc["integrity"]["publicKeyPem"]
+    p = tmp_path / "w.cal.json"
+    p.write_text(json.dumps(doc))
+    code, out = acx_json(capsys, "workflow", "verify", str(p))
+    assert code == 1 and out["trust"] == "tampered" and "invalid public key" in " ".join(out["issues"]), out
+
+
+def test_dsse_payload_type_with_a_lone_surrogate_is_malformed() -> None:
+    from attest.canonical import loads_strict
+    from attest.dsse import Envelope
+    from attest.errors import MalformedError
+
+    doc = loads_strict(b'{"payloadType": "\\ud800x", "payload": "e30=", "signatures": [{"sig": "AA=="}]}')
+    with pytest.raises(MalformedError, match="payloadType"):
+        Envelope.from_json(doc)
+    ok = Envelope.from_json({"payloadType": "application/vnd.in-toto+json; é", "payload": "e30=",
+                             "signatures": [{"sig": "AA=="}]})
+    assert ok.pae().startswith(b"DSSEv1 ")
