@@ -42,7 +42,8 @@ def _with(**integrity: Any) -> dict[str, Any]:
 def test_unsigned() -> None:
     doc = {k: v for k, v in SIGNED.items() if k != "integrity"}
     want = _verdict(True, "warning", "unsigned", "Unsigned workflow (no integrity block).",
-                    ["workflow has no integrity signature"], pub=None, keyid=None, signed_at=None, signed=False)
+                    ["workflow has no integrity signature"], pub=None, keyid=None, signed_at=None,
+                    signed=False)
     assert _json(doc, None) == want
 
 
