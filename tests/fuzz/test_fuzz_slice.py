@@ -38,3 +38,20 @@ def test_judge_catches_a_bent_verdict() -> None:
     bad = Target("workflow.trust-all", TARGETS[2].strategy, trusting_run)
     stats = run_target(bad, seconds=30, seed=SLICE_SEED, max_inputs=5)
     assert stats.bent >= 1 and stats.failures[0]["kind"] == "bent", stats
+
+
+def test_campaign_script_prints_the_table_and_the_summary_line() -> None:
+    import re
+    import subprocess
+    import sys
+
+    from tests.harness.env import REPO
+
+    r = subprocess.run([sys.executable, "scripts/fuzz.py", "--seconds", "3", "--seed", "9", "--targets",
+                        "image.reference,www-authenticate", "--database", ""], cwd=REPO, capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    for name in ("image.reference", "www-authenticate"):
+        assert re.search(rf"(?m)^{re.escape(name)}\s+\d+", r.stdout), r.stdout
+    last = r.stdout.strip().splitlines()[-1]
+    assert re.fullmatch(r"fuzz: \d+ inputs, 0 untyped, slowest \d+\.\d{3} s, peak \d+ MB", last), last
