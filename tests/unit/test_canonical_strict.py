@@ -64,3 +64,11 @@ def test_text_input_is_parsed_like_bytes() -> None:
     assert loads_strict('{"é":[1,true,null]}') == loads_strict('{"é":[1,true,null]}'.encode()) == {
         "é": [1, True, None]
     }
+
+
+def test_digest_helpers() -> None:
+    from attest.canonical import jcs_digest, sha256_digest, sha256_hex
+
+    empty = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+    assert sha256_hex(b"") == empty and sha256_digest(b"") == "sha256:" + empty
+    assert jcs_digest({"b": 1, "a": [True]}) == sha256_digest(b'{"a":[true],"b":1}')
