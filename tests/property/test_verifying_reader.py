@@ -98,6 +98,7 @@ def test_reader_matches_the_oracle(case: tuple[bytes, Descriptor, bool], way: st
         assert not honest, "an honest body was refused"
         assert not r.verified
         assert bytes(out) == body[: len(out)]
+        assert len(out) <= desc.size, "bytes past the declared size were handed out"
         return
     assert honest, f"a lying stream was accepted ({desc}, {len(body)} bytes)"
     assert r.verified and bytes(out) == body
@@ -132,6 +133,44 @@ def test_hashers_and_file_digests() -> None:
         assert file_digest(p) == (_digest("sha256", b"abc" * 5000), 15000)
         assert file_digest(p, "sha512") == (_digest("sha512", b"abc" * 5000), 15000)
         assert file_descriptor(p, "x/y") == Descriptor("x/y", _digest("sha256", b"abc" * 5000), 15000)
+
+
+def test_big_bodies_and_eager_verification(tmp_path: Path) -> None:
+    body = bytes(range(256)) * (5 * 4096 + 3)  # > 4 MiB and > one read chunk
+    desc = Descriptor(MT, _digest("sha256", body), len(body))
+    assert VerifyingReader(io.BytesIO(body), desc).read() == body
+    assert VerifyingReader(io.BytesIO(body), desc).read_all() == body
+    r = VerifyingReader(io.BytesIO(body), desc)
+    assert r.read(len(body)) == body and r.verified  # the declared size reached: checked at once
+    p = tmp_path / "big"
+    p.write_bytes(body)
+    assert file_digest(p) == (desc.digest, len(body))
+    dest = tmp_path / "a" / "b" / "blob"
+    copy_verified(VerifyingReader(io.BytesIO(body), desc), dest, fsync=True)
+    assert dest.read_bytes() == body
+
+
+def test_refusals_say_what_and_where() -> None:
+    from acxoci.oci.errors import DigestMismatch, SizeMismatch, TruncatedBody
+
+    desc = Descriptor(MT, _digest("sha256", b"abc"), 3)
+    with pytest.raises(DigestMismatch) as d:
+        VerifyingReader(io.BytesIO(b"abd"), desc).read()
+    assert str(d.value) == f"content hashes to {_digest('sha256', b'abd')}"
+    with pytest.raises(TruncatedBody) as t:
+        VerifyingReader(io.BytesIO(b"ab"), desc, where="w").read()
+    assert str(t.value) == "got 2 bytes, expected 3 (truncated body)" and t.value.where == "w"
+    with pytest.raises(SizeMismatch) as s:
+        VerifyingReader(io.BytesIO(b"abcd"), desc, where="w").read()
+    assert str(s.value) == "more than the declared 3 bytes" and s.value.where == "w"
+
+
+def test_close_calls_on_close_once() -> None:
+    calls: list[int] = []
+    desc = Descriptor(MT, _digest("sha256", b""), 0)
+    with VerifyingReader(io.BytesIO(b""), desc, on_close=lambda: calls.append(1)) as r:
+        r.close()
+    assert calls == [1]
 
 
 def test_where_defaults_to_the_digest() -> None:
