@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export ACX_PEERS_DIR ?= $(CURDIR)/.peers
 
-.PHONY: venv peers test test-fast lint demo bench clean dist
+.PHONY: venv peers test test-fast lint demo bench clean dist fuzz soak mutate
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -42,4 +42,17 @@ dist: venv
 	bash scripts/check-dist.sh $(DIST)
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .demo .bench
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .demo .bench .fuzz .soak .mutate
+
+# Reliability campaigns (docs/reliability.md): scale down with FUZZ_SECONDS=N / SOAK_RUNS=N.
+FUZZ_SECONDS ?= 600
+SOAK_RUNS ?= 1000
+
+fuzz: venv
+	$(BIN)/python scripts/fuzz.py --seconds $(FUZZ_SECONDS)
+
+soak: venv peers
+	$(BIN)/python scripts/soak.py --runs $(SOAK_RUNS)
+
+mutate: venv
+	$(BIN)/python scripts/mutate.py $(MUTATE_ARGS)

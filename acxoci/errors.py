@@ -6,6 +6,7 @@ The CLI maps any AcxError to its exit code and prints one line (or `{"error": {.
 
 from __future__ import annotations
 
+import errno
 from typing import Any, ClassVar
 
 
@@ -137,3 +138,9 @@ def parse_problem(exc: Exception) -> str:
         return f"not UTF-8 text (byte {exc.start})"
     text = str(exc).strip().splitlines()
     return text[0] if text else type(exc).__name__
+
+
+# The disk refused a write (full, over quota or past the file-size limit, read-only, failing):
+# an environment failure, never a bug: writeback_failed at the CLI (nothing is kept), and a
+# resumable host_failure inside a release (it may pass once space is freed).
+DISK_SAID_NO: frozenset[int] = frozenset({errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EROFS, errno.EIO})

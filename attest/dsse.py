@@ -38,6 +38,8 @@ class Envelope:
         pt = doc.get("payloadType")
         if not isinstance(pt, str) or not pt:
             raise MalformedError("DSSE envelope has no payloadType")
+        if not pt.isascii() and any(0xD800 <= ord(c) <= 0xDFFF for c in pt):
+            raise MalformedError("DSSE payloadType is not UTF-8 text (lone surrogate)")
         if "payload" not in doc or not isinstance(doc["payload"], str):
             raise MalformedError("DSSE envelope has no payload")
         payload = b64decode_lenient(doc["payload"])

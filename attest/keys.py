@@ -101,7 +101,10 @@ def generate_p256() -> PrivateKey:
 
 def load_public_pem(pem: bytes | str) -> PublicKey:
     """Load an SPKI PEM public key (Ed25519 or EC)."""
-    data = pem.encode("ascii") if isinstance(pem, str) else pem
+    try:
+        data = pem.encode("ascii") if isinstance(pem, str) else pem
+    except UnicodeEncodeError as exc:  # PEM is ASCII armour; anything else is not a key
+        raise MalformedError(f"not a PEM public key: non-ASCII character at {exc.start}") from exc
     if b"PRIVATE KEY" in data:
         raise MalformedError("expected a public key but found private key material")
     try:

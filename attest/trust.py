@@ -179,7 +179,7 @@ def _parse_proof(doc: Any, publisher_id: str, where: str, now: datetime | None) 
     if not isinstance(doc, dict):
         raise MalformedError(f"{where}: namespaceProof is not an object")
     method = doc.get("method")
-    if method not in PROOF_FIELDS:
+    if not isinstance(method, str) or method not in PROOF_FIELDS:
         raise MalformedError(f"{where}.method: {method!r} is not github-oidc or dns-txt")
     _exact_fields(doc, PROOF_FIELDS[method], frozenset(), where)
     verified_at = parse_rfc3339(doc["verifiedAt"], where=f"{where}.verifiedAt")

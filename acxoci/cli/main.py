@@ -14,7 +14,7 @@ from rich.markup import escape
 from acxoci import __version__
 from acxoci.cli import groups
 from acxoci.cli.output import OPTS, ErrorResult, err_console
-from acxoci.errors import AcxError, InternalError, InvalidInput, UsageError
+from acxoci.errors import DISK_SAID_NO, AcxError, InternalError, InvalidInput, UsageError, WriteBackFailed
 from attest.errors import MalformedError
 
 try:  # typer >= 0.23 vendors click; older versions use the click package
@@ -147,6 +147,13 @@ def _main(argv: list[str] | None = None) -> None:
         cerr = UsageError(exc.format_message())
         _print_error(cerr)
         sys.exit(cerr.exit_code)
+    except OSError as exc:
+        if exc.errno not in DISK_SAID_NO:
+            _internal(exc)
+        derr = WriteBackFailed(f"cannot write: {exc.strerror or exc}", where=exc.filename,
+                               hint="free disk space (or raise the file-size limit) and run it again")
+        _print_error(derr)
+        sys.exit(derr.exit_code)
     except Exception as exc:  # a real bug: one line, traceback only with -v
         if OPTS.verbose:
             traceback.print_exc()
@@ -154,3 +161,12 @@ def _main(argv: list[str] | None = None) -> None:
         _print_error(ierr)
         sys.exit(ierr.exit_code)
     sys.exit(rc if isinstance(rc, int) else 0)
+
+
+def _internal(exc: BaseException) -> None:
+    """Report an unexpected exception as InternalError (exit 70)."""
+    if OPTS.verbose:
+        traceback.print_exc()
+    ierr = InternalError(f"unexpected {type(exc).__name__}: {exc}", hint="rerun with -v and report it")
+    _print_error(ierr)
+    sys.exit(ierr.exit_code)

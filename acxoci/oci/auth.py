@@ -120,7 +120,7 @@ def _helper(name: str, action: str, payload: str) -> str:
         proc = subprocess.run(
             [exe, action], input=payload, capture_output=True, text=True, timeout=30, check=False
         )
-    except FileNotFoundError as exc:
+    except (OSError, ValueError) as exc:  # not found, not executable, NUL in the name
         raise RegistryAuthError(f"credential helper {exe} not found on PATH", where=exe) from exc
     except subprocess.TimeoutExpired as exc:
         raise RegistryAuthError(f"credential helper {exe} timed out", where=exe) from exc
@@ -165,7 +165,7 @@ def load_credential(host: str, directory: str | None = None) -> Credential:
             if entry.get("auth"):
                 try:
                     user, _, pw = base64.b64decode(str(entry["auth"])).decode("utf-8").partition(":")
-                except (binascii.Error, UnicodeDecodeError) as exc:
+                except (binascii.Error, ValueError) as exc:  # also non-ASCII text and bad UTF-8
                     raise RegistryAuthError(
                         "auths entry is not base64(user:password)", where=f"{config_path(directory)}:{key}"
                     ) from exc

@@ -18,7 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from acxoci.errors import AcxError, AuthError, TransientError, WriteBackFailed
+from acxoci.errors import DISK_SAID_NO, AcxError, AuthError, TransientError, WriteBackFailed
+from acxoci.oci.errors import DiskFull
 from acxoci.release.plan import Budget
 
 FailureClass = Literal["host_failure", "auth_failure", "validation_failed", "writeback_failed",
@@ -88,6 +89,8 @@ def classify(exc: BaseException) -> Failure:
             return Failure("auth_failure", msg, details)
         if isinstance(exc, TransientError):
             return Failure("host_failure", msg, details)
+        if isinstance(exc, DiskFull):  # a disk that said no: resumable once space is freed
+            return Failure("host_failure", msg, details)
         if isinstance(exc, WriteBackFailed):
             return Failure("writeback_failed", msg, details)
         # VerificationFailed, InvalidInput, RefusedByPolicy, UsageError, NotFound, Blocked, ...:
@@ -95,6 +98,8 @@ def classify(exc: BaseException) -> Failure:
         return Failure("validation_failed", msg, details)
     if isinstance(exc, (ConnectionError, TimeoutError)):
         return Failure("host_failure", f"{type(exc).__name__}: {exc}")
+    if isinstance(exc, OSError) and exc.errno in DISK_SAID_NO:  # disk full: resumable once freed
+        return Failure("host_failure", f"{type(exc).__name__}: {exc}", {"kind": "os_error"})
     if isinstance(exc, OSError):
         return Failure("validation_failed", f"{type(exc).__name__}: {exc}", {"kind": "os_error"})
     raise exc  # a bug is not a release outcome: let it surface

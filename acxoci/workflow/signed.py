@@ -212,9 +212,12 @@ def verify_document(
 ) -> SignedVerdict:
     """Unsigned → warning/unsigned (ok); a failed precheck or binding → invalid/tampered; a good
     signature → portable (signer unknown), trusted, warning/portable (not eligible) or tampered."""
-    digest = document_digest(doc)
-    integrity = doc.get("integrity")
     label = kind.label
+    try:
+        digest = document_digest(doc)
+    except AttestError as exc:  # e.g. an integer outside the JCS domain: no digest, so no verdict
+        raise InvalidInput(f"{label} cannot be canonicalised: {exc}") from exc
+    integrity = doc.get("integrity")
     if integrity is None:
         return SignedVerdict(
             True,

@@ -16,6 +16,7 @@ import socket
 import socketserver
 import struct
 import threading
+import time
 from dataclasses import dataclass, field
 
 LOOPBACK = "127.0.0.1"
@@ -27,7 +28,8 @@ class Rule:
     `times` times.
 
     action: reset_body | status | truncate | corrupt | extra | redirect_loop | oversize |
-            bad_json | bad_auth | fake_ok (answer 201 without storing: a lost update)
+            bad_json | bad_auth | fake_ok (answer 201 without storing: a lost update) |
+            drip (forward the answer in 16 slices, `delay` seconds apart: a slow server)
     """
 
     method: str
@@ -37,6 +39,7 @@ class Rule:
     status: int = 503
     retry_after: str | None = None
     hits: int = 0
+    delay: float = 0.02
 
     def matches(self, method: str, path: str) -> bool:
         return (
@@ -144,6 +147,12 @@ class FaultProxy:
                     rbody = bytes([rbody[0] ^ 0x01]) + rbody[1:]
                 if rule is not None and rule.action == "extra":
                     rbody = rbody + b"!"
+                if rule is not None and rule.action == "drip":
+                    if method == "HEAD":
+                        self._send(sock, status, reason, rheaders, rbody, head=True)
+                    else:
+                        self._send_drip(sock, status, reason, rheaders, rbody, rule.delay)
+                    continue
                 self._send(sock, status, reason, rheaders, rbody, head=(method == "HEAD"))
         except (ConnectionError, OSError, ValueError):
             return
@@ -210,6 +219,19 @@ class FaultProxy:
         if not have_length:
             lines.append(f"Content-Length: {length if length is not None else len(body)}")
         sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + (b"" if head else body))
+
+    @classmethod
+    def _send_drip(cls, sock: socket.socket, status: int, reason: str, headers: list[tuple[str, str]],
+                   body: bytes, delay: float) -> None:
+        """Headers at once, then the body in 16 slices `delay` seconds apart (bounded: 16 sleeps)."""
+        lines = [f"HTTP/1.1 {status} {reason}"] + [f"{k}: {v}" for k, v in headers
+                                                   if k.lower() != "content-length"]
+        lines.append(f"Content-Length: {len(body)}")
+        sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
+        step = max(1, -(-len(body) // 16))
+        for i in range(0, len(body), step):
+            time.sleep(delay)
+            sock.sendall(body[i : i + step])
 
     def _synthetic(self, sock: socket.socket, rule: Rule, method: str, target: str) -> None:
         headers: list[tuple[str, str]] = []

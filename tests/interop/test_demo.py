@@ -4,6 +4,7 @@ against a real registry, and check the narrative's key outcomes."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -26,10 +27,23 @@ def run_demo(tmp_path: Path, *args: str) -> str:
 
 
 def check_story(out: str) -> None:
+    """Each verdict word must open a line (after any symbols), so UNVERIFIED, ALREADY INSTALLED or
+    NOT REVOKED never count as VERIFIED, INSTALLED or REVOKED."""
     for needle in ("TRUSTED (verified)", "ATTESTED", "ISSUED Lv", "VERIFIED", "INSTALLED", "REVOKED",
-                   "credential revoked since install", "ACTIVATED",
-                   "skills/review-checklist/SKILL.md is identical to the signed ROM file"):
-        assert needle in out, needle
+                   "ACTIVATED"):
+        assert re.search(rf"(?m)^[^\w]*{re.escape(needle)}(?![A-Za-z])", out), needle
+    assert "credential revoked since install" in out
+    assert "skills/review-checklist/SKILL.md is identical to the signed ROM file" in out
+
+
+def test_story_needles_are_whole_verdicts() -> None:
+    good = ["TRUSTED (verified)", "ATTESTED x", "ISSUED Lv3", "VERIFIED a", "INSTALLED b", "REVOKED c",
+            "ACTIVATED d", "credential revoked since install",
+            "skills/review-checklist/SKILL.md is identical to the signed ROM file"]
+    check_story("\n".join(good))
+    for i, wrong in ((3, "UNVERIFIED a"), (4, "ALREADY INSTALLED b"), (5, "NOT REVOKED c")):
+        with pytest.raises(AssertionError):
+            check_story("\n".join([*good[:i], wrong, *good[i + 1:]]))
 
 
 def test_demo_on_layout(tmp_path: Path) -> None:

@@ -43,7 +43,11 @@ def test_push_sign_is_cosign_verifiable(distribution_registry: Registry, cosign2
     assert cosign3.verify_attestation(subject, pub, "https://acx.dev/other/v1", check=False).returncode != 0
 
 
-def test_sign_without_key_is_a_usage_error(tmp_path: Path) -> None:
-    r = acx("push", str(tmp_path / "x.acx"), "oci-layout:" + str(tmp_path / "l") + ":v1", "--sign")
-    assert r.returncode in (2, 3)  # usage (no key) or invalid input (no file), never a push
-    assert not (tmp_path / "l").exists()
+def test_sign_without_key_is_a_usage_error(tmp_path: Path, vectors_dir: Path) -> None:
+    cart = tmp_path / "x.acx"  # a real, readable cartridge: only the missing key can be refused
+    cart.write_bytes((vectors_dir / "sample" / "sample.acx").read_bytes())
+    r = acx("--json", "push", str(cart), "oci-layout:" + str(tmp_path / "l") + ":v1", "--sign")
+    assert r.returncode == 2, r.stdout + r.stderr
+    err = json.loads(r.stdout)["error"]
+    assert err["kind"] == "usage" and "key" in err["message"].lower(), err
+    assert not (tmp_path / "l").exists()  # never a push

@@ -1,9 +1,13 @@
 """Fuzz the reader with malformed files (flipped bytes, truncation, garbage after a valid header):
-only typed AcxErrors or a verdict come out, never another exception, and never a hang."""
+only typed AcxErrors or a verdict come out, never another exception, and never a hang; and a
+verdict that accepts the file (portable or trusted) is judged: the signed ROM, read back with
+plain sqlite3, must be the sample's. The full campaign is `make fuzz`."""
 
 from __future__ import annotations
 
+import sqlite3
 import tempfile
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -13,6 +17,7 @@ from hypothesis import strategies as st
 from acxoci.cartridge.inspect import inspect_cartridge
 from acxoci.cartridge.verify import verify_cartridge
 from acxoci.errors import AcxError
+from tests.fuzz.seeds import rom_view
 from tests.harness import env
 from tests.unit.test_cartridge_verify_support import NOW, SAMPLE
 
@@ -25,16 +30,45 @@ def _sample_bytes() -> bytes:
     return (env.vectors() / SAMPLE).read_bytes()
 
 
+_SAMPLE_ROM: list[object] = []
+
+
+def _sample_rom() -> object:
+    if not _SAMPLE_ROM:
+        with tempfile.TemporaryDirectory() as d:
+            p = Path(d) / "s.acx"
+            p.write_bytes(_sample_bytes())
+            _SAMPLE_ROM.append(rom_view(p))
+    return _SAMPLE_ROM[0]
+
+
 def _exercise(data: bytes) -> None:
     with tempfile.TemporaryDirectory() as d:
         p = Path(d) / "f.acx"
         p.write_bytes(data)
-        for fn in (lambda: verify_cartridge(p, registry=None, now=NOW), lambda: inspect_cartridge(p)):
-            try:
-                fn()
-            except AcxError as exc:
-                assert exc.where is not None and str(p) in exc.where, exc
+        try:
+            verdict = verify_cartridge(p, registry=None, now=NOW)
+        except AcxError as exc:
+            assert exc.where is not None and str(p) in exc.where, exc
+        else:
+            if not verdict.rejected and verdict.trust in ("portable", "trusted"):
+                assert rom_view(p) == _sample_rom(), f"accepted ({verdict.trust}) with a changed ROM"
+        try:
+            inspect_cartridge(p)
+        except AcxError as exc:
+            assert exc.where is not None and str(p) in exc.where, exc
         assert p.read_bytes() == data  # nothing written
+
+
+def test_the_judge_accepts_the_intact_sample_and_sees_a_changed_rom() -> None:
+    _exercise(_sample_bytes())
+    with tempfile.TemporaryDirectory() as d:
+        p = Path(d) / "m.acx"
+        p.write_bytes(_sample_bytes())
+        with closing(sqlite3.connect(p)) as conn, conn:
+            conn.execute("UPDATE sqlar SET data = x'00' WHERE name = (SELECT min(name) FROM sqlar "
+                         "WHERE name LIKE 'rom/%')")
+        assert rom_view(p) != _sample_rom()
 
 
 @pytest.mark.timeout(120)

@@ -5,12 +5,15 @@ cartridge."""
 from __future__ import annotations
 
 import shutil
+import sqlite3
+from contextlib import closing
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from acxoci.cartridge.build import build_cartridge
+from acxoci.cartridge.verify import verify_cartridge
 from acxoci.errors import RefusedByPolicy, VerificationFailed
 from acxoci.level import status as st
 from acxoci.level.benchmark import demo_suite
@@ -102,10 +105,17 @@ def test_rom_edit_is_a_binding_mismatch(tmp_path: Path, two_versions: tuple[Path
     assert moved.state == "invalid" and any(r.startswith(REASON_MISMATCH) for r in moved.reasons)
 
 
-def test_tampered_or_unsigned_cartridges_do_not_bind(vectors_dir: Path) -> None:
+def test_tampered_or_unsigned_cartridges_do_not_bind(vectors_dir: Path, tmp_path: Path) -> None:
     for name in ("rom-data.acx", "bound-meta.acx", "injected-rom-row.acx", "keyid-rewritten.acx"):
         with pytest.raises(VerificationFailed):
             bind_cartridge(vectors_dir / "sample" / "tampered" / name, now=T0)
+    unsigned = tmp_path / "unsigned.acx"  # the sample with its signature rows removed: intact but unsigned
+    shutil.copyfile(vectors_dir / "sample" / "sample.acx", unsigned)
+    with closing(sqlite3.connect(unsigned)) as conn, conn:
+        conn.execute("DELETE FROM signatures")
+    assert verify_cartridge(unsigned, registry=None, now=T0).trust not in ("portable", "trusted", "tampered")
+    with pytest.raises(VerificationFailed, match=r"did not verify \((unsigned|legacy)\)"):
+        bind_cartridge(unsigned, now=T0)
     b = bind_cartridge(vectors_dir / "sample" / "sample.acx", now=T0)
     assert b.rom_digest == "sha256:8ba92c59b173298b2e307b78daf9d82d89813fdb237f4d0ba738ce324efbdb5b"
 

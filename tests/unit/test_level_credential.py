@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from acxoci.errors import RefusedByPolicy, UsageError
+from acxoci.errors import InvalidInput, RefusedByPolicy, UsageError
 from acxoci.level import status as st
 from acxoci.level.benchmark import demo_suite
 from acxoci.level.credential import REASON_MISMATCH, LevelVerdict, issue_credential, verify_credential
@@ -331,7 +331,7 @@ def test_did_web_mapping() -> None:
     assert did_web_publisher("did:web:verifier.acx.dev") == "dev.acx.verifier"
     assert did_web_publisher("did:web:example.com:issuers:a") == "com.example/issuers/a"
     for bad in ("did:key:z6Mk", "did:web:localhost%3A8443", "did:web:UPPER..x"):
-        with pytest.raises(Exception):  # noqa: B017 - InvalidInput for every non-mappable DID
+        with pytest.raises(InvalidInput):
             did_web_publisher(bad)
 
 
