@@ -27,8 +27,9 @@ from acxoci.cartridge.constants import (
     REF_META,
     ZONE_ROM,
 )
-from acxoci.cartridge.reader import BadEntry, Cartridge, ObjectRow, RomHashing, SqlarInfo
-from attest.canonical import jcs, sha256_digest
+from acxoci.cartridge.reader import BadEntry, Cartridge, MemoryRow, ObjectRow, RomHashing, SqlarInfo
+from attest.canonical import jcs, loads_strict, sha256_digest
+from attest.errors import AttestError
 
 __all__ = [
     "LiveSource",
@@ -136,7 +137,7 @@ def live_source(src: _Sources, row: ObjectRow) -> LiveSource:
         if mem.zone != ZONE_ROM or not mem.payload_loaded:
             return LiveSource(None, None, f"source is in the {mem.zone!r} zone")
         oid, sz = oid_memory(mem.payload)
-        return LiveSource(oid, sz)
+        return LiveSource(oid, sz, _memory_columns_problem(mem, oid))
     if ref.startswith(REF_CAPABILITY):
         cap = src.caps.get(ref[len(REF_CAPABILITY) :])
         if cap is None:
@@ -158,6 +159,31 @@ def live_source(src: _Sources, row: ObjectRow) -> LiveSource:
         return LiveSource(None, None, f"source is in the {info.zone!r} zone")
     oid, sz = src.sqlar_digest(info)
     return LiveSource(oid, sz)
+
+
+def _memory_columns_problem(mem: MemoryRow, oid: str) -> str | None:
+    """A ROM memory row's other columns are copies of its signed payload (brief §1: `oid` is
+    sha256 of the payload, the fingerprints and `created_at` are its fields). The manifest covers
+    only the payload, so a reader of the columns would see unsigned values: each must equal what
+    the payload says, else the row is tampered."""
+    if mem.oid != oid:
+        return "oid column differs from the payload's digest"
+    try:
+        record = loads_strict(mem.payload)
+    except AttestError:
+        return "payload is not a JSON record"
+    if not isinstance(record, dict):
+        return "payload is not a JSON object"
+    expect = {
+        "zone": (mem.zone, record.get("zone", mem.zone)),
+        "artifact_fingerprint": (mem.artifact_fingerprint, record.get("artifactFingerprint")),
+        "codebase_fingerprint": (mem.codebase_fingerprint, record.get("codebaseFingerprint")),
+        "created_at": (mem.created_at, record.get("timestamp", mem.created_at)),
+    }
+    for column, (stored, signed) in expect.items():
+        if stored != signed:
+            return f"{column} column differs from the signed payload"
+    return None
 
 
 def manifest_hash_of(entries: list[dict[str, Any]]) -> tuple[str, bytes]:

@@ -96,6 +96,8 @@ class MemoryRow:
     oid: str
     created_at: str
     payload_loaded: bool = True
+    artifact_fingerprint: str = ""
+    codebase_fingerprint: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -622,9 +624,10 @@ class Cartridge:
             None if save_payloads else {"payload": "CASE WHEN zone = 'rom' THEN CAST(payload AS BLOB) END"}
         )
         out: list[MemoryRow] = []
-        for mid, zone, payload, oid, created in self._scan(
+        for mid, zone, payload, oid, created, afp, cfp in self._scan(
             "memory",
-            (("id", "t"), ("zone", "t"), ("payload", "t"), ("oid", "t"), ("created_at", "t")),
+            (("id", "t"), ("zone", "t"), ("payload", "t"), ("oid", "t"), ("created_at", "t"),
+             ("artifact_fingerprint", "t"), ("codebase_fingerprint", "t?")),
             exprs=exprs,
         ):
             i = _text(mid, self.label, "memory.id")
@@ -639,6 +642,8 @@ class Cartridge:
                     _text(oid, self.label, f"{w}.oid"),
                     _text(created, self.label, f"{w}.created_at"),
                     loaded,
+                    _text(afp, self.label, f"{w}.artifact_fingerprint"),
+                    _opt_text(cfp, self.label, f"{w}.codebase_fingerprint"),
                 )
             )
         return out
