@@ -199,9 +199,13 @@ HOSTILE: dict[str, tuple[str, ...]] = {
     "memory-oid-column": (
         "UPDATE memory SET oid = 'sha256:' || replace(hex(zeroblob(32)), '0', '0') WHERE zone = 'rom'",
     ),
-    "memory-fingerprint-column": ("UPDATE memory SET artifact_fingerprint = 'evil000000' WHERE zone = 'rom'",),
+    "memory-fingerprint-column": (
+        "UPDATE memory SET artifact_fingerprint = 'evil000000' WHERE zone = 'rom'",
+    ),
     "memory-codebase-column": ("UPDATE memory SET codebase_fingerprint = 'cbf1_evil' WHERE zone = 'rom'",),
-    "memory-created-column": ("UPDATE memory SET created_at = '1999-01-01T00:00:00.000Z' WHERE zone = 'rom'",),
+    "memory-created-column": (
+        "UPDATE memory SET created_at = '1999-01-01T00:00:00.000Z' WHERE zone = 'rom'",
+    ),
     # 9. an objects.sz beyond the JSON integer domain (the manifest cannot be canonicalised)
     "huge-object-sz": ("UPDATE objects SET sz = 4611686018427387904",),
     # 9. a 5,000-digit integer in the signed envelope
