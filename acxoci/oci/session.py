@@ -318,6 +318,11 @@ def read_capped(resp: requests.Response, cap: int, where: str, what: str) -> byt
             got += len(data)
         if got > cap:
             raise LimitExceeded(f"{what} exceeds the {cap}-byte limit", where=where)
+        encoded = resp.headers.get("Content-Encoding", "").strip().lower() not in ("", "identity")
+        method = getattr(getattr(resp, "request", None), "method", None)
+        if length and length.isdigit() and got < int(length) and not encoded and method != "HEAD":
+            # a body cut before its declared length is a retryable transfer failure, never content
+            raise TruncatedBody(f"{what} ended after {got} of {length} bytes", where=where)
         return b"".join(parts)
     finally:
         resp.close()
