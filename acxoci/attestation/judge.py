@@ -185,6 +185,8 @@ def judge(data: bytes, kind: Kind, keys: list[TrustedKey], *, subject_sha256: st
         d = decide(j.facts, minimum="trusted", command="verify")
         if not d.accepted:  # a registry key vouches only when the table says trusted
             return base.with_reasons("rejected", (d.reason,))
+        if j.facts.status in ("expired", "superseded", "retired"):  # say which time earned the trust
+            base = replace(base, notes=(*base.notes, d.reason))
     return base
 
 
