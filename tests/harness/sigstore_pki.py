@@ -372,15 +372,20 @@ class FakeSigstore:
     def key_message_bundle(
         self,
         artifact: bytes,
-        key: ec.EllipticCurvePrivateKey,
+        key: ec.EllipticCurvePrivateKey | ed25519.Ed25519PrivateKey,
         *,
         logged_key: ec.EllipticCurvePrivateKey | None = None,
         logged_digest: bytes | None = None,
+        when: datetime | None = None,
     ) -> bytes:
         """A key-based (managed key) messageSignature bundle with a logged `hashedrekord/0.0.1`
-        entry; `logged_key` / `logged_digest` put something else in the (validly logged) body."""
+        entry (integrated at `when`, default one minute after the start); `logged_key` /
+        `logged_digest` put something else in the (validly logged) body."""
         digest = hashlib.sha256(artifact).digest()
-        sig = key.sign(artifact, ec.ECDSA(hashes.SHA256()))
+        if isinstance(key, ed25519.Ed25519PrivateKey):
+            sig = key.sign(artifact)
+        else:
+            sig = key.sign(artifact, ec.ECDSA(hashes.SHA256()))
         pem = (
             (logged_key or key)
             .public_key()
@@ -397,12 +402,15 @@ class FakeSigstore:
             },
             separators=(",", ":"),
         ).encode()
-        entry = self.log_entry(body, "hashedrekord", self.start + timedelta(minutes=1))
+        entry = self.log_entry(body, "hashedrekord", when or self.start + timedelta(minutes=1))
+        spki = key.public_key().public_bytes(
+            serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
         return json.dumps(
             {
                 "mediaType": "application/vnd.dev.sigstore.bundle.v0.3+json",
                 "verificationMaterial": {
-                    "publicKey": {"hint": _b64(hashlib.sha256(_spki(key)).digest())},
+                    "publicKey": {"hint": _b64(hashlib.sha256(spki).digest())},
                     "tlogEntries": [entry],
                 },
                 "messageSignature": {

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from acxoci.attestation.content import cartridge_facts
 from acxoci.attestation.statements import CARTRIDGE_PREDICATE_TYPE, oci_statement
@@ -217,3 +218,61 @@ def test_logged_entry_under_another_root_gives_no_time(
     att = _bundle(out)
     assert att["verdict"] == "rejected" and att.get("trust") is None, att
     assert "sigstore verification failed" in att["reasons"][0], att
+
+
+# --- verify-blob: a messageSignature bundle by a registry key ------------------------------------
+
+
+def _blob(
+    capsys: pytest.CaptureFixture[str], tmp: Path, status: str, when: datetime, *, root: bool = True
+) -> tuple[int, dict[str, Any]]:
+    """`acx verify-blob --bundle --trust-registry` on a key-based messageSignature bundle whose
+    hashedrekord entry is logged at `when` (no predicate, so no signedAt: judged at NOW)."""
+    key = generate_ed25519()
+    entry = (
+        registry_entry(key, PUBLISHER, status="revoked", revokedAt=iso(CUTOFF), revocationReason=status)
+        if status == "key-compromise"
+        else registry_entry(key, PUBLISHER)
+        if status == "active"
+        else _entry(status, key)
+    )
+    tmp.mkdir()
+    registry = write_registry(tmp / "trust.json", [entry])
+    fake = FakeSigstore(start=WINDOW_START - timedelta(days=2))
+    (tmp / "root.json").write_bytes(fake.trusted_root_bytes())
+    artifact = tmp / "a.txt"
+    artifact.write_bytes(b"an artifact signed with sign-blob\n")
+    bundle = tmp / "a.sigstore.json"
+    assert isinstance(key.key, Ed25519PrivateKey)
+    bundle.write_bytes(fake.key_message_bundle(artifact.read_bytes(), key.key, when=when))
+    extra = ["--trusted-root", str(tmp / "root.json")] if root else []
+    code, out = acx_json(
+        capsys, "verify-blob", str(artifact), "--bundle", str(bundle), "--trust-registry", str(registry),
+        "--now", iso(NOW), *extra,
+    )  # fmt: skip
+    assert isinstance(out, dict), out
+    return code, out
+
+
+@pytest.mark.parametrize("status", ["expired", "superseded", "retired"])
+def test_blob_message_bundle_judged_by_the_table(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, status: str
+) -> None:
+    code, out = _blob(capsys, tmp_path / "in", status, INSIDE)
+    assert code == 0 and out["verdict"] == "verified", out
+    assert R_TRUSTED_TIMESTAMPED.format(status=status, when=iso(INSIDE)) in out["notes"], out
+    code, out = _blob(capsys, tmp_path / "late", status, LATE)
+    assert code == 1 and out["verdict"] == "rejected", out
+    code, out = _blob(capsys, tmp_path / "noroot", status, INSIDE, root=False)
+    assert code == 1 and out["verdict"] == "rejected", out
+
+
+def test_blob_message_bundle_by_a_compromised_key_is_rejected(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The registry says key-compromise: no log time rescues it, and it never `verified`."""
+    code, out = _blob(capsys, tmp_path / "bad", "key-compromise", INSIDE)
+    assert code == 1 and out["verdict"] == "rejected", out
+    assert out["reasons"] == ["signer key is revoked for key-compromise: never trusted"], out
+    code, out = _blob(capsys, tmp_path / "good", "active", INSIDE)
+    assert code == 0 and out["verdict"] == "verified", out
