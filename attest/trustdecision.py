@@ -196,22 +196,23 @@ def standing(f: SignerFacts) -> tuple[Standing, str]:
         return "portable", R_INVERTED
     if f.proof_future:
         return "portable", R_PROOF_FUTURE
+    at = f.independent_time or f.signed_at  # the time the window was judged at (never both)
     if f.status in ("expired", "superseded", "retired"):
         if f.independent_time is not None and f.window == "inside":
             return "trusted", R_TRUSTED_TIMESTAMPED.format(status=f.status, when=f.independent_time)
         if f.window == "missing":
             return "portable", R_MISSING
         if f.window == "before":
-            return "portable", R_BEFORE.format(signed_at=f.signed_at, not_before=f.not_before)
+            return "portable", R_BEFORE.format(signed_at=at, not_before=f.not_before)
         if f.window == "after":
-            return "portable", R_AFTER.format(signed_at=f.signed_at, not_after=f.not_after)
+            return "portable", R_AFTER.format(signed_at=at, not_after=f.not_after)
         return "portable", R_SELF_ASSERTED.format(status=f.status, signed_at=f.signed_at)
     if f.window == "missing":
         return "portable", R_MISSING
     if f.window == "before":
-        return "portable", R_BEFORE.format(signed_at=f.signed_at, not_before=f.not_before)
+        return "portable", R_BEFORE.format(signed_at=at, not_before=f.not_before)
     if f.window == "after":
-        return "portable", R_AFTER.format(signed_at=f.signed_at, not_after=f.not_after)
+        return "portable", R_AFTER.format(signed_at=at, not_after=f.not_after)
     return "trusted", R_TRUSTED.format(publisher=f.registered_publisher)
 
 

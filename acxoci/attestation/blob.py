@@ -11,7 +11,7 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from acxoci.attestation.judge import Judgement, Kind, Sigstore, Verdict, judge
+from acxoci.attestation.judge import Judgement, Kind, Sigstore, Verdict, judge, judge_registry_key
 from acxoci.attestation.signing import TrustedKey, bundle_bytes, envelope_bytes, sign_statement
 from acxoci.attestation.sigstore_verify import verify_keyless, verify_with_key
 from acxoci.errors import InvalidInput, NotFound, UsageError
@@ -107,7 +107,7 @@ MAX_ED25519_BLOB = 64 * 1024 * 1024
 
 
 def _judge_message(target: BlobTarget, document: bytes, doc: dict[str, Any], keys: list[TrustedKey],
-                   sigstore: Sigstore | None) -> Judgement:
+                   sigstore: Sigstore | None, now: datetime) -> Judgement:
     """A messageSignature bundle (cosign sign-blob): keyless through the library, or with keys."""
     digest = bytes.fromhex(target.sha256)
     vm = doc.get("verificationMaterial")
@@ -128,7 +128,9 @@ def _judge_message(target: BlobTarget, document: bytes, doc: dict[str, Any], key
             data = read_bytes(target.path, "file", limit=MAX_ED25519_BLOB)
         check = verify_with_key(document, tk.key, trust, digest=digest, artifact=data)
         if check.ok:
-            return Judgement("verified", (), check.notes, tk.keyid, signer=check)
+            base = Judgement("verified", (), check.notes, tk.keyid, signer=check)
+            # a registry key vouches only as the trust table says (no predicate: no claims)
+            return base if tk.entry is None else judge_registry_key(base, tk.entry, {}, now=now)
         reasons.extend(check.reasons)
     return Judgement("unverified", tuple(reasons))
 
@@ -142,7 +144,7 @@ def verify_blob(target: BlobTarget | Path, document: bytes, kind: Kind, keys: li
     digest = target.sha256
     doc = _message_bundle(document) if kind == "bundle" else None
     if doc is not None:
-        j = _judge_message(target, document, doc, keys, sigstore)
+        j = _judge_message(target, document, doc, keys, sigstore, now)
         if want_type is not None and j.verdict == "verified":
             j = j.with_reasons("rejected", (f"a messageSignature bundle has no predicate type {want_type}",))
         return BlobVerdict(j.verdict == "verified", target.name, digest, kind, j)

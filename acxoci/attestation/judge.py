@@ -6,6 +6,7 @@ statement subject, the way cosign does (plus ACX trust). No I/O beyond the trust
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -25,7 +26,7 @@ from attest.canonical import loads_strict
 from attest.dsse import INTOTO_PAYLOAD_TYPE, Envelope
 from attest.errors import AttestError, MalformedError, SignatureError
 from attest.intoto import Statement
-from attest.trust import format_rfc3339, judge_signer
+from attest.trust import TrustKey, format_rfc3339, judge_signer
 from attest.trustdecision import R_UNKNOWN, decide
 
 LEVEL_PREDICATE_TYPE = "https://acx.dev/attestation/level/v1"
@@ -172,19 +173,29 @@ def judge(data: bytes, kind: Kind, keys: list[TrustedKey], *, subject_sha256: st
         why = f"statement subject ({found}) does not match the manifest digest sha256:{subject_sha256}"
         return base.with_reasons("rejected", (why,))
     if tk is not None and tk.entry is not None:
-        pred = stmt.predicate
-        publisher = pred.get("publisherId")
-        if not isinstance(publisher, str):
-            publisher = tk.entry.publisher_id
-        # A predicate without signedAt (cosign, SLSA): the key is judged at verification time.
-        signed_at = pred.get("signedAt") if "signedAt" in pred else format_rfc3339(now)
-        j = judge_signer(tk.entry, signed_publisher=str(publisher), signed_at=str(signed_at), now=now,
-                         independent_time=earliest_verified_time(base.signer))
-        base = replace(base, trust=j.trust)
-        assert j.facts is not None
-        d = decide(j.facts, minimum="trusted", command="verify")
-        if not d.accepted:  # a registry key vouches only when the table says trusted
-            return base.with_reasons("rejected", (d.reason,))
+        return judge_registry_key(base, tk.entry, stmt.predicate, now=now)
+    return base
+
+
+def judge_registry_key(base: Judgement, entry: TrustKey, predicate: Mapping[str, Any], *,
+                       now: datetime) -> Judgement:
+    """Apply the trust table to a verified signature by a trust-registry key: rejected unless the
+    table says trusted. The predicate's `publisherId` / `signedAt` are the claims (none, as for a
+    messageSignature or a cosign/SLSA predicate: the key's own publisher, judged at `now`); the
+    independent time is only what the `sigstore` library verified for `base.signer`."""
+    publisher = predicate.get("publisherId")
+    if not isinstance(publisher, str):
+        publisher = entry.publisher_id
+    signed_at = predicate.get("signedAt") if "signedAt" in predicate else format_rfc3339(now)
+    j = judge_signer(entry, signed_publisher=str(publisher), signed_at=str(signed_at), now=now,
+                     independent_time=earliest_verified_time(base.signer))
+    base = replace(base, trust=j.trust)
+    assert j.facts is not None
+    d = decide(j.facts, minimum="trusted", command="verify")
+    if not d.accepted:  # a registry key vouches only when the table says trusted
+        return base.with_reasons("rejected", (d.reason,))
+    if j.facts.status in ("expired", "superseded", "retired"):  # say which time earned the trust
+        base = replace(base, notes=(*base.notes, d.reason))
     return base
 
 

@@ -17,7 +17,7 @@ from typing import Any
 import rfc8785
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID, ObjectIdentifier
 
 SCT_OID = ObjectIdentifier("1.3.6.1.4.1.11129.2.4.2")
@@ -372,15 +372,20 @@ class FakeSigstore:
     def key_message_bundle(
         self,
         artifact: bytes,
-        key: ec.EllipticCurvePrivateKey,
+        key: ec.EllipticCurvePrivateKey | ed25519.Ed25519PrivateKey,
         *,
         logged_key: ec.EllipticCurvePrivateKey | None = None,
         logged_digest: bytes | None = None,
+        when: datetime | None = None,
     ) -> bytes:
         """A key-based (managed key) messageSignature bundle with a logged `hashedrekord/0.0.1`
-        entry; `logged_key` / `logged_digest` put something else in the (validly logged) body."""
+        entry (integrated at `when`, default one minute after the start); `logged_key` /
+        `logged_digest` put something else in the (validly logged) body."""
         digest = hashlib.sha256(artifact).digest()
-        sig = key.sign(artifact, ec.ECDSA(hashes.SHA256()))
+        if isinstance(key, ed25519.Ed25519PrivateKey):
+            sig = key.sign(artifact)
+        else:
+            sig = key.sign(artifact, ec.ECDSA(hashes.SHA256()))
         pem = (
             (logged_key or key)
             .public_key()
@@ -397,17 +402,77 @@ class FakeSigstore:
             },
             separators=(",", ":"),
         ).encode()
-        entry = self.log_entry(body, "hashedrekord", self.start + timedelta(minutes=1))
+        entry = self.log_entry(body, "hashedrekord", when or self.start + timedelta(minutes=1))
+        spki = key.public_key().public_bytes(
+            serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
         return json.dumps(
             {
                 "mediaType": "application/vnd.dev.sigstore.bundle.v0.3+json",
                 "verificationMaterial": {
-                    "publicKey": {"hint": _b64(hashlib.sha256(_spki(key)).digest())},
+                    "publicKey": {"hint": _b64(hashlib.sha256(spki).digest())},
                     "tlogEntries": [entry],
                 },
                 "messageSignature": {
                     "messageDigest": {"algorithm": "SHA2_256", "digest": _b64(digest)},
                     "signature": _b64(sig),
                 },
+            }
+        ).encode()
+
+    def key_dsse_bundle(
+        self,
+        statement: bytes,
+        key: ed25519.Ed25519PrivateKey | ec.EllipticCurvePrivateKey,
+        *,
+        when: datetime | None = None,
+        promise: bool = True,
+        log_index: int = 11,
+    ) -> bytes:
+        """A key-based (managed key) v0.3 DSSE bundle over `statement`: `publicKey.hint` and one
+        `dsse/0.0.1` entry logging the signature and `key` (the body `check_key_entry_body`
+        matches), integrated at `when` (default: one minute after the instance's start)."""
+        payload_type = "application/vnd.in-toto+json"
+        pae = f"DSSEv1 {len(payload_type)} {payload_type} {len(statement)} ".encode() + statement
+        if isinstance(key, ed25519.Ed25519PrivateKey):
+            sig = key.sign(pae)
+        else:
+            sig = key.sign(pae, ec.ECDSA(hashes.SHA256()))
+        public = key.public_key()
+        spki = public.public_bytes(
+            serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
+        pem = public.public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+        envelope = {
+            "payload": _b64(statement),
+            "payloadType": payload_type,
+            "signatures": [{"sig": _b64(sig)}],
+        }
+        body = json.dumps(
+            {
+                "apiVersion": "0.0.1",
+                "kind": "dsse",
+                "spec": {
+                    "envelopeHash": {
+                        "algorithm": "sha256",
+                        "value": hashlib.sha256(json.dumps(envelope).encode()).hexdigest(),
+                    },
+                    "payloadHash": {"algorithm": "sha256", "value": hashlib.sha256(statement).hexdigest()},
+                    "signatures": [{"signature": _b64(sig), "verifier": _b64(pem)}],
+                },
+            },
+            separators=(",", ":"),
+        ).encode()
+        entry = self.log_entry(
+            body, "dsse", when or self.start + timedelta(minutes=1), log_index=log_index, promise=promise
+        )
+        return json.dumps(
+            {
+                "mediaType": "application/vnd.dev.sigstore.bundle.v0.3+json",
+                "verificationMaterial": {
+                    "publicKey": {"hint": _b64(hashlib.sha256(spki).digest())},
+                    "tlogEntries": [entry],
+                },
+                "dsseEnvelope": envelope,
             }
         ).encode()
