@@ -9,8 +9,8 @@ from rich.markup import escape
 
 from acxoci.cli.apps import graph_app
 from acxoci.cli.common import exit_with as _exit
+from acxoci.cli.common import finish_lint, load_signing_key, print_issues
 from acxoci.cli.common import load_registry as _registry
-from acxoci.cli.common import load_signing_key
 from acxoci.cli.common import parse_now as _now
 from acxoci.cli.output import console, emit
 from acxoci.workflow.graph import (
@@ -29,11 +29,6 @@ from acxoci.workflow.signed import SignedVerdict
 _COLOR = {"trusted": "green", "portable": "yellow", "unsigned": "yellow", "tampered": "red"}
 
 
-def _print_issues(result: LintResult) -> None:
-    for i in result.issues:
-        console.print(f"  - {escape(i.text())}")
-
-
 def _architecture(view: dict[str, object]) -> str:
     c = view["counts"]
     assert isinstance(c, dict)
@@ -50,19 +45,8 @@ def lint_cmd(
 ) -> None:
     """Check structure, references, return routes, mandatory direction and convergence."""
     doc = load_graph(file)
-    result = lint_graph(doc, publish=publish)
-
-    def human() -> None:
-        console.print(f"architecture: {_architecture(inspect_graph(doc))}")
-        if result.ok:
-            what = "structure and publish profile pass" if publish else "structure passes"
-            console.print(f"[bold green]VALID ✓[/bold green] — {what}")
-        else:
-            console.print(f"[bold red]INVALID[/bold red] — {len(result.errors)} issue(s)")
-        _print_issues(result)
-
-    emit({"file": str(file), **result.to_json()}, human)
-    _exit(0 if result.ok else 1)
+    finish_lint(file, lint_graph(doc, publish=publish), publish,
+                lambda: console.print(f"architecture: {_architecture(inspect_graph(doc))}"))
 
 
 @graph_app.command("digest")
@@ -117,7 +101,7 @@ def _render_verdict(v: SignedVerdict, structure: LintResult, architecture: str) 
     console.print(f"  structure:    {'publishable ✓' if structure.ok else 'invalid'}")
     for i in v.issues:
         console.print(f"  - {escape(i)}")
-    _print_issues(structure)
+    print_issues(structure)
 
 
 @graph_app.command("verify")

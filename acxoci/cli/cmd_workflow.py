@@ -13,8 +13,8 @@ from rich.markup import escape
 
 from acxoci.cli.apps import workflow_app
 from acxoci.cli.common import exit_with as _exit
+from acxoci.cli.common import finish_lint, load_signing_key, print_issues, transport_options
 from acxoci.cli.common import load_registry as _registry
-from acxoci.cli.common import load_signing_key, transport_options
 from acxoci.cli.common import parse_now as _now
 from acxoci.cli.output import console, emit
 from acxoci.errors import InvalidInput, NotFound, Tampered, UsageError
@@ -35,29 +35,13 @@ from attest.trustdecision import Minimum
 _COLOR = {"trusted": "green", "portable": "yellow", "unsigned": "yellow", "tampered": "red"}
 
 
-def _print_issues(result: LintResult) -> None:
-    for i in result.issues:
-        console.print(f"  - {escape(i.text())}")
-
-
 @workflow_app.command("lint")
 def lint_cmd(
     file: Path = typer.Argument(..., help="The .cal.json workflow."),
     publish: bool = typer.Option(False, "--publish", help="Also apply the public profile and secret scrub."),
 ) -> None:
     """Check structure, conditions, graph rules and lineage (and with --publish the public profile)."""
-    result = lint(load_document(file), publish=publish)
-
-    def human() -> None:
-        if result.ok:
-            what = "structure and publish profile pass" if publish else "structure passes"
-            console.print(f"[bold green]VALID ✓[/bold green] — {what}")
-        else:
-            console.print(f"[bold red]INVALID[/bold red] — {len(result.errors)} issue(s)")
-        _print_issues(result)
-
-    emit({"file": str(file), **result.to_json()}, human)
-    _exit(0 if result.ok else 1)
+    finish_lint(file, lint(load_document(file), publish=publish), publish)
 
 
 @workflow_app.command("digest")
@@ -109,7 +93,7 @@ def _render_verdict(v: WorkflowVerdict, structure: LintResult) -> None:
     console.print(f"  structure:  {'publishable ✓' if structure.ok else 'invalid'}")
     for i in v.issues:
         console.print(f"  - {escape(i)}")
-    _print_issues(structure)
+    print_issues(structure)
 
 
 @workflow_app.command("verify")
@@ -179,7 +163,7 @@ def inspect_cmd(
             console.print(escape(line))
         console.print("")
         console.print(f"verdict: {'VALID ✓' if structure.ok else 'INVALID'}")
-        _print_issues(structure)
+        print_issues(structure)
 
     emit(view, human)
 

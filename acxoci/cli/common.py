@@ -10,7 +10,7 @@ import inspect
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar, cast
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, cast
 
 import typer
 
@@ -22,6 +22,9 @@ from acxoci.oci.settings import RemoteOptions, using
 from attest.errors import MalformedError
 from attest.keys import PrivateKey
 from attest.trust import TrustRegistry, parse_rfc3339
+
+if TYPE_CHECKING:
+    from acxoci.workflow.lint import LintResult
 
 
 def parse_now(value: str | None) -> datetime:
@@ -151,3 +154,33 @@ def transport_options(*, sides: bool = False) -> Callable[[F], F]:
         return cast(F, wrapper)
 
     return deco
+
+
+def print_issues(result: LintResult) -> None:
+    """One line per lint issue (workflows and Agent Graphs share the lint result)."""
+    from rich.markup import escape
+
+    from acxoci.cli.output import console
+
+    for i in result.issues:
+        console.print(f"  - {escape(i.text())}")
+
+
+def finish_lint(file: Path, result: LintResult, publish: bool,
+                preface: Callable[[], None] | None = None) -> NoReturn:
+    """Render a lint result (VALID/INVALID and the issues, or JSON) and exit 0 or 1: the one
+    ending of `workflow lint` and `graph lint`."""
+    from acxoci.cli.output import console, emit
+
+    def human() -> None:
+        if preface is not None:
+            preface()
+        if result.ok:
+            what = "structure and publish profile pass" if publish else "structure passes"
+            console.print(f"[bold green]VALID ✓[/bold green] — {what}")
+        else:
+            console.print(f"[bold red]INVALID[/bold red] — {len(result.errors)} issue(s)")
+        print_issues(result)
+
+    emit({"file": str(file), **result.to_json()}, human)
+    exit_with(0 if result.ok else 1)
