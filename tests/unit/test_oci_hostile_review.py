@@ -6,11 +6,16 @@ from __future__ import annotations
 
 import io
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from acxoci.errors import AcxError
-from tests.harness.evilregistry import EvilServer, recorder
+from acxoci.oci.reference import parse_reference
+from acxoci.oci.registry import RegistryTarget, Transport
+from acxoci.oci.settings import RemoteOptions
+from acxoci.oci.staging import fetch_staged, staging_path
+from tests.harness.evilregistry import EvilServer, Reply, Request, recorder
 from tests.unit.test_oci_credential_scope import BLOB, BLOB_DESC, _target, make_registry
 
 
@@ -76,3 +81,37 @@ class _Lazy:
 
     def __str__(self) -> str:
         return self.box[self.key]
+
+
+def _blob_registry(data: bytes) -> EvilServer:
+    """A plain registry that serves one blob (whatever digest is asked)."""
+
+    def script(req: Request) -> Reply:
+        if "/blobs/" in req.path:
+            return Reply(200, {"Content-Type": "application/octet-stream"}, data)
+        return Reply(200, {}, b"{}")
+
+    return EvilServer(script)
+
+
+def test_staging_file_planted_as_symlink_is_not_written_through(tmp_path: Path) -> None:
+    """A staging name that already exists as a symlink (the folder came from elsewhere, or another
+    local user planted it) must not make the pull truncate or write the file it points to."""
+    reg = _blob_registry(BLOB)
+    victim = tmp_path / "victim.txt"
+    victim.write_bytes(b"precious " * 100)
+    out = tmp_path / "out"
+    out.mkdir()
+    spot = staging_path(out, BLOB_DESC)
+    spot.symlink_to(victim)
+    try:
+        opts = RemoteOptions(plain_http=True, max_retries=0)
+        t = RegistryTarget(parse_reference(f"{reg.host}/r:v1"), opts, transport=Transport(reg.host, opts))
+        got = fetch_staged(t, BLOB_DESC, spot)
+        assert got.read_bytes() == BLOB
+        assert not got.is_symlink()
+    except AcxError:
+        pass  # refusing is fine too
+    finally:
+        reg.stop()
+    assert victim.read_bytes() == b"precious " * 100
