@@ -11,11 +11,12 @@ from pathlib import Path
 import pytest
 
 from acxoci.errors import AcxError
+from acxoci.oci.errors import RegistryProtocolError
 from acxoci.oci.reference import parse_reference
 from acxoci.oci.registry import RegistryTarget, Transport
 from acxoci.oci.settings import RemoteOptions
 from acxoci.oci.staging import fetch_staged, staging_path
-from tests.harness.evilregistry import EvilServer, Reply, Request, recorder
+from tests.harness.evilregistry import OCI_MANIFEST, EvilServer, RefChain, Reply, Request, recorder
 from tests.unit.test_oci_credential_scope import BLOB, BLOB_DESC, _target, make_registry
 
 
@@ -115,3 +116,26 @@ def test_staging_file_planted_as_symlink_is_not_written_through(tmp_path: Path) 
     finally:
         reg.stop()
     assert victim.read_bytes() == b"precious " * 100
+
+
+@pytest.mark.parametrize("bad", ["sha256:../../../other/x", "sha256:" + "A" * 64, "md5:abcd"])
+def test_registry_digest_header_must_be_a_digest(bad: str) -> None:
+    """A HEAD's Docker-Content-Digest is not a descriptor from a verified manifest: a malformed one
+    is refused at once (it must not steer later URLs, e.g. with dot segments, or file names)."""
+    chain = RefChain(1)
+
+    def script(req: Request) -> Reply:
+        if req.method == "HEAD" and "/manifests/" in req.path:
+            head = {"Content-Type": OCI_MANIFEST, "Docker-Content-Digest": bad}
+            return Reply(200, head, chain.manifests[chain.root])
+        return chain.script(req)
+
+    reg = EvilServer(script)
+    try:
+        opts = RemoteOptions(plain_http=True, max_retries=0)
+        t = RegistryTarget(parse_reference(f"{reg.host}/r:v1"), opts, transport=Transport(reg.host, opts))
+        with pytest.raises(RegistryProtocolError, match="digest"):
+            t.resolve("v1")
+        assert all(r.path.startswith("/v2/r/") or r.path == "/v2/" for r in reg.seen)
+    finally:
+        reg.stop()
