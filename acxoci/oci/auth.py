@@ -9,6 +9,7 @@ import binascii
 import json
 import os
 import re
+import stat
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -96,11 +97,38 @@ def config_path(directory: str | None = None) -> Path:
     return config_dir() / "config.json"
 
 
+CONFIG_LIMIT = 4 * 1024 * 1024
+"""A docker config is a few KiB; a larger file (or a device, a FIFO) is refused, never read whole."""
+_HELPER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+def _read_config(path: Path) -> bytes | None:
+    """The bytes of the config file (None if absent): a regular file of at most CONFIG_LIMIT
+    bytes, opened without blocking (a FIFO must not hang the command)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise RegistryAuthError(f"docker config cannot be read: {exc.strerror}", where=str(path)) from None
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise RegistryAuthError("docker config is not a regular file", where=str(path))
+        if st.st_size > CONFIG_LIMIT:
+            raise RegistryAuthError(f"docker config is larger than {CONFIG_LIMIT} bytes", where=str(path))
+        data = fh.read(CONFIG_LIMIT + 1)
+    if len(data) > CONFIG_LIMIT:
+        raise RegistryAuthError(f"docker config is larger than {CONFIG_LIMIT} bytes", where=str(path))
+    return data
+
+
 def _load(path: Path) -> dict[str, Any]:
-    if not path.exists():
+    data = _read_config(path)
+    if data is None:
         return {}
     try:
-        obj = loads_strict(path.read_bytes() or b"{}")
+        obj = loads_strict(data or b"{}")
     except (ValueError, UnicodeDecodeError) as exc:
         raise RegistryAuthError(f"docker config is not valid JSON: {exc}", where=str(path)) from exc
     if not isinstance(obj, dict):
@@ -115,6 +143,11 @@ def _keys_for(host: str) -> list[str]:
 
 
 def _helper(name: str, action: str, payload: str) -> str:
+    if not _HELPER_NAME.fullmatch(name):
+        # the program is looked up on PATH by name; a slash would run a file relative to cwd
+        raise RegistryAuthError(
+            f"credential helper name {name[:64]!r} is not a plain name", where="docker config"
+        )
     exe = f"docker-credential-{name}"
     try:
         proc = subprocess.run(

@@ -5,6 +5,10 @@ is kept so it stays fixed."""
 from __future__ import annotations
 
 import io
+import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -139,3 +143,62 @@ def test_registry_digest_header_must_be_a_digest(bad: str) -> None:
         assert all(r.path.startswith("/v2/r/") or r.path == "/v2/" for r in reg.seen)
     finally:
         reg.stop()
+
+
+def _run_isolated(code: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    repo = Path(__file__).resolve().parents[2]
+    full = {**os.environ, **env, "PYTHONPATH": str(repo)}
+    return subprocess.run(
+        [sys.executable, "-c", code], env=full, cwd=cwd, capture_output=True, text=True, timeout=60
+    )
+
+
+LOAD_AND_MEASURE = """
+import resource, sys, threading, os
+from acxoci.errors import AcxError
+from acxoci.oci.auth import load_credential
+t = threading.Timer(10, lambda: os._exit(9)); t.daemon = True; t.start()
+try:
+    load_credential('127.0.0.1:5000'); print('loaded')
+except AcxError as e:
+    print('refused', e.kind)
+print('rss', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
+"""
+
+
+def test_docker_config_that_is_huge_is_refused_within_bounds(tmp_path: Path) -> None:
+    cfg = tmp_path / "docker"
+    cfg.mkdir()
+    with (cfg / "config.json").open("wb") as fh:
+        fh.write(b"{")
+        fh.truncate(1 << 30)  # sparse 1 GiB
+    proc = _run_isolated(LOAD_AND_MEASURE, {"DOCKER_CONFIG": str(cfg)}, tmp_path)
+    assert proc.returncode == 0, proc.stderr[-500:]
+    assert "refused" in proc.stdout
+    assert int(proc.stdout.split("rss")[1]) < 150
+
+
+def test_docker_config_that_is_a_fifo_does_not_hang(tmp_path: Path) -> None:
+    cfg = tmp_path / "docker"
+    cfg.mkdir()
+    os.mkfifo(cfg / "config.json")
+    proc = _run_isolated(LOAD_AND_MEASURE, {"DOCKER_CONFIG": str(cfg)}, tmp_path)
+    assert proc.returncode == 0, (proc.returncode, proc.stderr[-500:])
+    assert "refused" in proc.stdout
+
+
+def test_credential_helper_name_cannot_be_a_path(tmp_path: Path) -> None:
+    """`credHelpers` names a program `docker-credential-<name>` looked up on PATH; a name with a
+    slash would run a file relative to the working folder instead."""
+    cfg = tmp_path / "docker"
+    cfg.mkdir()
+    (cfg / "config.json").write_text(json.dumps({"credHelpers": {"127.0.0.1:5000": "../evil"}}))
+    marker = tmp_path / "ran"
+    trap = tmp_path / "docker-credential-.."
+    trap.mkdir()
+    (trap / "evil").write_text(f"#!/bin/sh\ntouch {marker}\necho '{{}}'\n")
+    (trap / "evil").chmod(0o755)
+    proc = _run_isolated(LOAD_AND_MEASURE, {"DOCKER_CONFIG": str(cfg)}, tmp_path)
+    assert proc.returncode == 0, proc.stderr[-500:]
+    assert not marker.exists()
+    assert "refused" in proc.stdout
