@@ -247,6 +247,8 @@ def new_session(pool: int = 8) -> requests.Session:
     s = requests.Session()
     s.trust_env = False
     s.headers["User-Agent"] = USER_AGENT
+    # bodies are hashed and capped as they arrive, never decompressed: ask for none
+    s.headers["Accept-Encoding"] = "identity"
     adapter = _Adapter(pool_connections=4, pool_maxsize=max(8, pool), max_retries=0)
     s.mount("http://", adapter)
     s.mount("https://", adapter)

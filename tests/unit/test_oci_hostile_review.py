@@ -4,6 +4,7 @@ is kept so it stays fixed."""
 
 from __future__ import annotations
 
+import gzip
 import io
 import json
 import os
@@ -202,3 +203,27 @@ def test_credential_helper_name_cannot_be_a_path(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr[-500:]
     assert not marker.exists()
     assert "refused" in proc.stdout
+
+
+def test_no_compression_is_asked_for_so_none_is_decoded() -> None:
+    """Bodies are hashed and capped as they arrive and never decompressed (a gzip bomb stays a
+    small blob that fails its digest). So the client must not advertise gzip: a proxy that
+    compresses JSON whenever the client accepts it (nginx `gzip on`) would break every tag list
+    and manifest."""
+
+    def script(req: Request) -> Reply:
+        body = json.dumps({"name": "r", "tags": ["v1"]}).encode()
+        if "gzip" in req.headers.get("accept-encoding", ""):
+            return Reply(
+                200, {"Content-Type": "application/json", "Content-Encoding": "gzip"}, gzip.compress(body)
+            )
+        return Reply(200, {"Content-Type": "application/json"}, body)
+
+    reg = EvilServer(script)
+    try:
+        opts = RemoteOptions(plain_http=True, max_retries=0)
+        t = RegistryTarget(parse_reference(f"{reg.host}/r:v1"), opts, transport=Transport(reg.host, opts))
+        assert t.tags() == ["v1"]
+        assert all(r.headers.get("accept-encoding") == "identity" for r in reg.seen)
+    finally:
+        reg.stop()
