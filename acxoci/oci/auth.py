@@ -174,19 +174,32 @@ def _from_helper(name: str, host: str) -> Credential:
         obj = loads_strict(out)
     except ValueError as exc:
         raise RegistryAuthError(f"credential helper {name} returned invalid JSON", where=name) from exc
-    user, secret = str(obj.get("Username", "")), str(obj.get("Secret", ""))
+    user, secret = (obj.get(k, "") if isinstance(obj, dict) else None for k in ("Username", "Secret"))
+    if not isinstance(user, str) or not isinstance(secret, str):
+        raise RegistryAuthError(f"credential helper {name} returned no string Username/Secret", where=name)
     if user == "<token>":
         return Credential(identity_token=secret)
     return Credential(user, secret)
 
 
+def _helpers(cfg: dict[str, Any], path: Path) -> tuple[dict[str, Any], str | None]:
+    """`credHelpers` (host -> helper name) and `credsStore`, each of the right type or a typed error."""
+    helpers = cfg.get("credHelpers") or {}
+    store = cfg.get("credsStore") or None
+    if not isinstance(helpers, dict) or not all(isinstance(v, str) for v in helpers.values()):
+        raise RegistryAuthError("`credHelpers` in the docker config is not a map of names", where=str(path))
+    if store is not None and not isinstance(store, str):
+        raise RegistryAuthError("`credsStore` in the docker config is not a name", where=str(path))
+    return helpers, store
+
+
 def load_credential(host: str, directory: str | None = None) -> Credential:
     """Credentials for `host` from the docker config: credHelpers, then auths, then credsStore."""
     cfg = _load(config_path(directory))
-    helpers = cfg.get("credHelpers") or {}
+    helpers, store = _helpers(cfg, config_path(directory))
     for key in _keys_for(host):
-        if isinstance(helpers, dict) and key in helpers:
-            return _from_helper(str(helpers[key]), host)
+        if key in helpers:
+            return _from_helper(helpers[key], host)
     auths = cfg.get("auths") or {}
     if isinstance(auths, dict):
         for key in _keys_for(host):
@@ -205,9 +218,8 @@ def load_credential(host: str, directory: str | None = None) -> Credential:
                 return Credential(user, pw)
             if entry.get("username"):
                 return Credential(str(entry["username"]), str(entry.get("password", "")))
-    store = cfg.get("credsStore")
     if store:
-        return _from_helper(str(store), host)
+        return _from_helper(store, host)
     return Credential()
 
 
@@ -220,7 +232,8 @@ def store_credential(host: str, cred: Credential, directory: str | None = None) 
     """Save credentials like `oras login`/`docker login`: a helper if configured, else `auths`."""
     path = config_path(directory)
     cfg = _load(path)
-    helper = (cfg.get("credHelpers") or {}).get(host) or cfg.get("credsStore")
+    helpers, store = _helpers(cfg, path)
+    helper = helpers.get(host) or store
     if helper:
         user = "<token>" if cred.identity_token else cred.username
         secret = cred.identity_token or cred.password
@@ -241,7 +254,8 @@ def remove_credential(host: str, directory: str | None = None) -> bool:
     """Forget credentials for `host` (helper erase or `auths` removal); True if something was removed."""
     path = config_path(directory)
     cfg = _load(path)
-    helper = (cfg.get("credHelpers") or {}).get(host) or cfg.get("credsStore")
+    helpers, store = _helpers(cfg, path)
+    helper = helpers.get(host) or store
     removed = False
     auths = cfg.get("auths")
     if isinstance(auths, dict) and host in auths:

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from acxoci.errors import AcxError
+from acxoci.oci.auth import Credential, load_credential, remove_credential, store_credential
 from acxoci.oci.errors import RegistryProtocolError
 from acxoci.oci.reference import parse_reference
 from acxoci.oci.registry import RegistryTarget, Transport
@@ -227,3 +228,29 @@ def test_no_compression_is_asked_for_so_none_is_decoded() -> None:
         assert all(r.headers.get("accept-encoding") == "identity" for r in reg.seen)
     finally:
         reg.stop()
+
+
+@pytest.mark.parametrize("helpers", [[], "x", 5])
+def test_docker_config_with_odd_cred_helpers_is_a_typed_error(helpers: object, tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text(json.dumps({"credHelpers": helpers, "credsStore": 7}))
+    for call in (
+        lambda: store_credential("127.0.0.1:5000", Credential("u", "p"), str(tmp_path)),
+        lambda: remove_credential("127.0.0.1:5000", str(tmp_path)),
+        lambda: load_credential("127.0.0.1:5000", str(tmp_path)),
+    ):
+        with pytest.raises(AcxError):
+            call()
+
+
+@pytest.mark.parametrize("answer", ["[]", '"x"', '{"Username": 5, "Secret": null}'])
+def test_credential_helper_with_odd_answer_is_a_typed_error(
+    answer: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    helper = tmp_path / "bin" / "docker-credential-odd"
+    helper.parent.mkdir()
+    helper.write_text(f"#!/bin/sh\necho '{answer}'\n")
+    helper.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{helper.parent}{os.pathsep}{os.environ['PATH']}")
+    (tmp_path / "config.json").write_text(json.dumps({"credHelpers": {"127.0.0.1:5000": "odd"}}))
+    with pytest.raises(AcxError):
+        load_credential("127.0.0.1:5000", str(tmp_path))
