@@ -409,6 +409,9 @@ class RegistryTarget(UploadsMixin):
             got = body.get("tags") if isinstance(body, dict) else None
             if got is not None and (not isinstance(got, list) or not all(isinstance(t, str) for t in got)):
                 raise RegistryProtocolError("tag list has no string list `tags`", where=self.name)
+            bad = next((t for t in got or [] if not valid_tag(t)), None)
+            if bad is not None:  # printed, and used as a reference: only the tag grammar
+                raise RegistryProtocolError(f"tag list has an invalid tag {bad[:80]!r}", where=self.name)
             out.update(got or [])
             if len(out) > self.options.max_tags:
                 raise LimitExceeded(f"more than {self.options.max_tags} tags", where=self.name)

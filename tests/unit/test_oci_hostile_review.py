@@ -254,3 +254,22 @@ def test_credential_helper_with_odd_answer_is_a_typed_error(
     (tmp_path / "config.json").write_text(json.dumps({"credHelpers": {"127.0.0.1:5000": "odd"}}))
     with pytest.raises(AcxError):
         load_credential("127.0.0.1:5000", str(tmp_path))
+
+
+@pytest.mark.parametrize("bad", ["\x1b]0;owned\x07", "../../../x", "sha256:" + "0" * 64, "a" * 200])
+def test_tag_list_entries_must_be_tags(bad: str) -> None:
+    """Listed tags are printed (a terminal escape) and used as references by the roster (dot
+    segments in a URL path, a digest in disguise): an entry outside the tag grammar is refused."""
+
+    def script(req: Request) -> Reply:
+        body = json.dumps({"name": "r", "tags": ["v1", bad]}).encode()
+        return Reply(200, {"Content-Type": "application/json"}, body)
+
+    reg = EvilServer(script)
+    try:
+        opts = RemoteOptions(plain_http=True, max_retries=0)
+        t = RegistryTarget(parse_reference(f"{reg.host}/r:v1"), opts, transport=Transport(reg.host, opts))
+        with pytest.raises(RegistryProtocolError, match="tag"):
+            t.tags()
+    finally:
+        reg.stop()
