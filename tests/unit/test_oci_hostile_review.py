@@ -156,7 +156,7 @@ def _run_isolated(code: str, env: dict[str, str], cwd: Path) -> subprocess.Compl
 
 
 LOAD_AND_MEASURE = """
-import resource, sys, threading, os
+import sys, threading, os
 from acxoci.errors import AcxError
 from acxoci.oci.auth import load_credential
 t = threading.Timer(10, lambda: os._exit(9)); t.daemon = True; t.start()
@@ -164,7 +164,8 @@ try:
     load_credential('127.0.0.1:5000'); print('loaded')
 except AcxError as e:
     print('refused', e.kind)
-print('rss', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
+hwm = [ln for ln in open('/proc/self/status') if ln.startswith('VmHWM')][0].split()[1]
+print('rss', int(hwm) // 1024)  # this process image's peak (ru_maxrss survives fork + exec)
 """
 
 
