@@ -9,6 +9,7 @@ import binascii
 import json
 import os
 import re
+import stat
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -96,11 +97,38 @@ def config_path(directory: str | None = None) -> Path:
     return config_dir() / "config.json"
 
 
+CONFIG_LIMIT = 4 * 1024 * 1024
+"""A docker config is a few KiB; a larger file (or a device, a FIFO) is refused, never read whole."""
+_HELPER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+def _read_config(path: Path) -> bytes | None:
+    """The bytes of the config file (None if absent): a regular file of at most CONFIG_LIMIT
+    bytes, opened without blocking (a FIFO must not hang the command)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise RegistryAuthError(f"docker config cannot be read: {exc.strerror}", where=str(path)) from None
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise RegistryAuthError("docker config is not a regular file", where=str(path))
+        if st.st_size > CONFIG_LIMIT:
+            raise RegistryAuthError(f"docker config is larger than {CONFIG_LIMIT} bytes", where=str(path))
+        data = fh.read(CONFIG_LIMIT + 1)
+    if len(data) > CONFIG_LIMIT:
+        raise RegistryAuthError(f"docker config is larger than {CONFIG_LIMIT} bytes", where=str(path))
+    return data
+
+
 def _load(path: Path) -> dict[str, Any]:
-    if not path.exists():
+    data = _read_config(path)
+    if data is None:
         return {}
     try:
-        obj = loads_strict(path.read_bytes() or b"{}")
+        obj = loads_strict(data or b"{}")
     except (ValueError, UnicodeDecodeError) as exc:
         raise RegistryAuthError(f"docker config is not valid JSON: {exc}", where=str(path)) from exc
     if not isinstance(obj, dict):
@@ -115,6 +143,11 @@ def _keys_for(host: str) -> list[str]:
 
 
 def _helper(name: str, action: str, payload: str) -> str:
+    if not _HELPER_NAME.fullmatch(name):
+        # the program is looked up on PATH by name; a slash would run a file relative to cwd
+        raise RegistryAuthError(
+            f"credential helper name {name[:64]!r} is not a plain name", where="docker config"
+        )
     exe = f"docker-credential-{name}"
     try:
         proc = subprocess.run(
@@ -141,19 +174,32 @@ def _from_helper(name: str, host: str) -> Credential:
         obj = loads_strict(out)
     except ValueError as exc:
         raise RegistryAuthError(f"credential helper {name} returned invalid JSON", where=name) from exc
-    user, secret = str(obj.get("Username", "")), str(obj.get("Secret", ""))
+    user, secret = (obj.get(k, "") if isinstance(obj, dict) else None for k in ("Username", "Secret"))
+    if not isinstance(user, str) or not isinstance(secret, str):
+        raise RegistryAuthError(f"credential helper {name} returned no string Username/Secret", where=name)
     if user == "<token>":
         return Credential(identity_token=secret)
     return Credential(user, secret)
 
 
+def _helpers(cfg: dict[str, Any], path: Path) -> tuple[dict[str, Any], str | None]:
+    """`credHelpers` (host -> helper name) and `credsStore`, each of the right type or a typed error."""
+    helpers = cfg.get("credHelpers") or {}
+    store = cfg.get("credsStore") or None
+    if not isinstance(helpers, dict) or not all(isinstance(v, str) for v in helpers.values()):
+        raise RegistryAuthError("`credHelpers` in the docker config is not a map of names", where=str(path))
+    if store is not None and not isinstance(store, str):
+        raise RegistryAuthError("`credsStore` in the docker config is not a name", where=str(path))
+    return helpers, store
+
+
 def load_credential(host: str, directory: str | None = None) -> Credential:
     """Credentials for `host` from the docker config: credHelpers, then auths, then credsStore."""
     cfg = _load(config_path(directory))
-    helpers = cfg.get("credHelpers") or {}
+    helpers, store = _helpers(cfg, config_path(directory))
     for key in _keys_for(host):
-        if isinstance(helpers, dict) and key in helpers:
-            return _from_helper(str(helpers[key]), host)
+        if key in helpers:
+            return _from_helper(helpers[key], host)
     auths = cfg.get("auths") or {}
     if isinstance(auths, dict):
         for key in _keys_for(host):
@@ -172,9 +218,8 @@ def load_credential(host: str, directory: str | None = None) -> Credential:
                 return Credential(user, pw)
             if entry.get("username"):
                 return Credential(str(entry["username"]), str(entry.get("password", "")))
-    store = cfg.get("credsStore")
     if store:
-        return _from_helper(str(store), host)
+        return _from_helper(store, host)
     return Credential()
 
 
@@ -187,7 +232,8 @@ def store_credential(host: str, cred: Credential, directory: str | None = None) 
     """Save credentials like `oras login`/`docker login`: a helper if configured, else `auths`."""
     path = config_path(directory)
     cfg = _load(path)
-    helper = (cfg.get("credHelpers") or {}).get(host) or cfg.get("credsStore")
+    helpers, store = _helpers(cfg, path)
+    helper = helpers.get(host) or store
     if helper:
         user = "<token>" if cred.identity_token else cred.username
         secret = cred.identity_token or cred.password
@@ -208,7 +254,8 @@ def remove_credential(host: str, directory: str | None = None) -> bool:
     """Forget credentials for `host` (helper erase or `auths` removal); True if something was removed."""
     path = config_path(directory)
     cfg = _load(path)
-    helper = (cfg.get("credHelpers") or {}).get(host) or cfg.get("credsStore")
+    helpers, store = _helpers(cfg, path)
+    helper = helpers.get(host) or store
     removed = False
     auths = cfg.get("auths")
     if isinstance(auths, dict) and host in auths:

@@ -33,6 +33,7 @@ from acxoci.oci.descriptor import (
     OCI_INDEX,
     Descriptor,
     Manifest,
+    is_digest,
     manifest_bytes,
     parse_manifest,
     referrer_entry,
@@ -90,6 +91,18 @@ def _check_referrer_count(n: int, cap: int, where: str) -> None:
             where=where,
             hint="a subject with this many referrers is refused (options.max_referrers)",
         )
+
+
+def _header_digest(resp: requests.Response, where: str) -> str | None:
+    """The registry's Docker-Content-Digest, if it sent one: it must be a well-formed digest (it
+    goes into URLs and comparisons, and is not covered by any verified manifest)."""
+    said = resp.headers.get("Docker-Content-Digest")
+    if said is None or said.strip() == "":
+        return None
+    said = said.strip()
+    if not is_digest(said):
+        raise RegistryProtocolError(f"registry sent a malformed digest {said[:80]!r}", where=where)
+    return said
 
 
 class _Body:
@@ -237,7 +250,7 @@ class RegistryTarget(UploadsMixin):
             if resp.status_code != 200:
                 raise_for(resp, "resolve", self._where(reference))
             mt = (resp.headers.get("Content-Type") or "").split(";")[0].strip()
-            digest = resp.headers.get("Docker-Content-Digest")
+            digest = _header_digest(resp, self._where(reference))
             length = resp.headers.get("Content-Length")
         if ":" in reference and reference.startswith(("sha256:", "sha512:")):
             if digest and digest != reference:
@@ -283,7 +296,7 @@ class RegistryTarget(UploadsMixin):
             if resp.status_code != 200:
                 raise_for(resp, "get manifest", self._where(reference))
             mt = (resp.headers.get("Content-Type") or "").split(";")[0].strip()
-            said = resp.headers.get("Docker-Content-Digest")
+            said = _header_digest(resp, self._where(reference))
             try:
                 data = read_capped(resp, MANIFEST_LIMIT, self._where(reference), "manifest")
             except LimitExceeded as exc:
@@ -396,6 +409,9 @@ class RegistryTarget(UploadsMixin):
             got = body.get("tags") if isinstance(body, dict) else None
             if got is not None and (not isinstance(got, list) or not all(isinstance(t, str) for t in got)):
                 raise RegistryProtocolError("tag list has no string list `tags`", where=self.name)
+            bad = next((t for t in got or [] if not valid_tag(t)), None)
+            if bad is not None:  # printed, and used as a reference: only the tag grammar
+                raise RegistryProtocolError(f"tag list has an invalid tag {bad[:80]!r}", where=self.name)
             out.update(got or [])
             if len(out) > self.options.max_tags:
                 raise LimitExceeded(f"more than {self.options.max_tags} tags", where=self.name)

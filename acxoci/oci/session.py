@@ -48,9 +48,35 @@ SMALL_BODY_LIMIT = 64 * 1024
 
 
 # -- origins ---------------------------------------------------------------------------------
+def wire_url(url: str) -> str:
+    """The URL exactly as the sender (requests / urllib3) will use it. Origins are judged on this
+    form, never on the raw string: Python's urlsplit and urllib3 disagree on some URLs (a
+    backslash ends urllib3's authority, not urlsplit's), so `http://evil\\@registry/` would
+    otherwise pass the origin check and go to `evil`. A URL with userinfo is refused (requests
+    would put its own Basic header on it)."""
+    if any(ord(ch) < 0x21 or ch == "\x7f" for ch in url):
+        raise RegistryProtocolError("refusing a URL with spaces or control characters", where=redact(url))
+    prep = requests.models.PreparedRequest()
+    try:
+        prep.prepare_url(url, None)
+    except (requests.RequestException, urllib3.exceptions.HTTPError, ValueError):
+        raise RegistryProtocolError("refusing a URL that cannot be parsed", where=redact(url)) from None
+    wire = str(prep.url)
+    if urllib3.util.parse_url(wire).auth or urlsplit(wire).username is not None:
+        raise RegistryProtocolError("refusing a URL with user information", where=redact(url))
+    return wire
+
+
 def origin(url: str) -> tuple[str, str, int]:
-    """(scheme, host, port) of a URL, default ports filled in: the unit credentials are scoped to."""
-    parts = urlsplit(url)
+    """(scheme, host, port) of a URL as it goes on the wire (wire_url), default ports filled in:
+    the unit credentials are scoped to."""
+    wire = wire_url(url)
+    parts = urlsplit(wire)
+    sender = urllib3.util.parse_url(wire)
+    if (parts.hostname or "").lower() != (sender.host or "").lower().strip("[]") or (
+        parts.port != sender.port
+    ):
+        raise RegistryProtocolError("refusing an ambiguous URL", where=redact(url))
     scheme = parts.scheme.lower()
     try:
         port = parts.port
@@ -61,7 +87,10 @@ def origin(url: str) -> tuple[str, str, int]:
 
 def redact(url: str) -> str:
     """A URL without its query and fragment (upload URLs carry session state), printable only."""
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "(unparsable URL)"
     text = urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
     return "".join(ch for ch in text if ch.isprintable())[:300]  # a registry-chosen URL is untrusted
 
@@ -218,6 +247,8 @@ def new_session(pool: int = 8) -> requests.Session:
     s = requests.Session()
     s.trust_env = False
     s.headers["User-Agent"] = USER_AGENT
+    # bodies are hashed and capped as they arrive, never decompressed: ask for none
+    s.headers["Accept-Encoding"] = "identity"
     adapter = _Adapter(pool_connections=4, pool_maxsize=max(8, pool), max_retries=0)
     s.mount("http://", adapter)
     s.mount("https://", adapter)

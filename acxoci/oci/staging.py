@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -45,15 +46,35 @@ def _prefix_hash(path: Path, desc: Descriptor, have: int) -> object:
     return h
 
 
+def _open_own(path: Path) -> int:
+    """Open (or create) the staging file, or -1 when the name is a symlink, a hard link, or not a
+    regular file: writing through it would truncate or change a file outside the folder."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o600)
+    except OSError as exc:
+        if exc.errno in DISK_FULL_ERRNOS:
+            raise
+        return -1
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+        os.close(fd)
+        return -1
+    os.set_blocking(fd, True)
+    return fd
+
+
 def fetch_staged(target: Target, desc: Descriptor, path: Path, progress: object = None) -> Path:
     """Make a staging file hold exactly the verified bytes of `desc` and return its path: `path`
     itself, resuming a partial left there by an earlier run (registry targets), or — when another
     process holds `path` — a fresh unique file beside it (no resume)."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    fd = _open_own(path)
     try:
+        if fd < 0:
+            raise OSError("not a staging file of ours")
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:  # another pull of this blob into this folder is running: do not share bytes
-        os.close(fd)
+    except OSError:  # another pull of this blob is running, or the name is not ours: a fresh file
+        if fd >= 0:
+            os.close(fd)
         fd, name = tempfile.mkstemp(prefix=path.name + ".", dir=str(path.parent))
         path = Path(name)
     fh = os.fdopen(fd, "r+b")

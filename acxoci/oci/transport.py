@@ -47,6 +47,7 @@ from acxoci.oci.session import (
     quiet_insecure_warnings,
     redact,
     start_deadline,
+    wire_url,
 )
 from acxoci.oci.settings import HostSettings, RemoteOptions, resolve
 
@@ -179,6 +180,7 @@ class Transport:
         try:
             for _ in range(MAX_REDIRECTS + 1):
                 self._check_scheme(url)
+                url = wire_url(url)  # what is checked below is what is sent
                 hdrs = dict(headers)
                 if auth_value and auth_origin is not None and origin(url) == auth_origin:
                     hdrs["Authorization"] = auth_value
