@@ -321,6 +321,31 @@ class TrustRegistry:
         return None
 
 
+def merge_keys(groups: Iterable[tuple[str, Iterable[TrustKey]]]) -> tuple[TrustKey, ...]:
+    """One list of the keys several registries name (`(source, keys)` pairs), failing closed: a
+    keyid two sources describe differently (publisher, status, window or revocation) is refused,
+    because which one won would depend on the order the files were given in."""
+    seen: dict[str, tuple[str, TrustKey]] = {}
+    for source, keys in groups:
+        for k in keys:
+            first = seen.get(k.keyid)
+            if first is None:
+                seen[k.keyid] = (source, k)
+            elif _decision_fields(first[1]) != _decision_fields(k):
+                raise MalformedError(f"conflicting trust registry entries for {k.keyid}: {first[0]} says "
+                                     f"{_describe(first[1])}, {source} says {_describe(k)}")
+    return tuple(k for _, k in seen.values())
+
+
+def _decision_fields(k: TrustKey) -> tuple[object, ...]:
+    return (k.publisher_id, k.status, k.not_before, k.not_after, k.revoked_at, k.revocation_reason)
+
+
+def _describe(k: TrustKey) -> str:
+    extra = f" ({k.revocation_reason})" if k.revocation_reason else ""
+    return f"{k.status}{extra} for {k.publisher_id}"
+
+
 def judge_signer(
     entry: TrustKey | None, *, signed_publisher: str, signed_at: str, now: datetime,
     independent_time: datetime | None = None,

@@ -1,0 +1,79 @@
+"""A hostile review of the trust verdicts: inputs that tried to make a command say yes where the
+table in docs/trust-decisions.md says no, through the real CLI (in process)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from attest.keys import PrivateKey, generate_ed25519
+from tests.harness.cli import acx_json
+from tests.unit.test_install_support import (
+    PUBLISHER,
+    make_cartridge,
+    push_cartridge,
+    registry_entry,
+    write_policy,
+    write_registry,
+)
+
+NOW = datetime.now(UTC).replace(microsecond=0)
+SIGNED = NOW - timedelta(days=1)
+
+
+@pytest.fixture(scope="module")
+def signed(tmp_path_factory: pytest.TempPathFactory, vectors_dir: Path) -> tuple[Path, PrivateKey, Path]:
+    """One cartridge signed by a fresh key (claiming PUBLISHER), pushed to a layout as v1."""
+    tmp = tmp_path_factory.mktemp("trust-review")
+    key = generate_ed25519()
+    acx = make_cartridge(vectors_dir, tmp / "agent.acx", key, signed_at=SIGNED)
+    layout = tmp / "layout"
+    push_cartridge(layout, acx, "v1")
+    return acx, key, layout
+
+
+def _install(capsys: pytest.CaptureFixture[str], layout: Path, policy: Path, store: Path) -> tuple[int, Any]:
+    return acx_json(capsys, "install", f"oci-layout:{layout}:v1", "--policy", str(policy), "--store",
+                    str(store))
+
+
+@pytest.mark.parametrize("order", ["active-first", "revoked-first"])
+def test_key_active_in_one_registry_revoked_in_another_is_not_installed(
+        order: str, signed: tuple[Path, PrivateKey, Path], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Two registries given to one policy publisher disagree about one key: the first listed must
+    not win (a revocation published in a second registry would be ignored). Fail closed."""
+    _, key, layout = signed
+    active = write_registry(tmp_path / "a.json", [registry_entry(key, PUBLISHER)])
+    revoked = write_registry(tmp_path / "r.json", [registry_entry(key, PUBLISHER, status="revoked",
+                                                                  revocationReason="key-compromise",
+                                                                  revokedAt="2026-01-02T00:00:00Z")])
+    regs = [str(active), str(revoked)] if order == "active-first" else [str(revoked), str(active)]
+    for minimum in ("portable", "trusted"):
+        pol = write_policy(tmp_path / f"p-{minimum}.yaml", {
+            "publishers": [{"id": PUBLISHER, "trustRegistries": regs}], "minimumTrust": minimum})
+        code, out = _install(capsys, layout, pol, tmp_path / f"store-{minimum}")
+        assert code != 0, out
+        assert not (tmp_path / f"store-{minimum}").exists() or not any((tmp_path / f"store-{minimum}").rglob(
+            "*.acx")), out
+        assert "conflicting" in json.dumps(out), out
+
+
+def test_key_registered_to_two_publishers_across_registries_is_refused(
+        signed: tuple[Path, PrivateKey, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The same key tied to PUBLISHER in one policy publisher's registry and to another publisher in
+    another's: whose key it is depends on policy order, so the policy is refused."""
+    _, key, layout = signed
+    mine = write_registry(tmp_path / "mine.json", [registry_entry(key, PUBLISHER)])
+    theirs = write_registry(tmp_path / "theirs.json", [registry_entry(key, "io.github.someone-else")])
+    for pubs in ([(PUBLISHER, mine), ("io.github.someone-else", theirs)],
+                 [("io.github.someone-else", theirs), (PUBLISHER, mine)]):
+        pol = write_policy(tmp_path / "p.yaml", {
+            "publishers": [{"id": p, "trustRegistries": [str(r)]} for p, r in pubs]})
+        code, out = _install(capsys, layout, pol, tmp_path / "store")
+        assert code != 0, out
+        assert "conflicting" in json.dumps(out), out
