@@ -15,15 +15,13 @@ from typing import Any, Literal
 
 from attest.errors import MalformedError
 from attest.keys import PublicKey, load_public_pem
-from attest.trustdecision import SignerFacts, Standing, signer_facts
+from attest.trustdecision import PUBLISHER_RE, SignerFacts, Standing, signer_facts
 from attest.trustdecision import standing as signer_standing
 
+__all__ = ["PUBLISHER_RE"]  # re-exported: the publisher-id grammar lives with the decision table
 SCHEMA_VERSION = "acx.trust-registry/1"
 GITHUB_OIDC_ISSUER = "https://token.actions.githubusercontent.com"
 
-PUBLISHER_RE = re.compile(
-    r"^(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+[a-z0-9][a-z0-9-]*(?:[./][a-z0-9][a-z0-9._-]*)*$"
-)
 KEYID_RE = re.compile(r"^ed25519:[0-9a-f]{64}$")
 RFC3339_RE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(Z|[+-]\d{2}:\d{2})$")
 

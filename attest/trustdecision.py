@@ -20,9 +20,15 @@ Rules in one line each:
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal, Protocol
+
+#: A reverse-DNS publisher id with optional `/sub` (or `.sub`) namespaces, lower case ASCII only.
+PUBLISHER_RE = re.compile(
+    r"^(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+[a-z0-9][a-z0-9-]*(?:[./][a-z0-9][a-z0-9._-]*)*$"
+)
 
 KeyStatus = Literal["active", "expired", "superseded", "retired", "revoked", "compromised", "unknown"]
 Minimum = Literal["none", "portable", "trusted"]
@@ -159,7 +165,11 @@ def key_status(entry: KeyEntry | None, *, signed_at: datetime | None, now: datet
 
 def publisher_covers(registered: str, claimed: str) -> bool:
     """A key registered to a publisher may sign for it and its `/sub` namespaces (the namespace
-    proof is of the root); never for a sibling or a parent."""
+    proof is of the root); never for a sibling or a parent. A claim that is not a well-formed
+    publisher id (`/..`, empty or upper-case segments, NUL, non-ASCII look-alikes) is covered by
+    no key: its sub-namespace would be whatever a later reader makes of it."""
+    if not PUBLISHER_RE.fullmatch(claimed) or not PUBLISHER_RE.fullmatch(registered):
+        return False
     return claimed == registered or claimed.startswith(registered + "/")
 
 

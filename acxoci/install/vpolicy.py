@@ -19,6 +19,7 @@ from attest.canonical import jcs_digest, loads_strict, sha256_digest
 from attest.errors import AttestError
 from attest.keys import load_public_pem
 from attest.trust import PUBLISHER_RE, TrustKey, TrustRegistry, github_owner, merge_keys
+from attest.trustdecision import publisher_covers
 
 SCHEMA_VERSION = "acx.verification-policy/1"
 SCHEMA_FILE = "acx.verification-policy-1.schema.json"
@@ -55,9 +56,7 @@ class TrustedPublisher:
 
     def covers(self, publisher_id: str | None) -> bool:
         """True if `publisher_id` is this publisher or a `/sub` namespace of it."""
-        if publisher_id is None:
-            return False
-        return publisher_id == self.id or publisher_id.startswith(self.id + "/")
+        return publisher_id is not None and publisher_covers(self.id, publisher_id)
 
 
 @dataclass(frozen=True)
@@ -175,7 +174,7 @@ def _publisher(obj: dict[str, Any], base: Path, now: datetime, where: str) -> Tr
         groups.append((f"{where}.trustRegistries[{i}] ({base / rel})", reg.keys))
     listed = _merged(groups, where)
     for k in listed:  # only this publisher's keys count for it
-        if k.publisher_id == pid or k.publisher_id.startswith(pid + "/"):
+        if publisher_covers(pid, k.publisher_id):
             keys.setdefault(k.keyid, k)
     pinned: list[str] = []
     for i, kobj in enumerate(obj.get("keys", [])):

@@ -77,3 +77,56 @@ def test_key_registered_to_two_publishers_across_registries_is_refused(
         code, out = _install(capsys, layout, pol, tmp_path / "store")
         assert code != 0, out
         assert "conflicting" in json.dumps(out), out
+
+
+def _claiming(vectors_dir: Path, dest: Path, key: PrivateKey, claim: str) -> Path:
+    """A cartridge whose meta and signed predicate claim publisher `claim`, signed by `key`."""
+    import sqlite3
+
+    from acxoci.cartridge.sign import resign_file
+    from tests.unit.test_install_support import iso
+
+    acx = make_cartridge(vectors_dir, dest, key, signed_at=SIGNED)
+    conn = sqlite3.connect(acx, isolation_level=None)
+    try:
+        conn.execute("UPDATE cartridge SET value = ? WHERE key = 'acx.publisher_id'", (claim,))
+    finally:
+        conn.close()
+    resign_file(acx, key, signed_at=iso(SIGNED), refresh=True)
+    return acx
+
+
+@pytest.mark.parametrize("claim", [
+    PUBLISHER + "/../evil", PUBLISHER + "/x/..", PUBLISHER + "/", PUBLISHER + "//x", PUBLISHER + "/x\x00",
+    PUBLISHER + "/\u0435vil", PUBLISHER + "/X", PUBLISHER.upper(), PUBLISHER + ".",
+    "io.github.example-acx.evil",
+])
+def test_malformed_or_sibling_publisher_claim_is_not_covered(
+        claim: str, vectors_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A key registered to PUBLISHER vouches for PUBLISHER and its well-formed `/sub` namespaces only:
+    a `/..`, empty, upper-case, NUL or look-alike segment is no namespace of it (cartridge verify
+    --require trusted and install both refuse, 8, naming the claim)."""
+    key = generate_ed25519()
+    reg = write_registry(tmp_path / "reg.json", [registry_entry(key, PUBLISHER)])
+    acx = _claiming(vectors_dir, tmp_path / "a.acx", key, claim)
+    code, out = acx_json(capsys, "cartridge", "verify", str(acx), "--trust-registry", str(reg),
+                         "--require", "trusted")
+    assert (code, out["trust"]) == (8, "portable"), out
+    layout = tmp_path / "layout"
+    push_cartridge(layout, acx, "v1")
+    pol = write_policy(tmp_path / "p.yaml", {"publishers": [{"id": PUBLISHER, "trustRegistries": [str(reg)]}],
+                                             "minimumTrust": "portable"})
+    code, out = _install(capsys, layout, pol, tmp_path / "store")
+    trust = next(c for c in out["checks"] if c["id"] == "trust")
+    assert (code, trust["status"], trust["kind"]) == (8, "fail", "untrusted_publisher"), trust
+
+
+def test_well_formed_sub_namespace_is_still_covered(vectors_dir: Path, tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """The guard above does not take the `/sub` rule away."""
+    key = generate_ed25519()
+    reg = write_registry(tmp_path / "reg.json", [registry_entry(key, PUBLISHER)])
+    acx = _claiming(vectors_dir, tmp_path / "a.acx", key, PUBLISHER + "/team-a")
+    code, out = acx_json(capsys, "cartridge", "verify", str(acx), "--trust-registry", str(reg),
+                         "--require", "trusted")
+    assert (code, out["trust"]) == (0, "trusted"), out
