@@ -61,11 +61,16 @@ def parse_rfc3339(value: Any, *, where: str = "date") -> datetime:
             raise MalformedError(f"{where}: {value!r} has an invalid UTC offset")
         tzinfo = timezone(sign * timedelta(hours=hh, minutes=mm))
     try:
-        return datetime(
+        parsed = datetime(
             int(year), int(month), int(day), int(hour), int(minute), int(second), micro, tzinfo=tzinfo
         )
     except ValueError as exc:
         raise MalformedError(f"{where}: {value!r} is not a real date ({exc})") from exc
+    try:  # 0001-01-01T00:00:00+14:00 is a real local date before year 1 in UTC: not comparable or printable
+        parsed.astimezone(UTC)
+    except (OverflowError, ValueError) as exc:
+        raise MalformedError(f"{where}: {value!r} lies outside years 0001-9999 in UTC") from exc
+    return parsed
 
 
 def publisher_root(publisher_id: str) -> str:

@@ -130,3 +130,24 @@ def test_well_formed_sub_namespace_is_still_covered(vectors_dir: Path, tmp_path:
     code, out = acx_json(capsys, "cartridge", "verify", str(acx), "--trust-registry", str(reg),
                          "--require", "trusted")
     assert (code, out["trust"]) == (0, "trusted"), out
+
+
+@pytest.mark.parametrize("field,value", [("notAfter", "9999-12-31T23:59:59-14:00"),
+                                         ("notBefore", "0001-01-01T00:00:00+14:00")])
+def test_registry_date_outside_utc_years_is_invalid_input_not_internal(
+        field: str, value: str, signed: tuple[Path, PrivateKey, Path], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A window bound whose UTC instant falls outside years 1-9999 crashed (OverflowError, exit 70)
+    when the reason text printed it; the registry is refused as invalid instead."""
+    acx, key, _ = signed
+    reg = write_registry(tmp_path / "reg.json", [registry_entry(key, PUBLISHER, **{field: value})])
+    code, out = acx_json(capsys, "cartridge", "verify", str(acx), "--trust-registry", str(reg))
+    assert (code, out["error"]["kind"]) == (3, "invalid_input"), out
+    assert "outside years" in out["error"]["message"], out
+
+
+def test_now_outside_utc_years_is_a_usage_error(signed: tuple[Path, PrivateKey, Path],
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    acx, _, _ = signed
+    code, out = acx_json(capsys, "cartridge", "verify", str(acx), "--now", "0001-01-01T00:00:00+14:00")
+    assert code == 2 and out["error"]["kind"] == "usage", out
