@@ -91,7 +91,7 @@ def _keyless(data: bytes, sig: Sigstore | None, notes: list[str],
 
 def judge(data: bytes, kind: Kind, keys: list[TrustedKey], *, subject_sha256: str,
           want_type: str | None, now: datetime, sigstore: Sigstore | None = None,
-          legacy: LegacyKeyless | None = None) -> Judgement:
+          legacy: LegacyKeyless | None = None, artifact_publisher: str | None = None) -> Judgement:
     """Judge one attestation document (`envelope` = DSSE JSON, `bundle` = sigstore bundle).
 
     `subject_sha256` is the bare hex the statement subject must carry. Verdicts: verified;
@@ -99,6 +99,8 @@ def judge(data: bytes, kind: Kind, keys: list[TrustedKey], *, subject_sha256: st
     key, cosign-incompatible bundle, invalid log entry); unverified (no trusted key or identity
     verifies, or malformed); skipped (another predicate type). Keyless bundles are verified with
     `sigstore` (identity rules + trusted root); without rules they are unverified.
+    `artifact_publisher` (read from the attested content) is the publisher a registry key must be
+    tied to: another registry publisher's key attests nothing about it, whatever its predicate says.
     """
     notes: list[str] = []
     keyless: SigstoreCheck | None = None
@@ -173,8 +175,8 @@ def judge(data: bytes, kind: Kind, keys: list[TrustedKey], *, subject_sha256: st
         return base.with_reasons("rejected", (why,))
     if tk is not None and tk.entry is not None:
         pred = stmt.predicate
-        publisher = pred.get("publisherId")
-        if not isinstance(publisher, str):
+        publisher = artifact_publisher if artifact_publisher is not None else pred.get("publisherId")
+        if not isinstance(publisher, str):  # nothing says whose artifact it is: the key's own claim
             publisher = tk.entry.publisher_id
         # A predicate without signedAt (cosign, SLSA): the key is judged at verification time.
         signed_at = pred.get("signedAt") if "signedAt" in pred else format_rfc3339(now)

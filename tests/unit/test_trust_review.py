@@ -151,3 +151,39 @@ def test_now_outside_utc_years_is_a_usage_error(signed: tuple[Path, PrivateKey, 
     acx, _, _ = signed
     code, out = acx_json(capsys, "cartridge", "verify", str(acx), "--now", "0001-01-01T00:00:00+14:00")
     assert code == 2 and out["error"]["kind"] == "usage", out
+
+
+@pytest.mark.parametrize("predicate", ["slsa", "cartridge-claiming-mallory"])
+def test_verify_counts_no_attestation_by_another_registry_publisher(
+        predicate: str, vectors_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`acx verify` with a registry naming two publishers: an attestation of PUBLISHER's cartridge
+    signed by the other publisher's key (a SLSA predicate with no publisherId, or the cartridge
+    predicate claiming the other publisher) said "verified", exit 0. The artifact's own publisher
+    (read from the pulled cartridge) is the claim the key must cover."""
+    import dataclasses
+
+    from acxoci.attestation.attach import attest_artifact, content_layer
+    from acxoci.attestation.content import cartridge_facts
+    from acxoci.oci.layout import LayoutStore
+    from acxoci.oci.target import fetch_manifest
+
+    owner, mallory = generate_ed25519(), generate_ed25519()
+    acx = make_cartridge(vectors_dir, tmp_path / "a.acx", owner, signed_at=SIGNED)
+    layout = tmp_path / "layout"
+    desc = push_cartridge(layout, acx, "v1")
+    reg = write_registry(tmp_path / "reg.json", [registry_entry(owner, PUBLISHER),
+                                                 registry_entry(mallory, "io.github.mallory")])
+    store = LayoutStore(layout)
+    if predicate == "slsa":
+        ptype, pred = "https://slsa.dev/provenance/v1", {"buildDefinition": {}}
+    else:
+        layer = content_layer(fetch_manifest(store, desc), "cartridge")
+        facts = dataclasses.replace(cartridge_facts(acx, layer.digest, now=NOW),
+                                    publisher_id="io.github.mallory")
+        ptype, pred = "https://acx.dev/attestation/cartridge/v1", facts.predicate()
+    attest_artifact(store, desc, "agents/agent", mallory, predicate_type=ptype, predicate=pred, now=SIGNED,
+                    formats="bundle")
+    code, out = acx_json(capsys, "verify", f"oci-layout:{layout}:v1", "--trust-registry", str(reg))
+    assert code == 1 and out["ok"] is False, out
+    assert any("registered to publisher io.github.mallory, not " + PUBLISHER in r
+               for a in out["attestations"] for r in a["reasons"]), out
