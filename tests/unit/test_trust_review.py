@@ -187,3 +187,24 @@ def test_verify_counts_no_attestation_by_another_registry_publisher(
     assert code == 1 and out["ok"] is False, out
     assert any("registered to publisher io.github.mallory, not " + PUBLISHER in r
                for a in out["attestations"] for r in a["reasons"]), out
+
+
+def test_installed_verify_reports_a_signer_key_revoked_since_install(
+        signed: tuple[Path, PrivateKey, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`installed verify` re-checked files and credential revocation only: after the signer key
+    was revoked in the registry the recorded policy names, it still said OK (exit 0)."""
+    _, key, layout = signed
+    reg = write_registry(tmp_path / "reg.json", [registry_entry(key, PUBLISHER)])
+    pol = write_policy(tmp_path / "p.yaml", {"publishers": [{"id": PUBLISHER, "trustRegistries": [str(reg)]}]})
+    store = tmp_path / "store"
+    code, out = _install(capsys, layout, pol, store)
+    assert code == 0, out
+    code, out = acx_json(capsys, "installed", "verify", "--store", str(store))
+    assert code == 0 and out["ok"], out
+    write_registry(reg, [registry_entry(key, PUBLISHER, status="revoked", revocationReason="key-compromise",
+                                        revokedAt="2026-01-02T00:00:00Z")])
+    code, out = acx_json(capsys, "installed", "verify", "--store", str(store))
+    assert code == 1 and not out["ok"], out
+    item = out["items"][0]
+    assert item["signer"]["kind"] == "revoked_key", item
+    assert any(p.startswith("signer: signer key is revoked for key-compromise") for p in item["problems"]), item
