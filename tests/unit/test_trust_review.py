@@ -195,7 +195,8 @@ def test_installed_verify_reports_a_signer_key_revoked_since_install(
     was revoked in the registry the recorded policy names, it still said OK (exit 0)."""
     _, key, layout = signed
     reg = write_registry(tmp_path / "reg.json", [registry_entry(key, PUBLISHER)])
-    pol = write_policy(tmp_path / "p.yaml", {"publishers": [{"id": PUBLISHER, "trustRegistries": [str(reg)]}]})
+    pol = write_policy(tmp_path / "p.yaml",
+                       {"publishers": [{"id": PUBLISHER, "trustRegistries": [str(reg)]}]})
     store = tmp_path / "store"
     code, out = _install(capsys, layout, pol, store)
     assert code == 0, out
@@ -207,4 +208,38 @@ def test_installed_verify_reports_a_signer_key_revoked_since_install(
     assert code == 1 and not out["ok"], out
     item = out["items"][0]
     assert item["signer"]["kind"] == "revoked_key", item
-    assert any(p.startswith("signer: signer key is revoked for key-compromise") for p in item["problems"]), item
+    assert any(p.startswith("signer: signer key is revoked for key-compromise")
+               for p in item["problems"]), item
+
+
+def test_release_read_back_refuses_a_policy_weakened_after_prepare(
+        tmp_path: Path, vectors_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The plan names its acceptance policy by path only: a policy file weakened between `prepare`
+    (which checked the input against it) and the read-back let the release through under the weaker
+    one. The read-back now refuses a policy that is not the one prepare checked (validation_failed)."""
+    import yaml
+
+    from acxoci.release import interpreter
+    from acxoci.release.plan import load_plan
+    from tests.unit.test_release_support import make_world
+
+    layout = tmp_path / "layout"
+    w = make_world(tmp_path, vectors_dir, [f"oci-layout:{layout}"], formats=())
+    weak = yaml.safe_load(w.policy.read_text())
+    strong = {**weak, "attestations": {"formats": ["bundle"],
+                                       "keys": [{"publicKeyFile": "keys/attest.pub.pem"}]}}
+    w.policy.write_text(yaml.safe_dump(strong))  # the plan attaches no attestation: strong refuses it
+    real = interpreter.EXECUTORS["prepare"]
+
+    def prepare_then_weaken(ctx: Any, e: Any) -> Any:
+        out = real(ctx, e)
+        w.policy.write_text(yaml.safe_dump(weak))
+        return out
+
+    monkeypatch.setitem(interpreter.EXECUTORS, "prepare", prepare_then_weaken)
+    report = interpreter.run_goal(load_plan(w.plan), root=w.state)
+    assert report.exit_code() == 9, report.to_json()
+    blocked = [e for e in report.status.effects if e.state == "blocked"]
+    assert blocked and blocked[0].failure is not None, report.to_json()
+    assert blocked[0].failure.cls == "validation_failed"
+    assert "acceptance policy changed since prepare" in blocked[0].failure.message
