@@ -243,3 +243,30 @@ def test_release_read_back_refuses_a_policy_weakened_after_prepare(
     assert blocked and blocked[0].failure is not None, report.to_json()
     assert blocked[0].failure.cls == "validation_failed"
     assert "acceptance policy changed since prepare" in blocked[0].failure.message
+
+
+@pytest.mark.parametrize("not_before_days", [30, -30])
+def test_signature_dated_after_now_is_not_trusted(not_before_days: int, vectors_dir: Path, tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """A signature dated 40 days ahead of now was trusted, even by a key whose window only opens in
+    30 days (pre-registered successor key used before its time). Dated ahead of now (beyond the
+    clock-skew allowance) it is portable, with the reason naming both times."""
+    from attest.trust import format_rfc3339
+
+    key = generate_ed25519()
+    acx = make_cartridge(vectors_dir, tmp_path / "a.acx", key, signed_at=NOW + timedelta(days=40))
+    reg = write_registry(tmp_path / "reg.json", [registry_entry(
+        key, PUBLISHER, notBefore=format_rfc3339(NOW + timedelta(days=not_before_days)),
+        notAfter=format_rfc3339(NOW + timedelta(days=365)))])
+    code, out = acx_json(capsys, "cartridge", "verify", str(acx), "--trust-registry", str(reg),
+                         "--require", "trusted")
+    assert (code, out["trust"]) == (8, "portable"), out
+    assert out["issues"][0].startswith("artifact signed at "), out
+    assert "later than the time of verification" in out["issues"][0], out
+    layout = tmp_path / "layout"
+    push_cartridge(layout, acx, "v1")
+    pol = write_policy(tmp_path / "p.yaml",
+                       {"publishers": [{"id": PUBLISHER, "trustRegistries": [str(reg)]}]})
+    code, out = _install(capsys, layout, pol, tmp_path / "store")
+    trust = next(c for c in out["checks"] if c["id"] == "trust")
+    assert (code, trust["kind"]) == (8, "trust_too_low"), trust
