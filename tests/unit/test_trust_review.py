@@ -270,3 +270,22 @@ def test_signature_dated_after_now_is_not_trusted(not_before_days: int, vectors_
     code, out = _install(capsys, layout, pol, tmp_path / "store")
     trust = next(c for c in out["checks"] if c["id"] == "trust")
     assert (code, trust["kind"]) == (8, "trust_too_low"), trust
+
+
+def test_graph_signed_for_a_sub_namespace_of_the_registered_publisher_names_why(
+        vectors_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Workflows and graphs reject a registry publisher that differs from the signed one, even a
+    parent of its `/sub` namespace (reference behaviour, stricter than cartridges): the verdict said
+    tampered with no reason at all. It now gives the table's reason text."""
+    from acxoci.workflow.graph import sign_graph
+
+    src = json.loads((vectors_dir / "graph" / "product-delivery.agent-graph.json").read_text())
+    key = generate_ed25519()
+    signed_doc = sign_graph(src, publisher_id="io.github.example/team", key=key, now=SIGNED)
+    path = tmp_path / "g.agent-graph.json"
+    path.write_text(json.dumps(signed_doc))
+    reg = write_registry(tmp_path / "reg.json", [registry_entry(key, "io.github.example")])
+    code, out = acx_json(capsys, "graph", "verify", str(path), "--trust-registry", str(reg))
+    assert (code, out["trust"]) == (1, "tampered"), out
+    assert out["issues"] == ["signer key is registered to publisher io.github.example, not "
+                             "io.github.example/team"], out
