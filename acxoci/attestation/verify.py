@@ -36,7 +36,7 @@ from acxoci.attestation.statements import (
     graph_facts,
     workflow_facts,
 )
-from acxoci.errors import AcxError, NotFound, Tampered
+from acxoci.errors import AcxError, AuthError, NotFound, Tampered, TransientError
 from acxoci.oci.descriptor import Descriptor
 from acxoci.oci.reference import fallback_tag
 from acxoci.oci.target import Target, fetch_bytes, fetch_manifest
@@ -188,7 +188,8 @@ class _ContentCache:
 
     def publisher(self) -> str | None:
         """The publisher the pulled artifact itself names (cartridge `publisherId`, workflow or
-        graph integrity `publisherId`), or None when it names none or cannot be read."""
+        graph integrity `publisherId`); None for other artifact kinds; "" (nobody) when the content
+        cannot be read or does not verify. Transport failures propagate (retryable, not a verdict)."""
         try:
             manifest = fetch_manifest(self.target, self.subject)
             kind = artifact_kind(manifest)
@@ -206,8 +207,10 @@ class _ContentCache:
             if kind == "workflow":
                 return workflow_facts(data, layer.digest).publisher_id
             return graph_facts(data, layer.digest).publisher_id
+        except (TransientError, AuthError):
+            raise
         except AcxError:
-            return None
+            return ""
 
     def check(self, predicate_type: str, pred: dict[str, Any]) -> ContentCheck:
         try:
