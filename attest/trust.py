@@ -15,15 +15,13 @@ from typing import Any, Literal
 
 from attest.errors import MalformedError
 from attest.keys import PublicKey, load_public_pem
-from attest.trustdecision import SignerFacts, Standing, signer_facts
+from attest.trustdecision import PUBLISHER_RE, SignerFacts, Standing, signer_facts
 from attest.trustdecision import standing as signer_standing
 
+__all__ = ["PUBLISHER_RE"]  # re-exported: the publisher-id grammar lives with the decision table
 SCHEMA_VERSION = "acx.trust-registry/1"
 GITHUB_OIDC_ISSUER = "https://token.actions.githubusercontent.com"
 
-PUBLISHER_RE = re.compile(
-    r"^(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+[a-z0-9][a-z0-9-]*(?:[./][a-z0-9][a-z0-9._-]*)*$"
-)
 KEYID_RE = re.compile(r"^ed25519:[0-9a-f]{64}$")
 RFC3339_RE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(Z|[+-]\d{2}:\d{2})$")
 
@@ -63,11 +61,16 @@ def parse_rfc3339(value: Any, *, where: str = "date") -> datetime:
             raise MalformedError(f"{where}: {value!r} has an invalid UTC offset")
         tzinfo = timezone(sign * timedelta(hours=hh, minutes=mm))
     try:
-        return datetime(
+        parsed = datetime(
             int(year), int(month), int(day), int(hour), int(minute), int(second), micro, tzinfo=tzinfo
         )
     except ValueError as exc:
         raise MalformedError(f"{where}: {value!r} is not a real date ({exc})") from exc
+    try:  # 0001-01-01T00:00:00+14:00 is a real local date before year 1 in UTC: not comparable or printable
+        parsed.astimezone(UTC)
+    except (OverflowError, ValueError) as exc:
+        raise MalformedError(f"{where}: {value!r} lies outside years 0001-9999 in UTC") from exc
+    return parsed
 
 
 def publisher_root(publisher_id: str) -> str:
@@ -319,6 +322,31 @@ class TrustRegistry:
             if k.keyid == keyid:
                 return k
         return None
+
+
+def merge_keys(groups: Iterable[tuple[str, Iterable[TrustKey]]]) -> tuple[TrustKey, ...]:
+    """One list of the keys several registries name (`(source, keys)` pairs), failing closed: a
+    keyid two sources describe differently (publisher, status, window or revocation) is refused,
+    because which one won would depend on the order the files were given in."""
+    seen: dict[str, tuple[str, TrustKey]] = {}
+    for source, keys in groups:
+        for k in keys:
+            first = seen.get(k.keyid)
+            if first is None:
+                seen[k.keyid] = (source, k)
+            elif _decision_fields(first[1]) != _decision_fields(k):
+                raise MalformedError(f"conflicting trust registry entries for {k.keyid}: {first[0]} says "
+                                     f"{_describe(first[1])}, {source} says {_describe(k)}")
+    return tuple(k for _, k in seen.values())
+
+
+def _decision_fields(k: TrustKey) -> tuple[object, ...]:
+    return (k.publisher_id, k.status, k.not_before, k.not_after, k.revoked_at, k.revocation_reason)
+
+
+def _describe(k: TrustKey) -> str:
+    extra = f" ({k.revocation_reason})" if k.revocation_reason else ""
+    return f"{k.status}{extra} for {k.publisher_id}"
 
 
 def judge_signer(

@@ -20,15 +20,21 @@ Rules in one line each:
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Literal, Protocol
+
+#: A reverse-DNS publisher id with optional `/sub` (or `.sub`) namespaces, lower case ASCII only.
+PUBLISHER_RE = re.compile(
+    r"^(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+[a-z0-9][a-z0-9-]*(?:[./][a-z0-9][a-z0-9._-]*)*$"
+)
 
 KeyStatus = Literal["active", "expired", "superseded", "retired", "revoked", "compromised", "unknown"]
 Minimum = Literal["none", "portable", "trusted"]
 Command = Literal["cartridge verify", "verify", "install", "workflow ready", "level verify", "release"]
 Standing = Literal["trusted", "portable", "unvouched", "rejected"]
-Window = Literal["inside", "before", "after", "missing", "inverted"]
+Window = Literal["inside", "before", "after", "missing", "inverted", "future"]
 
 KEY_STATUSES: tuple[KeyStatus, ...] = ("active", "expired", "superseded", "retired", "revoked",
                                        "compromised", "unknown")
@@ -66,6 +72,9 @@ R_BEFORE = ("artifact signed at {signed_at}, before the key's validity window ({
             "the key with `acx key trust --not-before {signed_at}` or sign again")
 R_AFTER = "artifact signed at {signed_at}, after the key's validity window ({not_after})"
 R_MISSING = "signedAt is missing or not RFC 3339"
+R_FUTURE = "artifact signed at {signed_at}, later than the time of verification ({now})"
+#: How far a signing time may lie ahead of `now` (clocks of signer and verifier differ a little).
+MAX_CLOCK_SKEW = timedelta(minutes=5)
 R_INVERTED = "registry key validity window is inverted"
 R_PROOF_FUTURE = "namespace proof verifiedAt is in the future"
 
@@ -103,6 +112,7 @@ class SignerFacts:
     independent_time: str | None = None
     proof_future: bool = False
     signed_after_revocation: bool = False
+    now: str | None = None
 
 
 @dataclass(frozen=True)
@@ -127,11 +137,13 @@ def _fmt(when: datetime | None) -> str | None:
     return None if when is None else when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _window(entry: KeyEntry, when: datetime | None) -> Window:
+def _window(entry: KeyEntry, when: datetime | None, now: datetime) -> Window:
     if entry.not_before > entry.not_after:
         return "inverted"
     if when is None:
         return "missing"
+    if when > now + MAX_CLOCK_SKEW:  # dated ahead of now: the key (or its window) is used before its time
+        return "future"
     if when < entry.not_before:
         return "before"
     if when > entry.not_after:
@@ -159,7 +171,11 @@ def key_status(entry: KeyEntry | None, *, signed_at: datetime | None, now: datet
 
 def publisher_covers(registered: str, claimed: str) -> bool:
     """A key registered to a publisher may sign for it and its `/sub` namespaces (the namespace
-    proof is of the root); never for a sibling or a parent."""
+    proof is of the root); never for a sibling or a parent. A claim that is not a well-formed
+    publisher id (`/..`, empty or upper-case segments, NUL, non-ASCII look-alikes) is covered by
+    no key: its sub-namespace would be whatever a later reader makes of it."""
+    if not PUBLISHER_RE.fullmatch(claimed) or not PUBLISHER_RE.fullmatch(registered):
+        return False
     return claimed == registered or claimed.startswith(registered + "/")
 
 
@@ -172,12 +188,12 @@ def signer_facts(entry: KeyEntry | None, *, claimed_publisher: str, signed_at: d
     if entry is None:
         return SignerFacts(status, False, "missing" if signed_at is None else "inside", claimed_publisher,
                            None, signed_at_text)
-    window = _window(entry, when)
+    window = _window(entry, when, now)
     match = publisher_covers(entry.publisher_id, claimed_publisher)
     after = entry.revoked_at is not None and when is not None and when >= entry.revoked_at
     return SignerFacts(status, match, window, claimed_publisher,
                        entry.publisher_id, signed_at_text, _fmt(entry.not_before), _fmt(entry.not_after),
-                       _fmt(entry.revoked_at), _fmt(independent_time), proof_future, after)
+                       _fmt(entry.revoked_at), _fmt(independent_time), proof_future, after, _fmt(now))
 
 
 def standing(f: SignerFacts) -> tuple[Standing, str]:
@@ -196,6 +212,8 @@ def standing(f: SignerFacts) -> tuple[Standing, str]:
         return "portable", R_INVERTED
     if f.proof_future:
         return "portable", R_PROOF_FUTURE
+    if f.window == "future":
+        return "portable", R_FUTURE.format(signed_at=f.signed_at, now=f.now)
     at = f.independent_time or f.signed_at  # the time the window was judged at (never both)
     if f.status in ("expired", "superseded", "retired"):
         if f.independent_time is not None and f.window == "inside":

@@ -92,7 +92,7 @@ def _keyless(data: bytes, sig: Sigstore | None, notes: list[str],
 
 def judge(data: bytes, kind: Kind, keys: list[TrustedKey], *, subject_sha256: str,
           want_type: str | None, now: datetime, sigstore: Sigstore | None = None,
-          legacy: LegacyKeyless | None = None) -> Judgement:
+          legacy: LegacyKeyless | None = None, artifact_publisher: str | None = None) -> Judgement:
     """Judge one attestation document (`envelope` = DSSE JSON, `bundle` = sigstore bundle).
 
     `subject_sha256` is the bare hex the statement subject must carry. Verdicts: verified;
@@ -100,6 +100,8 @@ def judge(data: bytes, kind: Kind, keys: list[TrustedKey], *, subject_sha256: st
     key, cosign-incompatible bundle, invalid log entry); unverified (no trusted key or identity
     verifies, or malformed); skipped (another predicate type). Keyless bundles are verified with
     `sigstore` (identity rules + trusted root); without rules they are unverified.
+    `artifact_publisher` (read from the attested content) is the publisher a registry key must be
+    tied to: another registry publisher's key attests nothing about it, whatever its predicate says.
     """
     notes: list[str] = []
     keyless: SigstoreCheck | None = None
@@ -173,17 +175,19 @@ def judge(data: bytes, kind: Kind, keys: list[TrustedKey], *, subject_sha256: st
         why = f"statement subject ({found}) does not match the manifest digest sha256:{subject_sha256}"
         return base.with_reasons("rejected", (why,))
     if tk is not None and tk.entry is not None:
-        return judge_registry_key(base, tk.entry, stmt.predicate, now=now)
+        return judge_registry_key(base, tk.entry, stmt.predicate, now=now,
+                                  artifact_publisher=artifact_publisher)
     return base
 
 
 def judge_registry_key(base: Judgement, entry: TrustKey, predicate: Mapping[str, Any], *,
-                       now: datetime) -> Judgement:
+                       now: datetime, artifact_publisher: str | None = None) -> Judgement:
     """Apply the trust table to a verified signature by a trust-registry key: rejected unless the
-    table says trusted. The predicate's `publisherId` / `signedAt` are the claims (none, as for a
-    messageSignature or a cosign/SLSA predicate: the key's own publisher, judged at `now`); the
-    independent time is only what the `sigstore` library verified for `base.signer`."""
-    publisher = predicate.get("publisherId")
+    table says trusted. The publisher judged is the artifact's own (`artifact_publisher`, read
+    from the pulled content) when known, else the predicate's `publisherId` claim, else the key's
+    own publisher (a messageSignature or a cosign/SLSA predicate); `signedAt` absent means judged
+    at `now`; the independent time is only what the `sigstore` library verified for `base.signer`."""
+    publisher = artifact_publisher if artifact_publisher is not None else predicate.get("publisherId")
     if not isinstance(publisher, str):
         publisher = entry.publisher_id
     signed_at = predicate.get("signedAt") if "signedAt" in predicate else format_rfc3339(now)

@@ -21,6 +21,7 @@ from acxoci.attestation.attach import artifact_kind, content_layer, pull_layer
 from acxoci.attestation.content import (
     CONTENT_CHECKED,
     ContentCheck,
+    cartridge_verdict,
     check_cartridge_content,
     check_graph_content,
     check_workflow_content,
@@ -32,8 +33,10 @@ from acxoci.attestation.sigstore_verify import legacy_material
 from acxoci.attestation.statements import (
     CARTRIDGE_PREDICATE_TYPE,
     GRAPH_PREDICATE_TYPE,
+    graph_facts,
+    workflow_facts,
 )
-from acxoci.errors import AcxError, NotFound, Tampered
+from acxoci.errors import AcxError, AuthError, NotFound, Tampered, TransientError
 from acxoci.oci.descriptor import Descriptor
 from acxoci.oci.reference import fallback_tag
 from acxoci.oci.target import Target, fetch_bytes, fetch_manifest
@@ -183,6 +186,32 @@ class _ContentCache:
         self.target, self.subject, self.tmp, self.now = target, subject, tmp, now
         self._paths: dict[str, Path] = {}
 
+    def publisher(self) -> str | None:
+        """The publisher the pulled artifact itself names (cartridge `publisherId`, workflow or
+        graph integrity `publisherId`); None for other artifact kinds; "" (nobody) when the content
+        cannot be read or does not verify. Transport failures propagate (retryable, not a verdict)."""
+        try:
+            manifest = fetch_manifest(self.target, self.subject)
+            kind = artifact_kind(manifest)
+            if kind not in ("cartridge", "workflow", "agent-graph"):
+                return None
+            layer = content_layer(manifest, kind)
+            if kind == "cartridge":
+                path = self._paths.get(layer.digest)
+                if path is None:
+                    path = pull_layer(self.target, layer, pulled_content_path(self.tmp, layer))
+                    self._paths[layer.digest] = path
+                verdict = cartridge_verdict(path, now=self.now)
+                return "" if verdict.rejected else verdict.publisher_id  # "": a tampered file names no one
+            data = fetch_bytes(self.target, layer, limit=MAX_WORKFLOW_BYTES)
+            if kind == "workflow":
+                return workflow_facts(data, layer.digest).publisher_id
+            return graph_facts(data, layer.digest).publisher_id
+        except (TransientError, AuthError):
+            raise
+        except AcxError:
+            return ""
+
     def check(self, predicate_type: str, pred: dict[str, Any]) -> ContentCheck:
         try:
             manifest = fetch_manifest(self.target, self.subject)
@@ -213,7 +242,8 @@ class _ContentCache:
 
 
 def judge_found(target: Target, item: Found, keys: list[TrustedKey], *, subject: Descriptor,
-                want_type: str | None, now: datetime, sigstore: Sigstore | None = None) -> Judgement:
+                want_type: str | None, now: datetime, sigstore: Sigstore | None = None,
+                artifact_publisher: str | None = None) -> Judgement:
     """Fetch one attestation document and judge it (fetch failures become verdicts)."""
     try:
         data = fetch_bytes(target, item.layer, limit=MAX_ATTESTATION_BYTES)
@@ -225,7 +255,8 @@ def judge_found(target: Target, item: Found, keys: list[TrustedKey], *, subject:
     kind: Kind = "bundle" if item.format == "bundle" else "envelope"
     legacy = legacy_material(item.layer.annotations) if item.format == "legacy" else None
     return judge(data, kind, keys, subject_sha256=subject.digest.removeprefix("sha256:"),
-                 want_type=want_type, now=now, sigstore=sigstore, legacy=legacy)
+                 want_type=want_type, now=now, sigstore=sigstore, legacy=legacy,
+                 artifact_publisher=artifact_publisher)
 
 
 def pulled_content_path(workdir: Path, layer: Descriptor) -> Path:
@@ -243,6 +274,8 @@ def verify_artifact(target: Target, subject: Descriptor, keys: list[TrustedKey],
     reports: list[AttestationReport] = []
     with tempfile.TemporaryDirectory(prefix="acx-verify-") as tmp:
         cache = _ContentCache(target, subject, workdir if workdir is not None else Path(tmp), now)
+        # registry keys vouch only for the artifact's own publisher (read from its content)
+        publisher = cache.publisher() if check_content and any(k.entry is not None for k in keys) else None
         for item in found:
             if item.format == "envelope":
                 why = ("ACX cartridge envelope (its subject is the ROM digest; it is checked with the "
@@ -251,7 +284,7 @@ def verify_artifact(target: Target, subject: Descriptor, keys: list[TrustedKey],
                                                  Judgement("skipped", (why,))))
                 continue
             j = judge_found(target, item, keys, subject=subject, want_type=want_type, now=now,
-                            sigstore=sigstore)
+                            sigstore=sigstore, artifact_publisher=publisher)
             content: dict[str, Any] | None = None
             if (j.verdict == "verified" and check_content and j.statement is not None
                     and j.statement.predicate_type in CONTENT_CHECKED):

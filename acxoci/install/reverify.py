@@ -26,10 +26,11 @@ class ItemCheck:
     revocation: str  # not-applicable | not-revoked | revoked | unknown
     problems: tuple[str, ...] = ()
     details: dict[str, Any] = field(default_factory=dict)
+    signer_ok: bool = True
 
     @property
     def ok(self) -> bool:
-        return self.files_ok and self.revocation in ("not-applicable", "not-revoked")
+        return self.files_ok and self.signer_ok and self.revocation in ("not-applicable", "not-revoked")
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "digest": self.digest, "ok": self.ok, "filesOk": self.files_ok,
@@ -104,15 +105,41 @@ def revocation_now(item: InstalledItem, policy: VerificationPolicy,
     return "unknown", f"revocation status unavailable: {outcome.reason}", details
 
 
+def signer_now(item: InstalledItem, policy: VerificationPolicy, now: datetime) -> tuple[bool, dict[str, Any]]:
+    """Re-judge the recorded signer (keyid, publisher, signedAt) through install's trust check,
+    under the policy as it is now: a key revoked (or no longer tied to the publisher) since
+    install is reported. The minimum is portable: a key that merely expired since is not a fault."""
+    from dataclasses import replace
+
+    from acxoci.install.checks import SignatureEvidence, check_trust
+
+    kind = item.record.get("kind")
+    signer = next((k for k in item.record.get("keys") or []
+                   if isinstance(k, dict) and k.get("role") == f"{kind}-signer"), None)
+    if signer is None or not isinstance(signer.get("keyid"), str):
+        return False, {"status": "unknown", "reason": "the install record names no signer key"}
+    pub, signed_at = signer.get("publisherId"), signer.get("signedAt")
+    ev = SignatureEvidence("verified", str(item.record.get("trust") or "portable"), "", keyid=signer["keyid"],
+                           publisher_id=pub if isinstance(pub, str) else None,
+                           signed_at=signed_at if isinstance(signed_at, str) else None)
+    result = check_trust(ev, replace(policy, minimum_trust="portable"), now)
+    return not result.failed, {"status": result.status, "reason": result.reason, "kind": result.kind,
+                               "standing": result.details.get("standing")}
+
+
 def verify_item(item: InstalledItem, policy: VerificationPolicy, now: datetime) -> ItemCheck:
-    """Files against the record, then revocation now."""
+    """Files against the record, the signer against the policy's registries now, then revocation now."""
     from acxoci.install.install import record_errors
 
     problems = file_problems(item)
     problems += [f"record.json: {e}" for e in record_errors(item.record)]
     files_ok = not problems
+    signer_ok, signer = signer_now(item, policy, now)
+    if not signer_ok:
+        problems.append(f"signer: {signer['reason']}")
     state, reason, details = revocation_now(item, policy, now)
     if state in ("revoked", "unknown"):
         problems.append(reason)
     details["revocationReason"] = reason
-    return ItemCheck(item.name, item.digest, files_ok, state, tuple(problems), details)
+    details["signer"] = signer
+    return ItemCheck(item.name, item.digest, files_ok, state, tuple(problems), details, signer_ok)

@@ -18,7 +18,8 @@ from acxoci.fsutil import read_bytes
 from attest.canonical import jcs_digest, loads_strict, sha256_digest
 from attest.errors import AttestError
 from attest.keys import load_public_pem
-from attest.trust import PUBLISHER_RE, TrustKey, TrustRegistry, github_owner
+from attest.trust import PUBLISHER_RE, TrustKey, TrustRegistry, github_owner, merge_keys
+from attest.trustdecision import publisher_covers
 
 SCHEMA_VERSION = "acx.verification-policy/1"
 SCHEMA_FILE = "acx.verification-policy-1.schema.json"
@@ -51,12 +52,11 @@ class TrustedPublisher:
     registry: TrustRegistry
     sources: tuple[FileInput, ...] = ()
     pinned_keyids: tuple[str, ...] = ()
+    listed: tuple[TrustKey, ...] = ()  # every entry of its registries, any publisher (conflict check)
 
     def covers(self, publisher_id: str | None) -> bool:
         """True if `publisher_id` is this publisher or a `/sub` namespace of it."""
-        if publisher_id is None:
-            return False
-        return publisher_id == self.id or publisher_id.startswith(self.id + "/")
+        return publisher_id is not None and publisher_covers(self.id, publisher_id)
 
 
 @dataclass(frozen=True)
@@ -167,12 +167,15 @@ def _publisher(obj: dict[str, Any], base: Path, now: datetime, where: str) -> Tr
         raise InvalidInput(f"publisher id {pid!r} is not a reverse-DNS publisher id", where=f"{where}.id")
     keys: dict[str, TrustKey] = {}
     sources: list[FileInput] = []
+    groups: list[tuple[str, tuple[TrustKey, ...]]] = []
     for i, rel in enumerate(obj.get("trustRegistries", [])):
         reg, src = _load_registry(base / rel, now, f"{where}.trustRegistries[{i}]")
         sources.append(src)
-        for k in reg.keys:  # only this publisher's keys count for it
-            if k.publisher_id == pid or k.publisher_id.startswith(pid + "/"):
-                keys.setdefault(k.keyid, k)
+        groups.append((f"{where}.trustRegistries[{i}] ({base / rel})", reg.keys))
+    listed = _merged(groups, where)
+    for k in listed:  # only this publisher's keys count for it
+        if publisher_covers(pid, k.publisher_id):
+            keys.setdefault(k.keyid, k)
     pinned: list[str] = []
     for i, kobj in enumerate(obj.get("keys", [])):
         w = f"{where}.keys[{i}]"
@@ -180,7 +183,15 @@ def _publisher(obj: dict[str, Any], base: Path, now: datetime, where: str) -> Tr
         keys.setdefault(entry.keyid, entry)
         pinned.append(entry.keyid)
     return TrustedPublisher(pid, TrustRegistry(keys=tuple(keys.values()), registry_id=pid), tuple(sources),
-                            tuple(pinned))
+                            tuple(pinned), listed)
+
+
+def _merged(groups: list[tuple[str, tuple[TrustKey, ...]]], where: str) -> tuple[TrustKey, ...]:
+    """The registries' keys as one list; a keyid they describe differently refuses the policy."""
+    try:
+        return merge_keys(groups)
+    except AttestError as exc:
+        raise InvalidInput(str(exc), where=where) from exc
 
 
 def _source(value: str, base: Path) -> str:
@@ -197,19 +208,20 @@ def policy_from_json(doc: Any, *, base: Path, now: datetime, source: str) -> Ver
     assert isinstance(doc, dict)
     pubs = tuple(_publisher(p, base, now, f"publishers[{i}]")
                  for i, p in enumerate(doc.get("publishers", [])))
+    _merged([(f"publishers[{i}] ({p.id})", p.listed) for i, p in enumerate(pubs)], "publishers")
     att = doc.get("attestations", {})
     att_keys = tuple(_pem_of(k, base, f"attestations.keys[{i}]") for i, k in enumerate(att.get("keys", [])))
     lvl = doc.get("level", {})
     issuer_reg: TrustRegistry | None = None
     issuer_src: list[FileInput] = []
     if lvl.get("issuerRegistries"):
-        ikeys: dict[str, TrustKey] = {}
+        igroups: list[tuple[str, tuple[TrustKey, ...]]] = []
         for i, rel in enumerate(lvl["issuerRegistries"]):
             reg, src = _load_registry(base / rel, now, f"level.issuerRegistries[{i}]")
             issuer_src.append(src)
-            for k in reg.keys:
-                ikeys.setdefault(k.keyid, k)
-        issuer_reg = TrustRegistry(keys=tuple(ikeys.values()), registry_id="level-issuers")
+            igroups.append((f"level.issuerRegistries[{i}] ({base / rel})", reg.keys))
+        issuer_reg = TrustRegistry(keys=_merged(igroups, "level.issuerRegistries"),
+                                   registry_id="level-issuers")
     rev = doc.get("revocation", {})
     cache_dir = rev.get("statusListCache")
     return VerificationPolicy(

@@ -244,7 +244,7 @@ def _prepare(ctx: Context, e: Effect) -> Result:
     subject = built.descriptor
     layer = built.blobs[1]
     materials: dict[str, Any] = {
-        "kind": facts.kind, "file": file_digest,
+        "kind": facts.kind, "file": file_digest, "policyDigest": policy.digest,
         "manifest": {"digest": subject.digest, "size": subject.size},
         "content": {"digest": layer.digest, "size": layer.size, "mediaType": layer.media_type},
         "attestations": {}, "envelope": None, "credential": None, "predicateType": None,
@@ -610,6 +610,12 @@ def _verify(ctx: Context, e: Effect) -> Result:
                        tag=tag)
     now = ctx.clock()
     policy = load_policy(ctx.plan.policy, now=now)
+    # the plan names its policy by path: the read-back must judge under the policy prepare checked
+    prepared = (ctx.materials.get(e.artifact) or {}).get("policyDigest")
+    if prepared != policy.digest:
+        raise fail("validation_failed", f"the acceptance policy changed since prepare (prepared under "
+                   f"{prepared}, now {policy.digest}): start a new goal to release under the new policy",
+                   policy=policy.digest)
     with tempfile.TemporaryDirectory(prefix="acx-release-accept-") as tmp:
         outcome = install(f"{e.repository}@{subject.digest}", policy=policy, store=Store(Path(tmp) / "store"),
                           now=now, remote=ctx.plan.remote_options(e.repository))

@@ -27,6 +27,7 @@ from attest.errors import AttestError, MalformedError, SignatureError
 from attest.intoto import STATEMENT_V1
 from attest.keys import PrivateKey, PublicKey, load_public_pem
 from attest.trust import TrustRegistry, judge_signer, parse_rfc3339
+from attest.trustdecision import R_FOREIGN
 
 INTEGRITY_FIELDS = ("schemaVersion", "digest", "publisherId", "keyid", "publicKeyPem", "signedAt", "envelope")
 KEYID_RE = re.compile(r"^ed25519:[0-9a-f]{64}$")
@@ -321,9 +322,9 @@ def verify_document(
         return verdict(True, "verified", "portable", "Signature valid; signer not in trust registry.",
                        j.issues)
     assert entry is not None
-    if entry.publisher_id != pub_id:  # stricter than cartridges: the reference rejects it
+    if entry.publisher_id != pub_id:  # stricter than cartridges (a /sub too): the reference rejects it
         return verdict(False, "invalid", "tampered", "Trust registry publisher differs from the signed one.",
-                       j.issues)
+                       (R_FOREIGN.format(registered=entry.publisher_id, claimed=pub_id),))
     if j.trust == "tampered":  # revoked or compromised: never better than an unknown key
         return verdict(False, "invalid", "tampered", j.summary, j.issues)
     if j.trust == "trusted":

@@ -215,7 +215,17 @@ def test_status_list_past_valid_until_is_stale(world: World) -> None:
 
 
 def test_status_list_valid_from_in_the_future_is_stale(world: World) -> None:
-    src = _list(world, now=T0 + timedelta(hours=5))
+    """validFrom 5 h ahead while the proof is dated now: only the freshness check stops it (a proof
+    dated ahead of now is refused by the issuer-key check, the trust table's `future` window)."""
+    from attest import statuslist
+
+    doc = statuslist.status_list_credential(
+        list_id=LIST_ID, issuer=ISSUER, encoded_list=statuslist.encode_list(statuslist.new_bitstring(
+            statuslist.MIN_BITS)), valid_from=st.iso(T0 + timedelta(hours=5)))
+    path = world.tmp / "list-future.json"
+    st.write_json_atomic(path, vc.sign(doc, world.key, verification_method=f"{ISSUER}#key-1",
+                                       created=st.iso(T0)))
+    src = str(path)
     v = world.verify(source=src, max_age=timedelta(days=30))
     assert v.state == "invalid" and any("validFrom" in r and "in the future" in r for r in v.reasons)
 
