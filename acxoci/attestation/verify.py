@@ -266,16 +266,21 @@ def pulled_content_path(workdir: Path, layer: Descriptor) -> Path:
 
 def verify_artifact(target: Target, subject: Descriptor, keys: list[TrustedKey], *, reference: str,
                     want_type: str | None = None, check_content: bool = True, now: datetime,
-                    workdir: Path | None = None, sigstore: Sigstore | None = None) -> VerifyReport:
+                    workdir: Path | None = None, sigstore: Sigstore | None = None,
+                    artifact_publisher: str | None = None) -> VerifyReport:
     """Verify every attestation of `subject` and decide overall (see the module docstring).
 
-    With `workdir`, pulled content is kept there (see `pulled_content_path`) for further checks."""
+    With `workdir`, pulled content is kept there (see `pulled_content_path`) for further checks.
+    `artifact_publisher`: the artifact's publisher when the caller already verified it (install),
+    so its content is not pulled again just to learn it."""
     found, problems = find_attestations(target, subject)
     reports: list[AttestationReport] = []
     with tempfile.TemporaryDirectory(prefix="acx-verify-") as tmp:
         cache = _ContentCache(target, subject, workdir if workdir is not None else Path(tmp), now)
         # registry keys vouch only for the artifact's own publisher (read from its content)
-        publisher = cache.publisher() if check_content and any(k.entry is not None for k in keys) else None
+        publisher = artifact_publisher
+        if publisher is None and check_content and any(k.entry is not None for k in keys):
+            publisher = cache.publisher()
         for item in found:
             if item.format == "envelope":
                 why = ("ACX cartridge envelope (its subject is the ROM digest; it is checked with the "

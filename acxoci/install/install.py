@@ -207,7 +207,8 @@ def gather_attestations(target: Target, desc: Descriptor, ref: Reference, policy
     own = policy.publisher_for(publisher_id)
     report = verify_artifact(target, desc, _attestation_keys(policy, publisher_id), reference=str(ref),
                              now=now, sigstore=policy_sigstore(policy.document, policy.source,
-                                                               own.id if own is not None else None))
+                                                               own.id if own is not None else None),
+                             artifact_publisher=publisher_id)
     found = {f.location: f for f in find_attestations(target, desc)[0]}
     out: list[C.AttestationFound] = []
     folder = staged / "attestations"
