@@ -236,7 +236,8 @@ def pull_cmd(
     if to_stdout:
         info(f"pulled {pulled.manifest.digest} to stdout")
         return
-    emit(data, lambda: console.print(f"pulled {escape(shown)} {pulled.manifest.digest}"))
+    emit(data, lambda: console.print(f"pulled {escape(shown)} {pulled.manifest.digest}"),
+         quiet_line=pulled.manifest.digest)
 
 
 def discover_cmd(
@@ -331,7 +332,7 @@ def attach_cmd(
         "subject": subject.digest,
         "artifactType": artifact_type,
     }
-    emit(data, lambda: console.print(desc.digest))
+    emit(data, lambda: console.print(desc.digest), quiet_line=desc.digest)
 
 
 def cp_cmd(
@@ -375,6 +376,7 @@ def cp_cmd(
             f"copied {report.root.digest} ({len(report.copied)} new, "
             f"{len(report.skipped)} skipped, {len(report.referrers)} referrers)"
         ),
+        quiet_line=report.root.digest,
     )
 
 

@@ -187,7 +187,7 @@ def emit(data: Any, human: Callable[[], None] | None = None, *, quiet_line: str 
          kind: ResultKind | None = None) -> None:
     """Print `data` as JSON under --json (as its typed result: one vocabulary, one shape per
     kind), else call `human` (or pretty-print data). Under -q only `quiet_line` is printed: the
-    one result a script needs (push prints its digest, as docker -q)."""
+    one result a script needs (a transfer prints its digest, as docker -q)."""
     if OPTS.json:
         out = data.to_json() if isinstance(data, Result | ErrorResult) else make_result(data, kind).to_json()
         sys.stdout.write(json.dumps(out, indent=2, sort_keys=False, ensure_ascii=False) + "\n")

@@ -55,6 +55,17 @@ def test_quiet_push_prints_the_digest_and_nothing_else(pushed: dict[str, Any]) -
     assert pushed["digest"].startswith("sha256:") and len(pushed["digest"]) == 71
 
 
+def test_quiet_prints_just_the_digest_on_every_transfer_command(pushed: dict[str, Any]) -> None:
+    """`-q` gives a script the one result it needs on pull, cp and attach too, as on push."""
+    d, digest = pushed["dir"], pushed["digest"]
+    assert acx("-q", "pull", pushed["ref"], "-o", "q.acx", cwd=d).stdout.decode() == digest + "\n"
+    assert acx("-q", "cp", pushed["ref"], f"oci-layout:{d / 'q-mirror'}", cwd=d).stdout.decode() == digest + "\n"
+    (d / "note.json").write_text('{"note": 1}\n')
+    att = acx("-q", "attach", pushed["ref"], "note.json", "--artifact-type", "application/vnd.example+json",
+              cwd=d).stdout.decode()
+    assert att.startswith("sha256:") and len(att) == 72 and att.strip() != digest
+
+
 def test_push_without_a_tag_is_refused(pushed: dict[str, Any]) -> None:
     proc = acx("--json", "push", "agent.acx", f"oci-layout:{pushed['layout']}", cwd=pushed["dir"], code=2)
     err = js(proc)["error"]
