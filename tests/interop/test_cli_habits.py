@@ -163,3 +163,12 @@ def test_the_registry_own_error_detail_is_kept(tmp_path: Path, distribution_regi
     err = js(acx("--json", "manifest", "get", f"{distribution_registry.host}/no/such:1", cwd=tmp_path,
                  code=4))["error"]
     assert err["kind"] == "not_found" and "HTTP 404: MANIFEST_UNKNOWN" in err["message"], err
+
+
+def test_a_usage_error_points_at_the_help_of_the_command_that_was_wrong(tmp_path: Path) -> None:
+    """`acx verify` without its argument says `see acx verify --help`, not the top-level help."""
+    err = js(acx("--json", "verify", cwd=tmp_path, code=2))["error"]
+    assert err["kind"] == "usage" and err["hint"] == "see `acx verify --help`"
+    err = js(acx("--json", "key", "generat", cwd=tmp_path, code=2))["error"]
+    assert "generate" in err["message"] and err["hint"] == "see `acx key --help`"
+    assert js(acx("--json", "frobnicate", cwd=tmp_path, code=2))["error"]["hint"] == "see `acx --help`"
