@@ -172,3 +172,17 @@ def test_a_usage_error_points_at_the_help_of_the_command_that_was_wrong(tmp_path
     err = js(acx("--json", "key", "generat", cwd=tmp_path, code=2))["error"]
     assert "generate" in err["message"] and err["hint"] == "see `acx key --help`"
     assert js(acx("--json", "frobnicate", cwd=tmp_path, code=2))["error"]["hint"] == "see `acx --help`"
+
+
+def test_key_trust_names_the_bad_key_file_and_bounds_its_read(tmp_path: Path) -> None:
+    """A file that is not a key is blamed on the key file (not the registry); an endless file
+    (/dev/zero) is refused after a bounded read instead of eating memory."""
+    (tmp_path / "junk.pem").write_bytes(b"not a key\n")
+    err = js(acx("--json", "key", "trust", "junk.pem", "--publisher", "dev.example.x", "-r", "t.json",
+                 cwd=tmp_path, code=3))["error"]
+    assert err["kind"] == "invalid_input" and err["where"] == "junk.pem", err
+    assert not (tmp_path / "t.json").exists()
+    for args in (["key", "trust", "/dev/zero", "--publisher", "dev.example.x", "-r", "t.json"],
+                 ["key", "inspect", "/dev/zero"]):
+        err = js(acx("--json", *args, cwd=tmp_path, code=3))["error"]
+        assert err["kind"] == "invalid_input" and "exceeds" in err["message"], err
