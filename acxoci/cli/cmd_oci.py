@@ -434,6 +434,9 @@ def login_cmd(
         password = sys.stdin.readline().rstrip("\r\n")
     elif password is None and interactive():
         password = prompt_secret(f"Password for {username}@{host}: ")
+    if not password and password_stdin:
+        raise UsageError("no password: --password-stdin read an empty line",
+                         hint="printf '%s\\n' \"$TOKEN\" | acx login HOST -u USER --password-stdin")
     if not password:
         raise UsageError("no password: use --password-stdin (or run on a terminal to be asked)")
     if "/" in host or is_digest(host):

@@ -186,3 +186,9 @@ def test_key_trust_names_the_bad_key_file_and_bounds_its_read(tmp_path: Path) ->
                  ["key", "inspect", "/dev/zero"]):
         err = js(acx("--json", *args, cwd=tmp_path, code=3))["error"]
         assert err["kind"] == "invalid_input" and "exceeds" in err["message"], err
+
+
+def test_login_with_an_empty_stdin_says_stdin_was_empty(tmp_path: Path) -> None:
+    """`--password-stdin` with nothing on stdin must not tell the user to pass --password-stdin."""
+    err = js(acx("--json", "login", "127.0.0.1:1", "-u", "me", "--password-stdin", cwd=tmp_path, code=2))["error"]
+    assert "empty" in err["message"] and "use --password-stdin" not in err["message"], err
