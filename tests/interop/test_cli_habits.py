@@ -192,3 +192,14 @@ def test_login_with_an_empty_stdin_says_stdin_was_empty(tmp_path: Path) -> None:
     """`--password-stdin` with nothing on stdin must not tell the user to pass --password-stdin."""
     err = js(acx("--json", "login", "127.0.0.1:1", "-u", "me", "--password-stdin", cwd=tmp_path, code=2))["error"]
     assert "empty" in err["message"] and "use --password-stdin" not in err["message"], err
+
+
+def test_a_missing_file_to_push_or_attach_is_not_found(pushed: dict[str, Any]) -> None:
+    """Exit 4 `not_found` as docs/cli.md says for a missing file, not 3 (malformed)."""
+    d = pushed["dir"]
+    for args in (["push", "missing.acx", f"oci-layout:{d / 'x'}:1"],
+                 ["attach", pushed["ref"], "missing.json", "--artifact-type", "application/vnd.example+json"]):
+        err = js(acx("--json", *args, cwd=d, code=4))["error"]
+        assert err["kind"] == "not_found" and "missing." in err["where"], err
+    err = js(acx("--json", "push", ".", f"oci-layout:{d / 'x'}:1", cwd=d, code=3))["error"]
+    assert err["kind"] == "invalid_input"
