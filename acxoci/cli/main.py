@@ -52,7 +52,8 @@ def root(
     ),
     json_: bool = typer.Option(False, "--json", help="Machine-readable JSON output (any position)."),
     verbose: bool = typer.Option(False, "-v", "--verbose", help="More detail; tracebacks on errors."),
-    quiet: bool = typer.Option(False, "-q", "--quiet", help="Only errors, and the digest of a push, pull, cp or attach."),
+    quiet: bool = typer.Option(False, "-q", "--quiet",
+                               help="Only errors, and the digest of a push, pull, cp or attach."),
 ) -> None:
     """Global options are accepted before or after the subcommand."""
 

@@ -59,7 +59,8 @@ def test_quiet_prints_just_the_digest_on_every_transfer_command(pushed: dict[str
     """`-q` gives a script the one result it needs on pull, cp and attach too, as on push."""
     d, digest = pushed["dir"], pushed["digest"]
     assert acx("-q", "pull", pushed["ref"], "-o", "q.acx", cwd=d).stdout.decode() == digest + "\n"
-    assert acx("-q", "cp", pushed["ref"], f"oci-layout:{d / 'q-mirror'}", cwd=d).stdout.decode() == digest + "\n"
+    mirror = f"oci-layout:{d / 'q-mirror'}"
+    assert acx("-q", "cp", pushed["ref"], mirror, cwd=d).stdout.decode() == digest + "\n"
     (d / "note.json").write_text('{"note": 1}\n')
     att = acx("-q", "attach", pushed["ref"], "note.json", "--artifact-type", "application/vnd.example+json",
               cwd=d).stdout.decode()
@@ -190,7 +191,8 @@ def test_key_trust_names_the_bad_key_file_and_bounds_its_read(tmp_path: Path) ->
 
 def test_login_with_an_empty_stdin_says_stdin_was_empty(tmp_path: Path) -> None:
     """`--password-stdin` with nothing on stdin must not tell the user to pass --password-stdin."""
-    err = js(acx("--json", "login", "127.0.0.1:1", "-u", "me", "--password-stdin", cwd=tmp_path, code=2))["error"]
+    proc = acx("--json", "login", "127.0.0.1:1", "-u", "me", "--password-stdin", cwd=tmp_path, code=2)
+    err = js(proc)["error"]
     assert "empty" in err["message"] and "use --password-stdin" not in err["message"], err
 
 
@@ -198,7 +200,8 @@ def test_a_missing_file_to_push_or_attach_is_not_found(pushed: dict[str, Any]) -
     """Exit 4 `not_found` as docs/cli.md says for a missing file, not 3 (malformed)."""
     d = pushed["dir"]
     for args in (["push", "missing.acx", f"oci-layout:{d / 'x'}:1"],
-                 ["attach", pushed["ref"], "missing.json", "--artifact-type", "application/vnd.example+json"]):
+                 ["attach", pushed["ref"], "missing.json", "--artifact-type", "application/vnd.example+json"],
+                 ):
         err = js(acx("--json", *args, cwd=d, code=4))["error"]
         assert err["kind"] == "not_found" and "missing." in err["where"], err
     err = js(acx("--json", "push", ".", f"oci-layout:{d / 'x'}:1", cwd=d, code=3))["error"]
