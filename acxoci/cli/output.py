@@ -46,8 +46,17 @@ def _width(stream: TextIO) -> int | None:
         return PIPE_WIDTH
 
 
-console = Console(highlight=False, soft_wrap=True, width=_width(sys.stdout))
-err_console = Console(stderr=True, highlight=False, soft_wrap=True, width=_width(sys.stderr))
+class _Console(Console):
+    """rich exits 1 when the reader of its stream goes away; acx exits 141 as SIGPIPE does
+    (docs/cli.md), so this hands the BrokenPipeError to `acxoci.cli.main`."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError
+
+
+console = _Console(highlight=False, soft_wrap=True, width=_width(sys.stdout))
+err_console = _Console(stderr=True, highlight=False, soft_wrap=True, width=_width(sys.stderr))
 
 
 # ---- the output model ---------------------------------------------------------------------

@@ -206,3 +206,19 @@ def test_a_missing_file_to_push_or_attach_is_not_found(pushed: dict[str, Any]) -
         assert err["kind"] == "not_found" and "missing." in err["where"], err
     err = js(acx("--json", "push", ".", f"oci-layout:{d / 'x'}:1", cwd=d, code=3))["error"]
     assert err["kind"] == "invalid_input"
+
+
+def test_a_closed_stdout_exits_141_for_human_output_too(pushed: dict[str, Any]) -> None:
+    """`acx tags R | head -1` exits 141 (docs/cli.md), whether JSON or rich wrote the output:
+    rich's own broken-pipe handler exited 1, which reads as "verification failed"."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before acx writes
+    try:
+        for args in (["tags", f"oci-layout:{pushed['layout']}"], ["discover", pushed["ref"]],
+                     ["--json", "tags", f"oci-layout:{pushed['layout']}"]):
+            proc = subprocess.run([sys.executable, "-m", "acxoci", *args], cwd=pushed["dir"],
+                                  stdout=write_end, stderr=subprocess.PIPE,
+                                  env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=120)
+            assert proc.returncode == 141 and proc.stderr == b"", (args, proc.returncode, proc.stderr)
+    finally:
+        os.close(write_end)
