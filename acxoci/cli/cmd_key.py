@@ -11,6 +11,7 @@ from pathlib import Path
 import typer
 from rich.markup import escape
 
+from acxoci.cartridge.trust_file import MAX_REGISTRY_BYTES
 from acxoci.cli.apps import key_app
 from acxoci.cli.common import load_signing_key
 from acxoci.cli.output import console, emit
@@ -21,6 +22,8 @@ from attest.canonical import loads_strict
 from attest.errors import MalformedError
 from attest.keys import generate_ed25519, generate_p256, load_public_pem
 from attest.trust import add_key_entry, make_key_entry, parse_rfc3339
+
+MAX_KEY_FILE_BYTES = 1024 * 1024  # a PEM or cosign.key is a few KiB; /dev/zero must not eat memory
 
 
 def public_path_for(key_path: Path) -> Path:
@@ -105,13 +108,17 @@ def trust(
         raise UsageError(f"--valid-days must be at least 1, not {valid_days}",
                          hint="a key that is valid for no time cannot vouch for anything")
     now = datetime.now(UTC)
-    data = public_key.read_bytes() if public_key.exists() else b""
+    data = read_bytes(public_key, "key file", limit=MAX_KEY_FILE_BYTES) if public_key.exists() else b""
     if not data:
         raise NotFound(f"no key file at {public_key}", where=str(public_key))
     try:
         pub = (load_signing_key(public_key, password_env).public() if b"PRIVATE KEY" in data
                else load_public_pem(data))
-        doc = loads_strict(registry.read_bytes()) if registry.exists() else None
+    except MalformedError as exc:  # the key file is wrong, not the registry
+        raise InvalidInput(str(exc), where=str(public_key)) from exc
+    try:
+        doc = (loads_strict(read_bytes(registry, "trust registry", limit=MAX_REGISTRY_BYTES))
+               if registry.exists() else None)
         start = parse_rfc3339(not_before, where="--not-before") if not_before else now
         entry = make_key_entry(pub, publisher_id=publisher, not_before=start,
                                not_after=now + timedelta(days=valid_days), verified_at=now,
@@ -133,7 +140,7 @@ def inspect(
 
     An encrypted private key is unlocked with --password-env, ACX_KEY_PASSWORD / COSIGN_PASSWORD
     or, on a terminal, a prompt."""
-    data = read_bytes(file, "key file")
+    data = read_bytes(file, "key file", limit=MAX_KEY_FILE_BYTES)
     private = b"PRIVATE KEY" in data or b"COSIGN" in data
     if private:
         pub = load_signing_key(file, password_env).public()

@@ -472,7 +472,7 @@ def status_publish_cmd(
     desc, tag = level_oci.publish_status_list(ref, doc, now=at)
     data = {"statusList": str(file), "reference": ref, "tag": tag, "digest": desc.digest}
     emit(data, lambda: console.print(f"[bold green]PUBLISHED[/bold green] {escape(ref)} :{tag} "
-                                     f"→ {desc.digest}"))
+                                     f"→ {desc.digest}"), quiet_line=desc.digest)
 
 
 _REGISTERED = False

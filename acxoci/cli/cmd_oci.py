@@ -21,7 +21,7 @@ from rich.tree import Tree
 from acxoci.cli.apps import manifest_app
 from acxoci.cli.common import load_signing_key, transport_options
 from acxoci.cli.output import OPTS, console, emit, err_console, info
-from acxoci.errors import InvalidInput, UsageError
+from acxoci.errors import InvalidInput, NotFound, UsageError
 from acxoci.oci.descriptor import Descriptor, is_digest, parse_manifest
 from acxoci.oci.digest import file_descriptor
 from acxoci.oci.reference import Reference, parse_reference
@@ -110,6 +110,14 @@ def _pinned(r: Reference, digest: str) -> str:
     return str(dataclasses.replace(r, digest=digest))
 
 
+def _require_file(file: Path) -> None:
+    """A missing file is `not_found` (4), as everywhere else; a folder or device is not a file (3)."""
+    if not file.exists():
+        raise NotFound("file not found", where=str(file))
+    if not file.is_file():
+        raise InvalidInput("not a regular file", where=str(file))
+
+
 def push_cmd(
     file: Path = typer.Argument(..., help="Cartridge (.acx), workflow (.cal.json) or .agent-graph.json."),
     ref: str = typer.Argument(..., help="host/repo:tag or oci-layout:PATH:tag"),
@@ -134,8 +142,7 @@ def push_cmd(
     if r.reference is None:
         raise UsageError("push needs a :tag (or @digest to push untagged); it never picks :latest for you",
                          where=ref, hint=f"acx push {file} {ref}:1.0.0")
-    if not file.is_file():
-        raise InvalidInput("file not found", where=str(file))
+    _require_file(file)
     detect_kind(file)  # refuse a non-ACX file before any target is opened
     if sign and key is None:
         raise UsageError("--sign needs --key")
@@ -236,7 +243,8 @@ def pull_cmd(
     if to_stdout:
         info(f"pulled {pulled.manifest.digest} to stdout")
         return
-    emit(data, lambda: console.print(f"pulled {escape(shown)} {pulled.manifest.digest}"))
+    emit(data, lambda: console.print(f"pulled {escape(shown)} {pulled.manifest.digest}"),
+         quiet_line=pulled.manifest.digest)
 
 
 def discover_cmd(
@@ -295,8 +303,7 @@ def attach_cmd(
     from acxoci.oci.shapes import EMPTY_CONFIG_BLOB, referrer_manifest
 
     r = _ref(ref)
-    if not file.is_file():
-        raise InvalidInput("file not found", where=str(file))
+    _require_file(file)
     ann: dict[str, str] = {}
     for a in annotation:
         key, sep, value = a.partition("=")
@@ -331,7 +338,7 @@ def attach_cmd(
         "subject": subject.digest,
         "artifactType": artifact_type,
     }
-    emit(data, lambda: console.print(desc.digest))
+    emit(data, lambda: console.print(desc.digest), quiet_line=desc.digest)
 
 
 def cp_cmd(
@@ -375,6 +382,7 @@ def cp_cmd(
             f"copied {report.root.digest} ({len(report.copied)} new, "
             f"{len(report.skipped)} skipped, {len(report.referrers)} referrers)"
         ),
+        quiet_line=report.root.digest,
     )
 
 
@@ -432,6 +440,9 @@ def login_cmd(
         password = sys.stdin.readline().rstrip("\r\n")
     elif password is None and interactive():
         password = prompt_secret(f"Password for {username}@{host}: ")
+    if not password and password_stdin:
+        raise UsageError("no password: --password-stdin read an empty line",
+                         hint="printf '%s\\n' \"$TOKEN\" | acx login HOST -u USER --password-stdin")
     if not password:
         raise UsageError("no password: use --password-stdin (or run on a terminal to be asked)")
     if "/" in host or is_digest(host):

@@ -52,7 +52,8 @@ def root(
     ),
     json_: bool = typer.Option(False, "--json", help="Machine-readable JSON output (any position)."),
     verbose: bool = typer.Option(False, "-v", "--verbose", help="More detail; tracebacks on errors."),
-    quiet: bool = typer.Option(False, "-q", "--quiet", help="Only errors."),
+    quiet: bool = typer.Option(False, "-q", "--quiet",
+                               help="Only errors, and the digest of a push, pull, cp or attach."),
 ) -> None:
     """Global options are accepted before or after the subcommand."""
 
@@ -140,7 +141,8 @@ def _main(argv: list[str] | None = None) -> None:
     except click_exc.NoArgsIsHelpError:
         sys.exit(0)  # typer has already printed the help
     except click_exc.UsageError as exc:
-        uerr = UsageError(exc.format_message(), hint="see `acx --help`")
+        where = exc.ctx.command_path if exc.ctx is not None else "acx"  # the (sub)command that was wrong
+        uerr = UsageError(exc.format_message(), hint=f"see `{where} --help`")
         _print_error(uerr)
         sys.exit(uerr.exit_code)
     except click_exc.ClickException as exc:

@@ -46,8 +46,17 @@ def _width(stream: TextIO) -> int | None:
         return PIPE_WIDTH
 
 
-console = Console(highlight=False, soft_wrap=True, width=_width(sys.stdout))
-err_console = Console(stderr=True, highlight=False, soft_wrap=True, width=_width(sys.stderr))
+class _Console(Console):
+    """rich exits 1 when the reader of its stream goes away; acx exits 141 as SIGPIPE does
+    (docs/cli.md), so this hands the BrokenPipeError to `acxoci.cli.main`."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError
+
+
+console = _Console(highlight=False, soft_wrap=True, width=_width(sys.stdout))
+err_console = _Console(stderr=True, highlight=False, soft_wrap=True, width=_width(sys.stderr))
 
 
 # ---- the output model ---------------------------------------------------------------------
@@ -187,7 +196,7 @@ def emit(data: Any, human: Callable[[], None] | None = None, *, quiet_line: str 
          kind: ResultKind | None = None) -> None:
     """Print `data` as JSON under --json (as its typed result: one vocabulary, one shape per
     kind), else call `human` (or pretty-print data). Under -q only `quiet_line` is printed: the
-    one result a script needs (push prints its digest, as docker -q)."""
+    one result a script needs (a transfer prints its digest, as docker -q)."""
     if OPTS.json:
         out = data.to_json() if isinstance(data, Result | ErrorResult) else make_result(data, kind).to_json()
         sys.stdout.write(json.dumps(out, indent=2, sort_keys=False, ensure_ascii=False) + "\n")

@@ -55,6 +55,18 @@ def test_quiet_push_prints_the_digest_and_nothing_else(pushed: dict[str, Any]) -
     assert pushed["digest"].startswith("sha256:") and len(pushed["digest"]) == 71
 
 
+def test_quiet_prints_just_the_digest_on_every_transfer_command(pushed: dict[str, Any]) -> None:
+    """`-q` gives a script the one result it needs on pull, cp and attach too, as on push."""
+    d, digest = pushed["dir"], pushed["digest"]
+    assert acx("-q", "pull", pushed["ref"], "-o", "q.acx", cwd=d).stdout.decode() == digest + "\n"
+    mirror = f"oci-layout:{d / 'q-mirror'}"
+    assert acx("-q", "cp", pushed["ref"], mirror, cwd=d).stdout.decode() == digest + "\n"
+    (d / "note.json").write_text('{"note": 1}\n')
+    att = acx("-q", "attach", pushed["ref"], "note.json", "--artifact-type", "application/vnd.example+json",
+              cwd=d).stdout.decode()
+    assert att.startswith("sha256:") and len(att) == 72 and att.strip() != digest
+
+
 def test_push_without_a_tag_is_refused(pushed: dict[str, Any]) -> None:
     proc = acx("--json", "push", "agent.acx", f"oci-layout:{pushed['layout']}", cwd=pushed["dir"], code=2)
     err = js(proc)["error"]
@@ -152,3 +164,61 @@ def test_the_registry_own_error_detail_is_kept(tmp_path: Path, distribution_regi
     err = js(acx("--json", "manifest", "get", f"{distribution_registry.host}/no/such:1", cwd=tmp_path,
                  code=4))["error"]
     assert err["kind"] == "not_found" and "HTTP 404: MANIFEST_UNKNOWN" in err["message"], err
+
+
+def test_a_usage_error_points_at_the_help_of_the_command_that_was_wrong(tmp_path: Path) -> None:
+    """`acx verify` without its argument says `see acx verify --help`, not the top-level help."""
+    err = js(acx("--json", "verify", cwd=tmp_path, code=2))["error"]
+    assert err["kind"] == "usage" and err["hint"] == "see `acx verify --help`"
+    err = js(acx("--json", "key", "generat", cwd=tmp_path, code=2))["error"]
+    assert "generate" in err["message"] and err["hint"] == "see `acx key --help`"
+    assert js(acx("--json", "frobnicate", cwd=tmp_path, code=2))["error"]["hint"] == "see `acx --help`"
+
+
+def test_key_trust_names_the_bad_key_file_and_bounds_its_read(tmp_path: Path) -> None:
+    """A file that is not a key is blamed on the key file (not the registry); an endless file
+    (/dev/zero) is refused after a bounded read instead of eating memory."""
+    (tmp_path / "junk.pem").write_bytes(b"not a key\n")
+    err = js(acx("--json", "key", "trust", "junk.pem", "--publisher", "dev.example.x", "-r", "t.json",
+                 cwd=tmp_path, code=3))["error"]
+    assert err["kind"] == "invalid_input" and err["where"] == "junk.pem", err
+    assert not (tmp_path / "t.json").exists()
+    for args in (["key", "trust", "/dev/zero", "--publisher", "dev.example.x", "-r", "t.json"],
+                 ["key", "inspect", "/dev/zero"]):
+        err = js(acx("--json", *args, cwd=tmp_path, code=3))["error"]
+        assert err["kind"] == "invalid_input" and "exceeds" in err["message"], err
+
+
+def test_login_with_an_empty_stdin_says_stdin_was_empty(tmp_path: Path) -> None:
+    """`--password-stdin` with nothing on stdin must not tell the user to pass --password-stdin."""
+    proc = acx("--json", "login", "127.0.0.1:1", "-u", "me", "--password-stdin", cwd=tmp_path, code=2)
+    err = js(proc)["error"]
+    assert "empty" in err["message"] and "use --password-stdin" not in err["message"], err
+
+
+def test_a_missing_file_to_push_or_attach_is_not_found(pushed: dict[str, Any]) -> None:
+    """Exit 4 `not_found` as docs/cli.md says for a missing file, not 3 (malformed)."""
+    d = pushed["dir"]
+    for args in (["push", "missing.acx", f"oci-layout:{d / 'x'}:1"],
+                 ["attach", pushed["ref"], "missing.json", "--artifact-type", "application/vnd.example+json"],
+                 ):
+        err = js(acx("--json", *args, cwd=d, code=4))["error"]
+        assert err["kind"] == "not_found" and "missing." in err["where"], err
+    err = js(acx("--json", "push", ".", f"oci-layout:{d / 'x'}:1", cwd=d, code=3))["error"]
+    assert err["kind"] == "invalid_input"
+
+
+def test_a_closed_stdout_exits_141_for_human_output_too(pushed: dict[str, Any]) -> None:
+    """`acx tags R | head -1` exits 141 (docs/cli.md), whether JSON or rich wrote the output:
+    rich's own broken-pipe handler exited 1, which reads as "verification failed"."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before acx writes
+    try:
+        for args in (["tags", f"oci-layout:{pushed['layout']}"], ["discover", pushed["ref"]],
+                     ["--json", "tags", f"oci-layout:{pushed['layout']}"]):
+            proc = subprocess.run([sys.executable, "-m", "acxoci", *args], cwd=pushed["dir"],
+                                  stdout=write_end, stderr=subprocess.PIPE,
+                                  env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=120)
+            assert proc.returncode == 141 and proc.stderr == b"", (args, proc.returncode, proc.stderr)
+    finally:
+        os.close(write_end)

@@ -6,7 +6,9 @@ a copy of `examples/` and links to the repository's `Makefile`, `pyproject.toml`
 `make venv && . .venv/bin/activate` is the no-op it is after setup). HOME and the XDG folders
 point into the scratch folder, so nothing touches the user's docker config or install store.
 When a runnable block names `registry.example`, a distribution registry is started on
-127.0.0.1 and the name is replaced by its `host:port`.
+127.0.0.1 and the name is replaced by its `host:port`; `$REGISTRY_TOKEN` (the guide's login
+example) is set to a token that registry accepts, as it accepts any (tests/interop/test_oci_auth.py
+checks login against a registry that does not).
 
 Markers, an HTML comment on the line just before the opening fence (invisible when rendered):
 
@@ -142,7 +144,7 @@ def block_env(scratch: Path) -> dict[str, str]:
     home = scratch / ".home"
     keep.update(HOME=str(home), XDG_DATA_HOME=str(home / "data"), XDG_CONFIG_HOME=str(home / "config"),
                 XDG_CACHE_HOME=str(home / "cache"), PATH=f"{REPO / '.venv' / 'bin'}:{os.environ['PATH']}",
-                NO_COLOR="1", TERM="dumb")
+                NO_COLOR="1", TERM="dumb", REGISTRY_TOKEN="docs-test-token")
     keep.pop("VIRTUAL_ENV", None)
     return keep
 

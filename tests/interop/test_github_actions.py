@@ -45,7 +45,7 @@ EXAMPLE = REPO / "examples" / "github-actions"
 OWNER = "Octo-Org"  # mixed case on purpose: image names and publisher ids must be lowercased
 ACTOR = "octocat"
 TOKEN = "ghs-loopback-token"
-TAG = "v1.4.0"
+TAG = "v1.0.0"  # the example package's artifactVersion: install refuses a tag naming another version
 RUN_ID = "4242"
 EXPR = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
 STEP_TIMEOUT = 600
@@ -329,3 +329,6 @@ def test_every_file_the_example_names_is_shipped() -> None:
     assert "actions/cache" not in uses, "restore and save separately, so a failed attempt still saves"
     assert uses["actions/cache/save"].get("if") == "always()"
     assert "pip install acxoci\n" not in text  # not on PyPI: install from the repository
+    # ... and not from a git URL of a repository nobody published: from source checked out with it
+    assert "git+" not in text and "github.com/" not in text.split("ACXOCI:")[1].split("\n")[0]
+    assert yaml.safe_load(text)["jobs"]["release"]["env"]["ACXOCI"].startswith("./")
