@@ -1,4 +1,4 @@
-"""A full disk is an environment failure, not a bug: `acx pull` ends in host_failure (exit 6) with
+"""A full disk is an environment failure, not a bug: `acx pull` ends in writeback_failed (exit 7) with
 no partial file, and a release effect that hits it is deferred (resumable), never blocked."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ def _limit_file_size(limit: int) -> None:  # runs in the child before exec
     resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 
 
-def test_pull_onto_a_full_disk_is_a_typed_host_failure(tmp_path: Path, vectors_dir: Path) -> None:
+def test_pull_onto_a_full_disk_is_a_typed_writeback_failure(tmp_path: Path, vectors_dir: Path) -> None:
     sample = vectors_dir / "sample" / "sample.acx"
     layout = tmp_path / "layout"
     assert acx("push", str(sample), f"oci-layout:{layout}:v1").returncode == 0
@@ -35,8 +35,8 @@ def test_pull_onto_a_full_disk_is_a_typed_host_failure(tmp_path: Path, vectors_d
         capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=120,
         preexec_fn=lambda: _limit_file_size(sample.stat().st_size // 2),
     )
-    assert r.returncode == 6, r.stdout + r.stderr
-    assert json.loads(r.stdout)["error"]["kind"] == "host_failure"
+    assert r.returncode == 7, r.stdout + r.stderr  # issue 14: disk full is writeback_failed
+    assert json.loads(r.stdout)["error"]["kind"] == "writeback_failed"
     assert list(out.iterdir()) == []  # nothing half-written is left
 
 

@@ -50,7 +50,7 @@ def test_unsigned() -> None:
 def test_portable_without_a_registry() -> None:
     assert _json(SIGNED, None) == _verdict(True, "verified", "portable",
                                            "Signature valid; signer not in trust registry.",
-                                           ["signer keyid not in trust registry"])
+                                           ["signer key is not in the trust registry"])
 
 
 def test_trusted() -> None:
@@ -63,12 +63,12 @@ def test_registry_for_another_publisher() -> None:
     other = "io.github.other"
     assert _json(SIGNED, registry_for(KEY, other)) == _verdict(
         False, "invalid", "tampered", "Trust registry publisher differs from the signed one.",
-        [f"registry publisherId {other} does not match signed publisherId {PUBLISHER}"])
+        [f"signer key is registered to publisher {other}, not {PUBLISHER}"])
 
 
 def test_key_revoked_for_compromise() -> None:
     got = _json(SIGNED, registry_for(KEY, PUBLISHER, status="revoked", reason="key-compromise"))
-    issues = ["signer key revoked due to key compromise"]
+    issues = ["signer key is revoked for key-compromise: never trusted"]
     assert got == _verdict(False, "invalid", "tampered", got["summary"], issues)
     assert got["summary"]
 
