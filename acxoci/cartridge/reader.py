@@ -13,6 +13,7 @@ import hashlib
 import os
 import sqlite3
 import sys
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,8 +35,10 @@ from acxoci.cartridge.schema import (
     REQUIRED_TABLES,
     Header,
     check_schema,
+    index_entry_columns,
     mode_problem,
     parse_header,
+    reference_columns,
 )
 from acxoci.cartridge.sqlar import BadEntry, Budget, stream_entry
 from acxoci.errors import InvalidInput, NotFound
@@ -280,6 +283,29 @@ def _inline_rom_digests(conn: sqlite3.Connection) -> dict[int, tuple[str, int, i
     return out
 
 
+_CLASS_RANK = {"null": 0, "integer": 1, "real": 1, "text": 2, "blob": 3}
+
+
+def _record_order(entry: tuple[Any, ...]) -> tuple[Any, ...]:
+    """SQLite's record order for (typeof, value) pairs under BINARY collation: NULL < numbers
+    (by value) < text (by UTF-8 bytes) < blobs (by bytes), column by column."""
+    out: list[Any] = []
+    for i in range(0, len(entry), 2):
+        typ, value = entry[i], entry[i + 1]
+        out.append((_CLASS_RANK.get(str(typ), 4), b"" if value is None else value))
+    return tuple(out)
+
+
+def _require_plan(conn: sqlite3.Connection, sql: str, plan: str, *, where: str) -> None:
+    """Refuse to run `sql` unless SQLite's plan for it is exactly `plan` (one step): which b-tree a
+    query reads is part of what it means, and the planner may pick an index NOT INDEXED forbids."""
+    got = [str(r[-1]) for r in conn.execute(f"EXPLAIN QUERY PLAN {sql}")]
+    if got != [plan]:
+        raise InvalidInput(
+            f"SQLite would read this cartridge through {got!r}, not {plan!r}; refusing", where=where
+        )
+
+
 def _connect(uri: str, *, where: str) -> sqlite3.Connection:
     """A read-only, immutable connection with the value-size limit and safe pragmas."""
     try:
@@ -405,6 +431,7 @@ class Cartridge:
         k = names.index(key) + 2 if key in names else None
         seen: set[bytes] = set()
         try:
+            _require_plan(self.conn, sql, f"SCAN {table}", where=self.label)
             for row in self.conn.execute(sql):
                 if not row[0]:
                     for (name, kind), typ in zip(spec, str(row[1]).split(","), strict=True):
@@ -783,6 +810,57 @@ class Cartridge:
             if self.has_table(table):
                 for _ in self._scan(table, ((KEY_COLUMNS[table], "t"),)):
                     pass
+
+    def check_indexes(self) -> None:
+        """Every index of the file holds exactly its table's entries, in strict key order.
+
+        Our scans read the table b-trees only, but any other reader's `WHERE name = ?` or
+        `WHERE zone = 'rom'` is answered from an index, and a hand-edited index can point a
+        signed name at an unsigned row. So each index is walked once (a covering scan: index pages
+        only) and compared with one pass over its table: same entries, each once, ascending.
+        Strict order makes every seek land where a scan would, so no lookup can miss or swap a row.
+        """
+        for index, (table, cols) in index_entry_columns().items():
+            if self.has_table(table):
+                self._check_index(index, table, cols)
+
+    def _check_index(self, index: str, table: str, cols: tuple[str, ...]) -> None:
+        values = ", ".join(
+            f"typeof({c}), CASE WHEN typeof({c}) = 'text' THEN CAST({c} AS BLOB) ELSE {c} END" for c in cols
+        )
+
+        def bad(msg: str) -> BadEntry:
+            return BadEntry(
+                f"index {index} disagrees with table {table}: {msg}",
+                where=self.label,
+                details={"table": table, "index": index},
+            )
+
+        # NOT INDEXED does not stop a covering scan of a WITHOUT ROWID table's secondary index
+        # (SQLite 3.40), so the table side also reads a column the index lacks, and both plans
+        # are checked: the table b-tree on one side, the index alone on the other.
+        other = next(c[1] for c in reference_columns()[table] if c[1] not in cols)
+        by_table = f"SELECT {values}, typeof({other}) FROM {table} NOT INDEXED"
+        by_index = f"SELECT {values} FROM {table} INDEXED BY {index}"
+        try:
+            _require_plan(self.conn, by_table, f"SCAN {table}", where=self.label)
+            _require_plan(self.conn, by_index, f"SCAN {table} USING COVERING INDEX {index}", where=self.label)
+            rows: Counter[tuple[Any, ...]] = Counter(tuple(r[:-1]) for r in self.conn.execute(by_table))
+            total = sum(rows.values())
+            prev: tuple[Any, ...] | None = None
+            n = 0
+            for r in self.conn.execute(by_index):
+                entry = tuple(r)
+                key = _record_order(entry)
+                if prev is not None and key <= prev:
+                    raise bad("entries are out of order or repeated")
+                if rows.get(entry, 0) < 1:
+                    raise bad("an entry names no row of the table")
+                prev, n = key, n + 1
+            if n != total:
+                raise bad(f"{n} index entries for {total} rows")
+        except (sqlite3.Error, UnicodeDecodeError) as exc:
+            raise InvalidInput(f"cannot read index {index}: {exc}", where=self.label) from exc
 
     def count(self, table: str, where: str = "", params: tuple[Any, ...] = ()) -> int:
         """Row count of one of the known tables (0 if the table is absent)."""

@@ -34,7 +34,9 @@ __all__ = [
     "Header",
     "check_mode",
     "check_schema",
+    "index_entry_columns",
     "parse_header",
+    "reference_columns",
     "sql_tokens",
 ]
 
@@ -162,13 +164,36 @@ _REF_TOKENS: dict[str, tuple[str, ...]] = {name: sql_tokens(sql) for _, name, sq
 
 
 @cache
-def _reference_columns() -> dict[str, tuple[tuple[Any, ...], ...]]:
+def reference_columns() -> dict[str, tuple[tuple[Any, ...], ...]]:
     """`PRAGMA table_xinfo` of every reference table (derived from DDL in a scratch database)."""
     conn = sqlite3.connect(":memory:")
     try:
         for stmt in DDL:
             conn.execute(stmt)
         return {t: tuple(tuple(r) for r in conn.execute(f"PRAGMA table_xinfo({t})")) for t in TABLES}
+    finally:
+        conn.close()
+
+
+@cache
+def index_entry_columns() -> dict[str, tuple[str, tuple[str, ...]]]:
+    """index -> (table, the columns of one index entry in key order, ending with the row's identity:
+    `rowid`, or the primary key of a WITHOUT ROWID table), from `PRAGMA index_xinfo` of the
+    reference. Every one of them compares BINARY and ascending (checked here), so an entry's order
+    is the record order `Cartridge.check_indexes` rebuilds."""
+    conn = sqlite3.connect(":memory:")
+    try:
+        for stmt in DDL:
+            conn.execute(stmt)
+        out: dict[str, tuple[str, tuple[str, ...]]] = {}
+        for name, table in (*_AUTO_INDEXES.items(), *_INDEXES.items()):
+            cols: list[str] = []
+            for _seq, cid, col, desc, coll, _key in conn.execute(f"PRAGMA index_xinfo({name})"):
+                if desc or (cid >= 0 and coll != "BINARY"):
+                    raise AssertionError(f"reference index {name} is not BINARY ascending")
+                cols.append("rowid" if cid < 0 else str(col))
+            out[name] = (table, tuple(cols))
+        return out
     finally:
         conn.close()
 
@@ -314,7 +339,7 @@ def _explain_table(conn: sqlite3.Connection, table: str, where: str) -> InvalidI
         got = [tuple(r) for r in conn.execute(f'PRAGMA table_xinfo("{table}")')]
     except sqlite3.Error:
         got = []
-    want = _reference_columns()[table]
+    want = reference_columns()[table]
     by_name = {r[1]: r for r in got}
     for r in got:
         if r[6] != 0:
