@@ -33,6 +33,7 @@ from acxoci.cartridge.schema import (
     KEY_COLUMNS,
     OPTIONAL_TABLES,
     REQUIRED_TABLES,
+    WITHOUT_ROWID,
     Header,
     check_schema,
     index_entry_columns,
@@ -296,10 +297,12 @@ def _record_order(entry: tuple[Any, ...]) -> tuple[Any, ...]:
     return tuple(out)
 
 
-def _require_plan(conn: sqlite3.Connection, sql: str, plan: str, *, where: str) -> None:
+def _require_plan(
+    conn: sqlite3.Connection, sql: str, plan: str, *, where: str, params: tuple[Any, ...] = ()
+) -> None:
     """Refuse to run `sql` unless SQLite's plan for it is exactly `plan` (one step): which b-tree a
     query reads is part of what it means, and the planner may pick an index NOT INDEXED forbids."""
-    got = [str(r[-1]) for r in conn.execute(f"EXPLAIN QUERY PLAN {sql}")]
+    got = [str(r[-1]) for r in conn.execute(f"EXPLAIN QUERY PLAN {sql}", params)]
     if got != [plan]:
         raise InvalidInput(
             f"SQLite would read this cartridge through {got!r}, not {plan!r}; refusing", where=where
@@ -413,7 +416,9 @@ class Cartridge:
     ) -> Iterator[tuple[Any, ...]]:
         """One pass over `table`: each row's values in `spec` order, checked against the column kind.
 
-        The key column (schema.KEY_COLUMNS) must be TEXT and unique. Text comes back as bytes
+        The key column (schema.KEY_COLUMNS) must be TEXT and unique, and the b-tree's own key (the
+        TEXT primary key of a WITHOUT ROWID table, else the rowid) must rise strictly from row to
+        row: out of order, a scan meets rows that every other reader's seek misses. Text comes back as bytes
         (CAST AS BLOB) for strict decoding; `exprs` may replace a column's value expression (its
         storage class is still checked) so big values are never loaded when not needed.
         """
@@ -427,9 +432,11 @@ class Cartridge:
             f"typeof({name}) IN ({', '.join(repr(t) for t in _SQL_TYPE[kind])})" for name, kind in spec
         )
         types = " || ',' || ".join(f"typeof({name})" for name in names)
-        sql = f"SELECT {ok}, {types}, {', '.join(values)} FROM {table} NOT INDEXED"
-        k = names.index(key) + 2 if key in names else None
+        order = f"CAST({key} AS BLOB)" if table in WITHOUT_ROWID else "rowid"
+        sql = f"SELECT {ok}, {types}, {order}, {', '.join(values)} FROM {table} NOT INDEXED"
+        k = names.index(key) + 3 if key in names else None
         seen: set[bytes] = set()
+        last: Any = None
         try:
             _require_plan(self.conn, sql, f"SCAN {table}", where=self.label)
             for row in self.conn.execute(sql):
@@ -451,7 +458,14 @@ class Cartridge:
                             details={"table": table, "column": key},
                         )
                     seen.add(value)
-                yield row[2:]
+                if last is not None and not row[2] > last:
+                    raise BadEntry(
+                        f"table {table} is out of key order (a lookup by key would miss rows a scan sees)",
+                        where=self.label,
+                        details={"table": table},
+                    )
+                last = row[2]
+                yield row[3:]
         except (sqlite3.Error, UnicodeDecodeError) as exc:
             raise InvalidInput(f"cannot read cartridge table {table}: {exc}", where=self.label) from exc
 
@@ -823,6 +837,38 @@ class Cartridge:
         for index, (table, cols) in index_entry_columns().items():
             if self.has_table(table):
                 self._check_index(index, table, cols)
+        for table in REQUIRED_TABLES:
+            if table not in WITHOUT_ROWID:
+                self._check_rowid_seeks(table)
+
+    def _check_rowid_seeks(self, table: str) -> None:
+        """Each row a scan meets is found again by a fresh seek on its rowid.
+
+        A rowid b-tree's interior pages hold separator rowids that a scan never reads; a lowered
+        one sends every other reader's lookup (`WHERE name = ?` ends in a rowid seek) to the
+        wrong leaf. One statement per row, so each seek starts at the root (a joined scan would
+        step to the next cell instead). Signed tables only: their rows are few and must be found.
+        """
+        try:
+            rowids = [r for (r,) in self.conn.execute(f"SELECT rowid FROM {table} NOT INDEXED")]
+            seek = f"SELECT rowid FROM {table} WHERE rowid = ?"
+            _require_plan(
+                self.conn,
+                seek,
+                f"SEARCH {table} USING INTEGER PRIMARY KEY (rowid=?)",
+                where=self.label,
+                params=(0,),
+            )
+            for rowid in rowids:
+                if self.conn.execute(seek, (rowid,)).fetchone() != (rowid,):
+                    raise BadEntry(
+                        f"table {table}: a seek for rowid {rowid} misses the row a scan returns "
+                        "(its interior pages disagree with its leaves)",
+                        where=self.label,
+                        details={"table": table},
+                    )
+        except (sqlite3.Error, UnicodeDecodeError) as exc:
+            raise InvalidInput(f"cannot read cartridge table {table}: {exc}", where=self.label) from exc
 
     def _check_index(self, index: str, table: str, cols: tuple[str, ...]) -> None:
         values = ", ".join(

@@ -31,6 +31,7 @@ __all__ = [
     "OPTIONAL_TABLES",
     "REQUIRED_TABLES",
     "TABLES",
+    "WITHOUT_ROWID",
     "Header",
     "check_mode",
     "check_schema",
@@ -161,6 +162,12 @@ def sql_tokens(sql: str) -> tuple[str, ...]:
 
 
 _REF_TOKENS: dict[str, tuple[str, ...]] = {name: sql_tokens(sql) for _, name, sql in _REF}
+
+
+#: Tables whose b-tree is keyed by their TEXT primary key (the others are keyed by rowid).
+WITHOUT_ROWID: frozenset[str] = frozenset(
+    name for kind, name, _ in _REF if kind == "table" and _REF_TOKENS[name][-2:] == ("WITHOUT", "ROWID")
+)
 
 
 @cache

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from acxoci.cartridge.sqlar import decode_entry
 from acxoci.workflow.ready import directory_roster, load_roster
 from tests.unit.test_cartridge_hostile import assert_refused_verify
 from tests.unit.test_cartridge_verify_support import NOW, SAMPLE, copy_vector
@@ -103,3 +104,120 @@ def test_workflow_ready_refuses_a_disagreeing_index(build: Callable[[Path], None
     build(sample)
     [entry] = load_roster(directory_roster(sample.parent), registry=None, now=NOW)
     assert entry.error is not None or (entry.verdict is not None and entry.verdict.rejected), entry
+
+
+def _meta_row_out_of_order(path: Path) -> None:
+    """The signed `acx.publisher_id` row sits at the end of the cartridge b-tree (a key edited in
+    place): a scan still meets it, but a seek by key, as any `WHERE key = ?` does, never finds it."""
+    conn = sqlite3.connect(path)
+    conn.execute(
+        "INSERT INTO cartridge SELECT 'zcx.publisher_id', value FROM cartridge WHERE key = 'acx.publisher_id'"
+    )
+    conn.execute("DELETE FROM cartridge WHERE key = 'acx.publisher_id'")
+    conn.commit()
+    conn.close()
+    data = path.read_bytes()
+    assert data.count(b"zcx.publisher_id") == 1
+    path.write_bytes(data.replace(b"zcx.publisher_id", b"acx.publisher_id"))
+
+
+def _swap_cells(path: Path, table: str) -> None:
+    """Swap the first two cell pointers of the first leaf page of `table`: its rows are then out of
+    key order, so a seek (by rowid or key) misses rows that a scan returns."""
+    conn = sqlite3.connect(path)
+    (page_size,) = conn.execute("PRAGMA page_size").fetchone()
+    (root,) = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = ?", (table,)).fetchone()
+    conn.close()
+    data = bytearray(path.read_bytes())
+    page = root
+    while True:
+        base = (page - 1) * page_size
+        head = base + (100 if page == 1 else 0)
+        kind = data[head]
+        if kind in (0x0D, 0x0A):  # table or index leaf
+            break
+        ptr = int.from_bytes(data[head + 12 : head + 14], "big")
+        cell = base + ptr
+        page = int.from_bytes(data[cell : cell + 4], "big")  # left child of the first cell
+    count = int.from_bytes(data[head + 3 : head + 5], "big")
+    assert count >= 2, count
+    a, b = head + 8, head + 10
+    data[a : a + 2], data[b : b + 2] = data[b : b + 2], data[a : a + 2]
+    path.write_bytes(bytes(data))
+
+
+def test_plain_sqlite_misses_an_out_of_order_meta_row(sample: Path) -> None:
+    _meta_row_out_of_order(sample)
+    conn = sqlite3.connect(f"{sample.as_uri()}?mode=ro", uri=True)
+    by_key = conn.execute("SELECT value FROM cartridge WHERE key = 'acx.publisher_id'").fetchall()
+    scanned = [k for (k,) in conn.execute("SELECT key FROM cartridge NOT INDEXED")]
+    conn.close()
+    assert by_key == [] and "acx.publisher_id" in scanned
+
+
+def test_plain_sqlite_misses_an_out_of_order_sqlar_row(sample: Path) -> None:
+    conn = sqlite3.connect(sample)
+    rows = conn.execute("SELECT rowid, name FROM sqlar ORDER BY rowid").fetchall()
+    conn.close()
+    _swap_cells(sample, "sqlar")
+    conn = sqlite3.connect(f"{sample.as_uri()}?mode=ro", uri=True)
+    failures = 0
+    for rowid, _name in rows:
+        try:
+            if not conn.execute("SELECT 1 FROM sqlar WHERE rowid = ?", (rowid,)).fetchall():
+                failures += 1
+        except sqlite3.DatabaseError:
+            failures += 1
+    conn.close()
+    assert failures, "no rowid seek missed"
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        _meta_row_out_of_order,
+        lambda p: _swap_cells(p, "sqlar"),
+        lambda p: _swap_cells(p, "objects"),
+        lambda p: _swap_cells(p, "sqlite_autoindex_sqlar_1"),
+    ],
+    ids=["meta-key-edited", "sqlar-cells", "objects-cells", "sqlar-index-cells"],
+)
+def test_btree_out_of_key_order_is_refused(
+    build: Callable[[Path], None], sample: Path, vectors_dir: Path
+) -> None:
+    build(sample)
+    doc = assert_refused_verify(sample, vectors_dir)
+    assert "order" in str(doc), doc
+
+
+def _sqlar_separator_lies(path: Path) -> None:
+    """Every sqlar row stored raw (compression is not signed), then the root page's separator rowid
+    lowered: scans still see every row, but a seek by rowid (what every `WHERE name = ?` ends in)
+    lands in the wrong leaf."""
+    conn = sqlite3.connect(path)
+    for rowid, name, sz, data in conn.execute("SELECT rowid, name, sz, data FROM sqlar").fetchall():
+        raw = decode_entry(name, sz, data, where="test")
+        conn.execute("UPDATE sqlar SET data = ? WHERE rowid = ?", (raw, rowid))
+    conn.commit()
+    (page_size,) = conn.execute("PRAGMA page_size").fetchone()
+    (root,) = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = 'sqlar'").fetchone()
+    (first,) = conn.execute("SELECT min(rowid) FROM sqlar").fetchone()
+    conn.close()
+    data = bytearray(path.read_bytes())
+    base = (root - 1) * page_size
+    assert data[base] == 0x05, "sqlar root is not an interior page"
+    cell = base + int.from_bytes(data[base + 12 : base + 14], "big")
+    assert data[cell + 4] < 0x80 and data[cell + 4] > first  # a one-byte varint rowid
+    data[cell + 4] = first
+    path.write_bytes(bytes(data))
+
+
+def test_plain_sqlite_cannot_seek_past_a_lying_separator(sample: Path, vectors_dir: Path) -> None:
+    _sqlar_separator_lies(sample)
+    conn = sqlite3.connect(f"{sample.as_uri()}?mode=ro", uri=True)
+    with pytest.raises(sqlite3.DatabaseError):
+        for (name,) in conn.execute("SELECT name FROM sqlar NOT INDEXED").fetchall():
+            conn.execute("SELECT data FROM sqlar WHERE name = ?", (name,)).fetchall()
+    conn.close()
+    doc = assert_refused_verify(sample, vectors_dir)
+    assert "seek" in str(doc), doc
