@@ -141,23 +141,27 @@ KEY_COLUMNS: dict[str, str] = {
 _AUTO_INDEXES = {f"sqlite_autoindex_{t}_1": t for t in ("sqlar", "vectors", "acx_skill", "capabilities")}
 _INDEXES = {name: "memory" for kind, name, _ in _REF if kind == "index"}
 
+# SQLite's own classes: only these five characters are space, and every character from U+0080 up
+# is an identifier character (so U+00A0 joins the words on either side into one identifier).
 _TOKEN_RE = re.compile(
-    r"""\s+|--[^\n]*(?:\n|$)|/\*.*?(?:\*/|$)"""  # skipped: whitespace, comments
+    r"""[ \t\n\f\r]+|--[^\n]*(?:\n|$)|/\*.*?(?:\*/|$)"""  # skipped: whitespace, comments
     r"""|('(?:[^']|'')*')|("(?:[^"]|"")*")|(`(?:[^`]|``)*`)|(\[[^\]]*\])"""  # literals / quoted ids
-    r"""|([A-Za-z_][A-Za-z0-9_$]*)|([0-9][0-9A-Za-z_.]*)|(.)""",
+    r"""|([A-Za-z_\x80-\U0010ffff][A-Za-z0-9_$\x80-\U0010ffff]*)|([0-9][0-9A-Za-z_.]*)|(.)""",
     re.S,
 )
+_ASCII_UPPER = str.maketrans("abcdefghijklmnopqrstuvwxyz", "ABCDEFGHIJKLMNOPQRSTUVWXYZ")
 
 
 def sql_tokens(sql: str) -> tuple[str, ...]:
-    """The token sequence of one SQL statement: whitespace and comments dropped, bare words
-    upper-cased (SQLite keywords and identifiers are case-insensitive), literals kept exactly."""
+    """The token sequence of one SQL statement as SQLite's tokenizer splits it: whitespace and
+    comments dropped, bare words upper-cased in ASCII only (SQLite folds no other case), literals
+    kept exactly."""
     out: list[str] = []
     for m in _TOKEN_RE.finditer(sql):
         if m.lastindex is None:
             continue
         tok = m.group(m.lastindex)
-        out.append(tok.upper() if m.lastindex == 5 else tok)
+        out.append(tok.translate(_ASCII_UPPER) if m.lastindex == 5 else tok)
     return tuple(out)
 
 

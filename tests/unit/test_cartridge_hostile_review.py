@@ -221,3 +221,33 @@ def test_plain_sqlite_cannot_seek_past_a_lying_separator(sample: Path, vectors_d
     conn.close()
     doc = assert_refused_verify(sample, vectors_dir)
     assert "seek" in str(doc), doc
+
+
+def _rewrite_ddl(path: Path, table: str, old: str, new: str) -> None:
+    conn = sqlite3.connect(path)
+    (ddl,) = conn.execute("SELECT sql FROM sqlite_master WHERE name = ?", (table,)).fetchone()
+    assert old in ddl
+    conn.execute("PRAGMA writable_schema = ON")
+    conn.execute("UPDATE sqlite_master SET sql = ? WHERE name = ?", (ddl.replace(old, new), table))
+    conn.commit()
+    conn.close()
+
+
+@pytest.mark.parametrize(
+    ("table", "old", "new"),
+    [
+        # SQLite's tokenizer takes U+00A0 as an identifier character, not as a space: the type
+        # becomes 'TEXT NOT\xa0NULL' and the NOT NULL constraint is gone
+        ("capabilities", "json         TEXT NOT NULL", "json         TEXT NOT\u00a0NULL"),
+        # SQLite folds ASCII case only: 'artifact_\ufb01ngerprint' is another column, even though
+        # Python's str.upper() turns U+FB01 into 'FI'
+        ("memory", "artifact_fingerprint TEXT", "artifact_\ufb01ngerprint TEXT"),
+    ],
+    ids=["nbsp-space", "ligature-identifier"],
+)
+def test_ddl_that_sqlite_parses_otherwise_is_refused(
+    table: str, old: str, new: str, sample: Path, vectors_dir: Path
+) -> None:
+    _rewrite_ddl(sample, table, old, new)
+    doc = assert_refused_verify(sample, vectors_dir)
+    assert doc["error"]["kind"] == "invalid_input", doc
