@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 import sqlite3
+import stat
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -163,16 +164,26 @@ def read_header(path: Path) -> Header:
     """Read and check the first 100 bytes (schema.parse_header). NotFound if the file is absent."""
     where = str(path)
     try:
-        with open(path, "rb") as fh:
-            head = fh.read(HEADER_SIZE)
-            size = os.fstat(fh.fileno()).st_size
+        # O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer for ever
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError as exc:
         raise NotFound(f"no such file: {path}", where=where) from exc
     except IsADirectoryError as exc:
         raise InvalidInput("is a directory, not a cartridge", where=where) from exc
     except OSError as exc:
         raise InvalidInput(f"cannot read: {exc.strerror or exc}", where=where) from exc
-    return parse_header(head, size, where=where)
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise InvalidInput("is a directory, not a cartridge", where=where)
+        if not stat.S_ISREG(st.st_mode):
+            raise InvalidInput("not a regular file (a FIFO, socket or device), not a cartridge", where=where)
+        head = os.pread(fd, HEADER_SIZE, 0)
+    except OSError as exc:
+        raise InvalidInput(f"cannot read: {exc.strerror or exc}", where=where) from exc
+    finally:
+        os.close(fd)
+    return parse_header(head, st.st_size, where=where)
 
 
 def check_no_sidecars(path: Path) -> None:

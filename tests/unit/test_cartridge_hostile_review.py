@@ -6,15 +6,18 @@ holds the contract: never exit 0 or 70, bounded time and memory, file untouched)
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from acxoci.cartridge.reader import open_cartridge
 from acxoci.cartridge.sqlar import decode_entry
+from acxoci.errors import InvalidInput
 from acxoci.workflow.ready import directory_roster, load_roster
-from tests.unit.test_cartridge_hostile import assert_refused_verify
+from tests.unit.test_cartridge_hostile import assert_refused_verify, measured_acx
 from tests.unit.test_cartridge_verify_support import NOW, SAMPLE, copy_vector
 
 ROM_FILE = "rom/knowledge/STYLE.md"
@@ -251,3 +254,25 @@ def test_ddl_that_sqlite_parses_otherwise_is_refused(
     _rewrite_ddl(sample, table, old, new)
     doc = assert_refused_verify(sample, vectors_dir)
     assert doc["error"]["kind"] == "invalid_input", doc
+
+
+def test_fifo_is_refused_without_waiting(tmp_path: Path, vectors_dir: Path) -> None:
+    """A FIFO named like a cartridge: opening it to read the header would block for ever."""
+    fifo = tmp_path / "x.acx"
+    os.mkfifo(fifo)
+    code, doc, _, _ = measured_acx(
+        "cartridge",
+        "verify",
+        str(fifo),
+        "--trust-registry",
+        str(vectors_dir / "sample" / "trust-active.json"),
+    )
+    assert code not in (0, 70) and doc["error"]["kind"] == "invalid_input", doc
+    assert "regular file" in doc["error"]["message"], doc
+
+
+def test_device_behind_a_symlink_is_refused(tmp_path: Path) -> None:
+    link = tmp_path / "z.acx"
+    link.symlink_to("/dev/zero")
+    with pytest.raises(InvalidInput, match="regular file"):
+        open_cartridge(link)
