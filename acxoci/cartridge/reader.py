@@ -162,6 +162,15 @@ _Spec = tuple[tuple[str, str], ...]
 
 def read_header(path: Path) -> Header:
     """Read and check the first 100 bytes (schema.parse_header). NotFound if the file is absent."""
+    return _read_header(path)[0]
+
+
+def _identity(st: os.stat_result) -> tuple[int, int, int, int]:
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
+
+
+def _read_header(path: Path) -> tuple[Header, tuple[int, int, int, int]]:
+    """The checked header and the identity (device, inode, size, mtime) of the file it came from."""
     where = str(path)
     try:
         # O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer for ever
@@ -183,7 +192,7 @@ def read_header(path: Path) -> Header:
         raise InvalidInput(f"cannot read: {exc.strerror or exc}", where=where) from exc
     finally:
         os.close(fd)
-    return parse_header(head, st.st_size, where=where)
+    return parse_header(head, st.st_size, where=where), _identity(st)
 
 
 def check_no_sidecars(path: Path) -> None:
@@ -948,12 +957,20 @@ def open_cartridge(
     not an acceptable cartridge.
     """
     p = Path(path)
-    header = read_header(p)
+    header, identity = _read_header(p)
     check_no_sidecars(p)
-    uri = p.resolve().as_uri() + "?mode=ro&immutable=1"
-    conn = _connect(uri, where=str(p))
+    real = p.resolve()
+    conn = _connect(real.as_uri() + "?mode=ro&immutable=1", where=str(p))
     try:
         tables = check_schema(conn, where=str(p))
+        # the header, the sidecar check and SQLite's open must all be of one file: one swapped in
+        # between (a rename or a symlink retargeted) would skip the header checks
+        try:
+            now = _identity(os.stat(real))
+        except OSError as exc:
+            raise InvalidInput(f"cannot read: {exc.strerror or exc}", where=str(p)) from exc
+        if now != identity:
+            raise InvalidInput("the file changed while it was being opened; refusing it", where=str(p))
     except (sqlite3.Error, UnicodeDecodeError) as exc:
         conn.close()
         raise InvalidInput(f"not a readable SQLite database: {exc}", where=str(p)) from exc

@@ -276,3 +276,26 @@ def test_device_behind_a_symlink_is_refused(tmp_path: Path) -> None:
     link.symlink_to("/dev/zero")
     with pytest.raises(InvalidInput, match="regular file"):
         open_cartridge(link)
+
+
+def test_file_swapped_between_header_check_and_open_is_refused(
+    sample: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """TOCTOU: the header is read from one file, and another (here a WAL-mode copy) is renamed over
+    the path before SQLite opens it; the open must notice that it holds another file."""
+    import acxoci.cartridge.reader as reader
+
+    other = tmp_path / "other.acx"
+    other.write_bytes(sample.read_bytes())
+    with open(other, "r+b") as fh:
+        fh.seek(18)
+        fh.write(b"\x02\x02")
+    real_connect = reader._connect
+
+    def swap_then_connect(uri: str, *, where: str) -> sqlite3.Connection:
+        os.replace(other, sample)
+        return real_connect(uri, where=where)
+
+    monkeypatch.setattr(reader, "_connect", swap_then_connect)
+    with pytest.raises(InvalidInput, match="changed while"):
+        open_cartridge(sample).close()
