@@ -906,7 +906,9 @@ class Cartridge:
         # are checked: the table b-tree (sorted by SQLite into index order, spilling to a temp
         # file rather than memory) on one side, the index alone on the other; then one merge.
         other = next(c[1] for c in reference_columns()[table] if c[1] not in cols)
-        by_table = f"SELECT {values}, typeof({other}) FROM {table} NOT INDEXED ORDER BY {', '.join(cols)}"
+        # unary + keeps each value and its order but stops the planner sorting through the index
+        order = ", ".join("+" + c for c in cols)
+        by_table = f"SELECT {values}, typeof({other}) FROM {table} NOT INDEXED ORDER BY {order}"
         by_index = f"SELECT {values} FROM {table} INDEXED BY {index}"
         try:
             _require_plan(
