@@ -299,3 +299,25 @@ def test_file_swapped_between_header_check_and_open_is_refused(
     monkeypatch.setattr(reader, "_connect", swap_then_connect)
     with pytest.raises(InvalidInput, match="changed while"):
         open_cartridge(sample).close()
+
+
+def test_index_check_is_flat_in_memory_over_many_save_rows(sample: Path, vectors_dir: Path) -> None:
+    """100,000 unsigned SAVE memory rows: the index check streams both sides (no table in memory)
+    and the file still verifies."""
+    conn = sqlite3.connect(sample)
+    conn.execute(
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100000)"
+        " INSERT INTO memory SELECT 'save-' || i, 'save', hex(randomblob(16)), NULL, '{}', 'sha256:00', 't'"
+        " FROM n"
+    )
+    conn.commit()
+    conn.close()
+    code, doc, seconds, rss = measured_acx(
+        "cartridge",
+        "verify",
+        str(sample),
+        "--trust-registry",
+        str(vectors_dir / "sample" / "trust-active.json"),
+    )
+    assert (code, doc["trust"]) == (0, "trusted"), doc
+    assert rss < 150 * 1024 and seconds < 5.0, (rss, seconds)
