@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 import sqlite3
+import stat
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -32,10 +33,13 @@ from acxoci.cartridge.schema import (
     KEY_COLUMNS,
     OPTIONAL_TABLES,
     REQUIRED_TABLES,
+    WITHOUT_ROWID,
     Header,
     check_schema,
+    index_entry_columns,
     mode_problem,
     parse_header,
+    reference_columns,
 )
 from acxoci.cartridge.sqlar import BadEntry, Budget, stream_entry
 from acxoci.errors import InvalidInput, NotFound
@@ -159,18 +163,37 @@ _Spec = tuple[tuple[str, str], ...]
 
 def read_header(path: Path) -> Header:
     """Read and check the first 100 bytes (schema.parse_header). NotFound if the file is absent."""
+    return _read_header(path)[0]
+
+
+def _identity(st: os.stat_result) -> tuple[int, int, int, int]:
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
+
+
+def _read_header(path: Path) -> tuple[Header, tuple[int, int, int, int]]:
+    """The checked header and the identity (device, inode, size, mtime) of the file it came from."""
     where = str(path)
     try:
-        with open(path, "rb") as fh:
-            head = fh.read(HEADER_SIZE)
-            size = os.fstat(fh.fileno()).st_size
+        # O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer for ever
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError as exc:
         raise NotFound(f"no such file: {path}", where=where) from exc
     except IsADirectoryError as exc:
         raise InvalidInput("is a directory, not a cartridge", where=where) from exc
     except OSError as exc:
         raise InvalidInput(f"cannot read: {exc.strerror or exc}", where=where) from exc
-    return parse_header(head, size, where=where)
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise InvalidInput("is a directory, not a cartridge", where=where)
+        if not stat.S_ISREG(st.st_mode):
+            raise InvalidInput("not a regular file (a FIFO, socket or device), not a cartridge", where=where)
+        head = os.pread(fd, HEADER_SIZE, 0)
+    except OSError as exc:
+        raise InvalidInput(f"cannot read: {exc.strerror or exc}", where=where) from exc
+    finally:
+        os.close(fd)
+    return parse_header(head, st.st_size, where=where), _identity(st)
 
 
 def check_no_sidecars(path: Path) -> None:
@@ -282,6 +305,31 @@ def _inline_rom_digests(conn: sqlite3.Connection) -> dict[int, tuple[str, int, i
     return out
 
 
+_CLASS_RANK = {"null": 0, "integer": 1, "real": 1, "text": 2, "blob": 3}
+
+
+def _record_order(entry: tuple[Any, ...]) -> tuple[Any, ...]:
+    """SQLite's record order for (typeof, value) pairs under BINARY collation: NULL < numbers
+    (by value) < text (by UTF-8 bytes) < blobs (by bytes), column by column."""
+    out: list[Any] = []
+    for i in range(0, len(entry), 2):
+        typ, value = entry[i], entry[i + 1]
+        out.append((_CLASS_RANK.get(str(typ), 4), b"" if value is None else value))
+    return tuple(out)
+
+
+def _require_plan(
+    conn: sqlite3.Connection, sql: str, *plan: str, where: str, params: tuple[Any, ...] = ()
+) -> None:
+    """Refuse to run `sql` unless SQLite's plan for it is exactly the steps `plan`: which b-tree a
+    query reads is part of what it means, and the planner may pick an index NOT INDEXED forbids."""
+    got = [str(r[-1]) for r in conn.execute(f"EXPLAIN QUERY PLAN {sql}", params)]
+    if got != list(plan):
+        raise InvalidInput(
+            f"SQLite would read this cartridge through {got!r}, not {plan!r}; refusing", where=where
+        )
+
+
 def _connect(uri: str, *, where: str) -> sqlite3.Connection:
     """A read-only, immutable connection with the value-size limit and safe pragmas."""
     try:
@@ -389,7 +437,9 @@ class Cartridge:
     ) -> Iterator[tuple[Any, ...]]:
         """One pass over `table`: each row's values in `spec` order, checked against the column kind.
 
-        The key column (schema.KEY_COLUMNS) must be TEXT and unique. Text comes back as bytes
+        The key column (schema.KEY_COLUMNS) must be TEXT and unique, and the b-tree's own key (the
+        TEXT primary key of a WITHOUT ROWID table, else the rowid) must rise strictly from row to
+        row: out of order, a scan meets rows that every other reader's seek misses. Text comes back as bytes
         (CAST AS BLOB) for strict decoding; `exprs` may replace a column's value expression (its
         storage class is still checked) so big values are never loaded when not needed.
         """
@@ -403,10 +453,13 @@ class Cartridge:
             f"typeof({name}) IN ({', '.join(repr(t) for t in _SQL_TYPE[kind])})" for name, kind in spec
         )
         types = " || ',' || ".join(f"typeof({name})" for name in names)
-        sql = f"SELECT {ok}, {types}, {', '.join(values)} FROM {table} NOT INDEXED"
-        k = names.index(key) + 2 if key in names else None
+        order = f"CAST({key} AS BLOB)" if table in WITHOUT_ROWID else "rowid"
+        sql = f"SELECT {ok}, {types}, {order}, {', '.join(values)} FROM {table} NOT INDEXED"
+        k = names.index(key) + 3 if key in names else None
         seen: set[bytes] = set()
+        last: Any = None
         try:
+            _require_plan(self.conn, sql, f"SCAN {table}", where=self.label)
             for row in self.conn.execute(sql):
                 if not row[0]:
                     for (name, kind), typ in zip(spec, str(row[1]).split(","), strict=True):
@@ -426,7 +479,14 @@ class Cartridge:
                             details={"table": table, "column": key},
                         )
                     seen.add(value)
-                yield row[2:]
+                if last is not None and not row[2] > last:
+                    raise BadEntry(
+                        f"table {table} is out of key order (a lookup by key would miss rows a scan sees)",
+                        where=self.label,
+                        details={"table": table},
+                    )
+                last = row[2]
+                yield row[3:]
         except (sqlite3.Error, UnicodeDecodeError) as exc:
             raise InvalidInput(f"cannot read cartridge table {table}: {exc}", where=self.label) from exc
 
@@ -789,6 +849,93 @@ class Cartridge:
                 for _ in self._scan(table, ((KEY_COLUMNS[table], "t"),)):
                     pass
 
+    def check_indexes(self) -> None:
+        """Every index of the file holds exactly its table's entries, in strict key order.
+
+        Our scans read the table b-trees only, but any other reader's `WHERE name = ?` or
+        `WHERE zone = 'rom'` is answered from an index, and a hand-edited index can point a
+        signed name at an unsigned row. So each index is walked once (a covering scan: index pages
+        only) and compared with one pass over its table: same entries, each once, ascending.
+        Strict order makes every seek land where a scan would, so no lookup can miss or swap a row.
+        """
+        for index, (table, cols) in index_entry_columns().items():
+            if self.has_table(table):
+                self._check_index(index, table, cols)
+        for table in REQUIRED_TABLES:
+            if table not in WITHOUT_ROWID:
+                self._check_rowid_seeks(table)
+
+    def _check_rowid_seeks(self, table: str) -> None:
+        """Each row a scan meets is found again by a fresh seek on its rowid.
+
+        A rowid b-tree's interior pages hold separator rowids that a scan never reads; a lowered
+        one sends every other reader's lookup (`WHERE name = ?` ends in a rowid seek) to the
+        wrong leaf. One statement per row, so each seek starts at the root (a joined scan would
+        step to the next cell instead). Signed tables only: their rows are few and must be found.
+        """
+        try:
+            rowids = [r for (r,) in self.conn.execute(f"SELECT rowid FROM {table} NOT INDEXED")]
+            seek = f"SELECT rowid FROM {table} WHERE rowid = ?"
+            _require_plan(
+                self.conn,
+                seek,
+                f"SEARCH {table} USING INTEGER PRIMARY KEY (rowid=?)",
+                where=self.label,
+                params=(0,),
+            )
+            for rowid in rowids:
+                if self.conn.execute(seek, (rowid,)).fetchone() != (rowid,):
+                    raise BadEntry(
+                        f"table {table}: a seek for rowid {rowid} misses the row a scan returns "
+                        "(its interior pages disagree with its leaves)",
+                        where=self.label,
+                        details={"table": table},
+                    )
+        except (sqlite3.Error, UnicodeDecodeError) as exc:
+            raise InvalidInput(f"cannot read cartridge table {table}: {exc}", where=self.label) from exc
+
+    def _check_index(self, index: str, table: str, cols: tuple[str, ...]) -> None:
+        values = ", ".join(
+            f"typeof({c}), CASE WHEN typeof({c}) = 'text' THEN CAST({c} AS BLOB) ELSE {c} END" for c in cols
+        )
+
+        def bad(msg: str) -> BadEntry:
+            return BadEntry(
+                f"index {index} disagrees with table {table}: {msg}",
+                where=self.label,
+                details={"table": table, "index": index},
+            )
+
+        # NOT INDEXED does not stop a covering scan of a WITHOUT ROWID table's secondary index
+        # (SQLite 3.40), so the table side also reads a column the index lacks, and both plans
+        # are checked: the table b-tree (sorted by SQLite into index order, spilling to a temp
+        # file rather than memory) on one side, the index alone on the other; then one merge.
+        other = next(c[1] for c in reference_columns()[table] if c[1] not in cols)
+        # unary + keeps each value and its order but stops the planner sorting through the index
+        order = ", ".join("+" + c for c in cols)
+        by_table = f"SELECT {values}, typeof({other}) FROM {table} NOT INDEXED ORDER BY {order}"
+        by_index = f"SELECT {values} FROM {table} INDEXED BY {index}"
+        try:
+            _require_plan(
+                self.conn, by_table, f"SCAN {table}", "USE TEMP B-TREE FOR ORDER BY", where=self.label
+            )
+            _require_plan(self.conn, by_index, f"SCAN {table} USING COVERING INDEX {index}", where=self.label)
+            prev: tuple[Any, ...] | None = None
+            rows = self.conn.execute(by_table)
+            for r in self.conn.execute(by_index):
+                entry = tuple(r)
+                key = _record_order(entry)
+                if prev is not None and key <= prev:
+                    raise bad("entries are out of order or repeated")
+                row = rows.fetchone()
+                if row is None or tuple(row[:-1]) != entry:
+                    raise bad("an entry names no row of the table, or a row has no entry")
+                prev = key
+            if rows.fetchone() is not None:
+                raise bad("a row of the table has no entry")
+        except (sqlite3.Error, UnicodeDecodeError) as exc:
+            raise InvalidInput(f"cannot read index {index}: {exc}", where=self.label) from exc
+
     def count(self, table: str, where: str = "", params: tuple[Any, ...] = ()) -> int:
         """Row count of one of the known tables (0 if the table is absent)."""
         if table not in REQUIRED_TABLES + OPTIONAL_TABLES:
@@ -818,12 +965,20 @@ def open_cartridge(
     not an acceptable cartridge.
     """
     p = Path(path)
-    header = read_header(p)
+    header, identity = _read_header(p)
     check_no_sidecars(p)
-    uri = p.resolve().as_uri() + "?mode=ro&immutable=1"
-    conn = _connect(uri, where=str(p))
+    real = p.resolve()
+    conn = _connect(real.as_uri() + "?mode=ro&immutable=1", where=str(p))
     try:
         tables = check_schema(conn, where=str(p))
+        # the header, the sidecar check and SQLite's open must all be of one file: one swapped in
+        # between (a rename or a symlink retargeted) would skip the header checks
+        try:
+            now = _identity(os.stat(real))
+        except OSError as exc:
+            raise InvalidInput(f"cannot read: {exc.strerror or exc}", where=str(p)) from exc
+        if now != identity:
+            raise InvalidInput("the file changed while it was being opened; refusing it", where=str(p))
     except (sqlite3.Error, UnicodeDecodeError) as exc:
         conn.close()
         raise InvalidInput(f"not a readable SQLite database: {exc}", where=str(p)) from exc

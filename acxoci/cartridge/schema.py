@@ -31,10 +31,13 @@ __all__ = [
     "OPTIONAL_TABLES",
     "REQUIRED_TABLES",
     "TABLES",
+    "WITHOUT_ROWID",
     "Header",
     "check_mode",
     "check_schema",
+    "index_entry_columns",
     "parse_header",
+    "reference_columns",
     "sql_tokens",
 ]
 
@@ -138,37 +141,70 @@ KEY_COLUMNS: dict[str, str] = {
 _AUTO_INDEXES = {f"sqlite_autoindex_{t}_1": t for t in ("sqlar", "vectors", "acx_skill", "capabilities")}
 _INDEXES = {name: "memory" for kind, name, _ in _REF if kind == "index"}
 
+# SQLite's own classes: only these five characters are space, and every character from U+0080 up
+# is an identifier character (so U+00A0 joins the words on either side into one identifier).
 _TOKEN_RE = re.compile(
-    r"""\s+|--[^\n]*(?:\n|$)|/\*.*?(?:\*/|$)"""  # skipped: whitespace, comments
+    r"""[ \t\n\f\r]+|--[^\n]*(?:\n|$)|/\*.*?(?:\*/|$)"""  # skipped: whitespace, comments
     r"""|('(?:[^']|'')*')|("(?:[^"]|"")*")|(`(?:[^`]|``)*`)|(\[[^\]]*\])"""  # literals / quoted ids
-    r"""|([A-Za-z_][A-Za-z0-9_$]*)|([0-9][0-9A-Za-z_.]*)|(.)""",
+    r"""|([A-Za-z_\x80-\U0010ffff][A-Za-z0-9_$\x80-\U0010ffff]*)|([0-9][0-9A-Za-z_.]*)|(.)""",
     re.S,
 )
+_ASCII_UPPER = str.maketrans("abcdefghijklmnopqrstuvwxyz", "ABCDEFGHIJKLMNOPQRSTUVWXYZ")
 
 
 def sql_tokens(sql: str) -> tuple[str, ...]:
-    """The token sequence of one SQL statement: whitespace and comments dropped, bare words
-    upper-cased (SQLite keywords and identifiers are case-insensitive), literals kept exactly."""
+    """The token sequence of one SQL statement as SQLite's tokenizer splits it: whitespace and
+    comments dropped, bare words upper-cased in ASCII only (SQLite folds no other case), literals
+    kept exactly."""
     out: list[str] = []
     for m in _TOKEN_RE.finditer(sql):
         if m.lastindex is None:
             continue
         tok = m.group(m.lastindex)
-        out.append(tok.upper() if m.lastindex == 5 else tok)
+        out.append(tok.translate(_ASCII_UPPER) if m.lastindex == 5 else tok)
     return tuple(out)
 
 
 _REF_TOKENS: dict[str, tuple[str, ...]] = {name: sql_tokens(sql) for _, name, sql in _REF}
 
 
+#: Tables whose b-tree is keyed by their TEXT primary key (the others are keyed by rowid).
+WITHOUT_ROWID: frozenset[str] = frozenset(
+    name for kind, name, _ in _REF if kind == "table" and _REF_TOKENS[name][-2:] == ("WITHOUT", "ROWID")
+)
+
+
 @cache
-def _reference_columns() -> dict[str, tuple[tuple[Any, ...], ...]]:
+def reference_columns() -> dict[str, tuple[tuple[Any, ...], ...]]:
     """`PRAGMA table_xinfo` of every reference table (derived from DDL in a scratch database)."""
     conn = sqlite3.connect(":memory:")
     try:
         for stmt in DDL:
             conn.execute(stmt)
         return {t: tuple(tuple(r) for r in conn.execute(f"PRAGMA table_xinfo({t})")) for t in TABLES}
+    finally:
+        conn.close()
+
+
+@cache
+def index_entry_columns() -> dict[str, tuple[str, tuple[str, ...]]]:
+    """index -> (table, the columns of one index entry in key order, ending with the row's identity:
+    `rowid`, or the primary key of a WITHOUT ROWID table), from `PRAGMA index_xinfo` of the
+    reference. Every one of them compares BINARY and ascending (checked here), so an entry's order
+    is the record order `Cartridge.check_indexes` rebuilds."""
+    conn = sqlite3.connect(":memory:")
+    try:
+        for stmt in DDL:
+            conn.execute(stmt)
+        out: dict[str, tuple[str, tuple[str, ...]]] = {}
+        for name, table in (*_AUTO_INDEXES.items(), *_INDEXES.items()):
+            cols: list[str] = []
+            for _seq, cid, col, desc, coll, _key in conn.execute(f"PRAGMA index_xinfo({name})"):
+                if desc or (cid >= 0 and coll != "BINARY"):
+                    raise AssertionError(f"reference index {name} is not BINARY ascending")
+                cols.append("rowid" if cid < 0 else str(col))
+            out[name] = (table, tuple(cols))
+        return out
     finally:
         conn.close()
 
@@ -314,7 +350,7 @@ def _explain_table(conn: sqlite3.Connection, table: str, where: str) -> InvalidI
         got = [tuple(r) for r in conn.execute(f'PRAGMA table_xinfo("{table}")')]
     except sqlite3.Error:
         got = []
-    want = _reference_columns()[table]
+    want = reference_columns()[table]
     by_name = {r[1]: r for r in got}
     for r in got:
         if r[6] != 0:

@@ -253,6 +253,7 @@ def verify_open(cart: Cartridge, *, registry: TrustRegistry | None, now: datetim
         manifest = compute_rom_manifest(cart)
         meta = cart.meta()
         cart.check_side_tables()
+        cart.check_indexes()
     except BadEntry as exc:
         return verdict("tampered", S_MALFORMED_CONTENT, [exc.message], keyid=keyid)
     common: dict[str, Any] = {
