@@ -252,6 +252,8 @@ def _opt_int(value: object, where: str, what: str) -> int | None:
     return None if value is None else _int(value, where, what)
 
 
+MAX_SAFE_SZ = 2**53 - 1
+
 _SQL_TYPE = {
     "t": ("text",),
     "t?": ("text", "null"),
@@ -659,6 +661,10 @@ class Cartridge:
         ):
             source_ref = _text(ref, self.label, "objects.source_ref")
             w = f"objects[{source_ref}]"
+            size = _int(sz, self.label, f"{w}.sz")
+            if not 0 <= size <= MAX_SAFE_SZ:  # the manifest is JSON: sz must be a safe integer
+                raise BadEntry(f"{w}.sz {size} is outside 0..2**53-1", where=self.label,
+                               details={"table": "objects", "column": "sz"})
             out.append(
                 ObjectRow(
                     _text(oid, self.label, f"{w}.oid"),
@@ -666,7 +672,7 @@ class Cartridge:
                     source_ref,
                     sys.intern(_text(canon, self.label, f"{w}.canon")),
                     sys.intern(_text(zone, self.label, f"{w}.zone")),
-                    _int(sz, self.label, f"{w}.sz"),
+                    size,
                 )
             )
         return out

@@ -84,3 +84,23 @@ def test_dsse_payload_type_with_a_lone_surrogate_is_malformed() -> None:
     ok = Envelope.from_json({"payloadType": "application/vnd.in-toto+json; é", "payload": "e30=",
                              "signatures": [{"sig": "AA=="}]})
     assert ok.pae().startswith(b"DSSEv1 ")
+
+
+def test_objects_sz_outside_the_json_integer_domain_is_a_typed_refusal(tmp_path: Path) -> None:
+    """`verify_cartridge` (the library call, not only the CLI) refuses an objects.sz the ROM
+    manifest cannot hold as JSON: a typed refusal, never a MalformedError escaping."""
+    import shutil
+    import sqlite3
+    from contextlib import closing
+
+    from acxoci.cartridge.verify import verify_cartridge
+    from tests.unit.test_cartridge_verify_support import NOW
+
+    p = tmp_path / "big-sz.acx"
+    shutil.copyfile(env.vectors() / "sample" / "sample.acx", p)
+    with closing(sqlite3.connect(str(p))) as c:
+        c.execute("UPDATE objects SET sz = 4611686018427387904 WHERE oid = (SELECT min(oid) FROM objects)")
+        c.commit()
+    verdict = verify_cartridge(p, registry=None, now=NOW)
+    assert verdict.rejected and verdict.trust == "tampered", verdict
+    assert any("sz" in i for i in verdict.issues), verdict.issues
