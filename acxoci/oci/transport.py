@@ -103,11 +103,34 @@ class Transport:
                         verify=self.verify,
                     ).close()
             except requests.RequestException as exc:
-                if probe_says_plain(exc):
+                if probe_says_plain(exc) or self._answers_plain_http(exc):
                     self.scheme = "http"
             finally:
                 d.cancel()
             self._auto = False
+
+    def _answers_plain_http(self, exc: BaseException) -> bool:
+        """Confirm a failed HTTPS probe by asking in plain HTTP: a peer that answers HTTP (and not
+        with the "HTTP request to an HTTPS server" 400) speaks plain HTTP. A handshake can fail in
+        several ways against a plain-HTTP server (the server may close before answering), so the
+        answer decides, not the shape of the TLS error. An untrusted certificate never falls back."""
+        import ssl
+
+        from acxoci.oci.session import _chain, http_to_https_port
+
+        if any(isinstance(e, ssl.SSLCertVerificationError) for e in _chain(exc)):
+            return False
+        d = start_deadline(min(self.options.deadline, 10.0), self.host)
+        try:
+            with deadline_scope(d):
+                resp = self.session.get(f"http://{self.host}/v2/", stream=True, allow_redirects=False,
+                                        timeout=min(self.options.timeout, 10.0))
+        except requests.RequestException:
+            return False
+        finally:
+            d.cancel()
+        with resp:
+            return not http_to_https_port(resp)
 
     @property
     def base(self) -> str:
