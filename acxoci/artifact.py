@@ -8,15 +8,23 @@ from __future__ import annotations
 
 import io
 import os
+import shutil
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from acxoci.errors import InvalidInput, NotFound, RefusedByPolicy, Tampered
-from acxoci.oci.descriptor import EMPTY_DATA, Descriptor, Manifest
+from acxoci.errors import InvalidInput, NotFound, RefusedByPolicy, Tampered, UsageError
+from acxoci.oci.descriptor import EMPTY_DATA, EMPTY_DIGEST, EMPTY_JSON, Descriptor, Manifest
 from acxoci.oci.digest import file_descriptor
+from acxoci.oci.scheduler import (
+    DEFAULT_PULL_CONCURRENCY,
+    DEFAULT_PUSH_CONCURRENCY,
+    BlobScheduler,
+    TransferCancelled,
+)
 from acxoci.oci.shapes import (
     ANNOTATION_ROM_HASH,
     CARTRIDGE_ARTIFACT_TYPE,
@@ -30,7 +38,7 @@ from acxoci.oci.shapes import (
     graph_manifest,
     workflow_manifest,
 )
-from acxoci.oci.staging import fetch_staged, staging_path
+from acxoci.oci.staging import fetch_staged, resumable, staging_path
 from acxoci.oci.target import Target, fetch_manifest
 from attest.canonical import loads_strict
 from attest.errors import MalformedError
@@ -325,18 +333,26 @@ def build(facts: ArtifactFacts, created: str | None = None) -> Built:
 
 
 class _Progress:
-    def __init__(self, fh: io.BufferedReader, desc: Descriptor, fn: ProgressFn | None) -> None:
+    """A local file as an upload source that reports each piece read and stops (TransferCancelled)
+    once another blob of its batch failed."""
+
+    def __init__(
+        self, fh: io.BufferedReader, desc: Descriptor, fn: ProgressFn | None, check: Callable[[], None]
+    ) -> None:
         self._fh = fh
         self._desc = desc
         self._fn = fn
+        self._check = check
 
     def read(self, n: int = -1, /) -> bytes:
+        self._check()
         data = self._fh.read(n)
         if data and self._fn is not None:
             self._fn(self._desc, len(data))
         return data
 
     def readinto(self, buf: memoryview, /) -> int:
+        self._check()
         n = self._fh.readinto(buf)
         if n and self._fn is not None:
             self._fn(self._desc, n)
@@ -352,17 +368,39 @@ class _Progress:
         return self._fh.tell()
 
 
-def push_file(
-    target: Target, facts: ArtifactFacts, built: Built, tag: str | None, *, progress: ProgressFn | None = None
-) -> Descriptor:
-    """Push config, the file layer and the manifest (skipping blobs already there), then tag."""
-    config = built.blobs[0]
+def _push_config(target: Target, config: Descriptor) -> None:
     if not target.exists(config):
         target.push(config, io.BytesIO(EMPTY_DATA))
-    layer = built.blobs[1]
+
+
+def _push_layer(
+    target: Target, layer: Descriptor, path: Path, progress: ProgressFn | None, check: Callable[[], None]
+) -> None:
     if not target.exists(layer):
-        with facts.path.open("rb") as fh:
-            target.push(layer, _Progress(fh, layer, progress))
+        with path.open("rb") as fh:
+            target.push(layer, _Progress(fh, layer, progress, check))
+
+
+def push_file(
+    target: Target,
+    facts: ArtifactFacts,
+    built: Built,
+    tag: str | None,
+    *,
+    progress: ProgressFn | None = None,
+    concurrency: int = DEFAULT_PUSH_CONCURRENCY,
+    pushed: frozenset[str] = frozenset(),
+) -> Descriptor:
+    """Push config and the file layer `concurrency` at a time (skipping blobs already there, and
+    those in `pushed`), then the manifest once every blob is in place, then tag."""
+    config, layer = built.blobs[0], built.blobs[1]
+    with BlobScheduler(concurrency) as sched:
+        if config.digest not in pushed:
+            sched.submit(_push_config, target, config)
+        if layer.digest not in pushed:
+            shown = Descriptor(layer.media_type, layer.digest, layer.size,
+                               annotations={"org.opencontainers.image.title": facts.title})
+            sched.submit(_push_layer, target, shown, facts.path, progress, sched.check)
     desc = Descriptor(built.descriptor.media_type, built.descriptor.digest, built.descriptor.size)
     target.push(desc, io.BytesIO(built.data))
     if tag:
@@ -412,20 +450,58 @@ def _check_arrived(path: Path, kind: Kind | None, where: str) -> None:
 
 @dataclass(frozen=True)
 class Pulled:
-    """Result of a pull: manifest descriptor, the layer, where it was written, the verdict."""
+    """Result of a pull: manifest descriptor, the layer, where it was written, the verdict. A
+    multi-file (non-ACX) artifact has no one `layer`; `path` is then its folder and `files`
+    lists every (layer, path) written."""
 
     manifest: Descriptor
-    layer: Descriptor
+    layer: Descriptor | None
     path: Path
     kind: Kind | None
     verdict: dict[str, Any] | None
+    files: tuple[tuple[Descriptor, Path], ...] = ()
 
 
 def _safe_title(title: str | None, fallback: str) -> str:
     name = os.path.basename(title or "") or fallback
-    if name in (".", "..") or "/" in name or "\\" in name or "\x00" in name:
+    if not name or name in (".", "..") or "/" in name or "\\" in name or "\x00" in name:
         raise InvalidInput(f"unsafe file name in the title annotation: {title!r}", where="layer")
     return name
+
+
+TITLE = "org.opencontainers.image.title"
+
+
+def _destinations(m: Manifest, kind: Kind | None, out: Path, where: str) -> list[tuple[Descriptor, Path]]:
+    """Where each pulled layer goes: an ACX artifact's one artifact layer (or any one-layer
+    artifact) to `out` or `out/<title>`; every layer of a multi-file artifact (as `oras push
+    REF a.txt b.txt` makes) to `out/<title>`, `out` being a folder, each title safe and unique."""
+    if kind is not None or len(m.layers) <= 1:
+        layer = artifact_layer(m, where)
+        if not out.is_dir():
+            return [(layer, out)]
+        fallback = {"cartridge": "artifact.acx", "agent-graph": "artifact.agent-graph.json"}.get(
+            kind or "", "artifact.cal.json"
+        )
+        return [(layer, out / _safe_title(layer.annotations.get(TITLE), fallback))]
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"the artifact has {len(m.layers)} files; -o must name a folder", where=str(out))
+    dests: list[tuple[Descriptor, Path]] = []
+    names: set[str] = set()
+    for i, layer in enumerate(m.layers):
+        title = layer.annotations.get(TITLE)
+        if not title:
+            raise InvalidInput(f"layer {i} of a multi-file artifact has no title to name its file",
+                               where=f"{where} layers[{i}]")
+        name = _safe_title(title, "")
+        if name != title:  # a path (an oras folder layer, or a way out of -o): not a file name
+            raise InvalidInput(f"layer title {title[:80]!r} is not a plain file name",
+                               where=f"{where} layers[{i}]")
+        if name.casefold() in names:
+            raise InvalidInput(f"two layers are both titled {name!r}", where=f"{where} layers[{i}]")
+        names.add(name.casefold())
+        dests.append((layer, out / name))
+    return dests
 
 
 def pull_file(
@@ -437,50 +513,91 @@ def pull_file(
     registry: TrustRegistry | None,
     now: datetime,
     progress: ProgressFn | None = None,
+    concurrency: int = DEFAULT_PULL_CONCURRENCY,
 ) -> Pulled:
-    """Resolve, fetch the manifest, stream the layer into a temp file beside `out` (digest-checked),
-    verify the artifact, then rename into place. On any failure nothing is left behind."""
+    """Resolve, fetch the manifest, stream its layers (`concurrency` at a time) each into a
+    digest-named staging file beside its destination (digest-checked), verify the artifact, then
+    rename everything into place: nothing reaches a final name before every digest was proven.
+    On a failure nothing is left behind but the staging files a rerun can resume (oci/staging.py)."""
     desc = target.resolve(reference)
     m = fetch_manifest(target, desc)
-    layer = artifact_layer(m, f"{target.name}@{desc.digest}")
+    where = f"{target.name}@{desc.digest}"
     kind = kind_of_manifest(m)
-    dest = out
-    if out.is_dir():
-        fallback = {"cartridge": "artifact.acx", "agent-graph": "artifact.agent-graph.json"}.get(
-            kind or "", "artifact.cal.json"
-        )
-        dest = out / _safe_title(layer.annotations.get("org.opencontainers.image.title"), fallback)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = staging_path(dest.parent, layer)
-    fetched = False
+    if verify and kind is None:
+        raise RefusedByPolicy("not an ACX artifact; pass --no-verify to pull it anyway", where=where)
+    dests = _destinations(m, kind, out, where)
+    for _, dest in dests:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+    blobs: dict[str, tuple[Descriptor, Path]] = {}
+    for layer, dest in dests:  # one download per digest, staged beside (the first of) its files
+        blobs.setdefault(layer.digest, (layer, staging_path(dest.parent, layer)))
+    staged: dict[str, Path] = {}
+    made: list[Path] = []
+    sched = BlobScheduler(concurrency, name="acx-pull")
+
+    def keep(exc: BaseException) -> bool:
+        """A transfer stopped because another blob failed keeps its bytes when that failure is
+        one a rerun can get past (transient, interrupt)."""
+        if resumable(exc):
+            return True
+        first = sched.failure
+        return isinstance(exc, TransferCancelled) and (first is None or resumable(first))
+
+    def fetch_one(layer: Descriptor, tmp: Path) -> None:
+        def moved(n: int) -> None:
+            sched.check()
+            if progress is not None:
+                progress(layer, n)
+
+        staged[layer.digest] = fetch_staged(target, layer, tmp, moved, keep)
+
     try:
-        # a digest-named staging file: a pull cut off mid-blob resumes there (oci/staging.py)
-        tmp = fetch_staged(target, layer, tmp, (lambda n: progress(layer, n)) if progress else None)
-        fetched = True
+        with sched:
+            for layer, tmp in blobs.values():
+                sched.submit(fetch_one, layer, tmp)
         verdict: dict[str, Any] | None = None
-        _check_arrived(tmp, kind, layer.digest)
-        if verify and kind == "cartridge":
-            verdict, v = _verify_cartridge(tmp, registry, now)
-            want = layer.annotations.get(ANNOTATION_ROM_HASH)
-            if want and v.rom_digest and want != v.rom_digest:
-                raise Tampered(
-                    f"layer annotation says ROM {want}, cartridge has {v.rom_digest}", where=layer.digest
-                )
-        elif verify and kind in ("workflow", "agent-graph"):
-            assert kind is not None
-            verdict = _verify_document(kind, _load_workflow(tmp, kind), tmp, registry, now)
-        elif verify:
-            raise RefusedByPolicy(
-                "not an ACX artifact; pass --no-verify to pull it anyway",
-                where=f"{target.name}@{desc.digest}",
-            )
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, dest)
-    except BaseException:
-        if fetched:  # proven bytes that failed a later check: nothing stays (an unfinished fetch
-            tmp.unlink(missing_ok=True)  # keeps its staging file only when it can resume)
+        if len(dests) == 1:
+            layer, _ = dests[0]
+            tmp = staged[layer.digest]
+            _check_arrived(tmp, kind, layer.digest)
+            if verify and kind == "cartridge":
+                verdict, v = _verify_cartridge(tmp, registry, now)
+                want = layer.annotations.get(ANNOTATION_ROM_HASH)
+                if want and v.rom_digest and want != v.rom_digest:
+                    raise Tampered(
+                        f"layer annotation says ROM {want}, cartridge has {v.rom_digest}", where=layer.digest
+                    )
+            elif verify and kind in ("workflow", "agent-graph"):
+                assert kind is not None
+                verdict = _verify_document(kind, _load_workflow(tmp, kind), tmp, registry, now)
+        # every digest is proven: now (and only now) the files take their names
+        moves: list[tuple[Path, Path]] = []
+        used: set[str] = set()
+        for layer, dest in dests:
+            src = staged[layer.digest]
+            if layer.digest in used:  # the same bytes under a second name: a copy of the proven file
+                fd, name = tempfile.mkstemp(prefix=".acx-copy-", dir=str(dest.parent))
+                os.close(fd)
+                made.append(Path(name))
+                shutil.copyfile(src, name)
+                src = Path(name)
+            used.add(layer.digest)
+            moves.append((src, dest))
+        for src, dest in moves:
+            os.chmod(src, 0o644)
+            os.replace(src, dest)
+    except BaseException as exc:
+        if not resumable(exc):  # proven bytes that failed a later check, or a lie: nothing stays
+            for path in [*staged.values(), *made]:
+                path.unlink(missing_ok=True)
+        else:
+            for path in made:
+                path.unlink(missing_ok=True)
         raise
-    return Pulled(desc, layer, dest, kind, verdict)
+    files = tuple(dests)
+    if len(dests) == 1:
+        return Pulled(desc, dests[0][0], dests[0][1], kind, verdict, files)
+    return Pulled(desc, None, out, kind, verdict, files)
 
 
 HASH_WHILE_UPLOADING = 64 * 1024 * 1024
@@ -497,27 +614,43 @@ def push_path(
     now: datetime,
     created: str | None = None,
     progress: ProgressFn | None = None,
+    concurrency: int = DEFAULT_PUSH_CONCURRENCY,
 ) -> tuple[Descriptor, ArtifactFacts, Built]:
-    """gather + build + push_file in one call. A large file going to a registry is hashed
-    while it uploads (one read pass saved); everything else takes the plain path."""
+    """gather + build + push_file in one call, the blobs `concurrency` at a time. A large file
+    going to a registry is hashed while it uploads (one read pass saved), the config going up
+    beside it; everything else takes the plain path."""
     from acxoci.oci.registry import RegistryTarget
 
     size = path.stat().st_size
     if not isinstance(target, RegistryTarget) or size <= HASH_WHILE_UPLOADING:
         facts = gather(path, verify=verify, registry=registry, now=now)
         built = build(facts, created)
-        return push_file(target, facts, built, tag, progress=progress), facts, built
+        desc = push_file(target, facts, built, tag, progress=progress, concurrency=concurrency)
+        return desc, facts, built
     facts = gather(path, verify=verify, registry=registry, now=now, digest=False)
-    if progress is not None:
-        fn = progress
-        pending = Descriptor(CARTRIDGE_LAYER_TYPE, "sha256:" + "0" * 64, size,
-                             annotations={"org.opencontainers.image.title": path.name})
-        target.progress = lambda n: fn(pending, n)
     media = {"cartridge": CARTRIDGE_LAYER_TYPE, "agent-graph": GRAPH_LAYER_TYPE}.get(
         facts.kind, WORKFLOW_LAYER_TYPE
     )
-    layer = target.push_file_hashing(path, media)
-    target.progress = None
+    config = Descriptor(EMPTY_JSON, EMPTY_DIGEST, len(EMPTY_DATA))
+    pending = Descriptor(media, "sha256:" + "0" * 64, size,
+                         annotations={"org.opencontainers.image.title": path.name})
+    with BlobScheduler(concurrency) as sched:
+        fn = progress
+
+        def moved(n: int) -> None:
+            sched.check()
+            if fn is not None:
+                fn(pending, n)
+
+        target.progress = moved
+        try:
+            sched.submit(_push_config, target, config)
+            hashed = sched.submit(target.push_file_hashing, path, media)
+            sched.settle()
+        finally:
+            target.progress = None
+    layer = hashed.result()
     facts = replace(facts, digest=layer.digest)
     built = build(facts, created)
-    return push_file(target, facts, built, tag), facts, built
+    desc = push_file(target, facts, built, tag, pushed=frozenset({config.digest, layer.digest}))
+    return desc, facts, built

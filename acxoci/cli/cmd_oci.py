@@ -9,6 +9,7 @@ import io
 import shutil
 import sys
 import tempfile
+import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -26,6 +27,12 @@ from acxoci.oci.descriptor import Descriptor, is_digest, parse_manifest
 from acxoci.oci.digest import file_descriptor
 from acxoci.oci.reference import Reference, parse_reference
 from acxoci.oci.referrers import referrer_tree
+from acxoci.oci.scheduler import (
+    DEFAULT_COPY_CONCURRENCY,
+    DEFAULT_PULL_CONCURRENCY,
+    DEFAULT_PUSH_CONCURRENCY,
+    MAX_CONCURRENCY,
+)
 from acxoci.oci.target import ProgressFn, RemoteOptions, fetch_bytes, open_target
 from attest.errors import AttestError
 
@@ -69,20 +76,23 @@ def _progress(label: str) -> Iterator[ProgressFn | None]:
         moved: dict[str, int] = {}
         texts: dict[str, str] = {}
 
+        lock = threading.Lock()  # blobs move on several threads (--concurrency)
+
         def update(desc: Descriptor, n: int) -> None:
-            task = tasks.get(desc.digest)
-            if task is None:
-                name = desc.annotations.get("org.opencontainers.image.title") or ""
-                known = desc.digest != "sha256:" + "0" * 64  # the placeholder while hash-while-uploading
-                short = desc.digest.split(":", 1)[-1][:12] if known else "(hashing)"
-                text = " ".join(escape(p) for p in (label, name, short) if p)
-                task = tasks[desc.digest] = bar.add_task(text, total=desc.size)
-                moved[desc.digest] = 0
-                texts[desc.digest] = text
-            moved[desc.digest] += n
-            bar.update(task, advance=n)
-            if moved[desc.digest] >= desc.size:
-                bar.update(task, description=f"{texts[desc.digest]}: {_AFTER.get(label, 'done')}")
+            with lock:
+                task = tasks.get(desc.digest)
+                if task is None:
+                    name = desc.annotations.get("org.opencontainers.image.title") or ""
+                    known = desc.digest != "sha256:" + "0" * 64  # the placeholder while hash-while-uploading
+                    short = desc.digest.split(":", 1)[-1][:12] if known else "(hashing)"
+                    text = " ".join(escape(p) for p in (label, name, short) if p)
+                    task = tasks[desc.digest] = bar.add_task(text, total=desc.size)
+                    moved[desc.digest] = 0
+                    texts[desc.digest] = text
+                moved[desc.digest] += n
+                bar.update(task, advance=n)
+                if moved[desc.digest] >= desc.size:
+                    bar.update(task, description=f"{texts[desc.digest]}: {_AFTER.get(label, 'done')}")
 
         yield update
 
@@ -130,6 +140,10 @@ def push_cmd(
     key: Path | None = typer.Option(None, "--key", help="With --sign: cosign.key or PKCS#8 PEM signing key."),
     fmt: str = typer.Option("both", "--format", help="With --sign: legacy | bundle | both."),
     password_env: str | None = typer.Option(None, "--password-env", help="Env var with the key password."),
+    concurrency: int = typer.Option(
+        DEFAULT_PUSH_CONCURRENCY, "--concurrency", min=1, max=MAX_CONCURRENCY,
+        help="Blobs uploaded at a time (the manifest goes last).",
+    ),
     remote: RemoteOptions = REMOTE,
 ) -> None:
     """Push a cartridge, workflow or agent graph as an OCI artifact; prints the manifest digest.
@@ -163,6 +177,7 @@ def push_cmd(
                 now=now,
                 created=created,
                 progress=prog,
+                concurrency=concurrency,
             )
     if r.digest and r.digest != desc.digest:
         raise UsageError(f"pushed {desc.digest}, but the reference pins {r.digest}", where=ref)
@@ -198,9 +213,15 @@ def pull_cmd(
     output: Path = typer.Option(..., "-o", "--output", help="File or directory to write."),
     no_verify: bool = typer.Option(False, "--no-verify", help="Do not verify the artifact after download."),
     trust_registry: Path | None = typer.Option(None, "--trust-registry", help="acx.trust-registry/1 file."),
+    concurrency: int = typer.Option(
+        DEFAULT_PULL_CONCURRENCY, "--concurrency", min=1, max=MAX_CONCURRENCY,
+        help="Layers downloaded at a time.",
+    ),
     remote: RemoteOptions = REMOTE,
 ) -> None:
-    """Pull an artifact: digest-checked while streaming, verified, then renamed into place."""
+    """Pull an artifact: digest-checked while streaming, verified, then renamed into place. A
+    multi-file artifact (`oras push REF a.txt b.txt`, with --no-verify) is written into the
+    folder -o names, one file per layer title."""
     from acxoci.artifact import pull_file
 
     now = _now()
@@ -222,8 +243,12 @@ def pull_cmd(
                 registry=_trust(trust_registry, now),
                 now=now,
                 progress=prog,
+                concurrency=concurrency,
             )
         if to_stdout:
+            if pulled.layer is None:
+                raise UsageError(f"the artifact has {len(pulled.files)} files; -o - takes a one-file "
+                                 "artifact", hint="pull into a folder: -o DIR")
             with pulled.path.open("rb") as fh:
                 shutil.copyfileobj(fh, sys.stdout.buffer)
             sys.stdout.buffer.flush()
@@ -234,9 +259,11 @@ def pull_cmd(
     data = {
         "reference": _pinned(r, pulled.manifest.digest),
         "digest": pulled.manifest.digest,
-        "layer": pulled.layer.digest,
-        "size": pulled.layer.size,
+        "layer": pulled.layer.digest if pulled.layer is not None else None,
+        "size": sum(layer.size for layer, _ in pulled.files),
         "path": shown,
+        "files": [{"path": "-" if to_stdout else str(p), "digest": layer.digest, "size": layer.size,
+                   "mediaType": layer.media_type} for layer, p in pulled.files],
         "kind": pulled.kind,
         "verdict": verdict,
     }
@@ -347,7 +374,9 @@ def cp_cmd(
     recursive: bool = typer.Option(
         False, "-r", "--recursive", help="Also copy referrers (and cosign .sig/.att tags)."
     ),
-    concurrency: int = typer.Option(3, "--concurrency", min=1, max=64, help="Blobs copied at a time."),
+    concurrency: int = typer.Option(
+        DEFAULT_COPY_CONCURRENCY, "--concurrency", min=1, max=MAX_CONCURRENCY, help="Blobs copied at a time."
+    ),
     remote_from: RemoteOptions = REMOTE,
     remote_to: RemoteOptions = REMOTE,
 ) -> None:

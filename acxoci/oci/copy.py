@@ -4,8 +4,9 @@ referrers between any two Targets (layout ↔ registry, registry ↔ registry, l
 Children are copied before their parent so a destination never holds a manifest whose blobs
 are missing; blobs the destination already has are skipped; registry→registry on one host
 tries a cross-repository mount; the blobs of a manifest move `concurrency` at a time (default 3,
-like oras). With `referrers=True` referrers are followed, and cosign's legacy
-`sha256-<hex>.sig/.att/.sbom` tags are copied too (oras does not).
+like oras cp) through the one blob scheduler (scheduler.py) that push and pull use too. With
+`referrers=True` referrers are followed, and cosign's legacy `sha256-<hex>.sig/.att/.sbom` tags
+are copied too (oras does not).
 
 Both walks are iterative with a depth cap (`max_depth` levels of index nesting or of referrers
 of referrers): a hostile graph ends in LimitExceeded, never in a RecursionError."""
@@ -15,7 +16,6 @@ from __future__ import annotations
 import io
 import threading
 from collections import deque
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from acxoci.errors import NotFound
@@ -23,10 +23,11 @@ from acxoci.oci.descriptor import MANIFEST_TYPES, Descriptor, parse_manifest
 from acxoci.oci.errors import LimitExceeded
 from acxoci.oci.reference import fallback_tag
 from acxoci.oci.registry import RegistryTarget
+from acxoci.oci.scheduler import DEFAULT_COPY_CONCURRENCY, BlobScheduler
 from acxoci.oci.target import ProgressFn, Target, fetch_bytes
 
 COSIGN_LEGACY_SUFFIXES = (".sig", ".att", ".sbom")
-DEFAULT_CONCURRENCY = 3
+DEFAULT_CONCURRENCY = DEFAULT_COPY_CONCURRENCY
 MAX_DEPTH = 64
 MAX_NODES = 100_000
 """Most manifests and blobs one copy visits."""
@@ -56,7 +57,12 @@ def _mount_hint(src: Target, dst: Target, desc: Descriptor) -> None:
 
 
 def _copy_blob(
-    src: Target, dst: Target, desc: Descriptor, report: CopyReport, progress: ProgressFn | None
+    src: Target,
+    dst: Target,
+    desc: Descriptor,
+    report: CopyReport,
+    progress: ProgressFn | None,
+    sched: BlobScheduler,
 ) -> None:
     if dst.exists(desc):
         with report._lock:
@@ -66,6 +72,7 @@ def _copy_blob(
     with src.fetch(desc) as reader:
 
         def count(n: int) -> None:
+            sched.check()  # another blob failed: stop this one at its next chunk
             with report._lock:
                 report.bytes_copied += n
             if progress is not None:
@@ -90,23 +97,13 @@ def copy_graph(
 ) -> None:
     """Copy `root` and all it references (post-order), skipping what `dst` already has."""
     seen = _seen if _seen is not None else set()
-    pool = ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="acx-copy")
-    pending: list[Future[None]] = []
-
-    def settle() -> None:
-        futures, pending[:] = list(pending), []
-        errors = [f.exception() for f in futures]
-        for e in errors:
-            if e is not None:
-                raise e
-
     # (descriptor, depth, manifest bytes once expanded)
     stack: list[tuple[Descriptor, int, bytes | None]] = [(root, 0, None)]
-    try:
+    with BlobScheduler(concurrency, name="acx-copy") as sched:
         while stack:
             desc, depth, data = stack.pop()
             if data is not None:  # post-order: every child is in place, push the manifest
-                settle()
+                sched.settle()
                 dst.push(Descriptor(desc.media_type, desc.digest, desc.size), io.BytesIO(data))
                 report.copied.append(desc.digest)
                 continue
@@ -116,7 +113,7 @@ def copy_graph(
             if len(seen) > MAX_NODES:
                 raise LimitExceeded(f"the graph has more than {MAX_NODES} nodes", where=src.name)
             if desc.media_type not in MANIFEST_TYPES:
-                pending.append(pool.submit(_copy_blob, src, dst, desc, report, progress))
+                sched.submit(_copy_blob, src, dst, desc, report, progress, sched)
                 continue
             if depth > max_depth:
                 raise LimitExceeded(
@@ -130,9 +127,6 @@ def copy_graph(
             stack.append((desc, depth, body))
             for child in reversed(m.children()):
                 stack.append((child, depth + 1, None))
-        settle()
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def copy(

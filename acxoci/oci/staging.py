@@ -5,7 +5,10 @@ again from zero. The staging file is proven only as a whole: the final digest co
 prefix and the new bytes alike; on any lie (digest, size) it is removed.
 
 Kept after a failure only when the failure is transient (host_failure) or an interrupt and some
-bytes arrived; removed in every other case."""
+bytes arrived (a caller running several blobs may widen this with `keep`, e.g. for a transfer
+cancelled because another blob failed transiently); removed in every other case. A staging file
+that already holds the whole blob (an earlier run fetched it, then another blob failed) is
+hashed once more and, when it proves the digest, used without a request."""
 
 from __future__ import annotations
 
@@ -14,7 +17,9 @@ import fcntl
 import os
 import stat
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from acxoci.errors import TransientError
 from acxoci.oci.descriptor import Descriptor
@@ -63,10 +68,22 @@ def _open_own(path: Path) -> int:
     return fd
 
 
-def fetch_staged(target: Target, desc: Descriptor, path: Path, progress: object = None) -> Path:
+def resumable(exc: BaseException) -> bool:
+    """Failures after which a partial staging file is kept for the next run to resume."""
+    return isinstance(exc, TransientError | KeyboardInterrupt)
+
+
+def fetch_staged(
+    target: Target,
+    desc: Descriptor,
+    path: Path,
+    progress: Callable[[int], None] | None = None,
+    keep: Callable[[BaseException], bool] = resumable,
+) -> Path:
     """Make a staging file hold exactly the verified bytes of `desc` and return its path: `path`
     itself, resuming a partial left there by an earlier run (registry targets), or — when another
-    process holds `path` — a fresh unique file beside it (no resume)."""
+    process holds `path` — a fresh unique file beside it (no resume). After a failure the partial
+    file stays only when `keep(failure)` says so."""
     fd = _open_own(path)
     try:
         if fd < 0:
@@ -80,8 +97,15 @@ def fetch_staged(target: Target, desc: Descriptor, path: Path, progress: object 
     fh = os.fdopen(fd, "r+b")
     have = os.fstat(fd).st_size
     reader: VerifyingReader
-    ok = keep = False
+    ok = kept = False
     try:
+        if have == desc.size and desc.size > 0:  # a whole blob from an earlier run: prove it again
+            h: Any = _prefix_hash(path, desc, have)
+            if f"{desc.digest.split(':', 1)[0]}:{h.hexdigest()}" == desc.digest:
+                if progress is not None:
+                    progress(have)
+                ok = True
+                return path
         resumed: VerifyingReader | None = None
         if 0 < have < desc.size and isinstance(target, RegistryTarget):
             with contextlib.suppress(TruncatedBody):  # the registry cannot serve a Range: start over
@@ -92,20 +116,21 @@ def fetch_staged(target: Target, desc: Descriptor, path: Path, progress: object 
         with reader:
             fh.seek(have)
             fh.truncate(have)
-            reader.copy_to(fh, progress=progress)  # type: ignore[arg-type]
+            reader.copy_to(fh, progress=progress)
             if not reader.verified:
                 reader.read(1)
         fh.flush()
         ok = True
         return path
-    except (TransientError, KeyboardInterrupt):
-        keep = True  # the next fetch resumes from here
-        raise
     except OSError as exc:
         if exc.errno in DISK_FULL_ERRNOS:
             raise DiskFull("writing failed: no space left", where=str(path)) from None
+        kept = keep(exc)
+        raise
+    except BaseException as exc:
+        kept = keep(exc)  # the next fetch resumes from here
         raise
     finally:
-        if not ok and not (keep and os.fstat(fd).st_size > 0):
+        if not ok and not (kept and os.fstat(fd).st_size > 0):
             path.unlink(missing_ok=True)
         fh.close()  # also releases the lock
