@@ -39,3 +39,25 @@ def test_every_error_kind_is_in_the_exit_code_table() -> None:
 def test_the_table_lists_no_kind_that_does_not_exist() -> None:
     stale = documented() - error_classes()
     assert not stale, f"docs/cli.md lists kinds no error class has: {sorted(stale)}"
+
+
+CONCURRENCY_ROW = re.compile(r"^\| `(push|pull|cp)` \| (\d+) \|")
+
+
+def test_concurrency_defaults_in_the_docs_are_the_commands_defaults() -> None:
+    """docs/cli.md's `--concurrency` table states each command's real default (and the flag
+    exists on push, pull and cp)."""
+    import typer
+
+    from acxoci.cli import cmd_oci
+
+    text = (REPO / "docs" / "cli.md").read_text("utf-8")
+    rows = {m[1]: int(m[2]) for m in map(CONCURRENCY_ROW.match, text.splitlines()) if m}
+    assert set(rows) == {"push", "pull", "cp"}
+    app = typer.Typer()
+    cmd_oci.register(app)
+    commands = typer.main.get_command(app).commands  # type: ignore[attr-defined]
+    for name, default in rows.items():
+        command = commands[name]
+        option = next(p for p in command.params if "--concurrency" in getattr(p, "opts", []))
+        assert option.default == default, (name, option.default)

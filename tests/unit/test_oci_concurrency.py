@@ -118,7 +118,8 @@ def test_multi_file_titles_must_be_safe_and_unique(
                       "config": {"mediaType": "application/vnd.oci.empty.v1+json", "digest": EMPTY_DIGEST,
                                  "size": 2}, "layers": layers}, tag="v1")
     out = tmp_path / "out"
-    code, res = acx_json(capsys, "pull", "--plain-http", "--no-verify", f"{reg.host}/acx/f:v1", "-o", str(out))
+    code, res = acx_json(capsys, "pull", "--plain-http", "--no-verify", f"{reg.host}/acx/f:v1",
+                         "-o", str(out))
     assert code == 3 and res["error"]["kind"] == "invalid_input", res
     assert not out.exists() or list(out.iterdir()) == []
     assert not (tmp_path / "evil").exists()
