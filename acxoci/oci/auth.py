@@ -6,11 +6,15 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import json
 import os
 import re
+import selectors
+import signal
 import stat
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -142,6 +146,98 @@ def _keys_for(host: str) -> list[str]:
     return [host, f"https://{host}", f"http://{host}", f"https://{host}/v1/", f"https://{host}/v2/"]
 
 
+HELPER_OUTPUT_LIMIT = 64 * 1024
+"""Most bytes read from a credential helper's stdout, and from its stderr: a credential is a few
+hundred bytes; past this the helper is killed and refused (its output is never held whole)."""
+HELPER_TIMEOUT = 30.0
+"""Seconds a credential helper may take, all its output included."""
+_READ = 64 * 1024
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """Kill the helper we started and anything it started (its own process group, whose id is
+    the helper's pid), then reap it."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError):
+        proc.kill()
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=5)
+
+
+def _run_helper(exe: str, action: str, payload: bytes) -> tuple[int, bytes, bytes]:
+    """Run `exe action` with `payload` on stdin: (exit status, stdout, stderr), each output at most
+    HELPER_OUTPUT_LIMIT bytes, read as it comes, all within HELPER_TIMEOUT; RegistryAuthError
+    (naming the helper) past either, the helper and its children killed."""
+    try:
+        proc = subprocess.Popen(
+            [exe, action], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+    except (OSError, ValueError) as exc:  # not found, not executable, NUL in the name
+        raise RegistryAuthError(f"credential helper {exe} not found on PATH", where=exe) from exc
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    deadline = time.monotonic() + HELPER_TIMEOUT
+    out_fd, err_fd, in_fd = proc.stdout.fileno(), proc.stderr.fileno(), proc.stdin.fileno()
+    outputs = {out_fd: bytearray(), err_fd: bytearray()}
+    done = False
+    pending = memoryview(payload)
+    sel = selectors.DefaultSelector()
+    try:
+        for fh in (proc.stdin, proc.stdout, proc.stderr):
+            os.set_blocking(fh.fileno(), False)
+        if pending:
+            sel.register(in_fd, selectors.EVENT_WRITE)
+        else:
+            proc.stdin.close()
+        for fd in outputs:
+            sel.register(fd, selectors.EVENT_READ)
+        while sel.get_map():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise RegistryAuthError(f"credential helper {exe} timed out after {HELPER_TIMEOUT:g} s",
+                                        where=exe)
+            for key, _ in sel.select(min(left, 1.0)):
+                fd = int(key.fd)
+                if fd == in_fd:
+                    try:
+                        pending = pending[os.write(fd, pending[:_READ]):]
+                    except BlockingIOError:
+                        continue
+                    except BrokenPipeError:  # the helper does not read its input: its answer decides
+                        pending = pending[:0]
+                    if not pending:
+                        sel.unregister(fd)
+                        proc.stdin.close()
+                    continue
+                try:
+                    chunk = os.read(fd, _READ)
+                except BlockingIOError:
+                    continue
+                if not chunk:
+                    sel.unregister(fd)
+                    continue
+                outputs[fd] += chunk
+                if len(outputs[fd]) > HELPER_OUTPUT_LIMIT:
+                    raise RegistryAuthError(
+                        f"credential helper {exe} wrote more than {HELPER_OUTPUT_LIMIT // 1024} KiB",
+                        where=exe)
+        try:
+            code = proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            raise RegistryAuthError(f"credential helper {exe} timed out after {HELPER_TIMEOUT:g} s",
+                                    where=exe) from None
+        done = True
+    finally:
+        sel.close()
+        if not done:
+            _kill_group(proc)
+        for fh in (proc.stdin, proc.stdout, proc.stderr):
+            with contextlib.suppress(OSError):
+                fh.close()
+    return code, bytes(outputs[out_fd]), bytes(outputs[err_fd])
+
+
 def _helper(name: str, action: str, payload: str) -> str:
     if not _HELPER_NAME.fullmatch(name):
         # the program is looked up on PATH by name; a slash would run a file relative to cwd
@@ -149,21 +245,15 @@ def _helper(name: str, action: str, payload: str) -> str:
             f"credential helper name {name[:64]!r} is not a plain name", where="docker config"
         )
     exe = f"docker-credential-{name}"
-    try:
-        proc = subprocess.run(
-            [exe, action], input=payload, capture_output=True, text=True, timeout=30, check=False
-        )
-    except (OSError, ValueError) as exc:  # not found, not executable, NUL in the name
-        raise RegistryAuthError(f"credential helper {exe} not found on PATH", where=exe) from exc
-    except subprocess.TimeoutExpired as exc:
-        raise RegistryAuthError(f"credential helper {exe} timed out", where=exe) from exc
-    if proc.returncode != 0:
-        if "credentials not found" in (proc.stdout + proc.stderr).lower():
+    code, out_b, err_b = _run_helper(exe, action, payload.encode("utf-8"))
+    out, err = out_b.decode("utf-8", "replace"), err_b.decode("utf-8", "replace")
+    if code != 0:
+        if "credentials not found" in (out + err).lower():
             return ""
         raise RegistryAuthError(
-            f"credential helper {exe} {action} failed: {proc.stderr.strip()[:200]}", where=exe
+            f"credential helper {exe} {action} failed: {err.strip()[:200]}", where=exe
         )
-    return proc.stdout
+    return out
 
 
 def _from_helper(name: str, host: str) -> Credential:
