@@ -21,7 +21,7 @@ from rich.tree import Tree
 
 from acxoci.cli.apps import manifest_app
 from acxoci.cli.common import load_signing_key, transport_options
-from acxoci.cli.output import OPTS, console, emit, err_console, info
+from acxoci.cli.output import OPTS, console, emit, err_console, escape_json_controls, info
 from acxoci.errors import InvalidInput, NotFound, UsageError
 from acxoci.oci.descriptor import Descriptor, is_digest, parse_manifest
 from acxoci.oci.digest import file_descriptor
@@ -436,8 +436,9 @@ def manifest_get_cmd(
     descriptor: bool = typer.Option(False, "--descriptor", help="Print the descriptor instead."),
     remote: RemoteOptions = REMOTE,
 ) -> None:
-    """Fetch a manifest (digest-checked); prints its exact bytes, or JSON under --json.
-    Without a tag or digest it reads `:latest`, as `acx install` does."""
+    """Fetch a manifest (digest-checked); prints its exact bytes (on a terminal with terminal
+    controls \\u-escaped: the same JSON), or JSON under --json. Without a tag or digest it reads
+    `:latest`, as `acx install` does."""
     r = _ref(ref, require=False)
     target, _ = open_target(r, remote, create=False)
     desc = target.resolve(r.reference or "latest")
@@ -450,7 +451,10 @@ def manifest_get_cmd(
     if OPTS.json:
         emit({"descriptor": d, "manifest": dict(m.raw)})
         return
-    sys.stdout.write(data.decode("utf-8") + "\n")
+    text = data.decode("utf-8")
+    if sys.stdout.isatty():  # a terminal gets the same JSON value with its controls \u-escaped
+        text = escape_json_controls(text)
+    sys.stdout.write(text + "\n")
 
 
 def login_cmd(

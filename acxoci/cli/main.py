@@ -13,7 +13,7 @@ from rich.markup import escape
 
 from acxoci import __version__
 from acxoci.cli import groups
-from acxoci.cli.output import OPTS, ErrorResult, err_console
+from acxoci.cli.output import OPTS, ErrorResult, err_console, json_text
 from acxoci.errors import DISK_SAID_NO, AcxError, InternalError, InvalidInput, UsageError, WriteBackFailed
 from attest.errors import MalformedError
 
@@ -84,7 +84,7 @@ def _extract_global_flags(argv: list[str]) -> list[str]:
 def _print_error(err: AcxError) -> None:
     if OPTS.json:
         result = ErrorResult(err.kind, err.message, err.exit_code, err.where, err.hint, err.details)
-        sys.stdout.write(json.dumps(result.to_json(), indent=2, ensure_ascii=False) + "\n")
+        sys.stdout.write(json_text(result.to_json()) + "\n")
     else:
         err_console.print(f"[bold red]error[/bold red] ({escape(err.kind)}): {escape(err.one_line())}")
 

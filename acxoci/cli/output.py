@@ -11,17 +11,25 @@ each with a JSON Schema in `schemas/output/`:
 
 Field names are one vocabulary everywhere (`keyId`, `publisherId`, `digest`, `reference`, …):
 `canonical_fields` renames the few old spellings, outside documents embedded verbatim.
+
+Strings from registries and documents (artifact types, annotations, tags, error text, workflow
+fields) may carry terminal controls: ESC/CSI/OSC sequences, BEL, C1 controls, CR, backspace,
+Unicode bidi overrides. Both consoles neutralise them in one place, as they render (`neutralise`:
+each becomes a visible `\\xNN`/`\\uNNNN`), so no human renderer has to escape anything; JSON
+output keeps every value exact and writes those characters as JSON `\\u` escapes (`json_text`).
 """
 
 from __future__ import annotations
 
 import json
+import re
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TextIO
 
 from rich.console import Console
+from rich.segment import Segment
 
 
 @dataclass
@@ -46,13 +54,49 @@ def _width(stream: TextIO) -> int | None:
         return PIPE_WIDTH
 
 
+#: What may steer a terminal or reorder what it shows: C0 controls but tab and newline (ESC starts
+#: CSI/OSC sequences; BEL ends OSC; CR and backspace overwrite), DEL, C1 controls (0x9b is CSI),
+#: line/paragraph separators, and the bidi embeddings, overrides and isolates.
+TERMINAL_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def _visible(m: re.Match[str]) -> str:
+    code = ord(m.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def neutralise(text: str) -> str:
+    """`text` with every terminal control (TERMINAL_UNSAFE) shown as a visible escape."""
+    return TERMINAL_UNSAFE.sub(_visible, text)
+
+
+def escape_json_controls(text: str) -> str:
+    """JSON text with every terminal control inside its strings written as a `\\uNNNN` escape:
+    the same JSON value, nothing a terminal acts on (these characters never occur outside
+    strings in JSON, and a raw C0 control cannot occur in valid JSON at all)."""
+    return TERMINAL_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def json_text(value: Any, *, indent: int | None = 2) -> str:
+    """`value` as JSON text with exact values: non-ASCII kept as is, but every terminal control
+    written as a `\\uNNNN` escape (json escapes C0 itself; C1 and bidi controls it would not)."""
+    return escape_json_controls(json.dumps(value, indent=indent, sort_keys=False, ensure_ascii=False))
+
+
 class _Console(Console):
-    """rich exits 1 when the reader of its stream goes away; acx exits 141 as SIGPIPE does
-    (docs/cli.md), so this hands the BrokenPipeError to `acxoci.cli.main`."""
+    """The one console class of acx. rich exits 1 when the reader of its stream goes away; acx
+    exits 141 as SIGPIPE does (docs/cli.md), so this hands the BrokenPipeError to
+    `acxoci.cli.main`. Every text segment is neutralised as it is rendered (rich itself drops
+    only BEL, backspace, VT, FF and CR from `Text`, not ESC, C1 or bidi controls); rich's own
+    control segments (cursor moves of a live progress bar) are left as they are."""
 
     def on_broken_pipe(self) -> None:
         self.quiet = True
         raise BrokenPipeError
+
+    def _render_buffer(self, buffer: Iterable[Segment]) -> str:
+        safe = (seg if seg.control else Segment(neutralise(seg.text), seg.style) for seg in buffer)
+        return super()._render_buffer(safe)
 
 
 console = _Console(highlight=False, soft_wrap=True, width=_width(sys.stdout))
@@ -199,11 +243,11 @@ def emit(data: Any, human: Callable[[], None] | None = None, *, quiet_line: str 
     one result a script needs (a transfer prints its digest, as docker -q)."""
     if OPTS.json:
         out = data.to_json() if isinstance(data, Result | ErrorResult) else make_result(data, kind).to_json()
-        sys.stdout.write(json.dumps(out, indent=2, sort_keys=False, ensure_ascii=False) + "\n")
+        sys.stdout.write(json_text(out) + "\n")
         return
     if OPTS.quiet:
         if quiet_line is not None:
-            sys.stdout.write(quiet_line + "\n")
+            sys.stdout.write(neutralise(quiet_line) + "\n")
         return
     if human is not None:
         human()

@@ -77,7 +77,8 @@ def test_a_well_behaved_helper_still_answers(tmp_path: Path, monkeypatch: pytest
     bindir.mkdir()
     cfg.mkdir()
     helper = bindir / "docker-credential-x"
-    helper.write_text("#!/bin/sh\nread host\necho \"{\\\"Username\\\":\\\"u-$host\\\",\\\"Secret\\\":\\\"s\\\"}\"\n")
+    answer = '{"Username":"u-%s","Secret":"s"}'
+    helper.write_text(f"#!/bin/sh\nread host\nprintf '{answer}' \"$host\"\n")
     helper.chmod(0o755)
     (cfg / "config.json").write_text(json.dumps({"credHelpers": {"r.example": "x"}}))
     monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
