@@ -3,7 +3,9 @@ Referrers API, or the `sha256-<hex>` fallback tag, or a layout's index.json merg
 fallback tag a skopeo copy left behind), with entries whose manifest is gone (a registry's
 garbage collection after the fallback index was written) reported as missing, not dropped.
 
-`referrer_tree` walks referrers of referrers breadth-first, iteratively, to a depth cap."""
+`referrer_tree` walks referrers of referrers breadth-first, iteratively, to a depth cap, listing
+each subject once per walk however many paths reach it (a registry may list one manifest under
+several subjects: a diamond would otherwise be listed again for every path)."""
 
 from __future__ import annotations
 
@@ -66,11 +68,15 @@ def referrer_tree(
         [(root, 0, top, frozenset({root.digest}))]
     )
     nodes = 0
+    listings: dict[tuple[str, str | None], Listing] = {}  # one listing per subject (and filter)
     while queue:
         subject, level, into, path = queue.popleft()
         if level >= depth:
             continue
-        listing = list_referrers(target, subject, artifact_type if level == 0 else None)
+        key = (subject.digest, artifact_type if level == 0 else None)
+        listing = listings.get(key)
+        if listing is None:
+            listing = listings[key] = list_referrers(target, subject, key[1])
         for w in listing.warnings:
             if w not in warnings:
                 warnings.append(w)

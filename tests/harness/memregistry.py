@@ -30,6 +30,8 @@ class MemRegistry:
     tags: dict[str, str] = field(default_factory=dict)
     faults: dict[str, BlobFault] = field(default_factory=dict)
     referrer_lists: dict[str, int] = field(default_factory=dict)
+    extra_referrers: dict[str, list[dict[str, object]]] = field(default_factory=dict)
+    """Entries listed under a subject although the manifest names another (a lying listing)."""
     in_flight: int = 0
     max_in_flight: int = 0
     _uploads: dict[str, bytearray] = field(default_factory=dict)
@@ -115,6 +117,7 @@ class MemRegistry:
                 if m.get("annotations"):
                     entry["annotations"] = m["annotations"]
                 entries.append(entry)
+        entries += self.extra_referrers.get(subject, [])
         return {"schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": entries}
 
     def _blob(self, req: Request, digest: str) -> Reply:
