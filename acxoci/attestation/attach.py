@@ -45,6 +45,7 @@ from acxoci.cartridge.constants import ARTIFACT_TYPE_CARTRIDGE
 from acxoci.errors import AcxError, InvalidInput, NotFound, UsageError
 from acxoci.oci.descriptor import Descriptor, Manifest
 from acxoci.oci.digest import copy_verified
+from acxoci.oci.scheduler import DEFAULT_PUSH_CONCURRENCY, BlobScheduler
 from acxoci.oci.target import Target, fetch_bytes, fetch_manifest
 from attest.bundle import parse_bundle
 from attest.canonical import sha256_digest
@@ -106,9 +107,12 @@ def _push_blob(target: Target, blob: Blob) -> None:
         target.push(blob.desc, io.BytesIO(blob.data))
 
 
-def _push_manifest(target: Target, built: BuiltManifest) -> Descriptor:
-    for b in built.blobs:
-        _push_blob(target, b)
+def _push_manifest(target: Target, built: BuiltManifest,
+                   concurrency: int = DEFAULT_PUSH_CONCURRENCY) -> Descriptor:
+    """The blobs `concurrency` at a time (the one blob scheduler), then the manifest."""
+    with BlobScheduler(concurrency) as sched:
+        for b in built.blobs:
+            sched.submit(_push_blob, target, b)
     _push_blob(target, built.manifest)
     return built.manifest.desc
 
@@ -150,7 +154,8 @@ def pull_layer(target: Target, layer: Descriptor, dest: Path) -> Path:
 
 
 def write_attestation(target: Target, subject: Descriptor, statement: Statement, key: PrivateKey, *,
-                      formats: FormatChoice = "both", now: datetime) -> AttestResult:
+                      formats: FormatChoice = "both", now: datetime,
+                      concurrency: int = DEFAULT_PUSH_CONCURRENCY) -> AttestResult:
     """Sign `statement` and write it in the chosen formats as attestations of `subject`."""
     pub = key.public()
     name = statement.subjects[0].name if statement.subjects else ""
@@ -174,7 +179,7 @@ def write_attestation(target: Target, subject: Descriptor, statement: Statement,
         new_layer, data = legacy_layer(env, statement.predicate_type)
         nd = new_layer.desc
         _push_blob(target, Blob(Descriptor(nd.media_type, nd.digest, nd.size), data))
-        desc = _push_manifest(target, build_legacy_manifest([*keep, new_layer]))
+        desc = _push_manifest(target, build_legacy_manifest([*keep, new_layer]), concurrency)
         target.tag(desc, tag)
         legacy_fields = {"legacy_tag": tag, "legacy_manifest": desc.digest, "replaced_layers": replaced}
     bundle_fields: dict[str, Any] = {}
@@ -182,7 +187,7 @@ def write_attestation(target: Target, subject: Descriptor, statement: Statement,
         bundle = bundle_bytes(sign_statement(statement, key, keyid=None), pub)
         built = build_bundle_referrer(bundle, subject.plain(), statement.predicate_type,
                                       created=_rfc3339(now))
-        new = _push_manifest(target, built)
+        new = _push_manifest(target, built, concurrency)
         gone, kept = _replace_old_bundles(target, subject, new.digest, statement.predicate_type, key)
         bundle_fields = {"bundle_referrer": new.digest, "replaced_bundles": gone, "kept_bundles": kept}
     return AttestResult(result.subject, result.repository, result.predicate_type, result.signer_keyid,
@@ -226,17 +231,18 @@ def _replace_old_bundles(target: Target, subject: Descriptor, new_digest: str, p
     return tuple(deleted), tuple(kept)
 
 
-def attach_envelope(target: Target, subject: Descriptor, envelope: bytes) -> str:
+def attach_envelope(target: Target, subject: Descriptor, envelope: bytes,
+                    concurrency: int = DEFAULT_PUSH_CONCURRENCY) -> str:
     """Attach a DSSE envelope (the cartridge's own) as a referrer; returns its manifest digest.
     No timestamp annotation, so attaching the same envelope again writes nothing new."""
     built = build_envelope_referrer(envelope, subject.plain())
-    return _push_manifest(target, built).digest
+    return _push_manifest(target, built, concurrency).digest
 
 
 def attest_artifact(target: Target, subject: Descriptor, repository: str, key: PrivateKey, *,
                     formats: FormatChoice = "both", predicate_type: str | None = None,
                     predicate: dict[str, Any] | None = None, attach_cartridge_envelope: bool = True,
-                    now: datetime) -> AttestResult:
+                    now: datetime, concurrency: int = DEFAULT_PUSH_CONCURRENCY) -> AttestResult:
     """Attest the artifact `subject` (a manifest in `target`), named `repository` in the statement.
 
     With `predicate_type`/`predicate` the statement carries that predicate; otherwise a cartridge
@@ -248,7 +254,8 @@ def attest_artifact(target: Target, subject: Descriptor, repository: str, key: P
     kind = artifact_kind(manifest)
     if predicate_type is not None and predicate is not None:
         stmt = oci_statement(subject.digest, repository, predicate_type, predicate)
-        return write_attestation(target, subject, stmt, key, formats=formats, now=now)
+        return write_attestation(target, subject, stmt, key, formats=formats, now=now,
+                                 concurrency=concurrency)
     if kind == "cartridge":
         layer = content_layer(manifest, kind)
         with tempfile.TemporaryDirectory(prefix="acx-attest-") as tmp:
@@ -256,28 +263,33 @@ def attest_artifact(target: Target, subject: Descriptor, repository: str, key: P
             facts = cartridge_facts(path, layer.digest, now=now)
             env = embedded_envelope(path)
         stmt = cartridge_statement(subject.digest, repository, facts)
-        result = write_attestation(target, subject, stmt, key, formats=formats, now=now)
+        result = write_attestation(target, subject, stmt, key, formats=formats, now=now,
+                                 concurrency=concurrency)
         if attach_cartridge_envelope and env is not None:
-            digest = attach_envelope(target, subject, env)
+            digest = attach_envelope(target, subject, env, concurrency)
             result = AttestResult(**{**result.__dict__, "envelope_referrer": digest})
         return result
     if kind == "workflow":
         layer = content_layer(manifest, kind)
         data = fetch_bytes(target, layer, limit=MAX_WORKFLOW_BYTES)
         stmt = workflow_statement(subject.digest, repository, workflow_facts(data, layer.digest))
-        return write_attestation(target, subject, stmt, key, formats=formats, now=now)
+        return write_attestation(target, subject, stmt, key, formats=formats, now=now,
+                                 concurrency=concurrency)
     if kind == "agent-graph":
         layer = content_layer(manifest, kind)
         data = fetch_bytes(target, layer, limit=MAX_WORKFLOW_BYTES)
         stmt = graph_statement(subject.digest, repository, graph_facts(data, layer.digest))
-        return write_attestation(target, subject, stmt, key, formats=formats, now=now)
+        return write_attestation(target, subject, stmt, key, formats=formats, now=now,
+                                 concurrency=concurrency)
     raise UsageError(f"{subject.digest} is not a cartridge, workflow or agent graph artifact "
                      f"(artifactType {manifest.artifact_type or 'none'}); "
                      "pass --predicate-type and --predicate")
 
 
 def attest_after_push(target: Target, manifest: Descriptor, repository: str, key: PrivateKey, *,
-                      now: datetime, formats: FormatChoice = "both") -> AttestResult:
+                      now: datetime, formats: FormatChoice = "both",
+                      concurrency: int = DEFAULT_PUSH_CONCURRENCY) -> AttestResult:
     """`acx push --sign --key K`: attest the manifest just pushed (cartridge or workflow), dual-write
     by default, and attach the cartridge's DSSE envelope as a referrer."""
-    return attest_artifact(target, manifest, repository, key, formats=formats, now=now)
+    return attest_artifact(target, manifest, repository, key, formats=formats, now=now,
+                                 concurrency=concurrency)

@@ -187,7 +187,7 @@ def push_cmd(
 
         with _attest_guard():
             attested = attest_after_push(target, desc, r.repo_string(), signer, now=now,
-                                         formats=parse_format(fmt)).to_json()
+                                         formats=parse_format(fmt), concurrency=concurrency).to_json()
     data = {
         "reference": _pinned(r, desc.digest),
         "digest": desc.digest,

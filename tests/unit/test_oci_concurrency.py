@@ -279,3 +279,22 @@ def test_pull_json_of_a_one_file_artifact_is_unchanged(
     assert res["layer"] == "sha256:" + hashlib.sha256(one["only.bin"]).hexdigest()
     assert res["path"] == str(out) and out.read_bytes() == one["only.bin"]
     assert [f["path"] for f in res["files"]] == [str(out)]
+
+
+@pytest.mark.parametrize(("n", "most"), [("4", None), ("1", 1)])
+def test_push_sign_writes_the_attestation_blobs_under_the_same_concurrency(
+    reg: MemRegistry, vectors_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], n: str,
+    most: int | None,
+) -> None:
+    key = tmp_path / "k.pem"
+    code, res = acx_json(capsys, "key", "generate", "-o", str(key))
+    assert code == 0, res
+    reg.hold = 0.2
+    code, res = acx_json(capsys, "push", "--plain-http", "--concurrency", n, "--sign", "--key", str(key),
+                         str(vectors_dir / "sample" / "sample.acx"), f"{reg.host}/acx/signed:v1")
+    assert code == 0, res
+    assert res["attestation"]["bundleReferrer"] and res["attestation"]["legacy"]
+    if most is None:
+        assert reg.max_in_flight >= 2
+    else:
+        assert reg.max_in_flight == most
