@@ -6,6 +6,7 @@ artifact type, and (unless disabled) the artifact verified."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import shutil
@@ -526,8 +527,11 @@ def pull_file(
     if verify and kind is None:
         raise RefusedByPolicy("not an ACX artifact; pass --no-verify to pull it anyway", where=where)
     dests = _destinations(m, kind, out, where)
+    created: list[Path] = []  # folders this pull made, removed again if it fails and they stay empty
     for _, dest in dests:
+        missing = [p for p in (dest.parent, *dest.parent.parents) if not p.exists()]
         dest.parent.mkdir(parents=True, exist_ok=True)
+        created.extend(p for p in missing if p not in created)
     blobs: dict[str, tuple[Descriptor, Path]] = {}
     for layer, dest in dests:  # one download per digest, staged beside (the first of) its files
         blobs.setdefault(layer.digest, (layer, staging_path(dest.parent, layer)))
@@ -593,6 +597,9 @@ def pull_file(
         else:
             for path in made:
                 path.unlink(missing_ok=True)
+        for folder in created:  # deepest first; one holding a resumable staging file stays
+            with contextlib.suppress(OSError):
+                folder.rmdir()
         raise
     files = tuple(dests)
     if len(dests) == 1:
