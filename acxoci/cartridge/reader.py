@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, NamedTuple
 
 from acxoci.cartridge.constants import (
     DEFAULT_MAX_DECOMPRESSED_BYTES,
@@ -62,26 +62,20 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
-class SqlarInfo:
-    """A sqlar row without its data."""
+class SqlarInfo(NamedTuple):
+    """A sqlar row without its data (a tuple: one is made per row of a large ROM, cheaply)."""
 
     name: str
     mode: int | None
     mtime: int | None
     sz: int
     stored: int
-    rowid: int = 0
-    zone: str = ""
-
-    def __post_init__(self) -> None:
-        if not self.zone:
-            object.__setattr__(self, "zone", self.name.split("/", 1)[0])
+    rowid: int
+    zone: str  # the first path segment: rom or save
 
 
-@dataclass(frozen=True, slots=True)
-class ObjectRow:
-    """One `objects` row: an integrity unit."""
+class ObjectRow(NamedTuple):
+    """One `objects` row: an integrity unit (a tuple, like SqlarInfo)."""
 
     oid: str
     kind: str
