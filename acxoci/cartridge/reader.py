@@ -44,6 +44,7 @@ from acxoci.cartridge.schema import (
 )
 from acxoci.cartridge.sqlar import BadEntry, Budget, stream_entry
 from acxoci.errors import InvalidInput, NotFound
+from acxoci.fsutil import FileIdentity, identity_of
 
 __all__ = [
     "SIDECAR_SUFFIXES",
@@ -170,12 +171,11 @@ def read_header(path: Path) -> Header:
     return _read_header(path)[0]
 
 
-def _identity(st: os.stat_result) -> tuple[int, int, int, int]:
-    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
+_identity = identity_of
 
 
-def _read_header(path: Path) -> tuple[Header, tuple[int, int, int, int]]:
-    """The checked header and the identity (device, inode, size, mtime) of the file it came from."""
+def _read_header(path: Path) -> tuple[Header, FileIdentity]:
+    """The checked header and the identity (fsutil.FileIdentity) of the file it came from."""
     where = str(path)
     try:
         # O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer for ever
@@ -364,7 +364,7 @@ class Cartridge:
         max_entry_bytes: int = DEFAULT_MAX_ENTRY_BYTES,
         max_decompressed: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
         tables: frozenset[str] | None = None,
-        source: tuple[Path, tuple[int, int, int, int]] | None = None,
+        source: tuple[Path, FileIdentity] | None = None,
     ) -> None:
         self.conn = conn
         self.label = label
@@ -411,6 +411,12 @@ class Cartridge:
             return list(self.conn.execute(sql, params).fetchall())
         except (sqlite3.Error, UnicodeDecodeError) as exc:
             raise InvalidInput(f"cannot read cartridge: {exc}", where=self.label) from exc
+
+    @property
+    def identity(self) -> FileIdentity | None:
+        """The (device, inode, size, mtime, ctime) of the opened file, checked at open (None for a
+        wrapped connection): compare it with the file a caller goes on to use."""
+        return self._source[1] if self._source is not None else None
 
     def tables(self) -> frozenset[str]:
         """Names of the tables present."""

@@ -24,6 +24,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from acxoci.fsutil import FileIdentity, identity_of
+
 # rowid -> (sha256:…, length, sz) of each raw `rom/` row hashed by the pass
 Digests = dict[int, tuple[str, int, int]]
 
@@ -123,7 +125,7 @@ class _Helper:
             self.proc.stdout.close()
 
 
-Source = tuple[Path, tuple[int, int, int, int]]  # the opened file and its (dev, ino, size, mtime)
+Source = tuple[Path, FileIdentity]  # the opened file and its identity (acxoci/fsutil.py)
 
 
 def _spawn(source: Source, split: int, rows: int, inline: int) -> _Helper | None:
@@ -137,7 +139,7 @@ def _spawn(source: Source, split: int, rows: int, inline: int) -> _Helper | None
         return None
     try:
         st = os.fstat(fd)
-        if (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns) != identity:
+        if identity_of(st) != identity:
             return None
         proc = subprocess.Popen(
             [

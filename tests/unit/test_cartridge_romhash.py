@@ -25,7 +25,8 @@ def _raw_sample(vectors_dir: Path, dest: Path) -> Path:
     path = copy_vector(vectors_dir, SAMPLE, dest)
     conn = sqlite3.connect(path)
     for rowid, name, sz, data in conn.execute("SELECT rowid, name, sz, data FROM sqlar").fetchall():
-        conn.execute("UPDATE sqlar SET data = ? WHERE rowid = ?", (decode_entry(name, sz, data, where="t"), rowid))
+        raw = decode_entry(name, sz, data, where="t")
+        conn.execute("UPDATE sqlar SET data = ? WHERE rowid = ?", (raw, rowid))
     conn.commit()
     conn.close()
     return path
