@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from acxoci.errors import InvalidInput, NotFound, RefusedByPolicy, Tampered, UsageError
+from acxoci.fsutil import FileIdentity, file_identity, identity_of, require_unchanged
 from acxoci.oci.descriptor import EMPTY_DATA, EMPTY_DIGEST, EMPTY_JSON, Descriptor, Manifest
 from acxoci.oci.digest import file_descriptor
 from acxoci.oci.scheduler import (
@@ -72,6 +73,8 @@ class ArtifactFacts:
     workflow_digest: str | None = None
     publisher: str | None = None
     verdict: dict[str, Any] | None = field(default=None, compare=False)
+    # the file's identity when gathered: whoever reads it again checks it still holds
+    identity: FileIdentity | None = field(default=None, compare=False)
 
 
 def describe_json(doc: Any) -> str:
@@ -146,11 +149,17 @@ def kind_of_manifest(m: Manifest) -> Kind | None:
 
 
 def _verify_cartridge(
-    path: Path, registry: TrustRegistry | None, now: datetime
+    path: Path, registry: TrustRegistry | None, now: datetime, identity: FileIdentity | None = None
 ) -> tuple[dict[str, Any], Any]:
-    from acxoci.cartridge.verify import verify_cartridge
+    """Verify a cartridge file (Tampered when rejected); with `identity`, the file opened must be
+    that one (not a file swapped in since it was hashed)."""
+    from acxoci.cartridge.reader import open_cartridge
+    from acxoci.cartridge.verify import verify_open
 
-    v = verify_cartridge(path, registry=registry, now=now)
+    with open_cartridge(path) as cart:
+        if identity is not None and cart.identity != identity:
+            raise InvalidInput("the file changed while it was being verified; refusing it", where=str(path))
+        v = verify_open(cart, registry=registry, now=now)
     if v.rejected:
         raise Tampered(
             f"cartridge does not verify: {v.summary}" + (f" ({v.issues[0]})" if v.issues else ""),
@@ -233,8 +242,9 @@ def gather(
 ) -> ArtifactFacts:
     """Detect, optionally verify (refusing a rejected artifact), and collect the manifest facts.
     `digest=False` leaves `facts.digest` empty for a caller that hashes while uploading."""
+    identity = file_identity(path)  # digest, verdict and later reads must all be of this file
     kind = detect_kind(path)
-    size = path.stat().st_size
+    size = identity[2]
     file_dgst = file_descriptor(path, "application/octet-stream").digest if digest else ""
     title = path.name
     if kind == "cartridge":
@@ -242,7 +252,7 @@ def gather(
         rom: str | None = None
         signed_at: str | None = None
         if verify:
-            verdict_json, v = _verify_cartridge(path, registry, now)
+            verdict_json, v = _verify_cartridge(path, registry, now, identity)
             rom, signed_at = v.rom_digest, v.signed_at
         elif size <= NO_VERIFY_FACTS_LIMIT:
             # --no-verify: the ROM hash and signing time are still wanted as annotations (best effort)
@@ -253,6 +263,7 @@ def gather(
                 rom, signed_at = v.rom_digest, v.signed_at
             except Exception:
                 pass
+        require_unchanged(path, identity, doing="it was being hashed and verified")
         return ArtifactFacts(
             "cartridge",
             path,
@@ -262,6 +273,7 @@ def gather(
             rom_digest=rom,
             signed_at=signed_at,
             verdict=verdict_json,
+            identity=identity,
         )
     doc = _load_workflow(path, kind)
     wf_verdict = check_before_push(kind, doc, path, registry, now) if verify else None
@@ -278,10 +290,12 @@ def gather(
     def s(v: object) -> str | None:
         return v if isinstance(v, str) and v else None
 
+    file_dgst = file_dgst or wf_file_digest(path)
+    require_unchanged(path, identity, doing="it was being hashed and verified")
     return ArtifactFacts(
         kind,
         path,
-        file_dgst or wf_file_digest(path),
+        file_dgst,
         size,
         title,
         signed_at=s(integrity.get("signedAt")),
@@ -290,6 +304,7 @@ def gather(
         workflow_digest=wdigest,
         publisher=s(integrity.get("publisherId")),
         verdict=wf_verdict,
+        identity=identity,
     )
 
 
@@ -375,11 +390,17 @@ def _push_config(target: Target, config: Descriptor) -> None:
 
 
 def _push_layer(
-    target: Target, layer: Descriptor, path: Path, progress: ProgressFn | None, check: Callable[[], None]
+    target: Target, layer: Descriptor, facts: ArtifactFacts, progress: ProgressFn | None,
+    check: Callable[[], None],
 ) -> None:
     if not target.exists(layer):
-        with path.open("rb") as fh:
+        with facts.path.open("rb") as fh:
+            if facts.identity is not None and identity_of(os.fstat(fh.fileno())) != facts.identity:
+                raise InvalidInput("the file changed after it was verified; refusing to push it",
+                                   where=str(facts.path))
             target.push(layer, _Progress(fh, layer, progress, check))
+        if facts.identity is not None:  # written in place while uploading: the registry got other bytes
+            require_unchanged(facts.path, facts.identity, doing="it was being pushed")
 
 
 def push_file(
@@ -401,7 +422,7 @@ def push_file(
         if layer.digest not in pushed:
             shown = Descriptor(layer.media_type, layer.digest, layer.size,
                                annotations={"org.opencontainers.image.title": facts.title})
-            sched.submit(_push_layer, target, shown, facts.path, progress, sched.check)
+            sched.submit(_push_layer, target, shown, facts, progress, sched.check)
     desc = Descriptor(built.descriptor.media_type, built.descriptor.digest, built.descriptor.size)
     target.push(desc, io.BytesIO(built.data))
     if tag:
@@ -657,6 +678,8 @@ def push_path(
         finally:
             target.progress = None
     layer = hashed.result()
+    if facts.identity is not None:  # the bytes uploaded and hashed were those verified
+        require_unchanged(path, facts.identity, doing="it was being pushed")
     facts = replace(facts, digest=layer.digest)
     built = build(facts, created)
     desc = push_file(target, facts, built, tag, pushed=frozenset({config.digest, layer.digest}))

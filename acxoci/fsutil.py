@@ -1,5 +1,6 @@
 """Filesystem helpers shared by every layer: atomic writes (temp file in the same folder,
-fsync, rename), so a crash never leaves a half-written file under the final name."""
+fsync, rename), so a crash never leaves a half-written file under the final name; and file
+identities, so what was verified is provably the file that is then pushed or copied."""
 
 from __future__ import annotations
 
@@ -9,6 +10,35 @@ import tempfile
 from pathlib import Path
 
 from acxoci.errors import InvalidInput, NotFound
+
+# (device, inode, size, mtime, ctime): a rename or swap changes the inode, and any write, link
+# or rename of the inode itself changes its ctime, which no unprivileged user can set back
+FileIdentity = tuple[int, int, int, int, int]
+
+
+def identity_of(st: os.stat_result) -> FileIdentity:
+    """The identity of a stat result (see FileIdentity)."""
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+
+def file_identity(path: Path) -> FileIdentity:
+    """The identity of the file at `path` (NotFound when it is absent)."""
+    try:
+        return identity_of(os.stat(path))
+    except FileNotFoundError as exc:
+        raise NotFound(f"no such file: {path}", where=str(path)) from exc
+    except OSError as exc:
+        raise InvalidInput(f"cannot read: {exc.strerror or exc}", where=str(path)) from exc
+
+
+def require_unchanged(path: Path, identity: FileIdentity, *, doing: str) -> None:
+    """Refuse when the file at `path` is no longer the one whose identity was taken (replaced,
+    renamed, written or relinked since): the bytes checked would not be the bytes used."""
+    if file_identity(path) != identity:
+        raise InvalidInput(
+            f"the file changed while {doing}; refusing it (nothing was published from it)",
+            where=str(path),
+        )
 
 
 def atomic_write(path: Path, data: bytes, *, mode: int = 0o644) -> None:

@@ -2,8 +2,10 @@
 
 Generates the cartridge in a temporary directory (deleted afterwards; never committed), signs it
 with a key made at run time, then times `verify_cartridge` in a fresh process (so its peak RSS is
-its own) against two baselines: sha256 over the whole file, and reading every sqlar blob with
-plain sqlite3. Prints the numbers and ratios. Usage: .venv/bin/python scripts/bench_cartridge.py
+its own) against baselines: sha256 of the ROM bytes, sha256 over the whole file, and reading every
+sqlar blob with plain sqlite3; then the whole `acx cartridge verify` command, and the reference
+CLI on the same file when ACX_REF_NODE / ACX_REF_CLI point at Node 22 and its src/cli.mjs.
+Usage: .venv/bin/python scripts/bench_cartridge.py
 [--objects N] [--mb M] [--keep DIR]
 """
 
@@ -135,6 +137,16 @@ print(json.dumps({"seconds": dt, "cpu": cpu, "trust": v.trust, "status": v.statu
 """
 
 
+def _best_wall(cmd: list[str], runs: int) -> float:
+    """Best wall time of `runs` runs of a command (its exit status is the verdict: not checked)."""
+    best = float("inf")
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        subprocess.run(cmd, capture_output=True, check=False)
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--objects", type=int, default=10_000)
@@ -197,6 +209,18 @@ def main() -> int:
             f"throughput:                     {size / 1e6 / best:6.0f} MB/s, "
             f"{args.objects / best:,.0f} objects/s"
         )
+        # the whole command, as a user runs it (start-up included), and the reference CLI on the
+        # same file when ACX_REF_NODE and ACX_REF_CLI name a Node 22 and the reference's src/cli.mjs
+        acx = Path(sys.executable).parent / "acx"
+        cli = _best_wall([str(acx), "cartridge", "verify", str(path)], args.runs)
+        print(f"acx cartridge verify (CLI):     {cli:6.2f} s  (best of {args.runs}, start-up included)")
+        node, ref_cli = os.environ.get("ACX_REF_NODE"), os.environ.get("ACX_REF_CLI")
+        if node and ref_cli:
+            ref = _best_wall([node, ref_cli, "verify", str(path)], args.runs)
+            ratio = cli / ref
+            print(f"reference CLI verify:     {ref:6.2f} s -> acx/reference {ratio:.2f}x (target <= 0.5)")
+        else:
+            print("reference CLI verify:           not measured (set ACX_REF_NODE and ACX_REF_CLI)")
         # peak RSS as the unsigned SAVE zone grows (must stay flat, <= 100 MB at 1 GiB)
         grown = 0
         for mib in args.save_mib:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any
 
 from acxoci.cartridge.constants import (
@@ -102,7 +103,7 @@ def sort_key(row: ObjectRow) -> tuple[bytes, bytes]:
     return utf16_key(row.kind), utf16_key(row.source_ref)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class LiveSource:
     """The recomputed oid and size of one ROM object's source, or why it could not be found."""
 
@@ -269,7 +270,7 @@ def compute_rom_manifest(cart: Cartridge, *, strict: bool = True) -> RomManifest
         meta = cart.meta()
         rows = [r for r in cart.objects() if r.zone == ZONE_ROM]
         if _bmp_only([r.kind for r in rows]) and _bmp_only([r.source_ref for r in rows]):
-            rows.sort(key=lambda r: (r.kind, r.source_ref))
+            rows.sort(key=attrgetter("kind", "source_ref"))
         else:
             rows.sort(key=sort_key)
         src = _Sources(cart, meta, rom_hashes)

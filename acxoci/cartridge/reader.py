@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, NamedTuple
 
 from acxoci.cartridge.constants import (
     DEFAULT_MAX_DECOMPRESSED_BYTES,
@@ -29,6 +29,7 @@ from acxoci.cartridge.constants import (
     ZONE_ROM,
     portable_path_problem,
 )
+from acxoci.cartridge.romhash import RomPass
 from acxoci.cartridge.schema import (
     KEY_COLUMNS,
     OPTIONAL_TABLES,
@@ -43,6 +44,7 @@ from acxoci.cartridge.schema import (
 )
 from acxoci.cartridge.sqlar import BadEntry, Budget, stream_entry
 from acxoci.errors import InvalidInput, NotFound
+from acxoci.fsutil import FileIdentity, identity_of
 
 __all__ = [
     "SIDECAR_SUFFIXES",
@@ -61,26 +63,20 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
-class SqlarInfo:
-    """A sqlar row without its data."""
+class SqlarInfo(NamedTuple):
+    """A sqlar row without its data (a tuple: one is made per row of a large ROM, cheaply)."""
 
     name: str
     mode: int | None
     mtime: int | None
     sz: int
     stored: int
-    rowid: int = 0
-    zone: str = ""
-
-    def __post_init__(self) -> None:
-        if not self.zone:
-            object.__setattr__(self, "zone", self.name.split("/", 1)[0])
+    rowid: int
+    zone: str  # the first path segment: rom or save
 
 
-@dataclass(frozen=True, slots=True)
-class ObjectRow:
-    """One `objects` row: an integrity unit."""
+class ObjectRow(NamedTuple):
+    """One `objects` row: an integrity unit (a tuple, like SqlarInfo)."""
 
     oid: str
     kind: str
@@ -154,8 +150,17 @@ class SkillRow:
 
 SIDECAR_SUFFIXES = ("-wal", "-shm", "-journal")
 _CHUNK = 1 << 20
+_BATCH = 4096  # rows per fetch in the index walks (bounded memory, few calls)
 _INLINE = 1 << 20  # raw sqlar rows up to this size are hashed from the scanned row itself
 _NAME_PATTERNS = ("rom/skills/", "/SKILL.md")
+
+# Text columns whose consumers want the stored bytes (JSON parsed strictly later): never decoded.
+_RAW_TEXT = frozenset({("memory", "payload"), ("capabilities", "json"), ("attestations", "document")})
+
+
+class _NotUtf8(Exception):
+    """A text value did not decode: the scan is repeated reading text as bytes."""
+
 
 # Column kinds of the typed scans: text, nullable text, integer, nullable integer, blob or NULL.
 _Spec = tuple[tuple[str, str], ...]
@@ -166,12 +171,11 @@ def read_header(path: Path) -> Header:
     return _read_header(path)[0]
 
 
-def _identity(st: os.stat_result) -> tuple[int, int, int, int]:
-    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
+_identity = identity_of
 
 
-def _read_header(path: Path) -> tuple[Header, tuple[int, int, int, int]]:
-    """The checked header and the identity (device, inode, size, mtime) of the file it came from."""
+def _read_header(path: Path) -> tuple[Header, FileIdentity]:
+    """The checked header and the identity (fsutil.FileIdentity) of the file it came from."""
     where = str(path)
     try:
         # O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer for ever
@@ -264,21 +268,27 @@ _SQL_TYPE = {
 
 
 class RomHashing:
-    """A started ROM hashing pass. `digest(info)` waits for it once, then gives the digest of one
-    scanned row: from the pass when it hashed that row, else streamed now (compressed or large
-    rows, under the decompression budget). `close()` is for a caller that stops early."""
+    """A started ROM hashing pass (romhash.RomPass). `digest(info)` waits for it once, then gives
+    the digest of one scanned row: from the pass when it hashed that row, else streamed now
+    (compressed or large rows, under the decompression budget). `close()` stops it early."""
 
-    def __init__(self, wait: Callable[[], dict[int, tuple[str, int, int]]], cart: Cartridge) -> None:
-        self._wait: Callable[[], dict[int, tuple[str, int, int]]] | None = wait
+    def __init__(self, rom_pass: RomPass, cart: Cartridge) -> None:
+        self._pass: RomPass | None = rom_pass
         self._inline: dict[int, tuple[str, int, int]] | None = None
         self._cart = cart
 
     def _rows(self) -> dict[int, tuple[str, int, int]]:
         if self._inline is None:
-            wait, self._wait = self._wait, None
-            if wait is None:
+            rom_pass, self._pass = self._pass, None
+            if rom_pass is None:
                 raise InvalidInput("the ROM hashing pass failed or was closed", where=self._cart.label)
-            self._inline = wait()
+            try:
+                self._inline = rom_pass.result()
+            except sqlite3.Error as exc:
+                label = self._cart.label
+                raise InvalidInput(f"cannot read cartridge table sqlar: {exc}", where=label) from exc
+            finally:
+                rom_pass.close()
         return self._inline
 
     def digest(self, info: SqlarInfo) -> tuple[str, int]:
@@ -289,22 +299,9 @@ class RomHashing:
         return self._cart.sqlar_sha256(info)
 
     def close(self) -> None:
-        self._wait = None  # nothing runs in the background: stopping early just drops the pass
-
-
-def _inline_rom_digests(conn: sqlite3.Connection) -> dict[int, tuple[str, int, int]]:
-    """rowid -> (sha256:…, length, sz) of every small raw `rom/` row, from one NOT INDEXED pass."""
-    sql = (
-        f"SELECT rowid, CASE WHEN typeof(data) = 'blob' AND length(data) <= {_INLINE}"
-        " AND length(data) = sz THEN data END, sz FROM sqlar NOT INDEXED"
-        " WHERE typeof(name) = 'text' AND substr(name, 1, 4) = 'rom/'"
-    )
-    out: dict[int, tuple[str, int, int]] = {}
-    sha = hashlib.sha256
-    for rowid, data, sz in conn.execute(sql):
-        if data is not None:
-            out[rowid] = ("sha256:" + sha(data).hexdigest(), len(data), sz)
-    return out
+        rom_pass, self._pass = self._pass, None
+        if rom_pass is not None:
+            rom_pass.close()
 
 
 _CLASS_RANK = {"null": 0, "integer": 1, "real": 1, "text": 2, "blob": 3}
@@ -367,6 +364,7 @@ class Cartridge:
         max_entry_bytes: int = DEFAULT_MAX_ENTRY_BYTES,
         max_decompressed: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
         tables: frozenset[str] | None = None,
+        source: tuple[Path, FileIdentity] | None = None,
     ) -> None:
         self.conn = conn
         self.label = label
@@ -375,6 +373,8 @@ class Cartridge:
         self.budget = Budget(max_decompressed)
         self._owns = owns
         self._tables: frozenset[str] | None = tables
+        self._source = source
+        self._early: RomHashing | None = None
         self._cache: dict[str, Any] = {}
 
     @classmethod
@@ -390,6 +390,9 @@ class Cartridge:
 
     # -- lifecycle --
     def close(self) -> None:
+        early, self._early = self._early, None
+        if early is not None:
+            early.close()
         if self._owns:
             self.conn.close()
 
@@ -408,6 +411,12 @@ class Cartridge:
             return list(self.conn.execute(sql, params).fetchall())
         except (sqlite3.Error, UnicodeDecodeError) as exc:
             raise InvalidInput(f"cannot read cartridge: {exc}", where=self.label) from exc
+
+    @property
+    def identity(self) -> FileIdentity | None:
+        """The (device, inode, size, mtime, ctime) of the opened file, checked at open (None for a
+        wrapped connection): compare it with the file a caller goes on to use."""
+        return self._source[1] if self._source is not None else None
 
     def tables(self) -> frozenset[str]:
         """Names of the tables present."""
@@ -434,63 +443,87 @@ class Cartridge:
             self._cache[key] = make()
         return self._cache[key]
 
-    def _scan(
-        self, table: str, spec: _Spec, *, exprs: dict[str, str] | None = None
-    ) -> Iterator[tuple[Any, ...]]:
+    def _scan(self, table: str, spec: _Spec, *, exprs: dict[str, str] | None = None) -> list[tuple[Any, ...]]:
         """One pass over `table`: each row's values in `spec` order, checked against the column kind.
 
         The key column (schema.KEY_COLUMNS) must be TEXT and unique, and the b-tree's own key (the
         TEXT primary key of a WITHOUT ROWID table, else the rowid) must rise strictly from row to
-        row: out of order, a scan meets rows that every other reader's seek misses. Text comes back as bytes
-        (CAST AS BLOB) for strict decoding; `exprs` may replace a column's value expression (its
-        storage class is still checked) so big values are never loaded when not needed.
+        row: out of order, a scan meets rows that every other reader's seek misses. `exprs` may
+        replace a column's value expression (its storage class is still checked) so big values are
+        never loaded when not needed.
+
+        Text is read as str, which sqlite3 decodes as strict UTF-8; when a value does not decode,
+        the pass is repeated reading text as bytes (CAST AS BLOB) so the consumer's strict decode
+        names the entry at fault. Columns in _RAW_TEXT are always read as bytes.
         """
+        try:
+            return self._scan_pass(table, spec, exprs or {}, native=True)
+        except _NotUtf8:
+            return self._scan_pass(table, spec, exprs or {}, native=False)
+
+    def _scan_pass(
+        self, table: str, spec: _Spec, exprs: dict[str, str], *, native: bool
+    ) -> list[tuple[Any, ...]]:
         key = KEY_COLUMNS[table]
         names = [name for name, _ in spec]
-        values = [
-            (exprs or {}).get(name) or (f"CAST({name} AS BLOB)" if kind[0] == "t" else name)
-            for name, kind in spec
-        ]
+
+        def value(name: str, kind: str) -> str:
+            if name in exprs:
+                return exprs[name]
+            if kind[0] == "t" and (not native or (table, name) in _RAW_TEXT):
+                return f"CAST({name} AS BLOB)"
+            return name
+
+        values = [value(name, kind) for name, kind in spec]
         ok = " AND ".join(
             f"typeof({name}) IN ({', '.join(repr(t) for t in _SQL_TYPE[kind])})" for name, kind in spec
         )
         types = " || ',' || ".join(f"typeof({name})" for name in names)
         order = f"CAST({key} AS BLOB)" if table in WITHOUT_ROWID else "rowid"
-        sql = f"SELECT {ok}, {types}, {order}, {', '.join(values)} FROM {table} NOT INDEXED"
-        k = names.index(key) + 3 if key in names else None
-        seen: set[bytes] = set()
-        last: Any = None
+        check = f"CASE WHEN {ok} THEN NULL ELSE {types} END"
+        sql = f"SELECT {check}, {order}, {', '.join(values)} FROM {table} NOT INDEXED"
         try:
             _require_plan(self.conn, sql, f"SCAN {table}", where=self.label)
-            for row in self.conn.execute(sql):
-                if not row[0]:
-                    for (name, kind), typ in zip(spec, str(row[1]).split(","), strict=True):
-                        if typ not in _SQL_TYPE[kind]:
-                            raise BadEntry(
-                                f"{table}.{name} holds a {typ} value, "
-                                f"expected {' or '.join(_SQL_TYPE[kind])}",
-                                where=self.label,
-                                details={"table": table, "column": name},
-                            )
-                if k is not None:
-                    value = row[k]
-                    if value in seen:
+            rows = self.conn.execute(sql).fetchall()
+        except sqlite3.OperationalError as exc:
+            if native and str(exc).startswith("Could not decode to UTF-8"):
+                raise _NotUtf8 from exc
+            raise InvalidInput(f"cannot read cartridge table {table}: {exc}", where=self.label) from exc
+        except (sqlite3.Error, UnicodeDecodeError) as exc:
+            raise InvalidInput(f"cannot read cartridge table {table}: {exc}", where=self.label) from exc
+        if not rows:
+            return []
+        cols = list(zip(*rows, strict=True))
+        del rows
+        if cols[0].count(None) != len(cols[0]):
+            bad = next(t for t in cols[0] if t is not None)
+            for (name, kind), typ in zip(spec, str(bad).split(","), strict=True):
+                if typ not in _SQL_TYPE[kind]:
+                    raise BadEntry(
+                        f"{table}.{name} holds a {typ} value, expected {' or '.join(_SQL_TYPE[kind])}",
+                        where=self.label,
+                        details={"table": table, "column": name},
+                    )
+        if key in names:
+            keys = cols[names.index(key) + 2]
+            if len(set(keys)) != len(keys):
+                seen: set[Any] = set()
+                for value_ in keys:
+                    if value_ in seen:
                         raise BadEntry(
-                            f"{table}.{key} {value!r} appears twice (the key must be unique)",
+                            f"{table}.{key} {value_!r} appears twice (the key must be unique)",
                             where=self.label,
                             details={"table": table, "column": key},
                         )
-                    seen.add(value)
-                if last is not None and not row[2] > last:
-                    raise BadEntry(
-                        f"table {table} is out of key order (a lookup by key would miss rows a scan sees)",
-                        where=self.label,
-                        details={"table": table},
-                    )
-                last = row[2]
-                yield row[3:]
-        except (sqlite3.Error, UnicodeDecodeError) as exc:
-            raise InvalidInput(f"cannot read cartridge table {table}: {exc}", where=self.label) from exc
+                    seen.add(value_)
+        ordered = cols[1]
+        if len(set(ordered)) != len(ordered) or list(ordered) != sorted(ordered):
+            raise BadEntry(
+                f"table {table} is out of key order (a lookup by key would miss rows a scan sees)",
+                where=self.label,
+                details={"table": table},
+            )
+        return list(zip(*cols[2:], strict=True))
 
     # -- rows --
     def meta(self) -> dict[str, str]:
@@ -515,32 +548,29 @@ class Cartridge:
 
     def _sqlar_infos(self) -> list[SqlarInfo]:
         out: list[SqlarInfo] = []
+        modes: dict[int, str | None] = {}  # the scan checked every storage class: ints are ints
         for rowid, n, mode, mtime, sz, stored in self._scan(
             "sqlar",
             (("rowid", "i"), ("name", "t"), ("mode", "i"), ("mtime", "i?"), ("sz", "i"), ("data", "b?")),
             exprs={"data": "length(data)"},
         ):
             name = self._sqlar_name(n)
-            problem = mode_problem(mode)
+            if mode in modes:
+                problem = modes[mode]
+            else:
+                problem = modes[mode] = mode_problem(mode)
             if problem is not None:
                 raise BadEntry(
                     f"sqlar entry {name!r}: {problem}",
                     where=self.label,
                     details={"entry": name, "table": "sqlar", "column": "mode"},
                 )
-            out.append(
-                SqlarInfo(
-                    name,
-                    _opt_int(mode, self.label, f"{name}.mode"),
-                    _opt_int(mtime, self.label, f"{name}.mtime"),
-                    _int(sz, self.label, f"{name}.sz"),
-                    int(stored or 0),
-                    int(rowid),
-                )
-            )
+            out.append(SqlarInfo(name, mode, mtime, sz, stored or 0, rowid, name.partition("/")[0]))
         return out
 
     def _sqlar_name(self, raw: object) -> str:
+        if type(raw) is str and portable_path_problem(raw) is None:
+            return raw  # portable names have no NUL, control or non-ASCII character
         if isinstance(raw, bytes) and b"\x00" in raw:
             raise BadEntry(
                 f"sqlar entry {raw!r} contains NUL", where=self.label, details={"entry": repr(raw)}
@@ -606,19 +636,25 @@ class Cartridge:
         """The ROM hashing pass; `RomHashing.digest(info)` gives the digest of one row accepted by
         the typed scan (`sqlar_infos`), joined by rowid.
 
-        On first use, small raw `rom/` rows are hashed from the row itself in one `NOT INDEXED`
-        pass; rows it did not hash (compressed or large) are streamed when asked for, under the
-        cartridge's decompression budget. (A second connection in a thread was measured: no wall
-        gain, the per-row GIL hand-offs eat the overlap, and more CPU.)
+        Small raw `rom/` rows are hashed from the row itself in one `NOT INDEXED` pass, which for
+        a large opened file is shared with a helper process (romhash.py); rows it did not hash
+        (compressed or large) are streamed when asked for, under the decompression budget. A pass
+        begun early by `begin_rom_hashing` is handed out first, so its helper ran meanwhile.
         """
+        early, self._early = self._early, None
+        if early is not None:
+            return early
+        try:
+            rom_pass = RomPass(self.conn, inline=_INLINE, source=self._source)
+        except sqlite3.Error as exc:
+            raise InvalidInput(f"cannot read cartridge table sqlar: {exc}", where=self.label) from exc
+        return RomHashing(rom_pass, self)
 
-        def wait() -> dict[int, tuple[str, int, int]]:
-            try:
-                return _inline_rom_digests(self.conn)
-            except sqlite3.Error as exc:
-                raise InvalidInput(f"cannot read cartridge table sqlar: {exc}", where=self.label) from exc
-
-        return RomHashing(wait, self)
+    def begin_rom_hashing(self) -> None:
+        """Start the ROM hashing pass now (its helper hashes while the caller scans and checks);
+        the next `start_rom_hashing` returns it. Call `close()` to stop it if unused."""
+        if self._early is None:
+            self._early = self.start_rom_hashing()
 
     def rom_sqlar_digests(self) -> dict[int, tuple[str, int]]:
         """rowid -> (sha256:…, uncompressed size) of every scanned `rom/` row (see start_rom_hashing)."""
@@ -655,26 +691,24 @@ class Cartridge:
 
     def _objects(self) -> list[ObjectRow]:
         out: list[ObjectRow] = []
-        for oid, kind, ref, canon, zone, sz in self._scan(
+        intern = sys.intern
+        label = self.label
+        for oid, kind, ref, canon, zone, size in self._scan(
             "objects",
             (("oid", "t"), ("kind", "t"), ("source_ref", "t"), ("canon", "t"), ("zone", "t"), ("sz", "i")),
         ):
-            source_ref = _text(ref, self.label, "objects.source_ref")
-            w = f"objects[{source_ref}]"
-            size = _int(sz, self.label, f"{w}.sz")
+            source_ref = ref if type(ref) is str else _text(ref, label, "objects.source_ref")
             if not 0 <= size <= MAX_SAFE_SZ:  # the manifest is JSON: sz must be a safe integer
-                raise BadEntry(f"{w}.sz {size} is outside 0..2**53-1", where=self.label,
-                               details={"table": "objects", "column": "sz"})
-            out.append(
-                ObjectRow(
-                    _text(oid, self.label, f"{w}.oid"),
-                    sys.intern(_text(kind, self.label, f"{w}.kind")),
-                    source_ref,
-                    sys.intern(_text(canon, self.label, f"{w}.canon")),
-                    sys.intern(_text(zone, self.label, f"{w}.zone")),
-                    size,
+                raise BadEntry(
+                    f"objects[{source_ref}].sz {size} is outside 0..2**53-1",
+                    where=label,
+                    details={"table": "objects", "column": "sz"},
                 )
-            )
+            if not (type(oid) is str and type(kind) is str and type(canon) is str and type(zone) is str):
+                w = f"objects[{source_ref}]"
+                oid, kind = _text(oid, label, f"{w}.oid"), _text(kind, label, f"{w}.kind")
+                canon, zone = _text(canon, label, f"{w}.canon"), _text(zone, label, f"{w}.zone")
+            out.append(ObjectRow(oid, intern(kind), source_ref, intern(canon), intern(zone), size))
         return out
 
     def memory(self, memory_id: str | None = None, *, save_payloads: bool = True) -> list[MemoryRow]:
@@ -692,8 +726,15 @@ class Cartridge:
         out: list[MemoryRow] = []
         for mid, zone, payload, oid, created, afp, cfp in self._scan(
             "memory",
-            (("id", "t"), ("zone", "t"), ("payload", "t"), ("oid", "t"), ("created_at", "t"),
-             ("artifact_fingerprint", "t"), ("codebase_fingerprint", "t?")),
+            (
+                ("id", "t"),
+                ("zone", "t"),
+                ("payload", "t"),
+                ("oid", "t"),
+                ("created_at", "t"),
+                ("artifact_fingerprint", "t"),
+                ("codebase_fingerprint", "t?"),
+            ),
             exprs=exprs,
         ):
             i = _text(mid, self.label, "memory.id")
@@ -876,29 +917,33 @@ class Cartridge:
 
         A rowid b-tree's interior pages hold separator rowids that a scan never reads; a lowered
         one sends every other reader's lookup (`WHERE name = ?` ends in a rowid seek) to the
-        wrong leaf. One statement per row, so each seek starts at the root (a joined scan would
-        step to the next cell instead). Signed tables only: their rows are few and must be found.
+        wrong leaf. One statement: a reverse scan, each row looked up by a correlated seek. In
+        descending order no seek is the b-tree cursor's "next row" shortcut (taken only for the
+        current rowid + 1), so every one descends from the root through the separators.
         """
+        sql = (
+            f"SELECT a.rowid FROM {table} AS a NOT INDEXED WHERE NOT EXISTS"
+            f" (SELECT 1 FROM {table} AS b WHERE b.rowid = a.rowid) ORDER BY a.rowid DESC LIMIT 1"
+        )
         try:
-            rowids = [r for (r,) in self.conn.execute(f"SELECT rowid FROM {table} NOT INDEXED")]
-            seek = f"SELECT rowid FROM {table} WHERE rowid = ?"
             _require_plan(
                 self.conn,
-                seek,
-                f"SEARCH {table} USING INTEGER PRIMARY KEY (rowid=?)",
+                sql,
+                "SCAN a",
+                "CORRELATED SCALAR SUBQUERY 1",
+                "SEARCH b USING INTEGER PRIMARY KEY (rowid=?)",
                 where=self.label,
-                params=(0,),
             )
-            for rowid in rowids:
-                if self.conn.execute(seek, (rowid,)).fetchone() != (rowid,):
-                    raise BadEntry(
-                        f"table {table}: a seek for rowid {rowid} misses the row a scan returns "
-                        "(its interior pages disagree with its leaves)",
-                        where=self.label,
-                        details={"table": table},
-                    )
+            missed = self.conn.execute(sql).fetchone()
         except (sqlite3.Error, UnicodeDecodeError) as exc:
             raise InvalidInput(f"cannot read cartridge table {table}: {exc}", where=self.label) from exc
+        if missed is not None:
+            raise BadEntry(
+                f"table {table}: a seek for rowid {missed[0]} misses the row a scan returns "
+                "(its interior pages disagree with its leaves)",
+                where=self.label,
+                details={"table": table},
+            )
 
     def _check_index(self, index: str, table: str, cols: tuple[str, ...]) -> None:
         values = ", ".join(
@@ -926,17 +971,22 @@ class Cartridge:
                 self.conn, by_table, f"SCAN {table}", "USE TEMP B-TREE FOR ORDER BY", where=self.label
             )
             _require_plan(self.conn, by_index, f"SCAN {table} USING COVERING INDEX {index}", where=self.label)
-            prev: tuple[Any, ...] | None = None
             rows = self.conn.execute(by_table)
-            for r in self.conn.execute(by_index):
-                entry = tuple(r)
-                key = _record_order(entry)
-                if prev is not None and key <= prev:
-                    raise bad("entries are out of order or repeated")
-                row = rows.fetchone()
-                if row is None or tuple(row[:-1]) != entry:
+            entries = self.conn.execute(by_index)
+            last: tuple[Any, ...] | None = None  # the previous entry, across batches
+            while batch := entries.fetchmany(_BATCH):
+                table_rows = rows.fetchmany(len(batch))
+                if [r[:-1] for r in table_rows] != batch:
                     raise bad("an entry names no row of the table, or a row has no entry")
-                prev = key
+                for entry in batch:
+                    # same storage classes column by column: plain tuple order is record order
+                    if last is not None and (
+                        entry <= last
+                        if entry[0::2] == last[0::2]
+                        else _record_order(entry) <= _record_order(last)
+                    ):
+                        raise bad("entries are out of order or repeated")
+                    last = entry
             if rows.fetchone() is not None:
                 raise bad("a row of the table has no entry")
         except (sqlite3.Error, UnicodeDecodeError) as exc:
@@ -999,4 +1049,5 @@ def open_cartridge(
         max_entry_bytes=max_entry_bytes,
         max_decompressed=max_decompressed,
         tables=tables,
+        source=(real, identity),
     )

@@ -215,6 +215,9 @@ def verify_open(cart: Cartridge, *, registry: TrustRegistry | None, now: datetim
     ) -> CartridgeVerdict:
         return CartridgeVerdict(_status_for(trust), trust, summary, tuple(issues), file=file, **kw)
 
+    # the ROM hashing pass starts first: for a large ROM its helper hashes while we check
+    cart.begin_rom_hashing()
+
     # 1. signature row (before any content check: an unsigned file is legacy, never tampered)
     try:
         sig = pick_signature(cart.signatures())
@@ -250,10 +253,10 @@ def verify_open(cart: Cartridge, *, registry: TrustRegistry | None, now: datetim
 
     # 4. ROM objects (and the coverage the reference misses)
     try:
-        manifest = compute_rom_manifest(cart)
         meta = cart.meta()
         cart.check_side_tables()
         cart.check_indexes()
+        manifest = compute_rom_manifest(cart)
     except BadEntry as exc:
         return verdict("tampered", S_MALFORMED_CONTENT, [exc.message], keyid=keyid)
     common: dict[str, Any] = {
@@ -336,8 +339,13 @@ def verify_open(cart: Cartridge, *, registry: TrustRegistry | None, now: datetim
     # 8. registry
     j: SignerJudgement = judge_signer(entry, signed_publisher=publisher or "", signed_at=signed_at, now=now)
     return verdict(
-        j.trust, j.summary, j.issues, in_registry=j.in_registry, compromised=j.compromised,
-        extra={"signerFacts": j.facts}, **common
+        j.trust,
+        j.summary,
+        j.issues,
+        in_registry=j.in_registry,
+        compromised=j.compromised,
+        extra={"signerFacts": j.facts},
+        **common,
     )
 
 

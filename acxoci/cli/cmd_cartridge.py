@@ -9,8 +9,6 @@ import typer
 from rich.markup import escape
 
 from acxoci.cartridge.constants import DEFAULT_MAX_DECOMPRESSED_BYTES
-from acxoci.cartridge.inspect import inspect_cartridge
-from acxoci.cartridge.strip import strip_cartridge
 from acxoci.cartridge.verify import CartridgeVerdict, verify_cartridge
 from acxoci.cli.apps import cartridge_app
 from acxoci.cli.common import exit_with as _exit
@@ -124,6 +122,8 @@ def _render_inspect(d: dict[str, Any]) -> None:
 
 def inspect_cmd(file: Path = typer.Argument(..., help="The .acx cartridge.")) -> None:
     """Show meta, ROM objects by kind, skills, capabilities, memory by zone, signatures, attestations."""
+    from acxoci.cartridge.inspect import inspect_cartridge  # only this command needs it
+
     d = inspect_cartridge(file)
     emit(d, lambda: _render_inspect(d))
 
@@ -136,6 +136,8 @@ def strip_cmd(
 ) -> None:
     """Remove the SAVE zone; write the copy only if the ROM digest is equal and the signature re-verifies."""
     at = _now(now)
+    from acxoci.cartridge.strip import strip_cartridge
+
     r = strip_cartridge(file, out, now=at, registry=_registry(trust_registry, at))
     code = 0 if r.ok else 1
 

@@ -10,10 +10,7 @@ from typing import Any
 import typer
 from rich.markup import escape
 
-from acxoci.cartridge.build import build_cartridge, check_time, format_time
 from acxoci.cartridge.reader import open_cartridge
-from acxoci.cartridge.sign import resign_file
-from acxoci.cartridge.spec import PATH_SKILLSET, check_spec
 from acxoci.cli.apps import cartridge_app
 from acxoci.cli.common import load_signing_key
 from acxoci.cli.output import console, emit
@@ -41,6 +38,8 @@ def build(
     ),
 ) -> None:
     """Build and sign a cartridge, deterministically for a fixed key and --created-at."""
+    from acxoci.cartridge.build import build_cartridge, check_time  # heavy: only when building
+
     if created_at is not None:
         check_time(created_at, where="--created-at")
     result = build_cartridge(
@@ -78,6 +77,9 @@ def sign(
     refresh: bool = typer.Option(False, "--refresh", help="Re-index ROM objects from their sources first."),
 ) -> None:
     """Re-sign a cartridge (after edits made through the library)."""
+    from acxoci.cartridge.build import check_time, format_time
+    from acxoci.cartridge.sign import resign_file
+
     if not file.is_file():
         raise NotFound(f"cartridge not found: {file}")
     when = check_time(signed_at, where="--signed-at") if signed_at else format_time(datetime.now(UTC))
@@ -95,6 +97,8 @@ def sign(
 @cartridge_app.command("spec")
 def spec(file: Path = typer.Argument(..., help="Cartridge to check.")) -> None:
     """Check the package-spec profile, ROM content rules, and the harness and policy documents."""
+    from acxoci.cartridge.spec import check_spec
+
     report = check_spec(file)
 
     def human() -> None:
@@ -117,6 +121,7 @@ def spec(file: Path = typer.Argument(..., help="Cartridge to check.")) -> None:
 def skillset(file: Path = typer.Argument(..., help="Cartridge to read.")) -> None:
     """Print the cartridge's CalSkillSet derived from its role, capabilities and skills, and check
     the stored rom/cal/skillset.json against it (exit 1 when they differ)."""
+    from acxoci.cartridge.spec import PATH_SKILLSET
     from acxoci.workflow.model import CalSkillSet, derive_skillset, skillset_differences
 
     with open_cartridge(file) as cart:
@@ -158,8 +163,16 @@ def skillset(file: Path = typer.Argument(..., help="Cartridge to read.")) -> Non
         for d in differences:
             console.print(f"  ✗ {escape(d)}")
 
-    emit({"skillset": derived.to_json(), "stored": stored_doc, "consistent": not differences,
-          "differences": differences, "skills": skills}, human)
+    emit(
+        {
+            "skillset": derived.to_json(),
+            "stored": stored_doc,
+            "consistent": not differences,
+            "differences": differences,
+            "skills": skills,
+        },
+        human,
+    )
     if differences:
         raise typer.Exit(1)
 

@@ -8,11 +8,11 @@ import typer
 from rich.markup import escape
 
 from acxoci.cli.apps import graph_app
-from acxoci.cli.common import exit_with as _exit
-from acxoci.cli.common import finish_lint, load_signing_key, print_issues
+from acxoci.cli.common import finish_lint
 from acxoci.cli.common import load_registry as _registry
 from acxoci.cli.common import parse_now as _now
 from acxoci.cli.output import console, emit
+from acxoci.cli.signed_doc import finish_verify, sign_and_write
 from acxoci.workflow.graph import (
     default_signed_graph_name,
     graph_digest,
@@ -22,11 +22,6 @@ from acxoci.workflow.graph import (
     sign_graph,
     verify_graph,
 )
-from acxoci.workflow.lint import LintResult
-from acxoci.workflow.sign import render, write_atomic
-from acxoci.workflow.signed import SignedVerdict
-
-_COLOR = {"trusted": "green", "portable": "yellow", "unsigned": "yellow", "tampered": "red"}
 
 
 def _architecture(view: dict[str, object]) -> str:
@@ -68,40 +63,9 @@ def sign_cmd(
     now: str | None = typer.Option(None, "--now", help="Signing time (RFC 3339; default: now)."),
 ) -> None:
     """Lint --publish, then sign: JCS digest, in-toto Statement, DSSE, acx.agent-graph-signature/1."""
-    doc = load_graph(file)
-    private = load_signing_key(key, password_env)
-    signed = sign_graph(doc, publisher_id=publisher, key=private, now=_now(now))
     target = out or default_signed_graph_name(file)
-    write_atomic(target, render(signed))
-    integ = signed["integrity"]
-    emit(
-        {
-            "file": str(target),
-            "digest": integ["digest"],
-            "publisherId": publisher,
-            "keyid": integ["keyid"],
-            "signedAt": integ["signedAt"],
-        },
-        lambda: console.print(
-            f"[bold green]SIGNED[/bold green] {escape(str(target))}\n"
-            f"  digest:    {integ['digest']}\n  keyid:     {integ['keyid']}\n"
-            f"  publisher: {publisher}\n  signedAt:  {integ['signedAt']}"
-        ),
-    )
-
-
-def _render_verdict(v: SignedVerdict, structure: LintResult, architecture: str) -> None:
-    color = _COLOR.get(v.trust, "white")
-    console.print(f"[bold {color}]{v.trust.upper()}[/bold {color}] ({v.status}): {escape(v.summary)}")
-    console.print(f"  digest:       {v.digest}")
-    console.print(f"  publisher:    {v.publisher_id or '—'}")
-    if v.keyid:
-        console.print(f"  keyid:        {v.keyid}")
-    console.print(f"  architecture: {architecture}")
-    console.print(f"  structure:    {'publishable ✓' if structure.ok else 'invalid'}")
-    for i in v.issues:
-        console.print(f"  - {escape(i)}")
-    print_issues(structure)
+    sign_and_write(load_graph(file), sign_graph, target=target, publisher=publisher, key=key,
+                   password_env=password_env, now=_now(now))
 
 
 @graph_app.command("verify")
@@ -114,13 +78,7 @@ def verify_cmd(
     at = _now(now)
     doc = load_graph(file)
     v = verify_graph(doc, registry=_registry(trust_registry, at), now=at)
-    structure = lint_graph(doc, publish=True)
-    code = 0 if (v.ok and v.signed and structure.ok) else 1
-    emit(
-        {"file": str(file), **v.to_json(), "structure": structure.to_json()},
-        lambda: _render_verdict(v, structure, _architecture(inspect_graph(doc))),
-    )
-    _exit(code)
+    finish_verify(file, v, lint_graph(doc, publish=True), ("architecture", _architecture(inspect_graph(doc))))
 
 
 @graph_app.command("inspect")

@@ -13,10 +13,11 @@ from rich.markup import escape
 
 from acxoci.cli.apps import workflow_app
 from acxoci.cli.common import exit_with as _exit
-from acxoci.cli.common import finish_lint, load_signing_key, print_issues, transport_options
+from acxoci.cli.common import finish_lint, print_issues, transport_options
 from acxoci.cli.common import load_registry as _registry
 from acxoci.cli.common import parse_now as _now
 from acxoci.cli.output import console, emit
+from acxoci.cli.signed_doc import finish_verify, sign_and_write
 from acxoci.errors import InvalidInput, NotFound, Tampered, UsageError
 from acxoci.level.issuers import IssuerRegistry
 from acxoci.level.policy import status_checker
@@ -24,15 +25,13 @@ from acxoci.level.status import DEFAULT_MAX_AGE
 from acxoci.workflow.inspect import inspect_workflow, render_lines
 from acxoci.workflow.level_resolver import VerifiedLevelResolver
 from acxoci.workflow.lineage import RELATIONS, remix
-from acxoci.workflow.lint import LintResult, lint
+from acxoci.workflow.lint import lint
 from acxoci.workflow.model import Workflow, load_document
 from acxoci.workflow.ready import assess, directory_roster, load_roster, rac_checklist
 from acxoci.workflow.roster_oci import load_registry_roster
 from acxoci.workflow.sign import default_signed_name, render, sign_workflow, workflow_digest, write_atomic
-from acxoci.workflow.verify import WorkflowVerdict, verify_workflow
+from acxoci.workflow.verify import verify_workflow
 from attest.trustdecision import Minimum
-
-_COLOR = {"trusted": "green", "portable": "yellow", "unsigned": "yellow", "tampered": "red"}
 
 
 @workflow_app.command("lint")
@@ -61,39 +60,9 @@ def sign_cmd(
     now: str | None = typer.Option(None, "--now", help="Signing time (RFC 3339; default: now)."),
 ) -> None:
     """Lint --publish, then sign: JCS digest, in-toto Statement, DSSE, acx.workflow-signature/1."""
-    doc = load_document(file)
-    private = load_signing_key(key, password_env)
-    signed = sign_workflow(doc, publisher_id=publisher, key=private, now=_now(now))
     target = out or default_signed_name(file)
-    write_atomic(target, render(signed))
-    integ = signed["integrity"]
-    emit(
-        {
-            "file": str(target),
-            "digest": integ["digest"],
-            "publisherId": publisher,
-            "keyid": integ["keyid"],
-            "signedAt": integ["signedAt"],
-        },
-        lambda: console.print(
-            f"[bold green]SIGNED[/bold green] {escape(str(target))}\n"
-            f"  digest:    {integ['digest']}\n  keyid:     {integ['keyid']}\n"
-            f"  publisher: {publisher}\n  signedAt:  {integ['signedAt']}"
-        ),
-    )
-
-
-def _render_verdict(v: WorkflowVerdict, structure: LintResult) -> None:
-    color = _COLOR.get(v.trust, "white")
-    console.print(f"[bold {color}]{v.trust.upper()}[/bold {color}] ({v.status}): {escape(v.summary)}")
-    console.print(f"  digest:     {v.digest}")
-    console.print(f"  publisher:  {v.publisher_id or '—'}")
-    if v.keyid:
-        console.print(f"  keyid:      {v.keyid}")
-    console.print(f"  structure:  {'publishable ✓' if structure.ok else 'invalid'}")
-    for i in v.issues:
-        console.print(f"  - {escape(i)}")
-    print_issues(structure)
+    sign_and_write(load_document(file), sign_workflow, target=target, publisher=publisher, key=key,
+                   password_env=password_env, now=_now(now))
 
 
 @workflow_app.command("verify")
@@ -106,13 +75,7 @@ def verify_cmd(
     at = _now(now)
     doc = load_document(file)
     v = verify_workflow(doc, registry=_registry(trust_registry, at), now=at)
-    structure = lint(doc, publish=True)
-    code = 0 if (v.ok and v.signed and structure.ok) else 1
-    emit(
-        {"file": str(file), **v.to_json(), "structure": structure.to_json()},
-        lambda: _render_verdict(v, structure),
-    )
-    _exit(code)
+    finish_verify(file, v, lint(doc, publish=True))
 
 
 @workflow_app.command("remix")

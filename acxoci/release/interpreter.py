@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from acxoci.errors import AcxError, AuthError, Blocked, InvalidInput, NotFound, Tampered, TransientError
+from acxoci.fsutil import require_unchanged
 from acxoci.oci.descriptor import OCI_MANIFEST, Descriptor, Manifest, parse_manifest
 from acxoci.oci.reference import parse_reference
 from acxoci.oci.target import Target, fetch_bytes, fetch_manifest, open_target
@@ -237,6 +238,8 @@ def _prepare(ctx: Context, e: Effect) -> Result:
                                 "romDigest": sig.rom_digest}
     built = build(facts)
     file_digest = ctx.objects.put_file(path)
+    if facts.identity is not None:  # the copy published from is the file hashed and verified
+        require_unchanged(path, facts.identity, doing="it was being copied for publishing")
     if file_digest != facts.digest:
         raise Tampered("input changed while it was being prepared", where=str(path))
     ctx.objects.put(b"{}")

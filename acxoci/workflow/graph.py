@@ -22,7 +22,7 @@ from typing import Any
 from acxoci.errors import InvalidInput
 from acxoci.fsutil import read_bytes
 from acxoci.workflow import signed
-from acxoci.workflow.issues import Issue
+from acxoci.workflow.issues import Issue, IssueCollector
 from acxoci.workflow.lineage import check_lineage
 from acxoci.workflow.lint import URI_RE, LintResult, gc_paused, publish_profile
 from acxoci.workflow.model import DIGEST_RE, IDENT_RE, PUBLISHER_RE, REVERSE_DNS_RE, SEMVER_RE
@@ -200,22 +200,8 @@ def _records(value: Any) -> list[tuple[int, Mapping[str, Any]]]:
     return [(i, v) for i, v in enumerate(value[:MAX_ITEMS]) if isinstance(v, Mapping)]
 
 
-class _GraphLinter:
+class _GraphLinter(IssueCollector):
     """One lint run over a raw graph document (use `lint_graph()`)."""
-
-    def __init__(self, doc: Mapping[str, Any]) -> None:
-        self.doc = doc
-        self.issues: list[Issue] = []
-
-    def add(self, rule: str, path: str, message: str, value: Any = None) -> None:
-        self.issues.append(Issue(rule, path, message, value))
-
-    # --- helpers ---------------------------------------------------------------------------
-
-    def closed(self, obj: Mapping[str, Any], allowed: frozenset[str], path: str, what: str) -> None:
-        for k in obj:
-            if k not in allowed:
-                self.add("unknown-property", f"{path}.{k}", f"{what} contains an unknown property", k)
 
     def obj(self, value: Any, allowed: frozenset[str], path: str, what: str) -> Mapping[str, Any] | None:
         if not isinstance(value, Mapping):

@@ -42,3 +42,21 @@ class Issue:
             "severity": self.severity,
             "text": self.text(),
         }
+
+
+class IssueCollector:
+    """The shared start of one lint run over a raw JSON document (workflow or agent graph): the
+    document, the issues found so far, and the closed-object check both formats apply."""
+
+    def __init__(self, doc: Any) -> None:
+        self.doc = doc
+        self.issues: list[Issue] = []
+
+    def add(self, rule: str, path: str, message: str, value: Any = None) -> None:
+        self.issues.append(Issue(rule, path, message, value))
+
+    def closed(self, obj: Any, allowed: frozenset[str], path: str, what: str) -> None:
+        """One `unknown-property` issue for each key of `obj` outside `allowed`."""
+        for k in obj:
+            if k not in allowed:
+                self.add("unknown-property", f"{path}.{k}", f"{what} contains an unknown property", k)

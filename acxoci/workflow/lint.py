@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from acxoci.workflow import calschema, conditions
-from acxoci.workflow.issues import Issue
+from acxoci.workflow.issues import Issue, IssueCollector
 from acxoci.workflow.lineage import check_lineage
 from acxoci.workflow.model import (
     APPROVALS,
@@ -100,20 +100,8 @@ class LintResult:
         return {"ok": self.ok, "publish": self.publish, "issues": [i.to_json() for i in self.issues]}
 
 
-class _Linter:
+class _Linter(IssueCollector):
     """One lint run over a raw document (kept private; use `lint()`)."""
-
-    def __init__(self, doc: Mapping[str, Any]) -> None:
-        self.doc = doc
-        self.issues: list[Issue] = []
-
-    def add(self, rule: str, path: str, message: str, value: Any = None) -> None:
-        self.issues.append(Issue(rule, path, message, value))
-
-    def closed(self, obj: Mapping[str, Any], allowed: frozenset[str], path: str, what: str) -> None:
-        for k in obj:
-            if k not in allowed:
-                self.add("unknown-property", f"{path}.{k}", f"{what} contains an unknown property", k)
 
     def ident(self, value: Any, path: str, what: str) -> str | None:
         """The value when it is a valid identifier, else None (and an issue)."""

@@ -1,0 +1,80 @@
+"""The signed JSON documents on the command line (CAL workflows and Agent Graphs): one sign step
+with its report, one verdict rendering and one verify exit rule, so `acx workflow` and `acx graph`
+cannot drift apart in what they print or when they exit 0."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from rich.markup import escape
+
+from acxoci.cli.common import exit_with, load_signing_key, print_issues
+from acxoci.cli.output import console, emit
+from acxoci.workflow.lint import LintResult
+from acxoci.workflow.sign import render, write_atomic
+from acxoci.workflow.signed import SignedVerdict
+from attest.keys import PrivateKey
+
+_COLOR = {"trusted": "green", "portable": "yellow", "unsigned": "yellow", "tampered": "red"}
+
+Signer = Callable[..., dict[str, Any]]  # (doc, *, publisher_id, key, now) -> the signed document
+
+
+def sign_and_write(
+    doc: dict[str, Any],
+    sign: Signer,
+    *,
+    target: Path,
+    publisher: str,
+    key: Path,
+    password_env: str | None,
+    now: datetime,
+) -> None:
+    """Sign `doc`, write it atomically to `target` and report digest, keyid, publisher, signedAt."""
+    private: PrivateKey = load_signing_key(key, password_env)
+    signed = sign(doc, publisher_id=publisher, key=private, now=now)
+    write_atomic(target, render(signed))
+    integ = signed["integrity"]
+    emit(
+        {
+            "file": str(target),
+            "digest": integ["digest"],
+            "publisherId": publisher,
+            "keyid": integ["keyid"],
+            "signedAt": integ["signedAt"],
+        },
+        lambda: console.print(
+            f"[bold green]SIGNED[/bold green] {escape(str(target))}\n"
+            f"  digest:    {integ['digest']}\n  keyid:     {integ['keyid']}\n"
+            f"  publisher: {publisher}\n  signedAt:  {integ['signedAt']}"
+        ),
+    )
+
+
+def render_verdict(v: SignedVerdict, structure: LintResult, *extra: tuple[str, str]) -> None:
+    """The verdict line, the signature facts, `extra` (label, text) lines, then the structure."""
+    color = _COLOR.get(v.trust, "white")
+    console.print(f"[bold {color}]{v.trust.upper()}[/bold {color}] ({v.status}): {escape(v.summary)}")
+    lines = [("digest", v.digest or ""), ("publisher", v.publisher_id or "—")]
+    if v.keyid:
+        lines.append(("keyid", v.keyid))
+    lines += [*extra, ("structure", "publishable ✓" if structure.ok else "invalid")]
+    width = max(len(label) for label, _ in lines) + 2
+    for label, text in lines:
+        console.print(f"  {(label + ':').ljust(width)} {escape(text)}")
+    for i in v.issues:
+        console.print(f"  - {escape(i)}")
+    print_issues(structure)
+
+
+def finish_verify(file: Path, v: SignedVerdict, structure: LintResult, *extra: tuple[str, str]) -> None:
+    """Emit the verdict and exit: 0 only when the document is signed, verifies and is publishable."""
+    code = 0 if (v.ok and v.signed and structure.ok) else 1
+    emit(
+        {"file": str(file), **v.to_json(), "structure": structure.to_json()},
+        lambda: render_verdict(v, structure, *extra),
+    )
+    exit_with(code)

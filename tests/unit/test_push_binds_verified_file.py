@@ -1,0 +1,107 @@
+"""`acx push` and `release run` publish exactly the bytes they verified: the file hashed, the file
+verified and the file uploaded (or copied for publishing) are one file, by identity (device,
+inode, size, mtime, ctime; acxoci/fsutil.py). Each race is made deterministic here by doing the
+swap from inside the step it races with."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import acxoci.artifact as artifact
+from acxoci.artifact import build, gather, push_file
+from acxoci.cartridge import verify as cverify
+from acxoci.errors import InvalidInput
+from acxoci.fsutil import file_identity
+from acxoci.oci.layout import LayoutStore
+from tests.unit.test_cartridge_verify_support import NOW, SAMPLE, copy_vector
+
+
+@pytest.fixture
+def good(vectors_dir: Path, tmp_path: Path) -> Path:
+    return copy_vector(vectors_dir, SAMPLE, tmp_path / "agent.acx")
+
+
+@pytest.fixture
+def evil(vectors_dir: Path, tmp_path: Path) -> Path:
+    """A same-size cartridge with other ROM content (it would never verify)."""
+    path = copy_vector(vectors_dir, SAMPLE, tmp_path / "evil.acx")
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE sqlar SET mtime = mtime + 1 WHERE name LIKE 'rom/%'")
+    conn.commit()
+    conn.close()
+    return path
+
+
+def _swap_in(evil: Path, good: Path) -> None:
+    spare = good.with_suffix(".spare")
+    shutil.copyfile(evil, spare)
+    os.replace(spare, good)
+
+
+def _nothing_pushed(layout: Path) -> None:
+    assert not layout.exists() or LayoutStore(layout).tags() == []
+
+
+def test_swapped_between_hashing_and_verifying(
+    good: Path, evil: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = artifact.file_descriptor
+
+    def hash_then_swap(path: Path, media: str) -> Any:
+        desc = real(path, media)
+        _swap_in(evil, good)  # the verdict would be of another file than the digest
+        return desc
+
+    monkeypatch.setattr(artifact, "file_descriptor", hash_then_swap)
+    with pytest.raises(InvalidInput, match="changed"):
+        gather(good, verify=True, registry=None, now=NOW)
+
+
+def test_swapped_while_verifying(good: Path, evil: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real: Callable[..., Any] = cverify.verify_open
+
+    def verify_then_swap(*a: Any, **k: Any) -> Any:
+        out = real(*a, **k)
+        _swap_in(evil, good)
+        return out
+
+    monkeypatch.setattr(cverify, "verify_open", verify_then_swap)
+    with pytest.raises(InvalidInput, match="changed"):
+        gather(good, verify=True, registry=None, now=NOW)
+
+
+@pytest.mark.parametrize("how", ["replaced", "written-in-place-mtime-restored", "renamed-back"])
+def test_changed_after_verifying_is_not_pushed(good: Path, evil: Path, tmp_path: Path, how: str) -> None:
+    facts = gather(good, verify=True, registry=None, now=NOW)
+    assert facts.identity == file_identity(good)
+    st = good.stat()
+    if how == "replaced":
+        _swap_in(evil, good)
+    elif how == "written-in-place-mtime-restored":
+        data = bytearray(good.read_bytes())
+        data[-1] ^= 1
+        with good.open("r+b") as fh:
+            fh.write(data)
+        os.utime(good, ns=(st.st_atime_ns, st.st_mtime_ns))  # only ctime still tells
+    else:
+        aside = tmp_path / "aside.acx"
+        os.rename(good, aside)
+        os.rename(aside, good)  # the same inode and bytes, but it was moved: ctime tells
+    layout = tmp_path / "layout"
+    with pytest.raises(InvalidInput, match="changed"):
+        push_file(LayoutStore(layout), facts, build(facts), "v1")
+    _nothing_pushed(layout)
+
+
+def test_unchanged_file_is_pushed(good: Path, tmp_path: Path) -> None:
+    facts = gather(good, verify=True, registry=None, now=NOW)
+    layout = tmp_path / "layout"
+    desc = push_file(LayoutStore(layout), facts, build(facts), "v1")
+    assert LayoutStore(layout).resolve("v1").digest == desc.digest
