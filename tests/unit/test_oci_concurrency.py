@@ -298,3 +298,27 @@ def test_push_sign_writes_the_attestation_blobs_under_the_same_concurrency(
         assert reg.max_in_flight >= 2
     else:
         assert reg.max_in_flight == most
+
+
+def test_hash_while_uploading_sends_the_config_beside_the_big_layer(
+    reg: MemRegistry, vectors_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The large-file path (hashed while it uploads, here forced for a small file) moves the
+    config at the same time, the manifest last; with concurrency 1 one at a time."""
+    import acxoci.artifact as artifact
+
+    monkeypatch.setattr(artifact, "HASH_WHILE_UPLOADING", 1024)
+    cart = vectors_dir / "sample" / "sample.acx"
+    for n, most in ((4, 2), (1, 1)):
+        reg.blobs.clear()
+        reg.reset_counts()
+        target = RegistryTarget(parse_reference(f"{reg.host}/acx/big:v{n}"), RemoteOptions(plain_http=True))
+        desc, facts, _ = artifact.push_path(target, cart, f"v{n}", verify=False, registry=None, now=NOW,
+                                            concurrency=n)
+        assert reg.max_in_flight == most
+        assert reg.blobs[facts.digest] == cart.read_bytes() and EMPTY_DIGEST in reg.blobs
+        assert reg.tags[f"v{n}"] == desc.digest
+        seen = list(enumerate(reg.seen))
+        blob_writes = [i for i, r in seen if r.method in ("PUT", "PATCH") and "/blobs/" in r.path]
+        manifest_put = next(i for i, r in seen if r.method == "PUT" and "/manifests/" in r.path)
+        assert max(blob_writes) < manifest_put
