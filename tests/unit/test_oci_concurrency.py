@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from acxoci.artifact import pull_file
+from acxoci.artifact import pull_file, push_path
 from acxoci.oci.errors import DeadlineExceeded
 from acxoci.oci.reference import parse_reference
 from acxoci.oci.registry import RegistryTarget, Transport
@@ -229,7 +229,7 @@ def test_first_failure_stops_the_other_transfers() -> None:
 
 
 def test_progress_labels_carry_name_and_digest(
-    reg: MemRegistry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    reg: MemRegistry, tmp_path: Path, vectors_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Each blob's bar is labelled with its title and digest, from whichever thread moves it."""
     from acxoci.cli import cmd_oci
@@ -265,6 +265,12 @@ def test_progress_labels_carry_name_and_digest(
                   concurrency=4)
     want = {f"pull {name} {hashlib.sha256(d).hexdigest()[:12]}" for name, d in FILES.items()}
     assert set(labels) == want
+    labels.clear()
+    cart = vectors_dir / "sample" / "sample.acx"
+    with cmd_oci._progress("push") as prog:
+        push_path(RegistryTarget(parse_reference(f"{reg.host}/acx/cart:v1"), RemoteOptions(plain_http=True)),
+                  cart, "v1", verify=False, registry=None, now=NOW, progress=prog, concurrency=4)
+    assert labels == [f"push sample.acx {hashlib.sha256(cart.read_bytes()).hexdigest()[:12]}"]
 
 
 def test_pull_json_of_a_one_file_artifact_is_unchanged(
