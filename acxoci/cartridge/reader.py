@@ -15,7 +15,6 @@ import sqlite3
 import stat
 import sys
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any, NamedTuple
@@ -86,8 +85,7 @@ class ObjectRow(NamedTuple):
     sz: int
 
 
-@dataclass(frozen=True, slots=True)
-class MemoryRow:
+class MemoryRow(NamedTuple):
     """One `memory` row; `payload` is the raw UTF-8 bytes of the stored JCS text."""
 
     id: str
@@ -100,8 +98,7 @@ class MemoryRow:
     codebase_fingerprint: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class CapabilityRow:
+class CapabilityRow(NamedTuple):
     """One `capabilities` row; `json` is the raw UTF-8 bytes of the stored JCS text."""
 
     id: str
@@ -109,8 +106,7 @@ class CapabilityRow:
     content_hash: str
 
 
-@dataclass(frozen=True, slots=True)
-class SignatureRow:
+class SignatureRow(NamedTuple):
     """One `signatures` row; `envelope` kept as bytes until parsed strictly."""
 
     sig_id: str
@@ -123,8 +119,7 @@ class SignatureRow:
     created_at: str
 
 
-@dataclass(frozen=True, slots=True)
-class AttestationRow:
+class AttestationRow(NamedTuple):
     """One `attestations` row (unsigned; may be added after signing)."""
 
     att_id: str
@@ -136,8 +131,7 @@ class AttestationRow:
     created_at: str
 
 
-@dataclass(frozen=True, slots=True)
-class SkillRow:
+class SkillRow(NamedTuple):
     """One `acx_skill` row (a derived, unsigned cache)."""
 
     sqlar_path: str
