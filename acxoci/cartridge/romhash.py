@@ -79,9 +79,11 @@ def _split(rows: list[tuple[int, int]]) -> int | None:
     hash_all = total * _BYTE_SECONDS
     share = (_START_SECONDS + hash_all - len(rows) * _ROW_SECONDS) / (2 * hash_all)
     share = min(max(share, 0.0), 0.9)
-    budget, acc = share * total, 0
-    split = rows[0][0] - 1
-    for rowid, n in rows:
+    budget = share * total
+    # the verifier always keeps the first row: the split is a stored rowid, so a bound within
+    # SQLite's integers (rowid - 1 below a first rowid of -2**63 is not one)
+    split, acc = rows[0]
+    for rowid, n in rows[1:]:
         if acc + n > budget:
             break
         acc, split = acc + n, rowid

@@ -129,9 +129,10 @@ def test_a_failing_helper_changes_nothing(
 def test_no_helper_for_a_file_that_changed_since_it_was_opened(raw: Path, forced: int) -> None:
     with open_cartridge(raw) as cart:
         assert cart._source is not None
-        path, (dev, ino, size, mtime) = cart._source
-        assert romhash._spawn((path, (dev, ino + 1, size, mtime)), forced, 10, 1 << 20) is None
-        assert romhash._spawn((path, (dev, ino, size + 1, mtime)), forced, 10, 1 << 20) is None
+        path, (dev, ino, size, mtime, ctime) = cart._source
+        assert romhash._spawn((path, (dev, ino + 1, size, mtime, ctime)), forced, 10, 1 << 20) is None
+        assert romhash._spawn((path, (dev, ino, size + 1, mtime, ctime)), forced, 10, 1 << 20) is None
+        assert romhash._spawn((path, (dev, ino, size, mtime, ctime + 1)), forced, 10, 1 << 20) is None
 
 
 def test_closing_early_stops_the_helper(raw: Path, forced: int, monkeypatch: pytest.MonkeyPatch) -> None:

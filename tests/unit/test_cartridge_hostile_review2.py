@@ -1,0 +1,85 @@
+"""Hostile review of the faster cartridge verifier (the ROM hashing helper of decision 0025, the
+native-text typed scans, the one-statement seek check, the batched index walk). Each file is built
+at test time from a copy of the trusted sample; `acx cartridge verify` must meet the contract of
+tests/unit/test_cartridge_hostile.py (never exit 0 or 70, bounded time and memory, file untouched)
+and must give the verdict the single-process verifier gives."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from acxoci.cartridge import romhash
+from acxoci.cartridge.sqlar import decode_entry
+from acxoci.cartridge.verify import verify_cartridge
+from tests.unit.test_cartridge_hostile import assert_refused_verify
+from tests.unit.test_cartridge_verify_support import NOW, SAMPLE, copy_vector
+
+MIN_ROWID = -(2**63)
+
+
+@pytest.fixture
+def sample(vectors_dir: Path, tmp_path: Path) -> Path:
+    return copy_vector(vectors_dir, SAMPLE, tmp_path / "c.acx")
+
+
+def _raw(path: Path) -> Path:
+    """Store every sqlar row raw (compression is not signed: the verdict stays trusted)."""
+    conn = sqlite3.connect(path)
+    for rowid, name, sz, data in conn.execute("SELECT rowid, name, sz, data FROM sqlar").fetchall():
+        conn.execute("UPDATE sqlar SET data = ? WHERE rowid = ?", (decode_entry(name, sz, data, where="t"), rowid))
+    conn.commit()
+    conn.close()
+    return path
+
+
+def test_a_rom_row_at_the_lowest_rowid_in_a_large_file_is_not_a_crash(sample: Path, vectors_dir: Path) -> None:
+    # ~34 MiB of small raw ROM rows: the real threshold, no patching. So many rows that the
+    # cost model leaves the verifier no share, and the first one sits at rowid -2**63: the split
+    # "first rowid - 1" is not a SQLite integer, and binding it ended in exit 70 (OverflowError)
+    blob = os.urandom(8600)
+    conn = sqlite3.connect(sample)
+    conn.execute(
+        "INSERT INTO sqlar(rowid, name, mode, mtime, sz, data) VALUES (?, 'rom/pad/first', 33188, 0, ?, ?)",
+        (MIN_ROWID, len(blob), blob),
+    )
+    conn.executemany(
+        "INSERT INTO sqlar(name, mode, mtime, sz, data) VALUES (?, 33188, 0, ?, ?)",
+        [(f"rom/pad/{i}", len(blob), blob) for i in range(4000)],
+    )
+    conn.commit()
+    conn.close()
+    assert sample.stat().st_size >= romhash.HELPER_MIN_BYTES
+    doc = assert_refused_verify(sample, vectors_dir)
+    assert doc["trust"] == "tampered", doc  # the padding rows are not covered by the signature
+
+
+def test_a_signed_rom_starting_at_the_lowest_rowid_verifies_with_the_helper(
+    sample: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # rowids are not signed: moving the first ROM row to rowid -2**63 keeps the file valid, and
+    # with the helper taking every row (the split below the first) the verdict must not change
+    path = _raw(sample)
+    conn = sqlite3.connect(path)
+    (first,) = conn.execute("SELECT min(rowid) FROM sqlar WHERE name LIKE 'rom/%'").fetchone()
+    conn.execute("UPDATE sqlar SET rowid = ? WHERE rowid = ?", (MIN_ROWID, first))
+    conn.commit()
+    conn.close()
+    alone = verify_cartridge(path, registry=None, now=NOW)
+    assert alone.trust == "portable", alone
+    monkeypatch.setattr(romhash, "HELPER_MIN_BYTES", 0)
+    monkeypatch.setattr(romhash, "_ROW_SECONDS", 1.0)  # Python work dominates: the helper gets it all
+    spawned: list[int] = []
+    real_spawn = romhash._spawn
+
+    def spy(source: romhash.Source, split: int, rows: int, inline: int) -> romhash._Helper | None:
+        spawned.append(split)
+        return real_spawn(source, split, rows, inline)
+
+    monkeypatch.setattr(romhash, "_spawn", spy)
+    shared = verify_cartridge(path, registry=None, now=NOW)
+    assert spawned, "the helper did not start"
+    assert shared.trust == alone.trust and shared.rom_digest == alone.rom_digest, (shared, alone)
