@@ -233,11 +233,14 @@ def gather(
 ) -> ArtifactFacts:
     """Detect, optionally verify (refusing a rejected artifact), and collect the manifest facts.
     `digest=False` leaves `facts.digest` empty for a caller that hashes while uploading."""
+    title = path.name
+    # every read goes through the real path: a symlink retargeted between two reads (hash one
+    # file, verify another) would leave the file's own identity, ctime included, untouched
+    path = path.resolve()
     identity = file_identity(path)  # digest, verdict and later reads must all be of this file
     kind = detect_kind(path)
     size = identity[2]
     file_dgst = file_descriptor(path, "application/octet-stream").digest if digest else ""
-    title = path.name
     if kind == "cartridge":
         verdict_json: dict[str, Any] | None = None
         rom: str | None = None
@@ -536,10 +539,10 @@ def push_path(
     media = {"cartridge": CARTRIDGE_LAYER_TYPE, "agent-graph": GRAPH_LAYER_TYPE}.get(
         facts.kind, WORKFLOW_LAYER_TYPE
     )
-    layer = target.push_file_hashing(path, media)
+    layer = target.push_file_hashing(facts.path, media)  # the real path gather verified
     target.progress = None
     if facts.identity is not None:  # the bytes uploaded and hashed were those verified
-        require_unchanged(path, facts.identity, doing="it was being pushed")
+        require_unchanged(facts.path, facts.identity, doing="it was being pushed")
     facts = replace(facts, digest=layer.digest)
     built = build(facts, created)
     return push_file(target, facts, built, tag), facts, built

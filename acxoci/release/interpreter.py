@@ -224,6 +224,7 @@ def _prepare(ctx: Context, e: Effect) -> Result:
         assert rel.input.path is not None
         path = rel.input.path
     facts = gather(path, verify=True, registry=policy.combined_registry(), now=now)
+    path = facts.path  # the real path gather bound to the file's identity: no symlink to retarget
     if facts.kind != rel.input.artifact_kind:
         raise InvalidInput(f"input is a {facts.kind}, the plan says {rel.input.artifact_kind}",
                            where=str(path))
