@@ -243,6 +243,9 @@ def _prepare(ctx: Context, e: Effect) -> Result:
         require_unchanged(path, facts.identity, doing="it was being copied for publishing")
     if file_digest != facts.digest:
         raise Tampered("input changed while it was being prepared", where=str(path))
+    # from here on only the frozen copy is read: the input may change now, what is attested
+    # (facts, embedded envelope) must be the bytes published
+    path = ctx.objects.path(file_digest)
     ctx.objects.put(b"{}")
     ctx.objects.put(built.data)
     subject = built.descriptor

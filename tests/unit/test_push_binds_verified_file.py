@@ -185,3 +185,35 @@ def test_a_symlink_retargeted_while_uploading_a_large_file_does_not_publish_othe
         return
     layer = fetch_manifest(target, desc).layers[0]
     assert layer.digest == file_descriptor_of(good).digest, "the registry got bytes that were never verified"
+
+
+def test_release_attests_the_bytes_it_publishes(
+    tmp_path: Path, vectors_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the input is rewritten in place (another cartridge that verifies) after it was copied for
+    # publishing and checked: the signed attestation must still state the facts of the copy
+    import acxoci.attestation.content as content
+    import acxoci.release.interpreter as interpreter
+    from acxoci.release.plan import load_plan
+    from tests.unit.test_release_support import make_world
+
+    layout = tmp_path / "layout"
+    w = make_world(tmp_path / "w", vectors_dir, [f"oci-layout:{layout}"])
+    published_rom = cverify.verify_cartridge(w.cartridge, registry=None, now=NOW).rom_digest
+    other = vectors_dir / "reference" / "ada-ridge.acx"
+    real = content.cartridge_facts
+    stated: list[Any] = []
+
+    def rewrite_then_attest(path: Any, layer_digest: str, *, now: Any) -> Any:
+        with w.cartridge.open("r+b") as fh:  # same inode: only its identity could tell
+            fh.write(other.read_bytes())
+            fh.truncate()
+        facts = real(path, layer_digest, now=now)
+        stated.append(facts)
+        return facts
+
+    monkeypatch.setattr(content, "cartridge_facts", rewrite_then_attest)
+    result = interpreter.run_goal(load_plan(w.plan), root=w.state)
+    assert stated, "no cartridge attestation was made"
+    assert all(f.rom_digest == published_rom for f in stated), (published_rom, stated)
+    assert result.exit_code() == 0 and result.status.state == "done"  # its read-back agrees
