@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -118,3 +119,42 @@ def test_the_verdict_on_a_corrupt_file_does_not_depend_on_its_size(
     monkeypatch.setattr(romhash, "HELPER_MIN_BYTES", 0)  # as for a file of 32 MiB and more
     large = verify_cartridge(sample, registry=None, now=NOW)
     assert (large.trust, large.summary, large.issues) == (small.trust, small.summary, small.issues)
+
+
+def test_the_helper_hashes_the_verified_file_not_one_its_name_leads_to(
+    sample: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # SQLite resolves /proc/self/fd/N to a name (readlink) and opens that name: once the verified
+    # file is unlinked, the name is "<path> (deleted)", which anyone with write access to the
+    # folder can create. There the helper found the signed rows while the verifier read tampered
+    # ones of the same length, and the file verified
+    path = _raw(sample)
+    conn = sqlite3.connect(path)
+    rowids = [r for (r,) in conn.execute("SELECT rowid FROM sqlar WHERE name LIKE 'rom/%' ORDER BY rowid")]
+    conn.close()
+    good = tmp_path / "good.acx"
+    good.write_bytes(path.read_bytes())
+    target = rowids[-1]
+    conn = sqlite3.connect(path)
+    (data,) = conn.execute("SELECT data FROM sqlar WHERE rowid = ?", (target,)).fetchone()
+    conn.execute("UPDATE sqlar SET data = ? WHERE rowid = ?", (bytes([data[0] ^ 1]) + data[1:], target))
+    conn.commit()
+    conn.close()
+    monkeypatch.setattr(romhash, "HELPER_MIN_BYTES", 0)
+    monkeypatch.setattr(romhash, "_split", lambda rows: rowids[len(rowids) // 2])
+    real_popen = romhash.subprocess.Popen
+    started: list[Any] = []
+
+    def unlink_then_start(*args: Any, **kwargs: Any) -> Any:
+        # the verifier and _spawn hold the file open; its name goes, and a decoy takes its place
+        os.unlink(path)
+        os.replace(good, f"{path} (deleted)")
+        proc = real_popen(*args, **kwargs)
+        started.append(proc)
+        return proc
+
+    monkeypatch.setattr(romhash.subprocess, "Popen", unlink_then_start)
+    v = verify_cartridge(path, registry=None, now=NOW)
+    assert started, "the helper did not start"
+    assert v.trust == "tampered", v
+    assert any("oid mismatch" in i for i in v.issues), v.issues
