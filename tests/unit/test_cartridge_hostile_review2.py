@@ -31,13 +31,16 @@ def _raw(path: Path) -> Path:
     """Store every sqlar row raw (compression is not signed: the verdict stays trusted)."""
     conn = sqlite3.connect(path)
     for rowid, name, sz, data in conn.execute("SELECT rowid, name, sz, data FROM sqlar").fetchall():
-        conn.execute("UPDATE sqlar SET data = ? WHERE rowid = ?", (decode_entry(name, sz, data, where="t"), rowid))
+        raw = decode_entry(name, sz, data, where="t")
+        conn.execute("UPDATE sqlar SET data = ? WHERE rowid = ?", (raw, rowid))
     conn.commit()
     conn.close()
     return path
 
 
-def test_a_rom_row_at_the_lowest_rowid_in_a_large_file_is_not_a_crash(sample: Path, vectors_dir: Path) -> None:
+def test_a_rom_row_at_the_lowest_rowid_in_a_large_file_is_not_a_crash(
+    sample: Path, vectors_dir: Path
+) -> None:
     # ~34 MiB of small raw ROM rows: the real threshold, no patching. So many rows that the
     # cost model leaves the verifier no share, and the first one sits at rowid -2**63: the split
     # "first rowid - 1" is not a SQLite integer, and binding it ended in exit 70 (OverflowError)
