@@ -242,11 +242,14 @@ def gather(
 ) -> ArtifactFacts:
     """Detect, optionally verify (refusing a rejected artifact), and collect the manifest facts.
     `digest=False` leaves `facts.digest` empty for a caller that hashes while uploading."""
+    title = path.name
+    # every read goes through the real path: a symlink retargeted between two reads (hash one
+    # file, verify another) would leave the file's own identity, ctime included, untouched
+    path = path.resolve()
     identity = file_identity(path)  # digest, verdict and later reads must all be of this file
     kind = detect_kind(path)
     size = identity[2]
     file_dgst = file_descriptor(path, "application/octet-stream").digest if digest else ""
-    title = path.name
     if kind == "cartridge":
         verdict_json: dict[str, Any] | None = None
         rom: str | None = None
@@ -673,13 +676,14 @@ def push_path(
         target.progress = moved
         try:
             sched.submit(_push_config, target, config)
-            hashed = sched.submit(target.push_file_hashing, path, media)
+            # facts.path: the real path gather verified
+            hashed = sched.submit(target.push_file_hashing, facts.path, media)
             sched.settle()
         finally:
             target.progress = None
     layer = hashed.result()
     if facts.identity is not None:  # the bytes uploaded and hashed were those verified
-        require_unchanged(path, facts.identity, doing="it was being pushed")
+        require_unchanged(facts.path, facts.identity, doing="it was being pushed")
     facts = replace(facts, digest=layer.digest)
     built = build(facts, created)
     desc = push_file(target, facts, built, tag, pushed=frozenset({config.digest, layer.digest}))

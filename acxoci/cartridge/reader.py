@@ -9,6 +9,7 @@ journal, lock or write ever touches it.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import sqlite3
@@ -648,7 +649,10 @@ class Cartridge:
         """Start the ROM hashing pass now (its helper hashes while the caller scans and checks);
         the next `start_rom_hashing` returns it. Call `close()` to stop it if unused."""
         if self._early is None:
-            self._early = self.start_rom_hashing()
+            # a file the pass cannot read is left for the caller's own first read of sqlar to
+            # refuse, at the step it would without the early start (the verdict is not the size's)
+            with contextlib.suppress(InvalidInput):
+                self._early = self.start_rom_hashing()
 
     def rom_sqlar_digests(self) -> dict[int, tuple[str, int]]:
         """rowid -> (sha256:…, uncompressed size) of every scanned `rom/` row (see start_rom_hashing)."""

@@ -5,7 +5,8 @@ threads were measured to gain nothing (docs/decisions/0025). So for a large ROM 
 process, started before the typed scans, hashes the raw `rom/` rows above a split rowid while
 the verifier scans, checks and then hashes the rows below it; the split balances the two by a
 cost model (per-row Python work against per-byte hashing). The helper reads the very file the
-verifier opened (its descriptor, through /proc/self/fd) and is stdlib-only, isolated (`-I -S`).
+verifier opened (its descriptor, through /proc/self/fd, and it checks that the file SQLite opened
+for that name is the descriptor's) and is stdlib-only, isolated (`-I -S`).
 
 Its digests are keyed by rowid and used only for rows that the verifier's own typed scan
 accepted, and only when the row is stored raw (length = sz): exactly what the single-process
@@ -47,7 +48,7 @@ def rom_rows_sql(inline: int, where: str) -> str:
 
 
 _HELPER = """
-import hashlib, sqlite3, struct, sys
+import hashlib, os, sqlite3, stat, struct, sys
 fd, split, inline, sql = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 conn = sqlite3.connect(f"file:/proc/self/fd/{fd}?mode=ro&immutable=1", uri=True)
 conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, inline + 1)
@@ -57,6 +58,16 @@ out, pack, sha = bytearray(), struct.Struct("<qq32s").pack, hashlib.sha256
 for rowid, data, sz in conn.execute(sql, (split,)):
     if data is not None:
         out += pack(rowid, len(data), sha(data).digest())
+# SQLite opened a name (it resolves the /proc link by readlink), not the descriptor: every
+# regular file open now, SQLite's included, must be the inherited one (same device and inode)
+mine = os.fstat(fd)
+for name in os.listdir("/proc/self/fd"):
+    try:
+        st = os.fstat(int(name))
+    except OSError:
+        continue
+    if stat.S_ISREG(st.st_mode) and (st.st_dev, st.st_ino) != (mine.st_dev, mine.st_ino):
+        sys.exit(4)
 sys.stdout.buffer.write(out)  # at the end: the verifier reads only once it is done itself
 """
 
@@ -79,9 +90,11 @@ def _split(rows: list[tuple[int, int]]) -> int | None:
     hash_all = total * _BYTE_SECONDS
     share = (_START_SECONDS + hash_all - len(rows) * _ROW_SECONDS) / (2 * hash_all)
     share = min(max(share, 0.0), 0.9)
-    budget, acc = share * total, 0
-    split = rows[0][0] - 1
-    for rowid, n in rows:
+    budget = share * total
+    # the verifier always keeps the first row: the split is a stored rowid, so a bound within
+    # SQLite's integers (rowid - 1 below a first rowid of -2**63 is not one)
+    split, acc = rows[0]
+    for rowid, n in rows[1:]:
         if acc + n > budget:
             break
         acc, split = acc + n, rowid

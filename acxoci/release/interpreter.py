@@ -224,6 +224,7 @@ def _prepare(ctx: Context, e: Effect) -> Result:
         assert rel.input.path is not None
         path = rel.input.path
     facts = gather(path, verify=True, registry=policy.combined_registry(), now=now)
+    path = facts.path  # the real path gather bound to the file's identity: no symlink to retarget
     if facts.kind != rel.input.artifact_kind:
         raise InvalidInput(f"input is a {facts.kind}, the plan says {rel.input.artifact_kind}",
                            where=str(path))
@@ -242,6 +243,9 @@ def _prepare(ctx: Context, e: Effect) -> Result:
         require_unchanged(path, facts.identity, doing="it was being copied for publishing")
     if file_digest != facts.digest:
         raise Tampered("input changed while it was being prepared", where=str(path))
+    # from here on only the frozen copy is read: the input may change now, what is attested
+    # (facts, embedded envelope) must be the bytes published
+    path = ctx.objects.path(file_digest)
     ctx.objects.put(b"{}")
     ctx.objects.put(built.data)
     subject = built.descriptor

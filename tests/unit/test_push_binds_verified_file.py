@@ -105,3 +105,115 @@ def test_unchanged_file_is_pushed(good: Path, tmp_path: Path) -> None:
     layout = tmp_path / "layout"
     desc = push_file(LayoutStore(layout), facts, build(facts), "v1")
     assert LayoutStore(layout).resolve("v1").digest == desc.digest
+
+
+def _retarget(link: Path, to: Path) -> None:
+    """Point the symlink `link` at `to` (atomically, as an attacker in its folder would): the file
+    it named before is not touched, so its identity (ctime included) stays as it was."""
+    spare = link.with_name(link.name + ".new")
+    spare.symlink_to(to)
+    os.replace(spare, link)
+
+
+def test_a_symlink_retargeted_while_hashing_does_not_publish_other_bytes(
+    good: Path, evil: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the registry (here a layout) already holds the attacker's blob, so a manifest naming its
+    # digest is published without any upload: only the digest taken in gather decides
+    layout = tmp_path / "layout"
+    evil_facts = gather(evil, verify=False, registry=None, now=NOW)
+    push_file(LayoutStore(layout), evil_facts, build(evil_facts), None)
+    link = tmp_path / "link.acx"
+    link.symlink_to(good)
+    real = artifact.file_descriptor
+
+    def hash_through_retargeted_link(path: Path, media: str) -> Any:
+        _retarget(link, evil)
+        try:
+            return real(path, media)
+        finally:
+            _retarget(link, good)
+
+    monkeypatch.setattr(artifact, "file_descriptor", hash_through_retargeted_link)
+    try:
+        facts = gather(link, verify=True, registry=None, now=NOW)
+    except InvalidInput as exc:
+        assert "changed" in exc.message
+        return
+    assert facts.verdict is not None and facts.verdict["trust"] != "tampered"  # good was verified
+    push_file(LayoutStore(layout), facts, build(facts), "v1")
+    published = LayoutStore(layout).resolve("v1")
+    with LayoutStore(layout).fetch(published) as r:
+        manifest = r.read_all()
+    assert evil_facts.digest.encode() not in manifest, "the verified file's tag names the other file's bytes"
+    assert file_descriptor_of(good).digest.encode() in manifest
+
+
+def file_descriptor_of(path: Path) -> Any:
+    return artifact.file_descriptor(path, "application/octet-stream")
+
+
+def test_a_symlink_retargeted_while_uploading_a_large_file_does_not_publish_other_bytes(
+    good: Path, evil: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, distribution_registry: Any
+) -> None:
+    # a large file is hashed while it uploads (push_path): that read, too, must be of the file
+    # verified, not of whatever a retargeted symlink names by then
+    from acxoci.oci.reference import parse_reference
+    from acxoci.oci.registry import RegistryTarget, Transport
+    from acxoci.oci.target import RemoteOptions, fetch_manifest
+
+    monkeypatch.setattr(artifact, "HASH_WHILE_UPLOADING", 1024)
+    host = distribution_registry.host
+    opts = RemoteOptions(plain_http=True)
+    target = RegistryTarget(parse_reference(f"{host}/r/x:v1"), opts, transport=Transport(host, opts))
+    link = tmp_path / "link.acx"
+    link.symlink_to(good)
+    real = RegistryTarget.push_file_hashing
+
+    def upload_through_retargeted_link(self: RegistryTarget, path: Path, media: str) -> Any:
+        _retarget(link, evil)
+        try:
+            return real(self, path, media)
+        finally:
+            _retarget(link, good)
+
+    monkeypatch.setattr(RegistryTarget, "push_file_hashing", upload_through_retargeted_link)
+    try:
+        desc, _, _ = artifact.push_path(target, link, "v1", verify=True, registry=None, now=NOW)
+    except InvalidInput as exc:
+        assert "changed" in exc.message
+        return
+    layer = fetch_manifest(target, desc).layers[0]
+    assert layer.digest == file_descriptor_of(good).digest, "the registry got bytes that were never verified"
+
+
+def test_release_attests_the_bytes_it_publishes(
+    tmp_path: Path, vectors_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the input is rewritten in place (another cartridge that verifies) after it was copied for
+    # publishing and checked: the signed attestation must still state the facts of the copy
+    import acxoci.attestation.content as content
+    import acxoci.release.interpreter as interpreter
+    from acxoci.release.plan import load_plan
+    from tests.unit.test_release_support import make_world
+
+    layout = tmp_path / "layout"
+    w = make_world(tmp_path / "w", vectors_dir, [f"oci-layout:{layout}"])
+    published_rom = cverify.verify_cartridge(w.cartridge, registry=None, now=NOW).rom_digest
+    other = vectors_dir / "reference" / "ada-ridge.acx"
+    real = content.cartridge_facts
+    stated: list[Any] = []
+
+    def rewrite_then_attest(path: Any, layer_digest: str, *, now: Any) -> Any:
+        with w.cartridge.open("r+b") as fh:  # same inode: only its identity could tell
+            fh.write(other.read_bytes())
+            fh.truncate()
+        facts = real(path, layer_digest, now=now)
+        stated.append(facts)
+        return facts
+
+    monkeypatch.setattr(content, "cartridge_facts", rewrite_then_attest)
+    result = interpreter.run_goal(load_plan(w.plan), root=w.state)
+    assert stated, "no cartridge attestation was made"
+    assert all(f.rom_digest == published_rom for f in stated), (published_rom, stated)
+    assert result.exit_code() == 0 and result.status.state == "done"  # its read-back agrees
