@@ -143,7 +143,8 @@ def test_install_requests_exactly_these(world: World) -> None:
 
 
 def test_pull_requests_exactly_these(world: World, capsys: pytest.CaptureFixture[str]) -> None:
-    code, res = acx_json(capsys, "pull", "--plain-http", "--no-verify", world.ref, "-o", str(world.tmp / "out"))
+    out = str(world.tmp / "out")
+    code, res = acx_json(capsys, "pull", "--plain-http", "--no-verify", world.ref, "-o", out)
     assert code == 0, res
     assert res["digest"] == world.subject.digest
     assert world.wire() == ["GET /v2/acx/sample/manifests/v1", f"GET /v2/acx/sample/blobs/{world.layer}"]
@@ -232,9 +233,9 @@ def test_a_registry_target_sees_a_referrer_it_just_pushed(world: World) -> None:
     writer = RegistryTarget(parse_reference(world.ref), OPTS)
     subject = world.other.plain()
     assert reader.referrers(subject) == []
+    empty = {"mediaType": "application/vnd.oci.empty.v1+json", "digest": EMPTY_DIGEST, "size": 2}
     manifest = {"schemaVersion": 2, "mediaType": OCI_MANIFEST, "artifactType": "application/x.proof",
-                "config": {"mediaType": "application/vnd.oci.empty.v1+json", "digest": EMPTY_DIGEST, "size": 2},
-                "layers": [{"mediaType": "application/vnd.oci.empty.v1+json", "digest": EMPTY_DIGEST, "size": 2}],
+                "config": empty, "layers": [empty],
                 "subject": {"mediaType": subject.media_type, "digest": subject.digest, "size": subject.size}}
     data = json.dumps(manifest).encode()
     desc = Descriptor(OCI_MANIFEST, "sha256:" + hashlib.sha256(data).hexdigest(), len(data))
