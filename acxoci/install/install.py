@@ -401,6 +401,8 @@ def install(ref_text: str, *, policy: VerificationPolicy, store: Store, now: dat
         pause_for_test("locked")
         try:  # one GET: the manifest verified and installed is the one whose digest was resolved
             desc = resolve_manifest(target, ref.reference or "latest")
+        except TruncatedBody as exc:  # the manifest GET was cut: a transport failure, not a verdict
+            raise TransientError(f"transfer cut short: {exc.one_line()}", hint="retry the install") from exc
         except Tampered as exc:  # the registry answered a pinned digest with other content
             bad = C.check_content(C.ContentEvidence(ref.digest or "?", None, exc.one_line()))
             rest = [C.CheckResult(cid, "skip", "not attempted: nothing verifiable was pulled")
