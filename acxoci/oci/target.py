@@ -132,6 +132,7 @@ class ReadView:
     def __init__(self, inner: Target) -> None:
         self.inner = inner
         self._listings: dict[str, list[Descriptor]] = {}
+        self._typed: dict[str, Manifest] = {}  # manifests read to learn an untyped entry's type
 
     @property
     def name(self) -> str:
@@ -158,7 +159,14 @@ class ReadView:
         entries = self._listings.get(desc.digest)
         if entries is None:
             entries = self._listings[desc.digest] = self.inner.referrers(desc.plain())
-        return filter_referrers(entries, artifact_type, lambda d: fetch_manifest(self.inner, d))
+        return filter_referrers(entries, artifact_type, self._manifest_of)
+
+    def _manifest_of(self, desc: Descriptor) -> Manifest:
+        """A listed manifest, read once per view (by digest: content-addressed, never stale)."""
+        m = self._typed.get(desc.digest)
+        if m is None:
+            m = self._typed[desc.digest] = fetch_manifest(self.inner, desc)
+        return m
 
     def push(self, desc: Descriptor, content: Readable) -> None:
         raise Unsupported("a read-only view does not push", where=self.name)

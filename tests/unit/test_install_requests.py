@@ -242,3 +242,26 @@ def test_a_registry_target_sees_a_referrer_it_just_pushed(world: World) -> None:
     writer.push(desc, io.BytesIO(data))
     assert [r.digest for r in reader.referrers(subject)] == [desc.digest]
     assert [r.digest for r in reader.referrers(subject, "application/x.proof")] == [desc.digest]
+
+
+def test_read_view_reads_an_untyped_entry_once() -> None:
+    """An entry listed without artifactType is typed from its manifest (config media type), and
+    that manifest is read once per view however many subsets are asked for."""
+    reg = MemRegistry().start()
+    try:
+        reg.add_blob(b"{}")
+        empty = {"mediaType": "application/vnd.oci.empty.v1+json", "digest": EMPTY_DIGEST, "size": 2}
+        base = {"schemaVersion": 2, "mediaType": OCI_MANIFEST, "config": empty, "layers": [empty]}
+        subject, size = reg.add_manifest({**base, "artifactType": "application/x.subject"}, tag="v1")
+        ref_to = {"mediaType": OCI_MANIFEST, "digest": subject, "size": size}
+        untyped, _ = reg.add_manifest({**base, "config": {**empty, "mediaType": "application/x.typed"},
+                                       "subject": ref_to})
+        view = ReadView(RegistryTarget(parse_reference(f"{reg.host}/acx/u:v1"), OPTS))
+        subj = Descriptor(OCI_MANIFEST, subject, size)
+        for _ in range(3):
+            assert [r.digest for r in view.referrers(subj, "application/x.typed")] == [untyped]
+            assert view.referrers(subj, "application/x.other") == []
+        assert [r.path for r in reg.seen] == [f"/v2/acx/u/referrers/{subject}",
+                                              f"/v2/acx/u/manifests/{untyped}"]
+    finally:
+        reg.stop()
