@@ -41,7 +41,7 @@ from acxoci.oci.shapes import (
     workflow_manifest,
 )
 from acxoci.oci.staging import fetch_staged, resumable, staging_path
-from acxoci.oci.target import Target, fetch_manifest
+from acxoci.oci.target import Target, fetch_manifest, resolve_manifest
 from attest.canonical import loads_strict
 from attest.errors import MalformedError
 from attest.trust import TrustRegistry
@@ -544,7 +544,7 @@ def pull_file(
     digest-named staging file beside its destination (digest-checked), verify the artifact, then
     rename everything into place: nothing reaches a final name before every digest was proven.
     On a failure nothing is left behind but the staging files a rerun can resume (oci/staging.py)."""
-    desc = target.resolve(reference)
+    desc = resolve_manifest(target, reference)  # one GET: the digest is the hash of the body used
     m = fetch_manifest(target, desc)
     where = f"{target.name}@{desc.digest}"
     kind = kind_of_manifest(m)
@@ -627,8 +627,8 @@ def pull_file(
         raise
     files = tuple(dests)
     if len(dests) == 1:
-        return Pulled(desc, dests[0][0], dests[0][1], kind, verdict, files)
-    return Pulled(desc, None, out, kind, verdict, files)
+        return Pulled(replace(desc, data=None), dests[0][0], dests[0][1], kind, verdict, files)
+    return Pulled(replace(desc, data=None), None, out, kind, verdict, files)
 
 
 HASH_WHILE_UPLOADING = 64 * 1024 * 1024

@@ -39,7 +39,7 @@ from acxoci.attestation.statements import (
 from acxoci.errors import AcxError, AuthError, NotFound, Tampered, TransientError
 from acxoci.oci.descriptor import Descriptor
 from acxoci.oci.reference import fallback_tag
-from acxoci.oci.target import Target, fetch_bytes, fetch_manifest
+from acxoci.oci.target import Target, fetch_bytes, fetch_manifest, resolve_manifest
 
 Format = Literal["legacy", "bundle", "envelope"]
 MAX_ATTESTATION_BYTES = 16 * 1024 * 1024
@@ -124,11 +124,12 @@ def find_attestations(target: Target, subject: Descriptor) -> tuple[list[Found],
             found.append(Found(kind, f"referrer {entry.digest}", entry.digest, layer))
     tag = legacy_tag(subject.digest)
     try:
-        att_desc = target.resolve(tag)
+        att_desc = resolve_manifest(target, tag)  # one GET: the tag's bytes are read next anyway
+        att = fetch_manifest(target, att_desc)
     except NotFound:
         return found, problems
-    try:
-        att = fetch_manifest(target, att_desc)
+    except (TransientError, AuthError):
+        raise
     except AcxError as exc:
         problems.append(f"{tag}: {exc.one_line()}")
         return found, problems
@@ -142,14 +143,9 @@ def _fallback_entries(target: Target, subject: Descriptor, problems: list[str]) 
     may have written only the tag, e.g. oras on a registry that sends no OCI-Subject header)."""
     tag = fallback_tag(subject.digest)
     try:
-        desc = target.resolve(tag)
+        index = fetch_manifest(target, resolve_manifest(target, tag))
     except NotFound:
         return []
-    except AcxError as exc:
-        problems.append(f"{tag}: {exc.one_line()}")
-        return []
-    try:
-        index = fetch_manifest(target, desc)
     except AcxError as exc:
         problems.append(f"{tag}: {exc.one_line()}")
         return []
@@ -267,13 +263,15 @@ def pulled_content_path(workdir: Path, layer: Descriptor) -> Path:
 def verify_artifact(target: Target, subject: Descriptor, keys: list[TrustedKey], *, reference: str,
                     want_type: str | None = None, check_content: bool = True, now: datetime,
                     workdir: Path | None = None, sigstore: Sigstore | None = None,
-                    artifact_publisher: str | None = None) -> VerifyReport:
+                    artifact_publisher: str | None = None,
+                    found: tuple[list[Found], list[str]] | None = None) -> VerifyReport:
     """Verify every attestation of `subject` and decide overall (see the module docstring).
 
     With `workdir`, pulled content is kept there (see `pulled_content_path`) for further checks.
     `artifact_publisher`: the artifact's publisher when the caller already verified it (install),
-    so its content is not pulled again just to learn it."""
-    found, problems = find_attestations(target, subject)
+    so its content is not pulled again just to learn it. `found`: what `find_attestations` already
+    located for this subject in this call (install keeps it), so the referrers are not looked up twice."""
+    items, problems = found if found is not None else find_attestations(target, subject)
     reports: list[AttestationReport] = []
     with tempfile.TemporaryDirectory(prefix="acx-verify-") as tmp:
         cache = _ContentCache(target, subject, workdir if workdir is not None else Path(tmp), now)
@@ -281,7 +279,7 @@ def verify_artifact(target: Target, subject: Descriptor, keys: list[TrustedKey],
         publisher = artifact_publisher
         if publisher is None and check_content and any(k.entry is not None for k in keys):
             publisher = cache.publisher()
-        for item in found:
+        for item in items:
             if item.format == "envelope":
                 why = ("ACX cartridge envelope (its subject is the ROM digest; it is checked with the "
                        "cartridge, not here)")

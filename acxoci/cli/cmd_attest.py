@@ -46,7 +46,7 @@ from acxoci.level.policy import check_attached, parse_requirement, status_checke
 from acxoci.level.status import DEFAULT_MAX_AGE
 from acxoci.oci.descriptor import Descriptor
 from acxoci.oci.reference import parse_reference
-from acxoci.oci.target import Target, fetch_manifest, open_target
+from acxoci.oci.target import ReadView, Target, fetch_manifest, open_target, resolve_manifest
 from attest.bundle import MAX_BUNDLE_BYTES
 from attest.trust import TrustRegistry
 
@@ -230,8 +230,9 @@ def verify_cmd(
         raise UsageError("--require-level needs --issuers REG (the level issuer trust registry)")
     level_issuers = IssuerRegistry.load(issuers, now=now) if issuers is not None and required is not None \
         else None
-    target, parsed = open_target(parse_reference(ref, require_ref=True), create=False)
-    subject = target.resolve(parsed.reference or "")
+    opened, parsed = open_target(parse_reference(ref, require_ref=True), create=False)
+    target = ReadView(opened)  # one referrer listing per subject: attestations and level share it
+    subject = resolve_manifest(target, parsed.reference or "")  # one GET; the manifest is read next
     with tempfile.TemporaryDirectory(prefix="acx-verify-") as tmp:
         report = verify_artifact(target, subject, keys, reference=str(parsed), want_type=type_,
                                  check_content=not no_content, now=now, workdir=Path(tmp), sigstore=sig)

@@ -30,7 +30,7 @@ from acxoci.oci.descriptor import Descriptor, Manifest, parse_manifest
 from acxoci.oci.digest import copy_verified
 from acxoci.oci.errors import SizeMismatch, TruncatedBody
 from acxoci.oci.reference import Reference, parse_reference
-from acxoci.oci.target import RemoteOptions, Target, fetch_bytes, open_target
+from acxoci.oci.target import ReadView, RemoteOptions, Target, fetch_bytes, open_target, resolve_manifest
 from acxoci.policy.limits import ResourceLimits
 from attest.canonical import loads_strict, sha256_digest
 from attest.errors import AttestError
@@ -205,11 +205,12 @@ def gather_attestations(target: Target, desc: Descriptor, ref: Reference, policy
     from acxoci.attestation.verify import find_attestations, verify_artifact
 
     own = policy.publisher_for(publisher_id)
+    located = find_attestations(target, desc)
     report = verify_artifact(target, desc, _attestation_keys(policy, publisher_id), reference=str(ref),
                              now=now, sigstore=policy_sigstore(policy.document, policy.source,
                                                                own.id if own is not None else None),
-                             artifact_publisher=publisher_id)
-    found = {f.location: f for f in find_attestations(target, desc)[0]}
+                             artifact_publisher=publisher_id, found=located)
+    found = {f.location: f for f in located[0]}
     out: list[C.AttestationFound] = []
     folder = staged / "attestations"
     for i, a in enumerate(report.attestations):
@@ -394,11 +395,14 @@ def install(ref_text: str, *, policy: VerificationPolicy, store: Store, now: dat
         skipped = [C.CheckResult(cid, "skip", "not attempted: the registry is not allowed")
                    for cid in C.CHECK_ORDER[1:]]
         return _refuse_early(ref_text, [reg, *skipped])
-    target, ref = open_target(ref, remote or RemoteOptions(), create=False)
+    opened, ref = open_target(ref, remote or RemoteOptions(), create=False)
+    target = ReadView(opened)  # one referrer listing per subject for this install, no writes
     with store.transaction() as txn:
         pause_for_test("locked")
-        try:
-            desc = target.resolve(ref.reference or "latest")
+        try:  # one GET: the manifest verified and installed is the one whose digest was resolved
+            desc = resolve_manifest(target, ref.reference or "latest")
+        except TruncatedBody as exc:  # the manifest GET was cut: a transport failure, not a verdict
+            raise TransientError(f"transfer cut short: {exc.one_line()}", hint="retry the install") from exc
         except Tampered as exc:  # the registry answered a pinned digest with other content
             bad = C.check_content(C.ContentEvidence(ref.digest or "?", None, exc.one_line()))
             rest = [C.CheckResult(cid, "skip", "not attempted: nothing verifiable was pulled")

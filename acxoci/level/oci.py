@@ -31,7 +31,14 @@ from acxoci.oci.descriptor import (
     manifest_bytes,
 )
 from acxoci.oci.shapes import CARTRIDGE_ARTIFACT_TYPE, empty_config, referrer_manifest
-from acxoci.oci.target import RemoteOptions, Target, fetch_bytes, fetch_manifest, open_target
+from acxoci.oci.target import (
+    RemoteOptions,
+    Target,
+    fetch_bytes,
+    fetch_manifest,
+    open_target,
+    resolve_manifest,
+)
 from attest.canonical import jcs, jcs_digest, loads_strict
 from attest.errors import AttestError
 from attest.keys import PrivateKey
@@ -182,7 +189,7 @@ def publish_status_list(ref: str, document: dict[str, Any], *, now: datetime,
 def fetch_status_list(ref: str, *, options: RemoteOptions | None = None) -> dict[str, Any]:
     """Resolve a status list reference (tag or digest) and return the list document."""
     target, parsed = open_target(_ref_text(ref), options, create=False)
-    desc = target.resolve(parsed.reference or DEFAULT_STATUS_TAG)
+    desc = resolve_manifest(target, parsed.reference or DEFAULT_STATUS_TAG)  # one GET (read next)
     manifest = fetch_manifest(target, desc)
     if manifest.artifact_type != STATUS_ARTIFACT_TYPE:
         raise InvalidInput(f"{ref} is not a status list (artifactType {manifest.artifact_type or 'none'})")

@@ -6,7 +6,7 @@ survive a read-modify-write (referrers fallback index, layout index.json)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -235,3 +235,24 @@ def referrer_entry(manifest_desc: Descriptor, manifest: Manifest) -> Descriptor:
         None,
         obj,
     )
+
+
+def filter_referrers(
+    entries: list[Descriptor], artifact_type: str | None, manifest_of: Callable[[Descriptor], Manifest]
+) -> list[Descriptor]:
+    """The entries of one referrer listing whose artifactType is `artifact_type` (all without one).
+    An entry listed without a type (or with the empty config's) is looked up in its manifest
+    (`manifest_of`), as the image-spec derives it; the entry then carries the manifest's type."""
+    if not artifact_type:
+        return list(entries)
+    out: list[Descriptor] = []
+    for d in entries:
+        if d.artifact_type != artifact_type:
+            if d.artifact_type not in (None, EMPTY_JSON) or d.media_type not in MANIFEST_TYPES:
+                continue
+            m = manifest_of(d)
+            if m.effective_artifact_type() != artifact_type:
+                continue
+            d = referrer_entry(d.plain(), m)
+        out.append(d)
+    return out

@@ -18,6 +18,7 @@ import contextlib
 import io
 import random
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 from urllib.parse import urljoin
 
@@ -27,12 +28,12 @@ from acxoci.errors import AcxError
 from acxoci.oci.descriptor import (
     EMPTY_DATA,
     EMPTY_DIGEST,
-    EMPTY_JSON,
     MANIFEST_LIMIT,
     MANIFEST_TYPES,
     OCI_INDEX,
     Descriptor,
     Manifest,
+    filter_referrers,
     is_digest,
     manifest_bytes,
     parse_manifest,
@@ -263,22 +264,32 @@ class RegistryTarget(UploadsMixin):
                     f"manifest of {size} bytes exceeds the 4 MiB limit", where=self._where(reference)
                 )
             return Descriptor(mt, digest, size)
-        data, mt2 = self._get_manifest_bytes(reference)
-        hasher = new_hasher(digest or "sha256:")
-        hasher.update(data)
-        actual = f"{(digest or 'sha256:').split(':')[0]}:{hasher.hexdigest()}"
-        if digest and actual != digest:
-            raise DigestMismatch(
-                f"manifest hashes to {actual}, registry said {digest}", where=self._where(reference)
-            )
-        m = parse_manifest(
-            data, media_type=mt2 if mt2 in MANIFEST_TYPES else None, where=self._where(reference)
-        )
-        return Descriptor(m.media_type, actual, len(data))
+        data, mt2, _ = self._get_manifest(reference)
+        return self._descriptor_of(reference, data, mt2, digest)
 
-    def _get_manifest_bytes(self, reference: str) -> tuple[bytes, str]:
-        data, mt, _ = self._get_manifest(reference)
-        return data, mt
+    def resolve_manifest(self, reference: str) -> Descriptor:
+        """Resolve `reference` when its manifest is fetched next (install, pull): one GET instead of
+        HEAD then GET. The digest is the hash of the body read (≤ 4 MiB), so what is verified next is
+        what was resolved; a Docker-Content-Digest that disagrees, or a body that does not hash to a
+        pinned digest, is DigestMismatch. The bytes come back in the descriptor's `data`."""
+        data, mt, said = self._get_manifest(reference)
+        return replace(self._descriptor_of(reference, data, mt, said), data=data)
+
+    def _descriptor_of(self, reference: str, data: bytes, mt: str, said: str | None) -> Descriptor:
+        """The descriptor of manifest bytes read for `reference`: their own digest, which must equal
+        the registry's `said` digest and a digest `reference` pins (DigestMismatch otherwise)."""
+        where = self._where(reference)
+        pinned = reference if is_digest(reference) else None
+        if pinned and said and said != pinned:
+            raise DigestMismatch(f"registry answered digest {said}", where=where)
+        want = pinned or said
+        hasher = new_hasher(want or "sha256:")
+        hasher.update(data)
+        actual = f"{(want or 'sha256:').split(':')[0]}:{hasher.hexdigest()}"
+        if want and actual != want:
+            raise DigestMismatch(f"manifest hashes to {actual}, registry said {want}", where=where)
+        m = parse_manifest(data, media_type=mt if mt in MANIFEST_TYPES else None, where=where)
+        return Descriptor(m.media_type, actual, len(data))
 
     def _get_manifest(self, reference: str) -> tuple[bytes, str, str | None]:
         """GET a manifest by tag or digest: (bytes ≤ 4 MiB, Content-Type, Docker-Content-Digest)."""
@@ -512,18 +523,10 @@ class RegistryTarget(UploadsMixin):
         seen: set[str] = set()
         for i, e in enumerate(entries):
             d = Descriptor.from_json(e, f"{self._where(desc.digest)} referrers[{i}]")
-            if d.digest in seen:
-                continue
-            seen.add(d.digest)
-            if artifact_type and d.artifact_type != artifact_type:
-                if d.artifact_type not in (None, EMPTY_JSON) or d.media_type not in MANIFEST_TYPES:
-                    continue
-                m = self._fetch_manifest(d)
-                if m.effective_artifact_type() != artifact_type:
-                    continue
-                d = referrer_entry(d.plain(), m)
-            out.append(d)
-        return out
+            if d.digest not in seen:
+                seen.add(d.digest)
+                out.append(d)
+        return filter_referrers(out, artifact_type, self._fetch_manifest)
 
     def _fetch_manifest(self, desc: Descriptor) -> Manifest:
         with self.fetch(desc) as reader:

@@ -30,10 +30,11 @@ from acxoci.oci.descriptor import (
     Descriptor,
     Manifest,
     descriptor_for,
+    filter_referrers,
     parse_manifest,
 )
 from acxoci.oci.digest import Readable, VerifyingReader
-from acxoci.oci.errors import ManifestTooLarge
+from acxoci.oci.errors import ManifestTooLarge, Unsupported
 from acxoci.oci.layout import LayoutStore
 from acxoci.oci.reference import Reference, parse_reference
 from acxoci.oci.registry import RegistryTarget
@@ -41,12 +42,14 @@ from acxoci.oci.settings import RemoteOptions, active_options
 
 __all__ = [
     "ProgressFn",
+    "ReadView",
     "RemoteOptions",
     "Target",
     "fetch_bytes",
     "fetch_manifest",
     "open_target",
     "push_bytes",
+    "resolve_manifest",
 ]
 
 
@@ -102,6 +105,77 @@ def open_target(
     if ref.layout_path is not None:
         return LayoutStore(Path(ref.layout_path), create=create), ref
     return RegistryTarget(ref, options or active_options()), ref
+
+
+def resolve_manifest(target: Target, reference: str) -> Descriptor:
+    """Resolve `reference` when its manifest is fetched next (install, pull): a registry answers
+    with one GET whose body's hash is the digest and whose bytes ride in `data` (so the manifest
+    verified is the one resolved, however the tag moves meanwhile); other targets resolve as usual.
+    Where only the digest is wanted (tags, existence checks), `target.resolve` HEADs instead."""
+    by_get = getattr(target, "resolve_manifest", None)
+    if callable(by_get):
+        desc = by_get(reference)
+        if not isinstance(desc, Descriptor):  # pragma: no cover - a Target wrapper's bug
+            raise TypeError("resolve_manifest must return a Descriptor")
+        return desc
+    return target.resolve(reference)
+
+
+class ReadView:
+    """A read-only view of a Target for one read-only flow (one `install`, one `verify`): each
+    subject's referrers are listed once and every artifactType subset is derived from that one
+    listing (lifecycle records, attestations, level credentials), so the flow decides on one
+    answer and asks once. Writes are refused, so nothing it remembers can go stale under its own
+    writes; make a new view per call (never keep one across a write, as `release run` proves its
+    pushes by listing again)."""
+
+    def __init__(self, inner: Target) -> None:
+        self.inner = inner
+        self._listings: dict[str, list[Descriptor]] = {}
+        self._typed: dict[str, Manifest] = {}  # manifests read to learn an untyped entry's type
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    def resolve(self, reference: str) -> Descriptor:
+        return self.inner.resolve(reference)
+
+    def resolve_manifest(self, reference: str) -> Descriptor:
+        """See the module function `resolve_manifest` (one GET on a registry)."""
+        return resolve_manifest(self.inner, reference)
+
+    def fetch(self, desc: Descriptor) -> VerifyingReader:
+        return self.inner.fetch(desc)
+
+    def exists(self, desc: Descriptor) -> bool:
+        return self.inner.exists(desc)
+
+    def tags(self) -> list[str]:
+        return self.inner.tags()
+
+    def referrers(self, desc: Descriptor, artifact_type: str | None = None) -> list[Descriptor]:
+        """The subject's one listing (made on first use), filtered to `artifact_type`."""
+        entries = self._listings.get(desc.digest)
+        if entries is None:
+            entries = self._listings[desc.digest] = self.inner.referrers(desc.plain())
+        return filter_referrers(entries, artifact_type, self._manifest_of)
+
+    def _manifest_of(self, desc: Descriptor) -> Manifest:
+        """A listed manifest, read once per view (by digest: content-addressed, never stale)."""
+        m = self._typed.get(desc.digest)
+        if m is None:
+            m = self._typed[desc.digest] = fetch_manifest(self.inner, desc)
+        return m
+
+    def push(self, desc: Descriptor, content: Readable) -> None:
+        raise Unsupported("a read-only view does not push", where=self.name)
+
+    def tag(self, desc: Descriptor, tag: str) -> None:
+        raise Unsupported("a read-only view does not tag", where=self.name)
+
+    def delete(self, desc: Descriptor) -> None:
+        raise Unsupported("a read-only view does not delete", where=self.name)
 
 
 def fetch_bytes(target: Target, desc: Descriptor, *, limit: int = MANIFEST_LIMIT) -> bytes:

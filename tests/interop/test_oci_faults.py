@@ -119,11 +119,12 @@ def test_non_seekable_chunked_upload_resumes(proxy: FaultProxy, tmp_path: Path) 
         ("GET", r"/blobs/sha256:", "corrupt", DigestMismatch),
         ("GET", r"/blobs/sha256:", "truncate", SizeMismatch),
         ("GET", r"/blobs/sha256:", "redirect_loop", RegistryProtocolError),
-        ("GET", r"/manifests/sha256:", "corrupt", DigestMismatch),
-        ("GET", r"/manifests/sha256:", "oversize", SizeMismatch),
+        ("GET", r"/manifests/sha256:", "corrupt", DigestMismatch),  # pulled by its digest
+        ("GET", r"/manifests/v1", "corrupt", DigestMismatch),  # body vs Docker-Content-Digest
+        ("GET", r"/manifests/sha256:", "oversize", ManifestTooLarge),
         ("*", r"/manifests/v1", "oversize", ManifestTooLarge),
         ("*", r"/manifests/v1", "bad_json", MalformedManifest),
-        ("HEAD", r"/manifests/v1", "bad_auth", RegistryProtocolError),
+        ("*", r"/manifests/v1", "bad_auth", RegistryProtocolError),
         ("GET", r"/blobs/sha256:", "status", RegistryUnavailable),
     ],
 )
@@ -137,11 +138,13 @@ def test_lying_registry_typed_error_no_file(
 ) -> None:
     f = _payload(tmp_path, 200_000)
     _push_artifact(_target(proxy.host), f)
+    # a rule on the by-digest manifest GET: pull by the digest (a tag is read with one GET)
+    reference = _target(proxy.host).resolve("v1").digest if "sha256:" in path else "v1"
     rule = proxy.add(Rule(method, path, action, times=10, status=503))
     out = tmp_path / "out"
     out.mkdir()
     with pytest.raises(error):
-        pull_file(_target(proxy.host), "v1", out, verify=False, registry=None, now=NOW)
+        pull_file(_target(proxy.host), reference, out, verify=False, registry=None, now=NOW)
     assert list(out.iterdir()) == []
     assert rule.hits >= 1 and rule.hits <= 10  # bounded: no request loop
 

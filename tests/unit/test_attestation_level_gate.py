@@ -126,3 +126,26 @@ def test_require_level_needs_issuers(world: dict[str, Any], capsys: pytest.Captu
     code, res = acx(capsys, "verify", f"{world['layout']}:agent", "--key", str(d / "signer.pub"),
                     "--require-level", "senior")
     assert code != 0 and "--issuers" in json.dumps(res)
+
+
+def test_require_level_lists_the_referrers_once(world: dict[str, Any],
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """On a registry, attestations and level credentials come from one referrer listing."""
+    from tests.harness.memregistry import MemRegistry
+
+    reg = MemRegistry().start()
+    try:
+        code, res = acx(capsys, "cp", "-r", "--to-plain-http", f"{world['layout']}:agent",
+                        f"{reg.host}/acx/agent:agent")
+        assert code == 0, res
+        reg.reset_counts()
+        d = world["dir"]
+        code, res = acx(capsys, "verify", "--plain-http", f"{reg.host}/acx/agent:agent", "--key",
+                        str(d / "signer.pub"), "--issuers", str(d / "issuers.json"), "--cache-dir",
+                        str(d / "cache"), "--now", LATER, "--require-level", "senior")
+        assert code == 0, res
+        assert res["ok"] and res["attestationsOk"] and res["level"]["ok"]
+        assert reg.referrer_lists == {res["subject"]: 1}
+        assert not any(r.method == "HEAD" and r.path.endswith("/manifests/agent") for r in reg.seen)
+    finally:
+        reg.stop()
