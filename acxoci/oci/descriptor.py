@@ -5,6 +5,7 @@ survive a read-modify-write (referrers fallback index, layout index.json)."""
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -56,6 +57,13 @@ def _annotations(obj: dict[str, Any], where: str) -> dict[str, str]:
     ):
         raise MalformedManifest("annotations must map strings to strings", where=where)
     return ann
+
+
+def _digest_of(data: bytes, like: str) -> str:
+    """`data`'s digest in the algorithm of the (checked) digest `like`: embedded data is used in
+    place of a fetch, so it is proven whatever the algorithm (sha256 or sha512)."""
+    alg = like.split(":", 1)[0]
+    return f"{alg}:" + hashlib.new(alg, data).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -116,7 +124,7 @@ class Descriptor:
                 data = base64.b64decode(str(obj["data"]), validate=True)
             except (binascii.Error, ValueError) as exc:
                 raise MalformedManifest("descriptor data is not base64", where=where) from exc
-            if len(data) != size or (digest.startswith("sha256:") and sha256_digest(data) != digest):
+            if len(data) != size or _digest_of(data, digest) != digest:
                 raise MalformedManifest("embedded data does not match the descriptor", where=where)
         return cls(mt, digest, size, at, dict(ann), data, dict(obj))
 

@@ -106,3 +106,22 @@ def test_descriptor_roundtrip_keeps_unknown_fields() -> None:
     d = Descriptor.from_json(obj, "t")
     assert d.to_json() == obj
     assert d.plain().to_json() == {"mediaType": OCI_MANIFEST, "digest": D, "size": 3}
+
+
+@pytest.mark.parametrize("alg", ["sha256", "sha512"])
+def test_embedded_data_is_proven_against_the_digest_whatever_the_algorithm(alg: str) -> None:
+    """`data` is used instead of a fetch (fetch_bytes), so a registry must not be able to embed
+    other bytes under a digest of either algorithm."""
+    import base64
+    import hashlib
+
+    good, evil = b'{"a":1}', b'{"a":2}'
+    digest = f"{alg}:" + hashlib.new(alg, good).hexdigest()
+
+    def desc(data: bytes) -> dict[str, object]:
+        return {"mediaType": "application/json", "digest": digest, "size": len(data),
+                "data": base64.b64encode(data).decode()}
+
+    assert Descriptor.from_json(desc(good), "t").data == good
+    with pytest.raises(MalformedManifest, match="embedded data"):
+        Descriptor.from_json(desc(evil), "t")
