@@ -338,3 +338,54 @@ def test_did_web_mapping() -> None:
 def test_http_sources_refused(world: World) -> None:
     with pytest.raises(UsageError):
         st.fetch_list("http://status.example/1", now=T0)
+
+
+def test_verdict_json_view(world: World) -> None:
+    v = world.verify()
+    assert v.status is not None
+    assert v.to_json() == {
+        "state": "verified",
+        "ok": True,
+        "reasons": [],
+        "issuer": ISSUER,
+        "proofVariant": "w3c",
+        "issuerKeyId": world.key.public().keyid(),
+        "level": 28,
+        "tier": "principal",
+        "mu": 32.087,
+        "sigma": 1.204,
+        "games": 90,
+        "romDigest": ADA,
+        "evidenceChecked": 90,
+        "status": v.status.to_json(),
+    }
+    assert v.to_json()["status"]["state"] == "valid"
+
+
+def test_early_refusal_keeps_issuer_and_rom_digest(world: World) -> None:
+    other = IssuerRegistry.from_json(registry_doc((generate_ed25519().public(), "org.elsewhere")))
+    v = world.verify(issuers=other)
+    assert v.state == "invalid" and (v.issuer, v.rom_digest) == (ISSUER, ADA)
+    assert v.to_json()["issuer"] == ISSUER and v.to_json()["romDigest"] == ADA
+
+
+def test_impersonation_by_another_registered_issuer_is_named(world: World) -> None:
+    # Mallory, registered for her own namespace after an unrelated issuer, signs as ISSUER: the
+    # verdict names her key's registration, whatever other keys come before it in the registry.
+    mallory = generate_ed25519()
+    issuers = IssuerRegistry.from_json(
+        registry_doc(
+            (world.key.public(), "example.verifier"),
+            (generate_ed25519().public(), "org.unrelated"),
+            (mallory.public(), "org.mallory"),
+        )
+    )
+    forged = issue_credential(
+        world.result, cartridge_id="c", issuer=ISSUER, key=mallory, now=T0, status=world.entry
+    )
+    v = world.verify(forged, issuers=issuers)
+    assert v.state == "invalid" and len(v.reasons) == 1
+    assert "org.mallory" in v.reasons[0] and "does not verify" not in v.reasons[0], v.reasons
+    # forced to the ACX proof variant, Mallory's W3C proof verifies under no key: a plain refusal
+    acx = world.verify(forged, issuers=issuers, variant="acx")
+    assert acx.state == "invalid" and "tampered credential" in acx.reasons[0], acx.reasons
