@@ -1,0 +1,138 @@
+"""The status-list operations a revoking issuer and a verifier rely on: re-signing keeps the list's
+identity and validity window, index allocation never hands out an index twice or past the end,
+the cache refuses a corrupt or foreign entry, and the JSON views carry every field."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from acxoci.errors import InvalidInput, NotFound, VerificationFailed
+from acxoci.level import status as st
+from attest import statuslist, vc
+from attest.keys import generate_ed25519
+
+T0 = datetime(2026, 8, 1, 12, 0, tzinfo=UTC)
+ISSUER = "did:web:verifier.example"
+LIST_ID = "https://status.example/lists/7"
+VM = f"{ISSUER}#key-2"
+
+
+def _bits(doc: dict[str, object]) -> bytearray:
+    bits, _ = statuslist.list_bits_from_credential(doc)
+    return bits
+
+
+def test_set_status_flips_one_bit_and_keeps_identity_and_window() -> None:
+    key = generate_ed25519()
+    doc = st.create_status_list(list_id=LIST_ID, issuer=ISSUER, key=key, now=T0,
+                                valid_for=timedelta(days=7), verification_method=VM)
+    later = T0 + timedelta(hours=5)
+    new = st.set_status(doc, 42, key=key, now=later)
+    vc.verify(new, key.public())  # re-signed by the same key
+    bits = _bits(new)
+    assert statuslist.get_bit(bits, 42) and sum(bin(b).count("1") for b in bits) == 1
+    assert (new["id"], new["issuer"], new["proof"]["verificationMethod"]) == (LIST_ID, ISSUER, VM)
+    assert new["validFrom"] == st.iso(later)
+    assert new["validUntil"] == st.iso(later + timedelta(days=7))  # the window carries over
+    assert new["proof"]["created"] == st.iso(later)
+    cleared = st.set_status(new, 42, key=key, now=later, value=False)
+    assert not any(_bits(cleared))
+    explicit = st.set_status(doc, 1, key=key, now=later, valid_for=timedelta(hours=1))
+    assert explicit["validUntil"] == st.iso(later + timedelta(hours=1))
+
+
+def test_set_status_without_window_stays_open_ended() -> None:
+    key = generate_ed25519()
+    doc = st.create_status_list(list_id=LIST_ID, issuer=ISSUER, key=key, now=T0)
+    new = st.set_status(doc, 3, key=key, now=T0 + timedelta(minutes=1))
+    assert "validUntil" not in new and statuslist.get_bit(_bits(new), 3)
+
+
+def test_set_status_refuses_another_key() -> None:
+    key = generate_ed25519()
+    doc = st.create_status_list(list_id=LIST_ID, issuer=ISSUER, key=key, now=T0)
+    with pytest.raises(VerificationFailed, match=f"status list '{LIST_ID}' is not signed by this issuer key"):
+        st.set_status(doc, 1, key=generate_ed25519(), now=T0)
+
+
+def test_allocate_index_counts_up_and_stops_at_the_end(tmp_path: Path) -> None:
+    lst = tmp_path / "sl.json"
+    assert [st.allocate_index(lst, 3) for _ in range(3)] == [0, 1, 2]
+    side = tmp_path / "sl.json.alloc.json"
+    assert json.loads(side.read_text()) == {"next": 3}
+    with pytest.raises(InvalidInput, match=r"is full \(3 entries\)"):
+        st.allocate_index(lst, 3)
+    assert json.loads(side.read_text()) == {"next": 3}  # a refusal allocates nothing
+    assert st.allocate_index(lst, 4) == 3
+
+
+@pytest.mark.parametrize("body", ['{"next": -1}', '{"next": "1"}', "[1]", '{"nxt": 1}'])
+def test_allocate_index_refuses_a_malformed_sidecar(tmp_path: Path, body: str) -> None:
+    lst = tmp_path / "sl.json"
+    (tmp_path / "sl.json.alloc.json").write_text(body)
+    with pytest.raises(InvalidInput, match="malformed allocation file"):
+        st.allocate_index(lst, 10)
+
+
+def test_read_list_file_errors_are_typed(tmp_path: Path) -> None:
+    with pytest.raises(NotFound, match="status list not found"):
+        st.read_list_file(tmp_path / "missing.json")
+    arr = tmp_path / "arr.json"
+    arr.write_text("[]")
+    with pytest.raises(InvalidInput, match="not a JSON object"):
+        st.read_list_file(arr)
+    dup = tmp_path / "dup.json"
+    dup.write_text('{"a": 1, "a": 2}')
+    with pytest.raises(InvalidInput):
+        st.read_list_file(dup)
+
+
+def test_read_list_file_is_bounded(tmp_path: Path) -> None:
+    at_limit = tmp_path / "at.json"
+    at_limit.write_bytes(b"{}" + b" " * (st.MAX_LIST_BYTES - 2))
+    assert st.read_list_file(at_limit) == {}
+    over = tmp_path / "over.json"
+    over.write_bytes(b"{}" + b" " * (st.MAX_LIST_BYTES - 1))
+    with pytest.raises(InvalidInput):
+        st.read_list_file(over)
+
+
+def test_cache_round_trip_and_refusals(tmp_path: Path) -> None:
+    src = "https://status.example/lists/7"
+    assert st.load_cache(tmp_path, src) is None
+    doc = {"id": LIST_ID}
+    st.store_cache(tmp_path, st.Fetched(doc, src, T0, False))
+    got = st.load_cache(tmp_path, src)
+    assert got == st.Fetched(doc, src, T0, True)
+    path = next(tmp_path.iterdir())
+    entry = json.loads(path.read_text())
+    for bad in ({**entry, "source": "https://elsewhere.example/x"}, {**entry, "document": [1]},
+                {k: v for k, v in entry.items() if k != "fetchedAt"}, {**entry, "fetchedAt": "yesterday"}):
+        path.write_text(json.dumps(bad))
+        with pytest.raises(InvalidInput, match=f"status list cache {path} is corrupt"):
+            st.load_cache(tmp_path, src)
+    path.write_text("[]")
+    with pytest.raises(InvalidInput, match="is corrupt"):
+        st.load_cache(tmp_path, src)
+
+
+def test_default_cache_dir_is_under_the_user_cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert st.default_cache_dir() == tmp_path / "acxoci" / "status-lists"
+
+
+def test_outcome_json_view() -> None:
+    out = st.StatusOutcome("revoked", "revoked (x)", 42, "sl.json", T0, T0 - timedelta(hours=1),
+                           from_cache=True, stale=True, offline=True)
+    assert out.to_json() == {"state": "revoked", "reason": "revoked (x)", "index": 42, "source": "sl.json",
+                             "fetchedAt": "2026-08-01T12:00:00.000Z",
+                             "listValidFrom": "2026-08-01T11:00:00.000Z",
+                             "fromCache": True, "stale": True, "offline": True}
+    bare = st.StatusOutcome("failed", "unreachable")
+    assert bare.to_json() == {"state": "failed", "reason": "unreachable", "index": None, "source": None,
+                              "fetchedAt": None, "listValidFrom": None,
+                              "fromCache": False, "stale": False, "offline": False}
