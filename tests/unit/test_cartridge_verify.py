@@ -238,3 +238,61 @@ def test_cli_exit_codes(vectors_dir: Path, tmp_path: Path) -> None:
     bad.write_bytes(b"not sqlite at all" * 10)
     r = _acx("--json", "cartridge", "verify", str(bad))
     assert r.returncode == 3 and json.loads(r.stdout)["error"]["where"] == str(bad)
+
+
+def test_verdict_json_view(vectors_dir: Path) -> None:
+    # the --json verdict scripts read: every field, from the reference's sample under its registries
+    sample = vectors_dir / "sample" / "sample.acx"
+    common = {
+        "romDigest": "sha256:8ba92c59b173298b2e307b78daf9d82d89813fdb237f4d0ba738ce324efbdb5b",
+        "keyId": SAMPLE_KEYID,
+        "publisherId": "io.github.example-acx",
+        "signedAt": "2026-04-03T13:35:46.190Z",
+        "checksumHash": "sha256:3c4706adf50a7ccea5a71ab38da284048d0992aa3d30381b99d6799127038b72",
+        "fileCount": 34,
+        "file": str(sample),
+    }
+    active = load_trust_registry(vectors_dir / "sample" / "trust-active.json", now=NOW)
+    assert verify_cartridge(sample, registry=active, now=NOW).to_json() == {
+        "status": "verified",
+        "trust": "trusted",
+        "summary": "Signed by trusted publisher io.github.example-acx.",
+        "issues": [],
+        "inRegistry": True,
+        "keySource": "registry",
+        **common,
+    }
+    compromised = load_trust_registry(vectors_dir / "sample" / "trust-compromised.json", now=NOW)
+    assert verify_cartridge(sample, registry=compromised, now=NOW).to_json() == {
+        "status": "invalid",
+        "trust": "tampered",
+        "summary": "Signer key is compromised (revoked).",
+        "issues": ["signer key is revoked for key-compromise: never trusted"],
+        "inRegistry": True,
+        "keySource": "registry",
+        "compromised": True,
+        **common,
+    }
+    assert verify_cartridge(sample, registry=None, now=NOW).to_json() == {
+        "status": "warning",
+        "trust": "portable",
+        "summary": "Signature valid but signer not in trust registry.",
+        "issues": ["signer key is not in the trust registry"],
+        "inRegistry": False,
+        "keySource": "cartridge",
+        **common,
+    }
+
+
+def test_meets_orders_the_trust_levels(vectors_dir: Path) -> None:
+    sample = vectors_dir / "sample" / "sample.acx"
+    portable = verify_cartridge(sample, registry=None, now=NOW)
+    active = load_trust_registry(vectors_dir / "sample" / "trust-active.json", now=NOW)
+    compromised = load_trust_registry(vectors_dir / "sample" / "trust-compromised.json", now=NOW)
+    trusted = verify_cartridge(sample, registry=active, now=NOW)
+    rejected = verify_cartridge(sample, registry=compromised, now=NOW)
+    assert [portable.meets(r) for r in (None, "portable", "trusted")] == [True, True, False]
+    assert [trusted.meets(r) for r in (None, "portable", "trusted")] == [True, True, True]
+    assert not any(rejected.meets(r) for r in (None, "portable", "tampered"))
+    with pytest.raises(ValueError, match="unknown trust level 'gold'"):
+        portable.meets("gold")
