@@ -3,11 +3,23 @@
 mutmut runs in a scratch copy of the repository (`.mutate/work`, git-ignored) whose pyproject.toml
 gets a `[tool.mutmut]` section naming the files to mutate and the tests to run, so the repository's
 own files are never rewritten. Survivors are listed by name; `--show NAME` prints one's diff
-(run inside `.mutate/work`: `../../.venv/bin/mutmut show NAME`).
+(run inside the scratch copy, e.g. `.mutate/work`: `../../.venv/bin/mutmut show NAME`).
 
     python scripts/mutate.py                              # the whole trust core (slow: hours)
     python scripts/mutate.py --files attest/dsse.py       # one file
     python scripts/mutate.py --report                     # re-print the last run's table
+    python scripts/mutate.py --work level --files 'acxoci/level/*.py'   # a group in .mutate/level
+    python scripts/mutate.py --report --work level attest   # one table over several groups
+    python scripts/mutate.py --work level --rerun 'acxoci.level.status.x_*'  # re-run named mutants
+
+    python scripts/mutate.py --work level --confirm tests/unit/test_level_status.py  # new tests vs survivors
+
+A timeout (the mutant's tests ran past mutmut's CPU-time limit) counts as killed but is shown in
+its own column; a mutant no selected test reaches ("no tests") counts as survived. `--confirm`
+runs tests written after the mutmut run against that run's survivors (the current `tests/` is
+copied into the scratch copy; each survivor is activated with mutmut's own `MUTANT_UNDER_TEST`
+switch), and remembers which it kills in `.mutate/<work>.confirmed.json`. The last line
+is always the summary: `mutate: N effective mutants, K killed, S survived, P% killed`.
 """
 
 from __future__ import annotations
@@ -20,10 +32,12 @@ import shutil
 import subprocess
 import sys
 from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
+from fnmatch import fnmatch
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-WORK = REPO / ".mutate" / "work"
+SCRATCH = REPO / ".mutate"
 TRUST_CORE = (
     "attest/*.py",
     "acxoci/cartridge/reader.py",
@@ -38,8 +52,9 @@ TRUST_CORE = (
     "acxoci/oci/digest.py",
 )
 TESTS = ("tests/unit", "tests/property", "tests/fuzz")
-COPY = ("attest", "acxoci", "tests", "schemas", "examples", "scripts", "README.md", "pyproject.toml")
+COPY = ("attest", "acxoci", "tests", "schemas", "examples", "scripts", "docs", "README.md", "pyproject.toml")
 KILLED = {"killed", "timeout", "caught by type check", "segfault"}
+UNKILLED = {"survived", "no tests"}
 LINE = re.compile(r"^\s*(?P<name>[\w.]+__mutmut_\d+): (?P<status>.+?)\s*$")
 
 
@@ -47,27 +62,27 @@ def _toml_list(items: list[str]) -> str:
     return "[" + ", ".join(json.dumps(i) for i in items) + "]"
 
 
-def prepare(files: list[str], tests: list[str]) -> None:
+def prepare(work: Path, files: list[str], tests: list[str]) -> None:
     """A fresh scratch copy of the repo with the mutmut section appended to its pyproject.toml."""
-    if WORK.exists():
-        shutil.rmtree(WORK)
-    WORK.mkdir(parents=True)
+    if work.exists():
+        shutil.rmtree(work)
+    work.mkdir(parents=True)
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache")
     for name in COPY:
         src = REPO / name
         if src.is_dir():
-            shutil.copytree(src, WORK / name, ignore=ignore)
+            shutil.copytree(src, work / name, ignore=ignore)
         elif src.exists():
-            shutil.copy2(src, WORK / name)
+            shutil.copy2(src, work / name)
     section = (
         "\n[tool.mutmut]\n"
         'source_paths = ["attest", "acxoci"]\n'
         f"only_mutate = {_toml_list(files)}\n"
         f"pytest_add_cli_args_test_selection = {_toml_list(tests)}\n"
-        'also_copy = ["examples", "schemas", "scripts", "README.md"]\n'
+        'also_copy = ["examples", "schemas", "scripts", "docs", "README.md"]\n'
         'pytest_add_cli_args = ["-p", "no:cacheprovider", "-q", "-x", "-m", "not interop"]\n'
     )
-    with (WORK / "pyproject.toml").open("a", encoding="utf-8") as f:
+    with (work / "pyproject.toml").open("a", encoding="utf-8") as f:
         f.write(section)
 
 
@@ -76,19 +91,20 @@ def _env() -> dict[str, str]:
     return {**os.environ, "ACX_SHARED_DIR": shared, "PYTHONPATH": ""}
 
 
-def run(max_children: int) -> int:
+def run(work: Path, max_children: int, names: list[str]) -> int:
+    """`mutmut run` in the scratch copy (all mutants, or only the named ones), logged beside it."""
     mutmut = Path(sys.executable).parent / "mutmut"
-    log = WORK.parent / "run.log"
-    print(f"mutmut run in {WORK} (progress: {log})", flush=True)
+    log = work.parent / f"{work.name}.log"
+    print(f"mutmut run in {work} (progress: {log})", flush=True)
     with log.open("w") as out:
-        cmd = [str(mutmut), "run", "--max-children", str(max_children)]
-        return subprocess.call(cmd, cwd=WORK, env=_env(), stdout=out, stderr=subprocess.STDOUT)
+        cmd = [str(mutmut), "run", "--max-children", str(max_children), *names]
+        return subprocess.call(cmd, cwd=work, env=_env(), stdout=out, stderr=subprocess.STDOUT)
 
 
-def results() -> dict[str, str]:
+def results(work: Path) -> dict[str, str]:
     """mutant name → status from `mutmut results --all true`."""
     mutmut = Path(sys.executable).parent / "mutmut"
-    out = subprocess.run([str(mutmut), "results", "--all", "true"], cwd=WORK, env=_env(),
+    out = subprocess.run([str(mutmut), "results", "--all", "true"], cwd=work, env=_env(),
                          capture_output=True, text=True, check=False).stdout
     found: dict[str, str] = {}
     for line in out.splitlines():
@@ -98,32 +114,93 @@ def results() -> dict[str, str]:
     return found
 
 
+def _confirmed_path(work: Path) -> Path:
+    return work.parent / f"{work.name}.confirmed.json"
+
+
+def confirmed(work: Path) -> dict[str, str]:
+    """mutant name → "killed"/"timeout"/"survived" from earlier `--confirm` runs."""
+    path = _confirmed_path(work)
+    if not path.exists():
+        return {}
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    return {str(k): str(v) for k, v in doc.items()} if isinstance(doc, dict) else {}
+
+
+def _run_one(root: Path, name: str, tests: list[str], timeout: float) -> str:
+    """The current tests against one mutant, switched on as mutmut does it."""
+    env = {**_env(), "MUTANT_UNDER_TEST": name}
+    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-m", "not interop", *tests]
+    try:
+        rc = subprocess.run(cmd, cwd=root, env=env, capture_output=True, timeout=timeout,
+                            check=False).returncode
+    except subprocess.TimeoutExpired:
+        return "timeout"
+    if rc == 0:
+        return "survived"
+    if rc == 1:
+        return "killed"
+    raise SystemExit(f"pytest exited {rc} for {name}: check the tests given to --confirm")
+
+
+def confirm(work: Path, tests: list[str], patterns: list[str], jobs: int, timeout: float = 600.0) -> None:
+    """Run `tests` (as they are now) against the run's survivors, or the ones matching `patterns`."""
+    root = work.parent / f"{work.name}.confirm"  # a copy: a mutmut run may still be using `mutants`
+    if root.exists():
+        shutil.rmtree(root)
+    skip = shutil.ignore_patterns("__pycache__", "*.pyc", "tests", "mutmut-stats.json")
+    shutil.copytree(work / "mutants", root, ignore=skip)
+    shutil.copytree(REPO / "tests", root / "tests", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    if _run_one(root, "", tests, timeout) != "survived":
+        raise SystemExit(f"the tests given to --confirm fail without a mutant: {tests}")
+    done = confirmed(work)
+    todo = sorted(n for n, s in results(work).items()
+                  if s in UNKILLED and done.get(n) not in KILLED
+                  and (not patterns or any(fnmatch(n, p) for p in patterns)))
+    print(f"confirming {len(todo)} survivors against {' '.join(tests)}", flush=True)
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        outcomes = pool.map(lambda n: _run_one(root, n, tests, timeout), todo)
+        for name, status in zip(todo, outcomes, strict=True):
+            done[name] = status
+            _confirmed_path(work).write_text(json.dumps(done, indent=1, sort_keys=True), encoding="utf-8")
+            print(f"  {name}: {status}", flush=True)
+
+
 def _file_of(name: str) -> str:
     module = name.split("__mutmut_")[0].rsplit(".", 1)[0]
     return module.replace(".", "/") + ".py"
 
 
-def report(found: dict[str, str]) -> tuple[int, int]:
+def report(found: dict[str, str], later: set[str]) -> tuple[int, int]:
+    """The per-file table (`later`: killed only by tests written after the run), the survivors'
+    names, and the summary line last."""
     per: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for name, status in found.items():
-        per[_file_of(name)]["killed" if status in KILLED else status] += 1
-    print(f"{'file':42} {'mutants':>8} {'killed':>7} {'survived':>9} {'other':>6} {'killed %':>9}")
-    tk = ts = 0
+        c = per[_file_of(name)]
+        c["killed" if status in KILLED else status] += 1
+        if status == "timeout":
+            c["timeout"] += 1
+        if name in later:
+            c["later"] += 1
+    print(f"{'file':42} {'mutants':>8} {'killed':>7} {'timeout':>8} {'later':>6} {'survived':>9} "
+          f"{'no tests':>9} {'other':>6} {'killed %':>9}")
+    tk = ts = tt = 0
     for f in sorted(per):
         c = per[f]
-        total = sum(c.values())
-        k, s = c.get("killed", 0), c.get("survived", 0)
-        other = total - k - s
-        tk, ts = tk + k, ts + s
-        pct = 100 * k / (k + s) if k + s else 100.0
-        print(f"{f:42} {total:8} {k:7} {s:9} {other:6} {pct:8.1f}%")
-    pct = 100 * tk / (tk + ts) if tk + ts else 100.0
-    print(f"mutate: {tk + ts} effective mutants, {tk} killed, {ts} survived, {pct:.1f}% killed")
-    survivors = sorted(n for n, s in found.items() if s == "survived")
+        total = sum(v for key, v in c.items() if key not in ("timeout", "later"))
+        k, t, s, n = c.get("killed", 0), c.get("timeout", 0), c.get("survived", 0), c.get("no tests", 0)
+        other = total - k - s - n
+        tk, ts, tt = tk + k, ts + s + n, tt + t
+        pct = 100 * k / (k + s + n) if k + s + n else 100.0
+        print(f"{f:42} {total:8} {k:7} {t:8} {c.get('later', 0):6} {s:9} {n:9} {other:6} {pct:8.1f}%")
+    survivors = sorted(n for n, s in found.items() if s in UNKILLED)
     if survivors:
-        print("\nsurvived (inspect with `mutmut show NAME` in .mutate/work):")
-        for n in survivors:
-            print(f"  {n}")
+        print("\nnot killed (inspect with `mutmut show NAME` in the scratch copy):")
+        for name in survivors:
+            print(f"  {name}: {found[name]}")
+    pct = 100 * tk / (tk + ts) if tk + ts else 100.0
+    print(f"\n{tt} of the killed are timeouts")
+    print(f"mutate: {tk + ts} effective mutants, {tk} killed, {ts} survived, {pct:.1f}% killed")
     return tk, ts
 
 
@@ -132,21 +209,41 @@ def main() -> int:
     ap.add_argument("--files", nargs="*", default=list(TRUST_CORE), help="globs of files to mutate")
     ap.add_argument("--tests", nargs="*", default=list(TESTS), help="pytest paths to run against mutants")
     ap.add_argument("--max-children", type=int, default=int(os.environ.get("MUTATE_JOBS") or 2))
+    ap.add_argument("--work", nargs="*", default=["work"],
+                    help="scratch copy name(s) under .mutate/ (several only with --report)")
     ap.add_argument("--report", action="store_true", help="only print the last run's results")
+    ap.add_argument("--rerun", nargs="*", default=[], help="re-run these mutants (names or globs)")
+    ap.add_argument("--confirm", nargs="*", default=None,
+                    help="run these tests (as they are now) against the run's survivors")
     ap.add_argument("--min-killed", type=float, default=90.0, help="fail below this kill percentage")
     args = ap.parse_args()
-    if not args.report:
-        prepare(args.files, args.tests)
-        rc = run(args.max_children)
+    works = [SCRATCH / w for w in args.work]
+    if args.confirm is not None:
+        if len(works) != 1 or not args.confirm:
+            ap.error("--confirm takes one --work and the tests to run")
+        confirm(works[0], args.confirm, args.rerun, args.max_children)
+    elif not args.report:
+        if len(works) != 1:
+            ap.error("one --work for a run")
+        if not args.rerun:
+            prepare(works[0], args.files, args.tests)
+        rc = run(works[0], args.max_children, args.rerun)
         if rc not in (0, 1):
             print(f"mutmut run exited {rc}", file=sys.stderr)
-    found = results()
+    found: dict[str, str] = {}
+    later: set[str] = set()
+    for work in works:
+        found.update(results(work))
+        for name, status in confirmed(work).items():
+            if status in KILLED and found.get(name) in UNKILLED:
+                found[name] = status
+                later.add(name)
     if not found:
         print("no mutmut results (run without --report first)", file=sys.stderr)
         return 1
-    killed, survived = report(found)
+    killed, survived = report(found, later)
     if killed + survived == 0:
-        print("no mutant was tested (see .mutate/run.log)", file=sys.stderr)
+        print("no mutant was tested (see the .mutate/*.log)", file=sys.stderr)
         return 1
     return 0 if 100 * killed / (killed + survived) >= args.min_killed else 1
 
