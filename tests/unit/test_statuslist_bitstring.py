@@ -140,3 +140,48 @@ def test_set_bits_survive_encoding(indexes: set[int]) -> None:
     dec = statuslist.decode_list(statuslist.encode_list(bits))
     assert {i for i in indexes if statuslist.get_bit(dec, i)} == indexes
     assert sum(bin(b).count("1") for b in dec) == len(indexes)
+
+
+def test_clearing_a_bit_keeps_its_neighbours() -> None:
+    bits = statuslist.new_bitstring()
+    for i in (0, 1, 7):
+        statuslist.set_bit(bits, i)
+    statuslist.set_bit(bits, 1, False)
+    assert bits[0] == 0x81 and statuslist.get_bit(bits, 0) and statuslist.get_bit(bits, 7)
+
+
+_ENTRY = {
+    "id": "https://s.example/1#5",
+    "type": "BitstringStatusListEntry",
+    "statusPurpose": "revocation",
+    "statusListIndex": "5",
+    "statusListCredential": "https://s.example/1",
+}
+
+
+@pytest.mark.parametrize(
+    ("change", "match"),
+    [
+        ({"type": "StatusList2021Entry"}, "credentialStatus is not a BitstringStatusListEntry"),
+        ({"statusListCredential": ""}, "credentialStatus.statusListCredential is missing"),
+        ({"statusListCredential": 7}, "credentialStatus.statusListCredential is missing"),
+        ({"statusListIndex": "abc"}, "credentialStatus.statusListIndex 'abc' is not a base-10 string"),
+        ({"statusListIndex": "-1"}, "is not a base-10 string"),
+        ({"statusListIndex": "1" * 13}, "is not a base-10 string"),
+        ({"statusPurpose": ""}, "credentialStatus.statusPurpose is missing"),
+    ],
+)
+def test_status_entry_refusals(change: dict[str, object], match: str) -> None:
+    # every field is otherwise valid: each check must refuse on its own, with a typed error
+    with pytest.raises(MalformedError, match=match):
+        statuslist.StatusEntry.from_json({**_ENTRY, **change})
+
+
+def test_status_entry_fields() -> None:
+    entry = statuslist.StatusEntry.from_json({**_ENTRY, "statusListIndex": "9" * 12})
+    assert entry == statuslist.StatusEntry("https://s.example/1", 999_999_999_999, "revocation",
+                                           "https://s.example/1#5")
+    assert statuslist.StatusEntry.from_json({**_ENTRY, "id": 5}).entry_id is None
+    assert "id" not in statuslist.StatusEntry.from_json({**_ENTRY, "id": 5}).to_json()
+    with pytest.raises(MalformedError):
+        statuslist.StatusEntry.from_json(["BitstringStatusListEntry"])
