@@ -323,3 +323,97 @@ def test_relied_credential_prefers_one_that_passes() -> None:
     assert C.check_level([revoked_high, good_low], p, ROM).status == "pass"
     assert C.check_revocation([revoked_high, good_low], p, ROM).status == "pass"
     assert C.check_revocation([revoked_high, too_low], p, ROM).kind == "revoked"
+
+
+def _proof_policy(verified_at: datetime) -> tuple[VerificationPolicy, str]:
+    """A policy trusting PUBLISHER through one key whose namespace proof was made at `verified_at`."""
+    from acxoci.install.vpolicy import TrustedPublisher
+    from attest.keys import generate_ed25519
+    from attest.trust import TrustRegistry, make_key_entry
+
+    pub = generate_ed25519().public()
+    e = make_key_entry(pub, publisher_id=PUBLISHER, not_before=NOW - timedelta(days=300),
+                       not_after=NOW + timedelta(days=300), verified_at=verified_at,
+                       oidc_subject="repo:example-acx/x")
+    reg = TrustRegistry.from_json({"schemaVersion": "acx.trust-registry/1", "keys": [e]})
+    return pol(publishers=(TrustedPublisher(PUBLISHER, reg),)), pub.keyid()
+
+
+def test_trust_refuses_a_namespace_proof_from_the_future() -> None:
+    future, fkid = _proof_policy(NOW + timedelta(seconds=1))
+    r = C.check_trust(sig(keyid=fkid, signed_at=SIGNED_AT), future, NOW)
+    assert (r.status, r.kind) == ("fail", "trust_too_low")
+    assert r.reason == "namespace proof verifiedAt is in the future; the policy requires trusted"
+    exact, ekid = _proof_policy(NOW)  # made at the very moment of verification: not in the future
+    assert C.check_trust(sig(keyid=ekid, signed_at=SIGNED_AT), exact, NOW).status == "pass"
+
+
+def test_trust_judges_the_signing_time() -> None:
+    p, kid = _keyed_policy()
+    for bad in ("garbage", None):
+        r = C.check_trust(sig(keyid=kid, signed_at=bad), p, NOW)
+        assert (r.kind, r.reason) == (
+            "trust_too_low", "signedAt is missing or not RFC 3339; the policy requires trusted"
+        ), bad
+    later = C.check_trust(sig(keyid=kid, signed_at="2027-06-01T00:00:00Z"), p, NOW)
+    assert later.kind == "trust_too_low"
+    assert later.reason.startswith("artifact signed at 2027-06-01T00:00:00Z, later than the time of")
+
+
+def test_trust_names_a_key_of_another_policy_publisher() -> None:
+    from acxoci.install.vpolicy import TrustedPublisher
+
+    p, _ = _keyed_policy()
+    other, okid = _keyed_policy(key_publisher="org.other")
+    both = pol(publishers=(p.publishers[0], TrustedPublisher("org.other", other.publishers[0].registry)))
+    r = C.check_trust(sig(keyid=okid, signed_at=SIGNED_AT), both, NOW)
+    assert r.kind == "untrusted_publisher"
+    assert r.reason.startswith(f"signer key is registered to publisher org.other, not {PUBLISHER}"), r.reason
+
+
+def test_check_result_json_view() -> None:
+    r = C.check_harness(C.HarnessEvidence(False, ("tool:a", "tool:b")), pol(), host_given=True)
+    assert r.to_json() == {
+        "order": 8, "id": "harness", "what": C.CHECK_DOC["harness"], "status": "fail",
+        "reason": "host does not meet the harness requirements: tool:a, tool:b", "kind": "harness_unmet",
+        "details": {"unmet": ["tool:a", "tool:b"]},
+    }
+    ok = C.check_harness(C.HarnessEvidence(True), pol(), host_given=True).to_json()
+    assert ok == {"order": 8, "id": "harness", "what": C.CHECK_DOC["harness"], "status": "pass",
+                  "reason": "host satisfies the harness requirements"}
+
+
+def test_harness_reasons() -> None:
+    assert C.check_harness(None, pol(), host_given=False).reason == "no host descriptor given (--host)"
+    assert C.check_harness(None, pol(require_host=True), host_given=False).reason == (
+        "the policy requires a host descriptor (--host) and none was given"
+    )
+    for r in (C.check_harness(None, pol(), host_given=True),
+              C.check_harness(C.HarnessEvidence(True), pol(), host_given=True, available=False)):
+        assert (r.id, r.status, r.kind, r.reason) == (
+            "harness", "unavailable", "unavailable", "harness negotiation is not available"
+        )
+
+
+def test_relied_credential_floor_is_inclusive_by_level_or_tier() -> None:
+    p = pol(level_minimum=10)
+    # at the floor exactly (by level, or by tier alone): preferred over a clean one below it
+    for at_floor in (cred(level=10, tier=None, revoked=True), cred(level=None, tier="mid", revoked=True)):
+        below = cred(level=9, tier=None)
+        assert C.relied_credential([below, at_floor], p, ROM)[0] is at_floor
+    # no level and no tier never meets a floor, even a floor of 0 or 1
+    for floor in (0, 1):
+        bare, low = cred(level=None, tier=None), cred(level=floor, tier=None, revoked=True)
+        assert C.relied_credential([bare, low], pol(level_minimum=floor), ROM)[0] is low
+
+
+def test_relied_credential_says_why_others_were_set_aside() -> None:
+    p = pol(level_minimum=1, level_issuers=("did:web:v.example",))
+    creds = [cred(verified=False, reason=""), cred(verified=False, reason="proof does not verify"),
+             cred(issuer="did:web:x.example"), cred(rom_digest="sha256:" + "f" * 64)]
+    assert C.relied_credential(creds, p, ROM) == (None, [
+        "did:web:v.example: credential does not verify",
+        "did:web:v.example: proof does not verify",
+        "did:web:x.example: issuer not accepted by the policy",
+        f"did:web:v.example: bound to ROM sha256:{'f' * 64}, not {ROM}",
+    ])
