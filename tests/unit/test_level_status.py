@@ -68,6 +68,13 @@ def test_allocate_index_counts_up_and_stops_at_the_end(tmp_path: Path) -> None:
         st.allocate_index(lst, 3)
     assert json.loads(side.read_text()) == {"next": 3}  # a refusal allocates nothing
     assert st.allocate_index(lst, 4) == 3
+    # concurrent allocators (other processes, other working directories) meet on one lock file
+    assert (tmp_path / "sl.json.alloc.json.lock").exists()
+
+
+def test_allocate_index_takes_a_fresh_sidecar(tmp_path: Path) -> None:
+    (tmp_path / "sl.json.alloc.json").write_text('{"next": 0}')
+    assert st.allocate_index(tmp_path / "sl.json", 2) == 0
 
 
 @pytest.mark.parametrize("body", ['{"next": -1}', '{"next": "1"}', "[1]", '{"nxt": 1}'])
