@@ -417,3 +417,60 @@ def test_relied_credential_says_why_others_were_set_aside() -> None:
         "did:web:x.example: issuer not accepted by the policy",
         f"did:web:v.example: bound to ROM sha256:{'f' * 64}, not {ROM}",
     ])
+
+
+@pytest.mark.parametrize("trust", ["tampered", "legacy", "unsigned", "unverified"])
+def test_trust_needs_a_valid_signature_whatever_the_status(trust: str) -> None:
+    p, kid = _keyed_policy()
+    r = C.check_trust(sig(keyid=kid, signed_at=SIGNED_AT, trust=trust, status="warning"), p, NOW)
+    assert (r.status, r.kind, r.reason) == ("fail", "untrusted_publisher",
+                                            f"no trust without a valid signature ({trust})")
+    tampered = sig(keyid=kid, trust="tampered", status="invalid", issues=("ROM changed", "other"))
+    assert C.check_trust(tampered, p, NOW).reason == "no trust without a valid signature (ROM changed)"
+
+
+def test_trust_details_and_the_default_clock() -> None:
+    p, kid = _keyed_policy()
+    good = sig(keyid=kid, signed_at=SIGNED_AT)
+    r = C.check_trust(good, p)  # today's clock: the key's window spans it
+    assert (r.status, r.reason) == ("pass", f"{PUBLISHER} is trusted: signer key is active and registered to "
+                                    f"{PUBLISHER}")
+    assert dict(r.details) == {"publisherId": PUBLISHER, "keyid": kid, "trust": "trusted",
+                               "minimumTrust": "trusted", "standing": "trusted"}
+    unknown = C.check_trust(sig(keyid=kid, signed_at=SIGNED_AT, publisher_id="org.nobody"), p, NOW)
+    assert unknown.reason == "publisher 'org.nobody' is not trusted by the policy"
+    assert C.check_trust(None, p, NOW).reason == "no signature verdict (the verifier could not run)"
+
+
+def test_revocation_is_judged_on_the_credential_bound_to_this_rom() -> None:
+    p = pol(level_minimum=10)
+    elsewhere = cred(level=30, rom_digest="sha256:" + "f" * 64)  # unrevoked, but for another ROM
+    revoked_here = cred(level=12, revoked=True, status_reason="revoked (index 1)")
+    r = C.check_revocation([elsewhere, revoked_here], p, ROM)
+    assert r.kind == "revoked"
+    assert r.reason == "credential from did:web:v.example is revoked: revoked (index 1)"
+    assert dict(r.details) == {"statusList": "https://v.example/s/1", "index": 1, "source": "fetched",
+                               "validFrom": (NOW - timedelta(hours=1)).isoformat(), "maxAgeSeconds": 86400,
+                               "offlineAllowed": False}
+
+
+def test_revocation_reasons() -> None:
+    p = pol(level_minimum=1)
+    assert C.check_revocation([cred()], pol(), ROM).reason == (
+        "no credential is relied on (the policy requires no level)"
+    )
+    assert C.check_revocation(None, p, ROM).reason == "revocation checking is not available"
+    assert C.check_revocation([], p, ROM).reason == "no credential is relied on (see the level check)"
+    assert C.check_revocation([cred(status_reason="")], p, ROM).reason == "not revoked per https://v.example/s/1"
+    assert C.check_revocation([cred()], p, ROM).reason == "not revoked"
+    assert C.check_revocation([cred(status_list=None, revoked=None)], p, ROM).reason == (
+        "the credential has no status list entry, so it cannot be shown to be unrevoked"
+    )
+    assert C.check_revocation([cred(revoked=None, status_error="")], p, ROM).reason == (
+        "status list https://v.example/s/1 could not be checked: unknown"
+    )
+    stale = cred(revoked=None, status_stale=True, status_reason="")
+    assert C.check_revocation([stale], p, ROM).reason == "the status list is stale"
+    assert C.check_revocation([cred(revoked=None, status_stale=True)], p, ROM).reason == "not revoked"
+    bare = C.check_revocation([cred(status_list_valid_from=None)], p, ROM)
+    assert bare.details["validFrom"] is None
