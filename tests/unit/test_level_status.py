@@ -143,3 +143,81 @@ def test_outcome_json_view() -> None:
     assert bare.to_json() == {"state": "failed", "reason": "unreachable", "index": None, "source": None,
                               "fetchedAt": None, "listValidFrom": None,
                               "fromCache": False, "stale": False, "offline": False}
+
+
+def _listed(*, issuer: str = ISSUER, purpose: str = "revocation", valid_from: datetime = T0,
+            valid_until: datetime | None = None, size_bits: int = statuslist.MIN_BITS) -> st.VerifiedList:
+    bits = statuslist.new_bitstring(size_bits)
+    statuslist.set_bit(bits, 5)
+    return st.VerifiedList({}, LIST_ID, issuer, bits, purpose, valid_from, valid_until, "k", VM)
+
+
+def _decide(listed: st.VerifiedList, index: int = 5, *, now: datetime = T0 + timedelta(hours=1),
+            max_age: timedelta = timedelta(days=1), offline: bool = False,
+            fetched: st.Fetched | None = None) -> st.StatusOutcome:
+    entry = statuslist.StatusEntry(LIST_ID, index, "revocation", None)
+    got = fetched or st.Fetched({}, "sl.json", T0 + timedelta(minutes=5), False)
+    return st.decide_status(entry, listed, vc_issuer=ISSUER, now=now, max_age=max_age, allow_offline=offline,
+                            fetched=got)
+
+
+def test_decide_status_binds_list_to_entry_and_issuer() -> None:
+    fetched_at = T0 + timedelta(minutes=5)
+    for listed, reason in (
+        (_listed(issuer="did:web:other.example"),
+         f"status list issuer did:web:other.example is not the credential issuer {ISSUER}"),
+        (_listed(purpose="suspension"), "status list purpose suspension is not revocation"),
+    ):
+        assert _decide(listed) == st.StatusOutcome("failed", reason, 5, "sl.json", fetched_at, T0)
+    last = statuslist.MIN_BITS - 1
+    assert _decide(_listed(), last).state == "valid"
+    outside = _decide(_listed(), last + 1)
+    assert (outside.state, outside.reason) == ("failed", f"statusListIndex {last + 1} is outside the list")
+
+
+def test_decide_status_reads_the_bit() -> None:
+    revoked = _decide(_listed())
+    assert revoked == st.StatusOutcome("revoked", f"revoked (status list {LIST_ID} index 5)", 5, "sl.json",
+                                       T0 + timedelta(minutes=5), T0)
+    assert _decide(_listed(), 6).reason == f"not revoked (status list {LIST_ID} index 6)"
+
+
+def test_decide_status_freshness_boundaries() -> None:
+    day = timedelta(days=1)
+    assert _decide(_listed(valid_from=T0), now=T0).state == "revoked"  # issued this instant: fresh
+    assert _decide(_listed(), now=T0 + day).state == "revoked"  # exactly max_age old: still fresh
+    assert _decide(_listed(valid_until=T0 + day), now=T0 + day).state == "revoked"  # until is inclusive
+    future = _decide(_listed(valid_from=T0 + timedelta(seconds=1)), now=T0)
+    assert (future.state, future.stale) == ("failed", True)
+    assert future.reason == "status list validFrom 2026-08-01T12:00:01.000Z is in the future"
+    expired = _decide(_listed(valid_until=T0 + timedelta(hours=1)), now=T0 + timedelta(hours=2))
+    assert (expired.state, expired.reason) == ("failed", "status list expired at 2026-08-01T13:00:00.000Z")
+    old = _decide(_listed(), now=T0 + day + timedelta(seconds=1))
+    assert (old.state, old.stale) == ("failed", True)
+    assert old.reason == "status list is stale: issued 2026-08-01T12:00:00.000Z, 86401s old > max 86400s"
+
+
+def test_decide_status_offline_notes() -> None:
+    late = T0 + timedelta(days=2)
+    stale = _decide(_listed(), now=late, offline=True)
+    assert (stale.state, stale.stale, stale.offline) == ("revoked", True, True)
+    assert stale.reason.endswith("(offline allowed: status list is stale: issued 2026-08-01T12:00:00.000Z, "
+                                 "172800s old > max 86400s)")
+    cached = st.Fetched({}, "sl.json", T0 + timedelta(minutes=5), True)
+    fresh_cached = _decide(_listed(), fetched=cached)
+    assert (fresh_cached.stale, fresh_cached.offline, fresh_cached.from_cache) == (False, True, True)
+    assert fresh_cached.reason.endswith("(offline: cached list fetched 2026-08-01T12:05:00.000Z)")
+
+
+def test_cache_file_bound(tmp_path: Path) -> None:
+    src = "sl.json"
+    st.store_cache(tmp_path, st.Fetched({"id": LIST_ID}, src, T0, False))
+    path = next(tmp_path.iterdir())
+    body = path.read_bytes().rstrip()
+    limit = st.MAX_LIST_BYTES + 4096
+    path.write_bytes(body + b" " * (limit - len(body)))
+    loaded = st.load_cache(tmp_path, src)
+    assert loaded is not None and loaded.doc == {"id": LIST_ID}
+    path.write_bytes(body + b" " * (limit + 1 - len(body)))
+    with pytest.raises(InvalidInput, match="is corrupt"):
+        st.load_cache(tmp_path, src)
