@@ -10,6 +10,7 @@ own files are never rewritten. Survivors are listed by name; `--show NAME` print
     python scripts/mutate.py --report                     # re-print the last run's table
     python scripts/mutate.py --work level --files 'acxoci/level/*.py'   # a group in .mutate/level
     python scripts/mutate.py --report --work level attest   # one table over several groups
+    python scripts/mutate.py --work wide --survivors-of level --tests tests/unit  # a second stage
     python scripts/mutate.py --work level --rerun 'acxoci.level.status.x_*'  # re-run named mutants
 
     python scripts/mutate.py --work level --confirm tests/unit/test_level_status.py  # new tests vs survivors
@@ -213,6 +214,8 @@ def main() -> int:
                     help="scratch copy name(s) under .mutate/ (several only with --report)")
     ap.add_argument("--report", action="store_true", help="only print the last run's results")
     ap.add_argument("--rerun", nargs="*", default=[], help="re-run these mutants (names or globs)")
+    ap.add_argument("--survivors-of", default=None, metavar="WORK",
+                    help="a fresh run of only the mutants WORK's run did not kill (a second, wider stage)")
     ap.add_argument("--confirm", nargs="*", default=None,
                     help="run these tests (as they are now) against the run's survivors")
     ap.add_argument("--min-killed", type=float, default=90.0, help="fail below this kill percentage")
@@ -225,15 +228,21 @@ def main() -> int:
     elif not args.report:
         if len(works) != 1:
             ap.error("one --work for a run")
+        names = list(args.rerun)
+        if args.survivors_of:
+            names = sorted(n for n, s in results(SCRATCH / args.survivors_of).items() if s in UNKILLED)
+            if not names:
+                print(f"{args.survivors_of}: no survivors", file=sys.stderr)
+                return 0
         if not args.rerun:
             prepare(works[0], args.files, args.tests)
-        rc = run(works[0], args.max_children, args.rerun)
+        rc = run(works[0], args.max_children, names)
         if rc not in (0, 1):
             print(f"mutmut run exited {rc}", file=sys.stderr)
     found: dict[str, str] = {}
     later: set[str] = set()
-    for work in works:
-        found.update(results(work))
+    for work in works:  # a later stage's verdict replaces an earlier one for each mutant it ran
+        found.update((n, s) for n, s in results(work).items() if s != "not checked" or n not in found)
         for name, status in confirmed(work).items():
             if status in KILLED and found.get(name) in UNKILLED:
                 found[name] = status

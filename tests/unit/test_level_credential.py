@@ -119,12 +119,19 @@ class World:
         st.write_json_atomic(self.list_path, st.set_status(doc, index, key=self.key, now=at))
 
 
-@pytest.fixture
-def world(tmp_path: Path) -> World:
+@pytest.fixture(scope="module")
+def played() -> tuple[PrivateKey, RunResult]:
+    """One run of ada-ridge's ROM (immutable), shared by the module's tests: playing is the slow part."""
     key = generate_ed25519()  # the issuer signs the evidence too
     result = run_level(
         demo_suite(), cartridge=Path("ada-ridge.acx"), rom_digest=ADA, solver=ReferenceSolver(33), signer=key
     )
+    return key, result
+
+
+@pytest.fixture
+def world(tmp_path: Path, played: tuple[PrivateKey, RunResult]) -> World:
+    key, result = played
     return World(tmp_path, key, result)
 
 
