@@ -296,3 +296,63 @@ def test_meets_orders_the_trust_levels(vectors_dir: Path) -> None:
     assert not any(rejected.meets(r) for r in (None, "portable", "tampered"))
     with pytest.raises(ValueError, match="unknown trust level 'gold'"):
         portable.meets("gold")
+
+
+_ROM_HEX = "8ba92c59b173298b2e307b78daf9d82d89813fdb237f4d0ba738ce324efbdb5b"
+_ZERO = "sha256:" + "0" * 64
+S_STATEMENT = "Signed statement does not describe this cartridge."
+S_SUBJECT = "ROM manifest hash mismatch (content changed after signing)."
+
+
+@pytest.mark.parametrize(
+    ("change", "summary", "issues"),
+    [
+        (lambda s: s["predicate"].__setitem__("romDigest", _ZERO), S_SUBJECT,
+         [f"predicate.romDigest {_ZERO} != recomputed sha256:{_ROM_HEX}"]),
+        (lambda s: s["predicate"].__setitem__("manifestHash", _ZERO), S_SUBJECT,
+         [f"predicate.manifestHash {_ZERO} != recomputed sha256:{_ROM_HEX}"]),
+        (lambda s: s["predicate"].__setitem__("checksumHash", _ZERO), S_STATEMENT,
+         [f"predicate.checksumHash {_ZERO} != recomputed "
+          "sha256:3c4706adf50a7ccea5a71ab38da284048d0992aa3d30381b99d6799127038b72"]),
+        (lambda s: s["predicate"].__setitem__("fileCount", 1), S_STATEMENT,
+         ["predicate.fileCount 1 != recomputed 34"]),
+        (lambda s: s["subject"][0]["digest"].__setitem__("sha512", "0" * 128), S_STATEMENT,
+         ["subject[0].digest has unexpected algorithm(s) ['sha512']"]),
+        (lambda s: s["subject"][0].__setitem__("digest", {"sha512": "0" * 128}), S_STATEMENT,
+         ["subject[0].digest.sha256 is missing", "subject[0].digest has unexpected algorithm(s) ['sha512']"]),
+        (lambda s: s["predicate"].__setitem__("publisherId", "io.github.someone-else"), S_STATEMENT,
+         ["predicate.publisherId 'io.github.someone-else' != meta acx.publisher_id 'io.github.example-acx'"]),
+        (lambda s: s.__setitem__("predicateType", "https://example.com/other/v1"), S_STATEMENT,
+         ["predicateType is 'https://example.com/other/v1', expected https://acx.dev/attestation/cartridge/v1"]),
+        (lambda s: s.__setitem__("extra", 1), S_STATEMENT, ["statement has unexpected field(s) ['extra']"]),
+        (lambda s: s["subject"].append(dict(s["subject"][0], name="other")), S_STATEMENT,
+         ["statement has 2 subjects, expected exactly 1"]),
+    ],
+)
+def test_statement_binding_names_the_mismatch(
+    sample: Path, change: Any, summary: str, issues: list[str]
+) -> None:
+    stmt = read_statement(sample)
+    change(stmt)
+    resign(sample, stmt)
+    v = _verify(sample)
+    assert (v.trust, v.summary, list(v.issues)) == ("tampered", summary, issues)
+
+
+def test_statement_that_is_not_an_object_is_tampered(sample: Path) -> None:
+    resign(sample, {}, payload=b"[1]")
+    v = _verify(sample)
+    assert (v.trust, v.summary) == ("tampered", S_STATEMENT)
+    assert list(v.issues) == ["statement is not a JSON object"]
+
+
+def test_statement_with_an_old_type_names_both_problems(sample: Path) -> None:
+    stmt = read_statement(sample)
+    stmt["_type"] = "https://in-toto.io/Statement/v0.1"
+    resign(sample, stmt)
+    v = _verify(sample)
+    assert v.trust == "tampered" and list(v.issues) == [
+        "_type is 'https://in-toto.io/Statement/v0.1', expected https://in-toto.io/Statement/v1",
+        "statement: in-toto statement _type is 'https://in-toto.io/Statement/v0.1', expected one of "
+        "['https://in-toto.io/Statement/v1']",
+    ]
