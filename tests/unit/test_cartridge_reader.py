@@ -12,7 +12,7 @@ import pytest
 
 from acxoci.cartridge.constants import check_portable_path, portable_path_problem
 from acxoci.cartridge.inspect import inspect_cartridge
-from acxoci.cartridge.manifest import compute_rom_manifest, oid_meta
+from acxoci.cartridge.manifest import compute_rom_manifest, oid_meta, sort_utf16
 from acxoci.cartridge.reader import BadEntry, open_cartridge, read_header
 from acxoci.cartridge.sqlar import decode_entry
 from acxoci.cartridge.verify import verify_cartridge
@@ -217,3 +217,11 @@ def test_entry_ceiling_applies_before_reading_data(vectors_dir: Path) -> None:
         assert ei.value.details["entry"] == "rom/policy/loop-context-policy.json"
         assert cart.sqlar_read("rom/knowledge/SKILLS.md") is not None  # 56 bytes: under the ceiling
         assert cart.sqlar_read("rom/absent.md") is None
+
+
+def test_manifest_order_is_utf16_code_units() -> None:
+    # U+1F600 is D83D DE00 in UTF-16, so it sorts before U+FFFD (code point order says after);
+    # a lone surrogate (as SQLite text can hold) still gets a key
+    assert sort_utf16(["\ufffd", "\U0001f600", "a"]) == ["a", "\U0001f600", "\ufffd"]
+    assert sort_utf16(["\udbff", "\U0001f600"]) == ["\U0001f600", "\udbff"]
+    assert sort_utf16(["b", "\ufffd", "a"]) == ["a", "b", "\ufffd"]
