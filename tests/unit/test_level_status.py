@@ -12,8 +12,10 @@ import pytest
 
 from acxoci.errors import InvalidInput, NotFound, VerificationFailed
 from acxoci.level import status as st
+from acxoci.level.issuers import IssuerRegistry
 from attest import statuslist, vc
-from attest.keys import generate_ed25519
+from attest.keys import PrivateKey, generate_ed25519
+from tests.unit.test_level_credential import registry_doc
 
 T0 = datetime(2026, 8, 1, 12, 0, tzinfo=UTC)
 ISSUER = "did:web:verifier.example"
@@ -221,3 +223,58 @@ def test_cache_file_bound(tmp_path: Path) -> None:
     path.write_bytes(body + b" " * (limit + 1 - len(body)))
     with pytest.raises(InvalidInput, match="is corrupt"):
         st.load_cache(tmp_path, src)
+
+
+def _issuers(*keys: PrivateKey) -> IssuerRegistry:
+    return IssuerRegistry.from_json(registry_doc(*((k.public(), "example.verifier") for k in keys)))
+
+
+def test_verify_status_list_returns_what_was_signed() -> None:
+    old, key = generate_ed25519(), generate_ed25519()
+    doc = st.create_status_list(list_id=LIST_ID, issuer=ISSUER, key=key, now=T0,
+                                valid_for=timedelta(days=7), verification_method=VM)
+    # the issuer's older key comes first in the registry: every candidate is tried
+    got = st.verify_status_list(doc, issuers=_issuers(old, key), now=T0 + timedelta(hours=1))
+    assert got == st.VerifiedList(doc, LIST_ID, ISSUER, _bits(doc), "revocation", T0, T0 + timedelta(days=7),
+                                  key.public().keyid(), VM)
+    open_ended = st.create_status_list(list_id=LIST_ID, issuer=ISSUER, key=key, now=T0)
+    assert st.verify_status_list(open_ended, issuers=_issuers(key), now=T0).valid_until is None
+
+
+def test_verify_status_list_refusals() -> None:
+    key = generate_ed25519()
+    issuers = _issuers(key)
+    with pytest.raises(InvalidInput, match="status list credential is not a JSON object"):
+        st.verify_status_list([1], issuers=issuers, now=T0)
+    doc = st.create_status_list(list_id=LIST_ID, issuer=ISSUER, key=key, now=T0)
+    no_id = {k: v for k, v in doc.items() if k != "id"}
+    with pytest.raises(InvalidInput, match="status list credential has no id"):
+        st.verify_status_list(no_id, issuers=issuers, now=T0)
+    foreign_vm = st.create_status_list(list_id=LIST_ID, issuer=ISSUER, key=key, now=T0,
+                                       verification_method="did:web:other.example#key-1")
+    with pytest.raises(VerificationFailed, match=r"is not under issuer did:web:verifier\.example"):
+        st.verify_status_list(foreign_vm, issuers=issuers, now=T0)
+    with pytest.raises(VerificationFailed, match="does not verify with any registered key"):
+        st.verify_status_list(doc, issuers=_issuers(generate_ed25519()), now=T0)
+
+
+def test_verify_status_list_refuses_an_ineligible_key() -> None:
+    key = generate_ed25519()
+    revoked = IssuerRegistry.from_json(registry_doc((key.public(), "example.verifier"), status="revoked",
+                                                    reason="key-compromise"))
+    doc = st.create_status_list(list_id=LIST_ID, issuer=ISSUER, key=key, now=T0)
+    with pytest.raises(VerificationFailed) as info:
+        st.verify_status_list(doc, issuers=revoked, now=T0)
+    assert info.value.message.startswith(f"status list issuer key {key.public().keyid()} is not eligible: ")
+
+
+@pytest.mark.parametrize("field", ["validFrom", "validUntil"])
+def test_verify_status_list_signed_with_a_bad_time(field: str) -> None:
+    key = generate_ed25519()
+    doc = statuslist.status_list_credential(list_id=LIST_ID, issuer=ISSUER,
+                                            encoded_list=statuslist.encode_list(statuslist.new_bitstring()),
+                                            valid_from=st.iso(T0), valid_until=st.iso(T0 + timedelta(days=1)))
+    doc[field] = "yesterday"
+    signed = vc.sign(doc, key, verification_method=f"{ISSUER}#key-1", created=st.iso(T0))
+    with pytest.raises(InvalidInput, match=f"status list {field}"):
+        st.verify_status_list(signed, issuers=_issuers(key), now=T0)
