@@ -255,8 +255,8 @@ def report(found: dict[str, str], later: set[str]) -> tuple[int, int]:
     return tk, ts
 
 
-def staged(groups: list[str], jobs: int) -> list[Path]:
-    """Stage 1 then stage 2 for each group; the scratch copies whose results make the table."""
+def staged(groups: list[str], jobs: int, wide: bool = True) -> list[Path]:
+    """Stage 1 then (with `wide`) stage 2 for each group; the scratch copies that make the table."""
     works: list[Path] = []
     for name in groups:
         files, tests = GROUPS[name]
@@ -265,7 +265,7 @@ def staged(groups: list[str], jobs: int) -> list[Path]:
         run(first, jobs, [])
         works.append(first)
         names = sorted(n for n, s in results(first).items() if s in UNKILLED)
-        if names:
+        if names and wide:
             prepare(second, list(files), wide_tests())
             run(second, jobs, names)
             works.append(second)
@@ -276,6 +276,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--groups", nargs="*", default=list(GROUPS), choices=list(GROUPS),
                     help="groups for the two-stage run (default: all)")
+    ap.add_argument("--first-stage-only", action="store_true",
+                    help="stage 1 only (each group against its own tests): minutes, not an hour")
     ap.add_argument("--files", nargs="*", default=None, help="globs of files to mutate (one ad-hoc run)")
     ap.add_argument("--tests", nargs="*", default=list(TESTS), help="pytest paths for an ad-hoc run")
     ap.add_argument("--max-children", type=int, default=int(os.environ.get("MUTATE_JOBS") or 2))
@@ -294,7 +296,7 @@ def main() -> int:
         if not args.report:
             if args.files or args.rerun or args.survivors_of or args.confirm is not None:
                 ap.error("--files, --rerun, --survivors-of and --confirm need --work")
-            works = staged(args.groups, args.max_children)
+            works = staged(args.groups, args.max_children, wide=not args.first_stage_only)
         works = [w for w in works if w.exists()]
     else:
         works = [SCRATCH / w for w in args.work]
