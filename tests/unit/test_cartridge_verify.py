@@ -356,3 +356,64 @@ def test_statement_with_an_old_type_names_both_problems(sample: Path) -> None:
         "statement: in-toto statement _type is 'https://in-toto.io/Statement/v0.1', expected one of "
         "['https://in-toto.io/Statement/v1']",
     ]
+
+
+_CHECKSUM = "sha256:3c4706adf50a7ccea5a71ab38da284048d0992aa3d30381b99d6799127038b72"
+_NO_ROM: dict[str, Any] = {"romDigest": None, "checksumHash": None, "fileCount": None, "keySource": None}
+_MALFORMED: dict[str, Any] = {"status": "invalid", "trust": "tampered", "summary": "Malformed DSSE envelope.",
+                              "keyId": SAMPLE_KEYID, **_NO_ROM}
+_ROM: dict[str, Any] = {"romDigest": f"sha256:{_ROM_HEX}", "checksumHash": _CHECKSUM, "fileCount": 34}
+
+
+@pytest.mark.parametrize(
+    ("statements", "expect", "first_issue"),
+    [
+        (["UPDATE signatures SET envelope = '{'"],
+         _MALFORMED, "invalid JSON: "),
+        (["UPDATE signatures SET envelope = 5"],
+         _MALFORMED, "DSSE envelope is not a JSON object"),
+        (["UPDATE signatures SET envelope = json_set(envelope, '$.extra', 1)"],
+         _MALFORMED, "envelope has unexpected field(s) ['extra']"),
+        (["UPDATE signatures SET public_key_pem = 'junk'"],
+         {"status": "invalid", "trust": "tampered", "summary": "DSSE verification failed.",
+          "keyId": SAMPLE_KEYID, "keySource": "cartridge", **_ROM}, "public_key_pem: not a PEM public key"),
+        (["UPDATE objects SET sz = sz + 1 WHERE source_ref = 'rom/knowledge/STYLE.md'"],
+         {"status": "invalid", "trust": "tampered", "keyId": SAMPLE_KEYID, "keySource": None,
+          "summary": "ROM content diverges from signed manifest (object hash mismatch).",
+          "checksumHash": _CHECKSUM, "fileCount": 34},
+         "rom/knowledge/STYLE.md: sz 395 differs from source size 394"),
+        (["UPDATE signatures SET public_key_pem = NULL"],
+         {"status": "warning", "trust": "unverified", "keyId": SAMPLE_KEYID, "keySource": None,
+          "summary": "Signature present but UNVERIFIED (no public key available).",
+          "publisherId": "io.github.example-acx", "signedAt": "2026-04-03T13:35:46.190Z", **_ROM},
+         "no public key in the cartridge or the trust registry"),
+        (["DELETE FROM signatures"],
+         {"status": "warning", "trust": "legacy", "summary": "Unsigned cartridge (no DSSE envelope).",
+          "keyId": None, "keySource": None, "romDigest": f"sha256:{_ROM_HEX}", "checksumHash": None,
+          "fileCount": None}, "Missing rom-manifest signature"),
+    ],
+)
+def test_each_refusal_reports_what_was_seen(
+    sample: Path, statements: list[str], expect: dict[str, Any], first_issue: str
+) -> None:
+    sql(sample, *statements)
+    doc = _verify(sample).to_json()
+    assert {k: doc[k] for k in expect} == expect
+    assert doc["issues"] and doc["issues"][0].startswith(first_issue), doc["issues"]
+
+
+def test_unsigned_cartridge_lists_its_content_problems(sample: Path) -> None:
+    sql(sample, "DELETE FROM signatures",
+        "UPDATE objects SET sz = sz + 1 WHERE source_ref = 'rom/knowledge/STYLE.md'")
+    v = _verify(sample)
+    assert (v.trust, v.rom_digest is not None) == ("legacy", True)
+    assert list(v.issues) == ["Missing rom-manifest signature",
+                              "rom/knowledge/STYLE.md: sz 395 differs from source size 394"]
+
+
+def test_payload_that_is_not_json_is_tampered(sample: Path) -> None:
+    key = resign(sample, {}, payload=b"not json")
+    v = _verify(sample)
+    assert (v.status, v.trust, v.summary) == ("invalid", "tampered", "DSSE verification failed.")
+    assert v.issues[0].startswith("payload: invalid JSON")
+    assert (v.keyid, v.key_source, v.rom_digest) == (key.public().keyid(), "cartridge", f"sha256:{_ROM_HEX}")
