@@ -474,3 +474,66 @@ def test_revocation_reasons() -> None:
     assert C.check_revocation([cred(revoked=None, status_stale=True)], p, ROM).reason == "not revoked"
     bare = C.check_revocation([cred(status_list_valid_from=None)], p, ROM)
     assert bare.details["validFrom"] is None
+
+
+def test_version_check() -> None:
+    assert C.check_version(None).reason == "nothing was verified to take a version from"
+    ok = C.check_version(C.VersionEvidence("1.2.3", "1.2.3"))
+    assert (ok.status, ok.reason, dict(ok.details)) == (
+        "pass", "version 1.2.3", {"signed": "1.2.3", "tag": "1.2.3", "installed": None}
+    )
+    assert C.check_version(C.VersionEvidence(None, None)).reason == "no signed version"
+    assert C.check_version(C.VersionEvidence("1.0.0", "latest")).status == "pass"  # not a version tag
+    for signed in ("1.2.4", None):
+        r = C.check_version(C.VersionEvidence(signed, "1.2.3"))
+        assert (r.status, r.kind) == ("fail", "rollback")
+        assert r.reason == (f"tag 1.2.3 does not name the signed version {signed!r}: the tag may have been "
+                            "re-pointed at another release")
+    down = C.VersionEvidence("1.0.0", "1.0.0", installed="2.0.0", installed_name="io.example/agent")
+    r = C.check_version(down)
+    assert (r.status, r.kind) == ("fail", "rollback")
+    assert r.reason == ("io.example/agent 2.0.0 is installed; 1.0.0 is older (pass --allow-downgrade to "
+                        "install it anyway)")
+    assert dict(r.details) == {"signed": "1.0.0", "tag": "1.0.0", "installed": "2.0.0"}
+    allowed = C.check_version(dataclasses.replace(down, allow_downgrade=True))
+    assert allowed.status == "pass"
+    assert allowed.reason == "downgrade from 2.0.0 to 1.0.0 allowed (--allow-downgrade)"
+    assert C.check_version(C.VersionEvidence("2.0.0", None, installed="1.0.0")).status == "pass"
+
+
+def _gathered(**kw: Any) -> C.Gathered:
+    base: dict[str, Any] = {
+        "repository": "oci-layout:x", "content": C.ContentEvidence(ROM, ROM), "signature": sig(),
+        "attestations": [], "credentials": [cred(rom_digest="sha256:" + "f" * 64), cred(level=3)],
+        "harness": C.HarnessEvidence(False, ("tool:x",)), "host_given": True, "harness_available": True,
+        "budget": None, "version": C.VersionEvidence("1.0.0", "1.0.0"),
+    }
+    base.update(kw)
+    return C.Gathered(**base)
+
+
+def test_run_checks_passes_each_check_its_inputs() -> None:
+    p, kid = _keyed_policy()
+    p = dataclasses.replace(p, level_minimum=2)
+    g = _gathered(signature=sig(keyid=kid, signed_at=SIGNED_AT))
+    got = C.run_checks(g, p, NOW)
+    assert got == [
+        C.check_registry(g.repository, p), C.check_content(g.content), C.check_signature(g.signature),
+        C.check_trust(g.signature, p, NOW), C.check_attestations(g.attestations, p),
+        C.check_level(g.credentials, p, ROM), C.check_revocation(g.credentials, p, ROM),
+        C.check_harness(g.harness, p, host_given=True, available=True), C.check_budget(None, p),
+        C.check_staffing("cartridge", None), C.check_version(g.version),
+    ]
+    # the credential bound to another ROM is set aside: only the ROM's own (level 3) counts
+    assert got[5].status == "pass" and got[3].status == "pass" and got[7].kind == "harness_unmet"
+    unsigned = C.run_checks(_gathered(signature=None), p, NOW)
+    assert unsigned[5] == C.check_level(g.credentials, p, None)
+
+
+@pytest.mark.parametrize(("kind", "why"), [("workflow", "does not apply to a workflow"),
+                                           ("agent-graph", "does not apply to an agent graph")])
+def test_run_checks_skips_cartridge_checks_for_documents(kind: str, why: str) -> None:
+    got = {r.id: r for r in C.run_checks(_gathered(kind=kind), pol(level_minimum=1), NOW)}
+    for cid in ("level", "revocation", "harness", "policy-budget"):
+        assert (got[cid].status, got[cid].reason) == ("skip", why), cid
+    assert got["version"].status == "pass" and got["signature"].status == "pass"
