@@ -537,3 +537,42 @@ def test_run_checks_skips_cartridge_checks_for_documents(kind: str, why: str) ->
     for cid in ("level", "revocation", "harness", "policy-budget"):
         assert (got[cid].status, got[cid].reason) == ("skip", why), cid
     assert got["version"].status == "pass" and got["signature"].status == "pass"
+
+
+def test_budget_equal_to_the_host_is_within_it() -> None:
+    budget = ResourceLimits.from_json(BUDGET)
+    host = ResourceLimits.from_json(
+        {"tokenSpend": {"dailyPerAgent": 500}, "timeouts": {"maxCommandSec": 600}}
+    )
+    r = C.check_budget(C.BudgetEvidence((), budget, host), pol())
+    assert (r.status, r.reason) == ("pass", "policy valid; budget within the host's limits")
+    assert r.details["aboveHost"] == []
+    nobudget = C.check_budget(C.BudgetEvidence((), None, host), pol())
+    assert nobudget.status == "pass" and nobudget.details["aboveHost"] == []
+    capped = C.check_budget(C.BudgetEvidence((), budget, ResourceLimits.from_json(
+        {"tokenSpend": {"dailyPerAgent": 100}})), pol(budget_above_host="cap"))
+    assert capped.reason == "budget capped to the host's limits: tokenSpend.dailyPerAgent 500 > host 100"
+    bad = C.check_budget(C.BudgetEvidence(("a", "b"), budget, None), pol())
+    assert bad.reason == "loop + context policy is invalid: a; b"
+    assert dict(bad.details) == {"errors": ["a", "b"]}
+
+
+def test_level_floor_is_inclusive() -> None:
+    assert C.check_level([cred(level=20, tier=None)], pol(level_minimum=20), ROM).status == "pass"
+    assert C.check_level([cred(level=19, tier=None)], pol(level_minimum=20), ROM).kind == "level_too_low"
+    # a tier floor is met by the tier or by the level, each inclusively
+    staff = pol(level_minimum="staff")
+    assert C.check_level([cred(level=None, tier="staff")], staff, ROM).status == "pass"
+    assert C.check_level([cred(level=20, tier="intern")], staff, ROM).status == "pass"
+    assert C.check_level([cred(level=19, tier="senior")], staff, ROM).kind == "level_too_low"
+    found = cred(level=20, tier="staff", digest="sha256:d", keyid="k")
+    r = C.check_level([found], pol(level_minimum=20), ROM)
+    assert r.reason == "level 20 (staff) from did:web:v.example meets 20"
+    assert dict(r.details) == {"required": 20, "level": 20, "tier": "staff", "issuer": "did:web:v.example",
+                               "credentialDigest": "sha256:d", "keyid": "k"}
+    low = C.check_level([cred(level=3, tier="intern")], pol(level_minimum=20), ROM)
+    assert low.reason == "level 3 (intern) from did:web:v.example is below the required 20"
+    none = C.check_level([cred(verified=False, reason="proof")], pol(level_minimum=1), ROM)
+    assert none.reason == "no usable level credential (required 1): did:web:v.example: proof"
+    assert none.details["setAside"] == ["did:web:v.example: proof"]
+    assert C.check_level([], pol(level_minimum=1), ROM).reason == "no usable level credential (required 1)"
