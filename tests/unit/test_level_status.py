@@ -278,3 +278,33 @@ def test_verify_status_list_signed_with_a_bad_time(field: str) -> None:
     signed = vc.sign(doc, key, verification_method=f"{ISSUER}#key-1", created=st.iso(T0))
     with pytest.raises(InvalidInput, match=f"status list {field}"):
         st.verify_status_list(signed, issuers=_issuers(key), now=T0)
+
+
+def test_check_status_failures_say_where_and_why(tmp_path: Path) -> None:
+    key = generate_ed25519()
+    entry = statuslist.StatusEntry(LIST_ID, 5, "revocation", None)
+    missing = str(tmp_path / "gone.json")
+    common = {"issuers": _issuers(key), "vc_issuer": ISSUER, "now": T0, "cache_dir": tmp_path / "cache"}
+    assert st.check_status(entry, source=missing, **common) == st.StatusOutcome(
+        "failed", f"status list not found: {missing} (offline use not allowed)", 5, missing)
+    assert st.check_status(entry, source=missing, allow_offline=True, **common) == st.StatusOutcome(
+        "failed", f"status list not found: {missing} (no cached list)", 5, missing)
+    foreign = tmp_path / "foreign.json"
+    other = generate_ed25519()
+    st.write_json_atomic(foreign, st.create_status_list(list_id=LIST_ID, issuer=ISSUER, key=other, now=T0))
+    got = st.check_status(entry, source=str(foreign), **common)
+    assert got == st.StatusOutcome("failed", got.reason, 5, str(foreign), T0, None, False)
+    assert got.reason.startswith("status list rejected: status list proof does not verify")
+    assert not (tmp_path / "cache").exists()  # a rejected list is never cached
+
+
+def test_check_status_caches_in_the_user_cache_by_default(monkeypatch: pytest.MonkeyPatch,
+                                                          tmp_path: Path) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    key = generate_ed25519()
+    lst = tmp_path / "sl.json"
+    st.write_json_atomic(lst, st.create_status_list(list_id=LIST_ID, issuer=ISSUER, key=key, now=T0))
+    entry = statuslist.StatusEntry(LIST_ID, 5, "revocation", None)
+    out = st.check_status(entry, source=str(lst), issuers=_issuers(key), vc_issuer=ISSUER, now=T0)
+    assert out.state == "valid"
+    assert st.load_cache(tmp_path / "xdg" / "acxoci" / "status-lists", str(lst)) is not None
