@@ -61,7 +61,7 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "checks": (("acxoci/install/checks.py",), ("tests/unit/test_install_checks.py",)),
     "level": (("acxoci/level/binding.py", "acxoci/level/credential.py", "acxoci/level/status.py"),
               ("tests/unit/test_level_binding.py", "tests/unit/test_level_credential.py",
-               "tests/unit/test_level_status.py")),
+               "tests/unit/test_level_status.py", "tests/unit/test_level_status_https.py")),
     "cartridge": (("acxoci/cartridge/verify.py", "acxoci/cartridge/manifest.py"),
                   ("tests/unit/test_cartridge_verify.py", "tests/unit/test_cartridge_verify_support.py",
                    "tests/unit/test_cartridge_reader.py")),
