@@ -417,3 +417,18 @@ def test_payload_that_is_not_json_is_tampered(sample: Path) -> None:
     assert (v.status, v.trust, v.summary) == ("invalid", "tampered", "DSSE verification failed.")
     assert v.issues[0].startswith("payload: invalid JSON")
     assert (v.keyid, v.key_source, v.rom_digest) == (key.public().keyid(), "cartridge", f"sha256:{_ROM_HEX}")
+
+
+def test_payload_spelled_without_padding_still_verifies(sample: Path) -> None:
+    # the four canonical base64 spellings of one payload are one envelope; any other is refused
+    env = json.loads(sqlite3.connect(str(sample)).execute("SELECT envelope FROM signatures").fetchone()[0])
+    assert env["payload"].endswith("=")
+    env["payload"] = env["payload"].rstrip("=")
+    sql(sample, "UPDATE signatures SET envelope = ?", params=(json.dumps(env),))
+    assert (_verify(sample).trust, _verify(sample).rom_digest) == ("portable", f"sha256:{_ROM_HEX}")
+    assert env["payload"].endswith("0")  # its 2 unused low bits are zero: "1" sets one
+    env["payload"] = env["payload"][:-1] + "1="  # decodes to the same bytes, but is not canonical
+    sql(sample, "UPDATE signatures SET envelope = ?", params=(json.dumps(env),))
+    v = _verify(sample)
+    assert (v.trust, v.summary) == ("tampered", "Malformed DSSE envelope.")
+    assert list(v.issues) == ["payload is not canonical base64"]
