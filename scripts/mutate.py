@@ -236,16 +236,18 @@ def report(found: dict[str, str], later: set[str]) -> tuple[int, int]:
         if name in later:
             c["later"] += 1
     print(f"{'file':42} {'mutants':>8} {'killed':>7} {'timeout':>8} {'later':>6} {'survived':>9} "
-          f"{'no tests':>9} {'other':>6} {'killed %':>9}")
+          f"{'no tests':>9} {'not run':>8} {'other':>6} {'killed %':>9}")
     tk = ts = tt = 0
     for f in sorted(per):
         c = per[f]
         total = sum(v for key, v in c.items() if key not in ("timeout", "later"))
         k, t, s, n = c.get("killed", 0), c.get("timeout", 0), c.get("survived", 0), c.get("no tests", 0)
-        other = total - k - s - n
+        pending = c.get("not checked", 0)  # a run stopped before it reached them
+        other = total - k - s - n - pending
         tk, ts, tt = tk + k, ts + s + n, tt + t
         pct = 100 * k / (k + s + n) if k + s + n else 100.0
-        print(f"{f:42} {total:8} {k:7} {t:8} {c.get('later', 0):6} {s:9} {n:9} {other:6} {pct:8.1f}%")
+        print(f"{f:42} {total:8} {k:7} {t:8} {c.get('later', 0):6} {s:9} {n:9} {pending:8} {other:6} "
+              f"{pct:8.1f}%")
     survivors = sorted(n for n, s in found.items() if s in UNKILLED)
     if survivors:
         print("\nnot killed (inspect with `mutmut show NAME` in the scratch copy):")
