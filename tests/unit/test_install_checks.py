@@ -576,3 +576,15 @@ def test_level_floor_is_inclusive() -> None:
     assert none.reason == "no usable level credential (required 1): did:web:v.example: proof"
     assert none.details["setAside"] == ["did:web:v.example: proof"]
     assert C.check_level([], pol(level_minimum=1), ROM).reason == "no usable level credential (required 1)"
+
+
+def test_run_checks_hands_over_attestations_staffing_and_harness_availability() -> None:
+    p = pol(attestation_formats=("sigstore-bundle",))
+    found = [C.AttestationFound("sigstore-bundle", "https://slsa.dev/provenance/v1", True)]
+    g = _gathered(attestations=found, harness_available=False, kind="workflow",
+                  staffing={"ready": False, "reasons": ["no reviewer"]})
+    got = {r.id: r for r in C.run_checks(g, p, NOW)}
+    assert got["attestations"] == C.check_attestations(found, p) and got["attestations"].status == "pass"
+    assert (got["staffing"].status, got["staffing"].reason) == ("fail", "NOT READY: no reviewer")
+    cart = {r.id: r for r in C.run_checks(_gathered(harness_available=False), pol(), NOW)}
+    assert cart["harness"].status == "unavailable"
