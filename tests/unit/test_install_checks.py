@@ -588,3 +588,37 @@ def test_run_checks_hands_over_attestations_staffing_and_harness_availability() 
     assert (got["staffing"].status, got["staffing"].reason) == ("fail", "NOT READY: no reviewer")
     cart = {r.id: r for r in C.run_checks(_gathered(harness_available=False), pol(), NOW)}
     assert cart["harness"].status == "unavailable"
+
+
+def test_registry_content_and_signature_results_exactly() -> None:
+    allow = pol(allowed_registries=("ghcr.io/acx/*",))
+    assert C.check_registry("ghcr.io/acx/agent", allow) == C.CheckResult(
+        "registry", "pass", "ghcr.io/acx/agent is allowed", None, {"repository": "ghcr.io/acx/agent"})
+    assert C.check_registry("evil.example/agent", allow) == C.CheckResult(
+        "registry", "fail", "evil.example/agent matches none of the allowed registries ['ghcr.io/acx/*']",
+        "registry_not_allowed", {"repository": "evil.example/agent"})
+    blobs = (("config", "sha256:" + "1" * 64), ("layer", "sha256:" + "2" * 64))
+    assert C.check_content(C.ContentEvidence(ROM, ROM, None, blobs)) == C.CheckResult(
+        "content-digest", "pass", "manifest and 2 blob(s) match their digests", None,
+        {"resolvedDigest": ROM, "blobs": [{"role": "config", "digest": "sha256:" + "1" * 64},
+                                          {"role": "layer", "digest": "sha256:" + "2" * 64}]})
+    assert C.check_content(C.ContentEvidence(ROM, ROM, "blob layer hashes to x")) == C.CheckResult(
+        "content-digest", "fail", "blob layer hashes to x", "tampered", {"resolvedDigest": ROM})
+    other = "sha256:" + "c" * 64
+    assert C.check_content(C.ContentEvidence(ROM, other)) == C.CheckResult(
+        "content-digest", "fail", f"manifest digest {other} != resolved {ROM}", "digest_mismatch",
+        {"resolvedDigest": ROM})
+    assert C.check_content(None) == C.CheckResult("content-digest", "unavailable", "nothing was pulled",
+                                                  "unavailable")
+    ev = sig(summary="Signed by x.", issues=("i",))
+    details = {"status": "verified", "trust": "trusted", "summary": "Signed by x.", "issues": ["i"],
+               "keyid": ev.keyid, "romDigest": ROM}
+    assert C.check_signature(ev) == C.CheckResult("signature", "pass", "Signed by x.", None, details)
+    for over, kind in (({"trust": "tampered", "status": "warning"}, "tampered"),
+                       ({"status": "invalid", "trust": "portable"}, "tampered"),
+                       ({"trust": "legacy", "status": "warning"}, "unsigned"),
+                       ({"trust": "unverified", "status": "warning"}, "bad_signature"),
+                       ({"keyid": None}, "bad_signature")):
+        r = C.check_signature(dataclasses.replace(ev, **over))
+        assert (r.status, r.kind, r.reason) == ("fail", kind, "Signed by x."), over
+        assert r.details["trust"] == over.get("trust", "trusted")
