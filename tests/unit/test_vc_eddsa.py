@@ -211,3 +211,25 @@ def test_proof_context_must_prefix_the_document_context() -> None:
         with pytest.raises(SignatureError):
             vc.verify(moved, key.public(), variant="w3c")
     assert vc.verify(signed, key.public(), variant="w3c").variant == "w3c"
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "match"),
+    [
+        ("verificationMethod", 5, "proof.verificationMethod is missing"),
+        ("verificationMethod", "", "proof.verificationMethod is missing"),
+        ("proofPurpose", ["assertionMethod"], "proof.proofPurpose is missing"),
+        ("proofPurpose", "", "proof.proofPurpose is missing"),
+        ("created", "yesterday", "is not an XML Schema dateTime"),
+        ("created", 5, "is not an XML Schema dateTime"),
+        ("type", "Ed25519Signature2020", "proof.type is 'Ed25519Signature2020'"),
+        ("cryptosuite", "eddsa-rdfc-2022", "proof.cryptosuite is 'eddsa-rdfc-2022'"),
+    ],
+)
+def test_proof_options_are_checked_each(field: str, value: Any, match: str) -> None:
+    key = generate_ed25519()
+    signed = vc.sign(_doc(), key, verification_method="did:web:issuer.example#key-1",
+                     created="2026-01-01T00:00:00Z")
+    signed["proof"][field] = value
+    with pytest.raises(MalformedError, match=match):
+        vc.verify(signed, key.public())
