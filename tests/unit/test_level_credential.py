@@ -471,3 +471,33 @@ def test_raw_trajectory_evidence_is_checked_against_its_claim(world: World) -> N
     assert ok.state == "verified" and ok.evidence_checked == 90, ok.reasons
     moved = world.verify(_with_evidence(world, {0: raw(1)}))  # item 0's claim, item 1's trajectory
     assert moved.state == "invalid" and moved.reasons[0].startswith("evidence[0]: digest "), moved.reasons
+
+
+def test_malformed_credentials_are_invalid_with_a_reason(world: World) -> None:
+    v = world.verify([world.vc])
+    assert (v.state, v.reasons) == ("invalid", ("credential is not a JSON object",))
+    no_subject = {k: val for k, val in world.vc.items() if k != "credentialSubject"}
+    v = world.verify(no_subject)
+    assert v.state == "invalid" and v.reasons and all(r.startswith("schema ") for r in v.reasons)
+
+
+def test_proof_method_must_be_the_issuers(world: World) -> None:
+    doc = copy.deepcopy(world.vc)
+    doc["proof"]["verificationMethod"] = "did:web:verifier.example.evil#key-1"
+    v = world.verify(doc)
+    assert v.state == "invalid" and v.reasons == (
+        f"proof verificationMethod did:web:verifier.example.evil#key-1 is not the issuer {ISSUER}'s",)
+    assert (v.issuer, v.rom_digest) == (ISSUER, ADA)
+
+
+def test_valid_until_is_inclusive(world: World) -> None:
+    until = T0 + timedelta(days=30)
+    assert world.verify(now=until, offline=True).state in ("verified", "revoked")
+    late = world.verify(now=until + timedelta(milliseconds=1), offline=True)
+    assert late.state == "invalid" and any(r.startswith("expired: validUntil") for r in late.reasons)
+
+
+def test_self_issuance_by_publisher_team(world: World) -> None:
+    v = world.verify(subject_publisher="example.verifier/team-a")
+    assert v.state == "invalid" and any("is the cartridge publisher" in r for r in v.reasons)
+    assert world.verify(subject_publisher="org.other/example.verifier").state == "verified"
