@@ -221,6 +221,11 @@ def confirm(work: Path, tests: list[str], patterns: list[str], jobs: int, timeou
             print(f"  {name}: {status}", flush=True)
 
 
+def _rank(status: str) -> int:
+    """Which of two runs' verdicts on one mutant stands: a kill, else a survival, else nothing."""
+    return 2 if status in KILLED else 1 if status != "not checked" else 0
+
+
 def _file_of(name: str) -> str:
     module = name.split("__mutmut_")[0].rsplit(".", 1)[0]
     return module.replace(".", "/") + ".py"
@@ -326,8 +331,10 @@ def main() -> int:
                 print(f"mutmut run exited {rc}", file=sys.stderr)
     found: dict[str, str] = {}
     later: set[str] = set()
-    for work in works:  # a later stage's verdict replaces an earlier one for each mutant it ran
-        found.update((n, s) for n, s in results(work).items() if s != "not checked" or n not in found)
+    for work in works:  # a kill by any run is a kill (each selection is part of the unit + property tests)
+        for n, s in results(work).items():
+            if n not in found or _rank(s) > _rank(found[n]):
+                found[n] = s
         for name, status in confirmed(work).items():
             if status in KILLED and found.get(name) in UNKILLED:
                 found[name] = status
