@@ -1,5 +1,4 @@
-"""`make mutate`: mutation testing of the trust core with mutmut, in two stages, then killed/survived
-per file.
+"""`make mutate`: mutation testing of the trust core with mutmut, in two stages, killed per file.
 
 mutmut runs in scratch copies of the repository (`.mutate/<name>`, git-ignored) whose
 pyproject.toml gets a `[tool.mutmut]` section naming the files to mutate and the tests to run, so
