@@ -30,7 +30,7 @@ def bind_cartridge(path: Path, *, now: datetime, registry: TrustRegistry | None 
     """Verify the cartridge and return its verified ROM digest; refuses tampered, unsigned or
     unverifiable cartridges (their ROM digest is not proven)."""
     verdict = verify_cartridge(path, registry=registry, now=now)
-    if verdict.rejected or verdict.rom_digest is None or not verdict.meets("portable"):
+    if verdict.rom_digest is None or not verdict.meets("portable"):  # meets() is False when rejected
         raise VerificationFailed(f"cartridge {path} did not verify ({verdict.trust}): {verdict.summary}",
                                  details={"issues": list(verdict.issues)})
     with open_cartridge(path) as cart:

@@ -72,3 +72,10 @@ def test_digest_helpers() -> None:
     empty = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
     assert sha256_hex(b"") == empty and sha256_digest(b"") == "sha256:" + empty
     assert jcs_digest({"b": 1, "a": [True]}) == sha256_digest(b'{"a":[true],"b":1}')
+
+
+def test_number_length_bound_is_inclusive() -> None:
+    at = "1." + "0" * 398  # 400 characters
+    assert loads_strict(f"[{at}]".encode()) == [1.0]
+    with pytest.raises(MalformedError, match="JSON number of 401 characters is too long"):
+        loads_strict(f"[{at}0]".encode())

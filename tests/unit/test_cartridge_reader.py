@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import struct
+import tracemalloc
 import zlib
 from pathlib import Path
 
@@ -12,9 +13,9 @@ import pytest
 
 from acxoci.cartridge.constants import check_portable_path, portable_path_problem
 from acxoci.cartridge.inspect import inspect_cartridge
-from acxoci.cartridge.manifest import compute_rom_manifest, oid_meta
+from acxoci.cartridge.manifest import compute_rom_manifest, oid_meta, sort_utf16
 from acxoci.cartridge.reader import BadEntry, open_cartridge, read_header
-from acxoci.cartridge.sqlar import decode_entry
+from acxoci.cartridge.sqlar import Budget, decode_entry, stream_entry
 from acxoci.cartridge.verify import verify_cartridge
 from acxoci.errors import InvalidInput, NotFound
 from tests.unit.test_cartridge_verify_support import NOW, SAMPLE, copy_vector, sql
@@ -217,3 +218,92 @@ def test_entry_ceiling_applies_before_reading_data(vectors_dir: Path) -> None:
         assert ei.value.details["entry"] == "rom/policy/loop-context-policy.json"
         assert cart.sqlar_read("rom/knowledge/SKILLS.md") is not None  # 56 bytes: under the ceiling
         assert cart.sqlar_read("rom/absent.md") is None
+
+
+def test_manifest_order_is_utf16_code_units() -> None:
+    # U+1F600 is D83D DE00 in UTF-16, so it sorts before U+FFFD (code point order says after);
+    # a lone surrogate (as SQLite text can hold) still gets a key
+    assert sort_utf16(["\ufffd", "\U0001f600", "a"]) == ["a", "\U0001f600", "\ufffd"]
+    assert sort_utf16(["\udbff", "\U0001f600"]) == ["\U0001f600", "\udbff"]
+    assert sort_utf16(["b", "\ufffd", "a"]) == ["a", "b", "\ufffd"]
+
+
+def _stream(sz: object, stored_bytes: bytes, chunks: list[bytes], *, budget: Budget | None = None,
+            max_bytes: int = 1 << 20) -> bytes:
+    out = bytearray()
+    stream_entry("rom/a", sz, len(stored_bytes), lambda: iter(chunks), lambda: out.extend, where="c.acx",
+                 max_bytes=max_bytes, budget=budget)
+    return bytes(out)
+
+
+def test_budget_is_shared_and_inclusive() -> None:
+    b = Budget(10)
+    b.charge(4, name="a", where="c")
+    b.charge(6, name="b", where="c")  # exactly at the limit: allowed
+    assert b.used == 10
+    with pytest.raises(BadEntry, match=r"sqlar entry 'c': more than 10 bytes decompressed in total") as info:
+        b.charge(1, name="c", where="f.acx")
+    assert info.value.details == {"entry": "c", "limit": 10}
+
+
+def test_stream_entry_inflates_in_chunks_and_charges_the_budget() -> None:
+    data = bytes(range(256)) * 40  # 10,240 bytes
+    z = zlib.compress(data)
+    budget = Budget(len(data) + 5)
+    assert _stream(len(data), z, [z[:7], z[7:100], z[100:]], budget=budget) == data
+    assert budget.used == len(data)
+    raw = zlib.compressobj(wbits=-15)
+    deflated = raw.compress(data) + raw.flush()
+    assert _stream(len(data), deflated, [deflated[:3], deflated[3:]]) == data
+    with pytest.raises(BadEntry, match="more than 10 bytes decompressed"):
+        _stream(len(data), z, [z], budget=Budget(10))
+    assert _stream(3, b"abc", [b"a", b"bc"]) == b"abc"  # raw: stored == sz
+
+
+@pytest.mark.parametrize(
+    ("sz", "chunks", "match"),
+    [
+        (1001, [zlib.compress(b"x" * 1000)], "neither raw, zlib nor raw DEFLATE of exactly 1001 bytes"),
+        (999, [zlib.compress(b"x" * 1000)], "neither raw, zlib nor raw DEFLATE of exactly 999 bytes"),
+        (1000, [zlib.compress(b"x" * 1000), b"tail"], "neither raw"),
+        (1000, [zlib.compress(b"x" * 1000)[:-3]], "neither raw"),
+        (1000, [zlib.compress(b"x" * 1000) + b"!"], "neither raw"),
+    ],
+)
+def test_stream_entry_refuses_what_is_not_exactly_sz(sz: int, chunks: list[bytes], match: str) -> None:
+    stored = b"".join(chunks)
+    with pytest.raises(BadEntry, match=match):
+        _stream(sz, stored, chunks)
+
+
+def test_stream_entry_sizes() -> None:
+    with pytest.raises(BadEntry, match=r"no data but sz=4"):
+        _stream(4, b"", [])
+    assert _stream(0, b"", []) == b""
+    for bad in (-1, True, "4", 1.0):
+        with pytest.raises(BadEntry, match="is not a non-negative integer"):
+            _stream(bad, b"abcd", [b"abcd"])
+    z = zlib.compress(b"x" * 1001)
+    with pytest.raises(BadEntry, match="declared size 1001 exceeds the 1000-byte limit"):
+        _stream(1001, z, [z], max_bytes=1000)
+    z = zlib.compress(b"x" * 1000)
+    assert _stream(1000, z, [z], max_bytes=1000) == b"x" * 1000
+    big = b"y" * 12  # raw bytes are in the file already: no cap applies
+    assert _stream(12, big, [big], max_bytes=10) == big
+    with pytest.raises(BadEntry, match="5 stored bytes exceed declared size 4"):
+        _stream(4, b"abcde", [b"abcde"])
+
+
+def test_decode_entry_bomb_stops_at_sz() -> None:
+    bomb = zlib.compress(bytes(50 * 1024 * 1024))
+    tracemalloc.start()
+    try:
+        with pytest.raises(BadEntry, match="neither raw"):
+            decode_entry("rom/b", 100_000, bomb, where="c.acx")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 * 1024 * 1024, peak
+    small = zlib.compress(b"z" * 100)
+    assert decode_entry("rom/z", 100, small, where="c.acx") == b"z" * 100
+    assert decode_entry("rom/empty", 0, None, where="c.acx") == b""

@@ -102,3 +102,21 @@ def test_pkcs8_keys_through_the_same_loader() -> None:
         load_signing_key(enc, None)
     with pytest.raises(WrongPassword):
         load_signing_key(enc, b"nope")
+
+
+def test_base64_fields_are_strict() -> None:
+    # a lenient decoder would drop the stray character and open the box anyway
+    key = generate_ed25519()
+    pem = encrypt_cosign_key(key, b"pw", n=FAST_N)
+    lines = pem.decode().strip().splitlines()
+    doc = json.loads(base64.b64decode("".join(lines[1:-1])))
+    for field in ("ciphertext", "cipher.nonce", "kdf.salt"):
+        bad = json.loads(json.dumps(doc))
+        *head, last = field.split(".")
+        cur = bad
+        for h in head:
+            cur = cur[h]
+        cur[last] = "*" + cur[last]
+        with pytest.raises(MalformedError, match=f"{last} is not base64"):
+            decrypt_cosign_key(_rewrite(pem, {field: cur[last]}), b"pw")
+    assert decrypt_cosign_key(pem, b"pw").public().keyid() == key.public().keyid()

@@ -113,3 +113,21 @@ def test_cli_trust_then_verify_is_trusted(tmp_path: Path) -> None:
         "--json", "cartridge", "verify", str(cart), "--trust-registry", str(other), "--require", "trusted"
     )
     assert out.returncode != 0
+
+
+def test_add_keeps_the_other_keys_and_stamps_the_update() -> None:
+    first, second = generate_ed25519().public(), generate_ed25519().public()
+    when = {"not_before": NOW, "not_after": NOW, "verified_at": NOW}
+    a = make_key_entry(first, publisher_id="dev.acxoci.demo", **when)
+    b = make_key_entry(second, publisher_id="dev.acxoci.other", **when)
+    one = add_key_entry(None, a, now=NOW)
+    assert one == {"schemaVersion": "acx.trust-registry/1", "keys": [a], "updatedAt": "2026-11-30T00:00:00Z"}
+    later = parse_rfc3339("2026-12-01T08:00:00Z")
+    both = add_key_entry(one, b, now=later)
+    assert [k["keyid"] for k in both["keys"]] == [first.keyid(), second.keyid()]
+    assert both["updatedAt"] == "2026-12-01T08:00:00Z" and one["updatedAt"] == "2026-11-30T00:00:00Z"
+    subject = "repo:someone/agents:ref:refs/heads/main"
+    gh = make_key_entry(first, publisher_id="io.github.someone", oidc_subject=subject, **when)
+    assert gh["namespaceProof"] == {"method": "github-oidc", "oidcSubject": subject,
+                                    "oidcIssuer": "https://token.actions.githubusercontent.com",
+                                    "verifiedAt": "2026-11-30T00:00:00Z"}

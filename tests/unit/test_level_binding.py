@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 
 from acxoci.cartridge.build import build_cartridge
+from acxoci.cartridge.constants import META_CARTRIDGE_ID
+from acxoci.cartridge.reader import open_cartridge
 from acxoci.cartridge.verify import verify_cartridge
 from acxoci.errors import RefusedByPolicy, VerificationFailed
 from acxoci.level import status as st
@@ -24,6 +26,7 @@ from acxoci.level.run import run_level
 from acxoci.level.solver import ReferenceSolver
 from attest.keys import PrivateKey, generate_ed25519
 from attest.statuslist import StatusEntry
+from attest.trust import TrustRegistry
 from tests.harness.trustdocs import registry_doc
 
 T0 = datetime(2026, 8, 1, tzinfo=UTC)
@@ -136,3 +139,32 @@ def test_issuer_cannot_level_a_cartridge_it_signed(two_versions: tuple[Path, Pat
             status=StatusEntry(LIST, 1, "revocation", None),
             subject_keyid=b1.keyid,
         )
+
+
+def test_binding_carries_the_verified_signer_under_the_given_registry_and_time(
+    two_versions: tuple[Path, Path, PrivateKey],
+) -> None:
+    # The registry vouches for the publisher only until 2026-09-01: at T0 the binding is trusted;
+    # judged without the registry, or at today's clock, it would not be.
+    v1, _, publisher = two_versions
+    registry = TrustRegistry.from_json(
+        registry_doc(publisher.public(), "io.github.example-acx", not_after="2026-09-01T00:00:00Z",
+                     oidc_subject="repo:example-acx/agents:ref:refs/heads/main")
+    )
+    b = bind_cartridge(v1, now=T0, registry=registry)
+    assert b.trust == "trusted"
+    assert b.path == v1
+    assert b.keyid == publisher.public().keyid()
+    assert b.publisher_id == "io.github.example-acx"
+    assert b.rom_digest == verify_cartridge(v1, registry=registry, now=T0).rom_digest
+    with open_cartridge(v1) as cart:
+        assert b.cartridge_id == cart.meta()[META_CARTRIDGE_ID]
+    assert bind_cartridge(v1, now=T0).trust == "portable"
+
+
+def test_refusal_lists_the_verifier_issues(vectors_dir: Path) -> None:
+    tampered = vectors_dir / "sample" / "tampered" / "rom-data.acx"
+    with pytest.raises(VerificationFailed) as info:
+        bind_cartridge(tampered, now=T0)
+    issues = info.value.details["issues"]
+    assert issues and issues == list(verify_cartridge(tampered, registry=None, now=T0).issues)

@@ -15,11 +15,13 @@ from acxoci.level import status as st
 from acxoci.level.benchmark import demo_suite
 from acxoci.level.credential import REASON_MISMATCH, LevelVerdict, issue_credential, verify_credential
 from acxoci.level.issuers import IssuerRegistry, did_web_publisher
-from acxoci.level.run import RunResult, run_level
+from acxoci.level.run import TRAJECTORY_PREDICATE, RunResult, run_level
 from acxoci.level.solver import ReferenceSolver
-from attest import statuslist
+from attest import dsse, statuslist
+from attest.canonical import jcs, sha256_hex
 from attest.keys import PrivateKey, PublicKey, generate_ed25519, load_public_pem
 from attest.statuslist import StatusEntry
+from attest.vc import sign as vc_sign
 
 T0 = datetime(2026, 8, 1, 12, 0, tzinfo=UTC)
 ADA = "sha256:318b930a1942eb9d3e8088906c6b32f91def9e156d4cbb3a178e676d4e28aaca"
@@ -117,12 +119,19 @@ class World:
         st.write_json_atomic(self.list_path, st.set_status(doc, index, key=self.key, now=at))
 
 
-@pytest.fixture
-def world(tmp_path: Path) -> World:
+@pytest.fixture(scope="module")
+def played() -> tuple[PrivateKey, RunResult]:
+    """One run of ada-ridge's ROM (immutable), shared by the module's tests: playing is the slow part."""
     key = generate_ed25519()  # the issuer signs the evidence too
     result = run_level(
         demo_suite(), cartridge=Path("ada-ridge.acx"), rom_digest=ADA, solver=ReferenceSolver(33), signer=key
     )
+    return key, result
+
+
+@pytest.fixture
+def world(tmp_path: Path, played: tuple[PrivateKey, RunResult]) -> World:
+    key, result = played
     return World(tmp_path, key, result)
 
 
@@ -338,3 +347,157 @@ def test_did_web_mapping() -> None:
 def test_http_sources_refused(world: World) -> None:
     with pytest.raises(UsageError):
         st.fetch_list("http://status.example/1", now=T0)
+
+
+def test_verdict_json_view(world: World) -> None:
+    v = world.verify()
+    assert v.status is not None
+    assert v.to_json() == {
+        "state": "verified",
+        "ok": True,
+        "reasons": [],
+        "issuer": ISSUER,
+        "proofVariant": "w3c",
+        "issuerKeyId": world.key.public().keyid(),
+        "level": 28,
+        "tier": "principal",
+        "mu": 32.087,
+        "sigma": 1.204,
+        "games": 90,
+        "romDigest": ADA,
+        "evidenceChecked": 90,
+        "status": v.status.to_json(),
+    }
+    assert v.to_json()["status"]["state"] == "valid"
+
+
+def test_early_refusal_keeps_issuer_and_rom_digest(world: World) -> None:
+    other = IssuerRegistry.from_json(registry_doc((generate_ed25519().public(), "org.elsewhere")))
+    v = world.verify(issuers=other)
+    assert v.state == "invalid" and (v.issuer, v.rom_digest) == (ISSUER, ADA)
+    assert v.to_json()["issuer"] == ISSUER and v.to_json()["romDigest"] == ADA
+
+
+def test_impersonation_by_another_registered_issuer_is_named(world: World) -> None:
+    # Mallory, registered for her own namespace after an unrelated issuer, signs as ISSUER: the
+    # verdict names her key's registration, whatever other keys come before it in the registry.
+    mallory = generate_ed25519()
+    issuers = IssuerRegistry.from_json(
+        registry_doc(
+            (world.key.public(), "example.verifier"),
+            (generate_ed25519().public(), "org.unrelated"),
+            (mallory.public(), "org.mallory"),
+        )
+    )
+    forged = issue_credential(
+        world.result, cartridge_id="c", issuer=ISSUER, key=mallory, now=T0, status=world.entry
+    )
+    v = world.verify(forged, issuers=issuers)
+    assert v.state == "invalid" and len(v.reasons) == 1
+    assert "org.mallory" in v.reasons[0] and "does not verify" not in v.reasons[0], v.reasons
+    # forced to the ACX proof variant, Mallory's W3C proof verifies under no key: a plain refusal
+    acx = world.verify(forged, issuers=issuers, variant="acx")
+    assert acx.state == "invalid" and "tampered credential" in acx.reasons[0], acx.reasons
+
+
+def _with_evidence(world: World, envelopes: dict[int, dict[str, Any]],
+                   claims: dict[int, str] | None = None) -> dict[str, Any]:
+    """world's credential with some evidence envelopes (and claimed digests) replaced, re-signed by
+    the issuer: the proof holds, only the evidence check can object."""
+    doc = copy.deepcopy(world.vc)
+    doc.pop("proof")
+    for i, env in envelopes.items():
+        doc["evidence"][i]["acx:dsseEnvelope"] = env
+    for i, claim in (claims or {}).items():
+        doc["evidence"][i]["acx:trajectoryDigest"] = claim
+    return vc_sign(doc, world.key, verification_method=f"{ISSUER}#key-1", created=st.iso(T0))
+
+
+def _statement_env(world: World, i: int, *, predicate_type: str | None = None, trajectory: Any = None,
+                   subject_digest: str | None = None, key: PrivateKey | None = None) -> dict[str, Any]:
+    traj = world.result.games[i].trajectory if trajectory is None else trajectory
+    stmt = {
+        "_type": "https://in-toto.io/Statement/v1",
+        "subject": [{"name": "t", "digest": {"sha256": subject_digest or sha256_hex(jcs(traj))}}],
+        "predicateType": predicate_type or TRAJECTORY_PREDICATE,
+        "predicate": {"trajectory": traj},
+    }
+    signer = key or world.key
+    return dsse.sign(dsse.INTOTO_PAYLOAD_TYPE, jcs(stmt), signer, signer.public().keyid()).to_json()
+
+
+def test_every_bad_evidence_item_is_reported(world: World) -> None:
+    stranger = generate_ed25519()
+    forged = _with_evidence(world, {0: _statement_env(world, 0, key=stranger),
+                                    1: _statement_env(world, 1, key=stranger)})
+    v = world.verify(forged)
+    assert v.state == "invalid" and v.evidence_checked == 88
+    assert [r.split(":")[0] for r in v.reasons] == ["evidence[0]", "evidence[1]"], v.reasons
+
+
+def test_evidence_must_be_an_acx_trajectory_statement(world: World) -> None:
+    doc = _with_evidence(world, {
+        0: _statement_env(world, 0, predicate_type="https://example.com/other/v1"),
+        1: _statement_env(world, 1, trajectory=["not", "a", "trajectory"]),
+        2: _statement_env(world, 2, subject_digest="0" * 64),
+        3: _statement_env(world, 3, subject_digest="0" * 64),
+    })
+    v = world.verify(doc)
+    assert v.state == "invalid" and v.evidence_checked == 86
+    assert list(v.reasons) == [
+        "evidence[0]: statement is not an ACX trajectory statement",
+        "evidence[1]: statement is not an ACX trajectory statement",
+        "evidence[2]: trajectory does not match its content address",
+        "evidence[3]: trajectory does not match its content address",
+    ]
+
+
+def test_malformed_statement_evidence_is_reported_per_item(world: World) -> None:
+    bad = {"_type": "https://in-toto.io/Statement/v1", "subject": [], "predicateType": TRAJECTORY_PREDICATE,
+           "predicate": {}}
+    env = dsse.sign(dsse.INTOTO_PAYLOAD_TYPE, jcs(bad), world.key, world.key.public().keyid()).to_json()
+    v = world.verify(_with_evidence(world, {0: env, 1: env}))
+    assert v.state == "invalid" and v.evidence_checked == 88
+    assert [r.split(":")[0] for r in v.reasons] == ["evidence[0]", "evidence[1]"], v.reasons
+
+
+def test_raw_trajectory_evidence_is_checked_against_its_claim(world: World) -> None:
+    # the reference's form: the envelope's payload is the trajectory itself, not a statement
+    def raw(i: int) -> dict[str, Any]:
+        payload = jcs(world.result.games[i].trajectory)
+        return dsse.sign("application/json", payload, world.key, world.key.public().keyid()).to_json()
+
+    ok = world.verify(_with_evidence(world, {0: raw(0)}))
+    assert ok.state == "verified" and ok.evidence_checked == 90, ok.reasons
+    moved = world.verify(_with_evidence(world, {0: raw(1)}))  # item 0's claim, item 1's trajectory
+    assert moved.state == "invalid" and moved.reasons[0].startswith("evidence[0]: digest "), moved.reasons
+
+
+def test_malformed_credentials_are_invalid_with_a_reason(world: World) -> None:
+    v = world.verify([world.vc])
+    assert (v.state, v.reasons) == ("invalid", ("credential is not a JSON object",))
+    no_subject = {k: val for k, val in world.vc.items() if k != "credentialSubject"}
+    v = world.verify(no_subject)
+    assert v.state == "invalid" and v.reasons and all(r.startswith("schema ") for r in v.reasons)
+
+
+def test_proof_method_must_be_the_issuers(world: World) -> None:
+    doc = copy.deepcopy(world.vc)
+    doc["proof"]["verificationMethod"] = "did:web:verifier.example.evil#key-1"
+    v = world.verify(doc)
+    assert v.state == "invalid" and v.reasons == (
+        f"proof verificationMethod did:web:verifier.example.evil#key-1 is not the issuer {ISSUER}'s",)
+    assert (v.issuer, v.rom_digest) == (ISSUER, ADA)
+
+
+def test_valid_until_is_inclusive(world: World) -> None:
+    until = T0 + timedelta(days=30)
+    assert world.verify(now=until, offline=True).state in ("verified", "revoked")
+    late = world.verify(now=until + timedelta(milliseconds=1), offline=True)
+    assert late.state == "invalid" and any(r.startswith("expired: validUntil") for r in late.reasons)
+
+
+def test_self_issuance_by_publisher_team(world: World) -> None:
+    v = world.verify(subject_publisher="example.verifier/team-a")
+    assert v.state == "invalid" and any("is the cartridge publisher" in r for r in v.reasons)
+    assert world.verify(subject_publisher="org.other/example.verifier").state == "verified"

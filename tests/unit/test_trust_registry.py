@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -284,3 +285,40 @@ def test_unparseable_signed_at_is_not_trusted() -> None:
 def test_registry_round_trip_of_vector_json(vectors_dir: Path) -> None:
     doc = json.loads((vectors_dir / "sample/trust-active.json").read_text())
     assert TrustRegistry.from_json(doc, now=NOW).registry_id == "io.github.example-acx"
+
+
+@pytest.mark.parametrize(
+    ("text", "utc"),
+    [
+        ("2026-04-03T13:35:46Z", datetime(2026, 4, 3, 13, 35, 46, tzinfo=UTC)),
+        ("2026-04-03T13:35:46.5Z", datetime(2026, 4, 3, 13, 35, 46, 500000, tzinfo=UTC)),
+        ("2026-04-03T13:35:46.0000019Z", datetime(2026, 4, 3, 13, 35, 46, 1, tzinfo=UTC)),
+        ("2026-04-03T23:05:46+12:45", datetime(2026, 4, 3, 10, 20, 46, tzinfo=UTC)),
+        ("2026-04-03T01:10:46-11:25", datetime(2026, 4, 3, 12, 35, 46, tzinfo=UTC)),
+        ("2026-04-03T13:35:46-00:00", datetime(2026, 4, 3, 13, 35, 46, tzinfo=UTC)),
+        ("2026-04-03T13:35:46+23:59", datetime(2026, 4, 2, 13, 36, 46, tzinfo=UTC)),
+    ],
+)
+def test_parse_rfc3339_instant(text: str, utc: datetime) -> None:
+    got = parse_rfc3339(text)
+    assert got == utc and got.utcoffset() is not None
+    assert (got.year, got.month, got.day, got.hour, got.minute, got.second) == tuple(
+        int(x) for x in (text[0:4], text[5:7], text[8:10], text[11:13], text[14:16], text[17:19])
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [
+        ("2026-04-03T13:35:46+24:00", "has an invalid UTC offset"),
+        ("2026-04-03T13:35:46+23:60", "has an invalid UTC offset"),
+        ("2026-04-03T13:35:46z", "is not RFC 3339"),
+        ("2026-13-03T13:35:46Z", "is not a real date"),
+        ("0001-01-01T00:00:00+14:00", "lies outside years 0001-9999 in UTC"),
+    ],
+)
+def test_parse_rfc3339_refusals(text: str, match: str) -> None:
+    with pytest.raises(MalformedError, match=f"^signedAt: '{re.escape(text)}' {match}"):
+        parse_rfc3339(text, where="signedAt")
+    with pytest.raises(MalformedError, match=r"^date: expected an RFC 3339 string, got int$"):
+        parse_rfc3339(5)

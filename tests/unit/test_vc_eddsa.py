@@ -193,3 +193,43 @@ def test_base58_roundtrip_property(data: bytes) -> None:
     enc = vc.b58encode(data)
     assert vc.b58decode(enc) == data
     assert len(enc) - len(enc.lstrip("1")) == len(data) - len(data.lstrip(b"\x00"))
+
+
+def test_proof_context_must_prefix_the_document_context() -> None:
+    # vc-di-eddsa: a proof may carry the document's @context; it must be a prefix of it and then applies
+    key = generate_ed25519()
+    doc = {"@context": ["https://www.w3.org/ns/credentials/v2", "https://example.com/ctx/v1"],
+           "type": ["VerifiableCredential"], "issuer": "did:web:i.example", "credentialSubject": {"id": "x"}}
+    signed = vc.sign(doc, key, verification_method="did:web:i.example#key-1", created="2026-01-01T00:00:00Z")
+    same = copy.deepcopy(signed)
+    same["proof"]["@context"] = list(doc["@context"])
+    assert vc.verify(same, key.public(), variant="w3c").variant == "w3c"
+    for other in (["https://example.com/ctx/v1"], ["https://www.w3.org/ns/credentials/v2", "https://x.example"],
+                  [*doc["@context"], "https://more.example"]):
+        moved = copy.deepcopy(signed)
+        moved["proof"]["@context"] = other
+        with pytest.raises(SignatureError):
+            vc.verify(moved, key.public(), variant="w3c")
+    assert vc.verify(signed, key.public(), variant="w3c").variant == "w3c"
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "match"),
+    [
+        ("verificationMethod", 5, "proof.verificationMethod is missing"),
+        ("verificationMethod", "", "proof.verificationMethod is missing"),
+        ("proofPurpose", ["assertionMethod"], "proof.proofPurpose is missing"),
+        ("proofPurpose", "", "proof.proofPurpose is missing"),
+        ("created", "yesterday", "is not an XML Schema dateTime"),
+        ("created", 5, "is not an XML Schema dateTime"),
+        ("type", "Ed25519Signature2020", "proof.type is 'Ed25519Signature2020'"),
+        ("cryptosuite", "eddsa-rdfc-2022", "proof.cryptosuite is 'eddsa-rdfc-2022'"),
+    ],
+)
+def test_proof_options_are_checked_each(field: str, value: Any, match: str) -> None:
+    key = generate_ed25519()
+    signed = vc.sign(_doc(), key, verification_method="did:web:issuer.example#key-1",
+                     created="2026-01-01T00:00:00Z")
+    signed["proof"][field] = value
+    with pytest.raises(MalformedError, match=match):
+        vc.verify(signed, key.public())
