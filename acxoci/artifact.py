@@ -168,36 +168,22 @@ def _verify_cartridge(
     return v.to_json(), v
 
 
-def _verify_workflow(
-    doc: dict[str, Any], path: Path, registry: TrustRegistry | None, now: datetime
-) -> dict[str, Any]:
-    from acxoci.workflow.verify import verify_workflow
-
-    v = verify_workflow(doc, registry=registry, now=now)
-    if v.rejected:
-        raise Tampered(
-            f"workflow does not verify: {v.summary}", where=str(path), details={"verdict": v.to_json()}
-        )
-    return v.to_json()
-
-
-def _verify_graph(
-    doc: dict[str, Any], path: Path, registry: TrustRegistry | None, now: datetime
-) -> dict[str, Any]:
-    from acxoci.workflow.graph import verify_graph
-
-    v = verify_graph(doc, registry=registry, now=now)
-    if v.rejected:
-        raise Tampered(
-            f"agent graph does not verify: {v.summary}", where=str(path), details={"verdict": v.to_json()}
-        )
-    return v.to_json()
-
-
 def _verify_document(
     kind: Kind, doc: dict[str, Any], path: Path, registry: TrustRegistry | None, now: datetime
 ) -> dict[str, Any]:
-    return (_verify_graph if kind == "agent-graph" else _verify_workflow)(doc, path, registry, now)
+    """Verify a workflow or agent graph document (Tampered when rejected); its verdict as JSON."""
+    if kind == "agent-graph":
+        from acxoci.workflow.graph import verify_graph as verify
+        what = "agent graph"
+    else:
+        from acxoci.workflow.verify import verify_workflow as verify
+        what = "workflow"
+    v = verify(doc, registry=registry, now=now)
+    if v.rejected:
+        raise Tampered(
+            f"{what} does not verify: {v.summary}", where=str(path), details={"verdict": v.to_json()}
+        )
+    return v.to_json()
 
 
 def check_before_push(

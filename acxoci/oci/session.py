@@ -207,7 +207,9 @@ def _attach_current(sock: socket.socket | None) -> None:
         d.attach(sock)
 
 
-class _Conn(urllib3.connection.HTTPConnection):
+class _Deadlined(urllib3.connection.HTTPConnection):
+    """A connection whose socket joins the current request's deadline on connect and each request."""
+
     def connect(self) -> None:
         super().connect()
         _attach_current(self.sock)
@@ -217,14 +219,12 @@ class _Conn(urllib3.connection.HTTPConnection):
         super().request(*args, **kwargs)
 
 
-class _TLSConn(urllib3.connection.HTTPSConnection):
-    def connect(self) -> None:
-        super().connect()
-        _attach_current(self.sock)
+class _Conn(_Deadlined):
+    pass
 
-    def request(self, *args: Any, **kwargs: Any) -> None:
-        _attach_current(self.sock)
-        super().request(*args, **kwargs)
+
+class _TLSConn(_Deadlined, urllib3.connection.HTTPSConnection):
+    pass
 
 
 class _Pool(urllib3.connectionpool.HTTPConnectionPool):

@@ -25,7 +25,7 @@ from acxoci.workflow import signed
 from acxoci.workflow.issues import Issue, IssueCollector
 from acxoci.workflow.lineage import check_lineage
 from acxoci.workflow.lint import URI_RE, LintResult, gc_paused, publish_profile
-from acxoci.workflow.model import DIGEST_RE, IDENT_RE, PUBLISHER_RE, REVERSE_DNS_RE, SEMVER_RE
+from acxoci.workflow.model import DIGEST_RE, IDENT_RE, PUBLISHER_RE, SEMVER_RE
 from acxoci.workflow.signed import SignedVerdict
 from attest.canonical import jcs, loads_strict
 from attest.errors import MalformedError
@@ -323,19 +323,7 @@ class _GraphLinter(IssueCollector):
             if key in d and not isinstance(d[key], list):
                 self.add("collection", f"$.{key}", f"{key} must be an array", d[key])
         max_fanout = self._limits(d.get("limits"))
-        ext = d.get("extensions")
-        if ext is not None:
-            if not isinstance(ext, Mapping):
-                self.add("extensions", "$.extensions", "extensions must be an object", ext)
-            else:
-                for k in ext:
-                    if not REVERSE_DNS_RE.fullmatch(k):
-                        self.add(
-                            "extension-namespace",
-                            f"$.extensions.{k}",
-                            "extension namespace must be reverse-DNS",
-                            k,
-                        )
+        self.extensions(d.get("extensions"))
         if "integrity" in d and not isinstance(d["integrity"], Mapping):
             self.add("integrity", "$.integrity", "integrity must be an object", d["integrity"])
 

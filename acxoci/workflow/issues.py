@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from acxoci.workflow.model import REVERSE_DNS_RE
 
 _MISSING = object()
 
@@ -60,3 +63,19 @@ class IssueCollector:
         for k in obj:
             if k not in allowed:
                 self.add("unknown-property", f"{path}.{k}", f"{what} contains an unknown property", k)
+
+    def extensions(self, ext: Any) -> None:
+        """`$.extensions`, when present: an object whose keys are reverse-DNS namespaces."""
+        if ext is None:
+            return
+        if not isinstance(ext, Mapping):
+            self.add("extensions", "$.extensions", "extensions must be an object", ext)
+            return
+        for k in ext:
+            if not isinstance(k, str) or not REVERSE_DNS_RE.fullmatch(k):
+                self.add(
+                    "extension-namespace",
+                    f"$.extensions.{k}",
+                    "extension namespace must be reverse-DNS (e.g. com.example.tool)",
+                    k,
+                )

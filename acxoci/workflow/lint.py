@@ -34,7 +34,6 @@ from acxoci.workflow.model import (
     NODE_TYPES,
     RAC_CHECK_TYPES,
     RAC_KINDS,
-    REVERSE_DNS_RE,
     SEMVER_RE,
     SIDE_EFFECTS,
     TERMINAL_EVENTS,
@@ -149,19 +148,7 @@ class _Linter(IssueCollector):
             )
         if not isinstance(d.get("id"), str) or not IDENT_RE.fullmatch(d["id"]):
             self.add("workflow-id", "$.id", "workflow id must match ^[a-z][a-z0-9._-]{0,127}$", d.get("id"))
-        ext = d.get("extensions")
-        if ext is not None:
-            if not isinstance(ext, dict):
-                self.add("extensions", "$.extensions", "extensions must be an object", ext)
-            else:
-                for k in ext:
-                    if not REVERSE_DNS_RE.fullmatch(k):
-                        self.add(
-                            "extension-namespace",
-                            f"$.extensions.{k}",
-                            "extension namespace must be reverse-DNS (e.g. com.example.tool)",
-                            k,
-                        )
+        self.extensions(d.get("extensions"))
         aliases = self.participants(d.get("participants"))
         rac_ids = self.rac(d.get("rac"))
         variables = self.variables(d.get("variables"))
