@@ -166,9 +166,6 @@ def read_header(path: Path) -> Header:
     return _read_header(path)[0]
 
 
-_identity = identity_of
-
-
 def _read_header(path: Path) -> tuple[Header, FileIdentity]:
     """The checked header and the identity (fsutil.FileIdentity) of the file it came from."""
     where = str(path)
@@ -192,7 +189,7 @@ def _read_header(path: Path) -> tuple[Header, FileIdentity]:
         raise InvalidInput(f"cannot read: {exc.strerror or exc}", where=where) from exc
     finally:
         os.close(fd)
-    return parse_header(head, st.st_size, where=where), _identity(st)
+    return parse_header(head, st.st_size, where=where), identity_of(st)
 
 
 def check_no_sidecars(path: Path) -> None:
@@ -239,16 +236,6 @@ def _blob(value: object, where: str, what: str) -> bytes:
     if isinstance(value, bytes):
         return value
     raise BadEntry(f"{what} is {type(value).__name__}, expected text", where=where, details={"entry": what})
-
-
-def _int(value: object, where: str, what: str) -> int:
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    raise BadEntry(f"{what} is {value!r}, expected an integer", where=where, details={"entry": what})
-
-
-def _opt_int(value: object, where: str, what: str) -> int | None:
-    return None if value is None else _int(value, where, what)
 
 
 MAX_SAFE_SZ = 2**53 - 1
@@ -1028,7 +1015,7 @@ def open_cartridge(
         # the header, the sidecar check and SQLite's open must all be of one file: one swapped in
         # between (a rename or a symlink retargeted) would skip the header checks
         try:
-            now = _identity(os.stat(real))
+            now = identity_of(os.stat(real))
         except OSError as exc:
             raise InvalidInput(f"cannot read: {exc.strerror or exc}", where=str(p)) from exc
         if now != identity:

@@ -37,14 +37,26 @@ _START_SECONDS = 0.02  # starting the helper interpreter
 _RECORD = struct.Struct("<qq32s")  # rowid, length, sha256
 
 
+_ROM_ROW = "typeof(name) = 'text' AND substr(name, 1, 4) = 'rom/'"
+
+
+def _raw(inline: int) -> str:
+    """A row the pass hashes from the row itself: stored raw (length = sz) and small."""
+    return f"typeof(data) = 'blob' AND length(data) <= {inline} AND length(data) = sz"
+
+
 def rom_rows_sql(inline: int, where: str) -> str:
     """The raw-row pass: each small raw `rom/` row's data (else NULL), a full scan of the table
     b-tree (`NOT INDEXED`, `+rowid` so a bound never turns into a seek), filtered by `where`."""
     return (
-        f"SELECT rowid, CASE WHEN typeof(data) = 'blob' AND length(data) <= {inline}"
-        " AND length(data) = sz THEN data END, sz FROM sqlar NOT INDEXED"
-        f" WHERE typeof(name) = 'text' AND substr(name, 1, 4) = 'rom/' AND {where}"
+        f"SELECT rowid, CASE WHEN {_raw(inline)} THEN data END, sz FROM sqlar NOT INDEXED"
+        f" WHERE {_ROM_ROW} AND {where}"
     )
+
+
+def _sizes_sql(inline: int) -> str:
+    """(rowid, length) of exactly the rows `rom_rows_sql` hashes, for choosing the split."""
+    return f"SELECT rowid, length(data) FROM sqlar NOT INDEXED WHERE {_ROM_ROW} AND {_raw(inline)}"
 
 
 _HELPER = """
@@ -195,11 +207,7 @@ class RomPass:
         if source is not None and source[1][2] >= HELPER_MIN_BYTES:
             sizes = [
                 (int(r), int(n))
-                for r, n in conn.execute(
-                    "SELECT rowid, length(data) FROM sqlar NOT INDEXED WHERE typeof(name) = 'text'"
-                    f" AND substr(name, 1, 4) = 'rom/' AND typeof(data) = 'blob'"
-                    f" AND length(data) <= {inline} AND length(data) = sz"
-                )
+                for r, n in conn.execute(_sizes_sql(inline))
             ]
             split = _split(sizes) if sizes else None
             if split is not None:
