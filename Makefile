@@ -14,6 +14,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 venv: $(STAMP)
+	$(BIN)/python -m compileall -q -j 0 attest acxoci > /dev/null
 
 peers:
 	bash scripts/install-peers.sh

@@ -14,23 +14,27 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, cast
 
 import typer
 
-from acxoci.cartridge.trust_file import load_trust_registry
 from acxoci.cli.output import info
 from acxoci.errors import UsageError
-from acxoci.keyfiles import load_key, readable_by_others
 from acxoci.oci.settings import RemoteOptions, using
 from attest.errors import MalformedError
-from attest.keys import PrivateKey
-from attest.trust import TrustRegistry, parse_rfc3339
 
 if TYPE_CHECKING:
     from acxoci.workflow.lint import LintResult
+    from attest.keys import PrivateKey
+    from attest.trust import TrustRegistry
+
+# The trust-registry, key-file and time-parsing modules (and the crypto libraries under them) are
+# imported by the helpers that need them, not here: every command imports this module, and a
+# registry copy or a pull should not pay their start-up.
 
 
 def parse_now(value: str | None) -> datetime:
     """The `--now` option: an RFC 3339 time, or the clock when absent."""
     if value is None:
         return datetime.now(UTC)
+    from attest.trust import parse_rfc3339
+
     try:
         return parse_rfc3339(value, where="--now")
     except MalformedError as exc:
@@ -39,7 +43,11 @@ def parse_now(value: str | None) -> datetime:
 
 def load_registry(path: Path | None, now: datetime) -> TrustRegistry | None:
     """A trust registry from `--trust-registry`, or None when the option is absent."""
-    return None if path is None else load_trust_registry(path, now=now)
+    if path is None:
+        return None
+    from acxoci.cartridge.trust_file import load_trust_registry
+
+    return load_trust_registry(path, now=now)
 
 
 def exit_with(code: int) -> NoReturn:
@@ -50,6 +58,8 @@ def exit_with(code: int) -> NoReturn:
 def load_signing_key(path: Path, password_env: str | None = None) -> PrivateKey:
     """`--key K [--password-env VAR]` for every signing command (cosign.key or PEM), warning
     when the file is readable by group or others."""
+    from acxoci.keyfiles import load_key, readable_by_others
+
     if readable_by_others(path):
         info(f"[yellow]warning[/yellow]: {path} is readable by group or others (chmod 600 it)")
     return load_key(path, password_env)

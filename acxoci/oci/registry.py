@@ -217,6 +217,8 @@ class RegistryTarget(UploadsMixin):
         self._manifest_cache: dict[str, bytes] = {}
         self.progress: Callable[[int], None] | None = None
         self.mount_from: dict[str, str] = {}
+        self._absent: set[str] = set()
+        """Blobs a HEAD just found missing: the upload that follows skips its own HEAD (once)."""
 
     @property
     def name(self) -> str:
@@ -391,6 +393,10 @@ class RegistryTarget(UploadsMixin):
             if resp.status_code == 200:
                 return True
             if resp.status_code == 404:
+                if kind == "blobs":
+                    if len(self._absent) > 4096:
+                        self._absent.clear()
+                    self._absent.add(desc.digest)
                 return False
             raise_for(resp, "exists", self._where(desc.digest))
         return False  # pragma: no cover

@@ -112,6 +112,7 @@ class UploadsMixin:
     progress: Callable[[int], None] | None
     mount_from: dict[str, str]
     _push: tuple[str, ...]
+    _absent: set[str]
 
     @property
     def name(self) -> str:
@@ -167,9 +168,11 @@ class UploadsMixin:
 
     def push_blob(self, desc: Descriptor, content: Readable) -> None:
         """Upload a blob: skip if present, mount if possible, monolithic if small, else chunked
-        with resume. A seekable source is re-read on retry; otherwise chunks are buffered."""
-        if self.exists(desc):
+        with resume. A seekable source is re-read on retry; otherwise chunks are buffered. A blob
+        the caller's HEAD just found missing is not HEADed again (one request saved per blob)."""
+        if desc.digest not in self._absent and self.exists(desc):
             return
+        self._absent.discard(desc.digest)
         seekable = bool(getattr(content, "seekable", lambda: False)())
         base = content.tell() if seekable else 0  # type: ignore[attr-defined]
         limit = (
