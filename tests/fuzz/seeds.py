@@ -5,6 +5,7 @@ while still being trusted."""
 
 from __future__ import annotations
 
+import atexit
 import base64
 import contextlib
 import copy
@@ -169,6 +170,7 @@ def seeds() -> Seeds:
     from attest.canonical import sha256_digest
 
     tmp = Path(tempfile.mkdtemp(prefix="acx-fuzz-"))
+    atexit.register(shutil.rmtree, tmp, True)  # the seeds live as long as the process
     key = generate_ed25519()
     vec = env.vectors()
     cart = (vec / SAMPLE).read_bytes()
