@@ -359,8 +359,8 @@ def judge_signer(
     Call only after the signature itself verified. Times are compared as parsed datetimes.
     `independent_time` is a verified timestamp (transparency log, RFC 3161), never `signedAt`.
     """
-    try:
-        signed: datetime | None = parse_rfc3339(signed_at, where="signedAt")
+    try:  # an unparsable signedAt is a fact (window "missing"), not an error: its message is not shown
+        signed: datetime | None = parse_rfc3339(signed_at)
     except MalformedError:
         signed = None
     facts = signer_facts(entry, claimed_publisher=signed_publisher, signed_at=signed,
