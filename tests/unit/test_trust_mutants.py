@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
@@ -88,6 +89,18 @@ def one(e: dict[str, Any], now: datetime | None = None) -> TrustKey:
     return TrustRegistry.from_json(doc(e), now=now).keys[0]
 
 
+@pytest.fixture
+def tokyo(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The process's local time zone set to UTC+9 (POSIX form: needs no tz database), so that a
+    conversion to local time instead of UTC shows; registries are written and compared in UTC."""
+    monkeypatch.setenv("TZ", "JST-9")
+    time.tzset()
+    assert time.localtime(0).tm_hour == 9
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
 # ---- parse_rfc3339 ----------------------------------------------------------------------------
 
 
@@ -151,7 +164,7 @@ def test_rfc3339_refusals_name_the_field() -> None:
 @pytest.mark.parametrize(
     "value", ["0001-01-01T00:30:00+01:00", "0001-01-01T00:00:00+23:59", "9999-12-31T23:59:59-01:00"]
 )
-def test_rfc3339_refuses_instants_outside_the_calendar_in_utc(value: str) -> None:
+def test_rfc3339_refuses_instants_outside_the_calendar_in_utc(value: str, tokyo: None) -> None:
     with pytest.raises(MalformedError) as exc:
         parse_rfc3339(value, where="x")
     assert str(exc.value) == f"x: {value!r} lies outside years 0001-9999 in UTC"
@@ -657,23 +670,13 @@ def test_judge_uses_the_independent_time_and_the_proof_date() -> None:
 # ---- format_rfc3339, make_key_entry, add_key_entry --------------------------------------------
 
 
-@pytest.fixture
-def tokyo(monkeypatch: pytest.MonkeyPatch) -> Any:
-    """The process's local time zone set to UTC+9 (registries are written in UTC whatever it is)."""
-    monkeypatch.setenv("TZ", "Asia/Tokyo")
-    time.tzset()
-    yield
-    monkeypatch.undo()
-    time.tzset()
-
-
-def test_format_rfc3339_is_utc_whatever_the_local_zone(tokyo: Any) -> None:
+def test_format_rfc3339_is_utc_whatever_the_local_zone(tokyo: None) -> None:
     east = datetime(2026, 1, 2, 3, 4, 5, 999999, tzinfo=timezone(timedelta(hours=2)))
     assert format_rfc3339(east) == "2026-01-02T01:04:05Z"
     assert format_rfc3339(datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)) == "2026-01-02T03:04:05Z"
 
 
-def test_make_key_entry_dns_shape(tokyo: Any) -> None:
+def test_make_key_entry_dns_shape(tokyo: None) -> None:
     nb, na, va = (
         datetime(2026, 1, 1, tzinfo=UTC),
         datetime(2027, 1, 1, tzinfo=timezone(timedelta(hours=1))),

@@ -5,6 +5,8 @@ and the whole command × minimum × standing grid of `decide` against literal ex
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
 
@@ -66,6 +68,17 @@ def facts(
     )
 
 
+@pytest.fixture
+def tokyo(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Local time UTC+9 (POSIX TZ form), so that a time printed in local time instead of UTC shows."""
+    monkeypatch.setenv("TZ", "JST-9")
+    time.tzset()
+    assert time.localtime(0).tm_hour == 9
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
 # ---- signer_facts -----------------------------------------------------------------------------
 
 
@@ -77,7 +90,7 @@ def test_facts_of_an_unknown_key() -> None:
     assert facts(None, NOW + timedelta(days=400)).window == "inside"
 
 
-def test_facts_of_a_registered_key_field_for_field() -> None:
+def test_facts_of_a_registered_key_field_for_field(tokyo: None) -> None:
     east = timezone(timedelta(hours=3))
     e = Entry(
         status="revoked",
