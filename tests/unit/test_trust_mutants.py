@@ -170,7 +170,7 @@ def test_rfc3339_refuses_instants_outside_the_calendar_in_utc(value: str, tokyo:
     assert str(exc.value) == f"x: {value!r} lies outside years 0001-9999 in UTC"
 
 
-def test_rfc3339_latest_and_earliest_representable_instants() -> None:
+def test_rfc3339_latest_and_earliest_representable_instants(tokyo: None) -> None:
     assert parse_rfc3339("0001-01-01T00:00:00Z") == datetime(1, 1, 1, tzinfo=UTC)
     assert parse_rfc3339("9999-12-31T23:59:59Z") == datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC)
     assert parse_rfc3339("0001-01-01T01:00:00+01:00") == datetime(1, 1, 1, tzinfo=UTC)
