@@ -75,7 +75,7 @@ def parse_rfc3339(value: Any, *, where: str = "date") -> datetime:
 
 def publisher_root(publisher_id: str) -> str:
     """The publisher id without its `/sub` namespace."""
-    return publisher_id.split("/", 1)[0]
+    return publisher_id.partition("/")[0]
 
 
 def expected_txt_record(publisher_id: str) -> str:
@@ -135,8 +135,8 @@ class SignerJudgement:
     issues: tuple[str, ...]
     in_registry: bool
     compromised: bool
-    facts: SignerFacts | None = None
-    standing: Standing = "unvouched"
+    facts: SignerFacts | None
+    standing: Standing
 
 
 def _walk_strings(value: Any) -> Iterable[str]:

@@ -501,3 +501,15 @@ def test_trust_labels() -> None:
         "unvouched": "portable",
         "rejected": "tampered",
     }
+
+
+def test_an_active_key_signed_in_the_skew_after_its_window_is_portable() -> None:
+    """notAfter is now, the signature is dated two minutes later (inside the clock skew, so not
+    "future"): the key is still active, but the signature lies after its window."""
+    e = Entry(not_after=NOW)
+    assert key_status(e, signed_at=NOW + timedelta(minutes=2), now=NOW) == "active"
+    assert _st(e, NOW + timedelta(minutes=2)) == (
+        "portable",
+        "artifact signed at 2026-11-30T12:02:00Z, after the key's validity window (2026-11-30T12:00:00Z)",
+    )
+    assert _st(e, NOW) == ("trusted", f"signer key is active and registered to {PUB}")
