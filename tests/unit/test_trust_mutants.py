@@ -318,6 +318,9 @@ P256 = generate_p256().public()
     [
         ({"keyid": ""}, "keys[0].keyid: expected a non-empty string"),
         ({"keyid": 5}, "keys[0].keyid: expected a non-empty string"),
+        ({"publisherId": ""}, "keys[0].publisherId: expected a non-empty string"),
+        ({"algorithm": 7}, "keys[0].algorithm: expected a non-empty string"),
+        ({"publicKeyPem": ""}, "keys[0].publicKeyPem: expected a non-empty string"),
         (
             {"keyid": "ed25519:" + "A" * 64},
             f"keys[0].keyid: {'ed25519:' + 'A' * 64!r} is not ed25519:<64 hex>",
