@@ -56,7 +56,7 @@ def parse_rfc3339(value: Any, *, where: str = "date") -> datetime:
         tzinfo: timezone = UTC
     else:
         sign = 1 if tz[0] == "+" else -1
-        hh, mm = int(tz[1:3]), int(tz[4:6])
+        hh, mm = int(tz[1:3]), int(tz[4:])  # the pattern makes tz exactly ±HH:MM
         if hh > 23 or mm > 59:
             raise MalformedError(f"{where}: {value!r} has an invalid UTC offset")
         tzinfo = timezone(sign * timedelta(hours=hh, minutes=mm))
@@ -307,9 +307,9 @@ class TrustRegistry:
                 raise MalformedError(f"keys[{i}].keyid: duplicate keyid {key.keyid}")
             seen.add(key.keyid)
             keys.append(key)
-        by_id = {k.keyid: k for k in keys}
+        by_id: dict[str | None, TrustKey] = {k.keyid: k for k in keys}
         for k in keys:
-            succ = by_id.get(k.rotated_to or "")
+            succ = by_id.get(k.rotated_to)
             if succ is not None and succ.rotated_from not in (None, k.keyid):
                 raise MalformedError(f"{k.keyid}: rotatedTo {succ.keyid}, whose rotatedFrom points elsewhere")
         return cls(keys=tuple(keys), registry_id=registry_id, updated_at=updated_at)
