@@ -56,7 +56,7 @@ def parse_rfc3339(value: Any, *, where: str = "date") -> datetime:
         tzinfo: timezone = UTC
     else:
         sign = 1 if tz[0] == "+" else -1
-        hh, mm = int(tz[1:3]), int(tz[4:6])
+        hh, mm = int(tz[1:3]), int(tz[4:])  # the pattern makes tz exactly ±HH:MM
         if hh > 23 or mm > 59:
             raise MalformedError(f"{where}: {value!r} has an invalid UTC offset")
         tzinfo = timezone(sign * timedelta(hours=hh, minutes=mm))
@@ -75,7 +75,7 @@ def parse_rfc3339(value: Any, *, where: str = "date") -> datetime:
 
 def publisher_root(publisher_id: str) -> str:
     """The publisher id without its `/sub` namespace."""
-    return publisher_id.split("/", 1)[0]
+    return publisher_id.partition("/")[0]
 
 
 def expected_txt_record(publisher_id: str) -> str:
@@ -135,8 +135,8 @@ class SignerJudgement:
     issues: tuple[str, ...]
     in_registry: bool
     compromised: bool
-    facts: SignerFacts | None = None
-    standing: Standing = "unvouched"
+    facts: SignerFacts | None
+    standing: Standing
 
 
 def _walk_strings(value: Any) -> Iterable[str]:
@@ -307,9 +307,9 @@ class TrustRegistry:
                 raise MalformedError(f"keys[{i}].keyid: duplicate keyid {key.keyid}")
             seen.add(key.keyid)
             keys.append(key)
-        by_id = {k.keyid: k for k in keys}
+        by_id: dict[str | None, TrustKey] = {k.keyid: k for k in keys}
         for k in keys:
-            succ = by_id.get(k.rotated_to or "")
+            succ = by_id.get(k.rotated_to)
             if succ is not None and succ.rotated_from not in (None, k.keyid):
                 raise MalformedError(f"{k.keyid}: rotatedTo {succ.keyid}, whose rotatedFrom points elsewhere")
         return cls(keys=tuple(keys), registry_id=registry_id, updated_at=updated_at)
@@ -359,8 +359,8 @@ def judge_signer(
     Call only after the signature itself verified. Times are compared as parsed datetimes.
     `independent_time` is a verified timestamp (transparency log, RFC 3161), never `signedAt`.
     """
-    try:
-        signed: datetime | None = parse_rfc3339(signed_at, where="signedAt")
+    try:  # an unparsable signedAt is a fact (window "missing"), not an error: its message is not shown
+        signed: datetime | None = parse_rfc3339(signed_at)
     except MalformedError:
         signed = None
     facts = signer_facts(entry, claimed_publisher=signed_publisher, signed_at=signed,

@@ -4,8 +4,6 @@ and that makes a cartridge signed by that key `trusted`."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -15,13 +13,12 @@ from acxoci.cartridge.trust_file import load_trust_registry
 from attest.errors import MalformedError
 from attest.keys import generate_ed25519, generate_p256
 from attest.trust import add_key_entry, make_key_entry, parse_rfc3339
+from tests.harness.cli import CliResult, run_acx
 from tests.harness.env import REPO
 
 NOW = parse_rfc3339("2026-11-30T00:00:00Z")
 
 
-def acx(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "acxoci", *args], capture_output=True, text=True, cwd=REPO)
 
 
 def test_entry_shapes_follow_publisher_form() -> None:
@@ -59,7 +56,13 @@ def test_add_replaces_same_keyid_and_validates() -> None:
         add_key_entry(doc, bad, now=NOW)
 
 
-def test_cli_trust_then_verify_is_trusted(tmp_path: Path) -> None:
+def test_cli_trust_then_verify_is_trusted(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`acx key generate`, `key trust`, `cartridge build`, `cartridge verify --require trusted`, run
+    in this process (a subprocess per command cost seconds, times every mutant that reaches them)."""
+
+    def acx(*args: str) -> CliResult:
+        return run_acx(capsys, *args)
+
     key = tmp_path / "pub.pem"
     assert acx("-q", "key", "generate", "-o", str(key)).returncode == 0
     reg = tmp_path / "trust.json"
@@ -98,7 +101,7 @@ def test_cli_trust_then_verify_is_trusted(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stdout
     assert json.loads(out.stdout)["trust"] == "trusted"
     other = tmp_path / "other.json"
-    acx(
+    r = acx(
         "key",
         "trust",
         str(tmp_path / "pub.pub.pem"),
@@ -109,6 +112,7 @@ def test_cli_trust_then_verify_is_trusted(tmp_path: Path) -> None:
         "--not-before",
         "2026-01-01T00:00:00Z",
     )
+    assert r.returncode == 0, r.stderr
     out = acx(
         "--json", "cartridge", "verify", str(cart), "--trust-registry", str(other), "--require", "trusted"
     )

@@ -36,12 +36,14 @@ def _reg(path: Path, *entries: dict[str, Any]) -> Path:
     return path
 
 
-@pytest.fixture
-def signed(tmp_path: Path, vectors_dir: Path) -> tuple[PrivateKey, Path, Path]:
-    """A cartridge signed a day ago, pushed and attested (cartridge predicate) by its key."""
+@pytest.fixture(scope="module")
+def signed(tmp_path_factory: pytest.TempPathFactory, vectors_dir: Path) -> tuple[PrivateKey, Path, Path]:
+    """A cartridge signed a day ago, pushed and attested (cartridge predicate) by its key; built once
+    per module (every test only reads it: building, pushing and attesting cost ~1 s a test)."""
+    tmp = tmp_path_factory.mktemp("trust-findings")
     key = generate_ed25519()
-    acx = make_cartridge(vectors_dir, tmp_path / "agent.acx", key, signed_at=SIGNED)
-    layout = tmp_path / "layout"
+    acx = make_cartridge(vectors_dir, tmp / "agent.acx", key, signed_at=SIGNED)
+    layout = tmp / "layout"
     desc = push_cartridge(layout, acx, "v1")
     attest_artifact(LayoutStore(layout), desc, "agents/agent", key, now=SIGNED)
     return key, acx, layout
