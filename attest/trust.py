@@ -23,7 +23,11 @@ SCHEMA_VERSION = "acx.trust-registry/1"
 GITHUB_OIDC_ISSUER = "https://token.actions.githubusercontent.com"
 
 KEYID_RE = re.compile(r"^ed25519:[0-9a-f]{64}$")
-RFC3339_RE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(Z|[+-]\d{2}:\d{2})$")
+RFC3339_RE = re.compile(
+    r"^([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.([0-9]+))?(Z|[+-][0-9]{2}:[0-9]{2})$"
+)
+"""The one RFC 3339 shape every document's timestamps are checked against: ASCII digits only
+(`\\d` would also take other scripts' digits, which `int()` reads but other parsers refuse)."""
 
 STATUSES = ("active", "revoked", "expired")
 REVOCATION_REASONS = ("key-compromise", "superseded", "retired")

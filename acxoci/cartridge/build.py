@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import sqlite3
 import uuid
 from collections.abc import Mapping, Sequence
@@ -42,12 +41,12 @@ from acxoci.policy.loop_context import errors_only
 from attest.canonical import jcs, loads_strict
 from attest.errors import MalformedError
 from attest.keys import PrivateKey
+from attest.trust import RFC3339_RE
 
 ENGINE_ID = "local-hash-128"
 ENGINE_DIM = 128
 SQLAR_MODE = 420
 PAGE_SIZE = 4096
-RFC3339_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})$")
 #: Namespace of the deterministic cartridge-id UUIDv5 (docs/decisions/0003-deterministic-build.md).
 CARTRIDGE_ID_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://acxoci.dev/ns/cartridge-id")
 PATH_PACKAGE_SPEC = "rom/package-spec.json"

@@ -11,6 +11,7 @@ from typing import Any
 
 from acxoci.errors import InvalidInput
 from attest.canonical import jcs, loads_strict, sha256_digest
+from attest.trust import RFC3339_RE as _DATE_RE
 
 SCHEMA_VERSION = "acx.capability/1"
 SCALE = "acx.proficiency/trueskill-1"
@@ -44,7 +45,6 @@ DOMAINS = frozenset(
     {"frontend", "backend", "infrastructure", "testing", "architecture", "leadership", "product"}
 )
 EVIDENCE_KINDS = frozenset({"level-attestation", "memory-artifact", "trajectory"})
-_DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})$")
 #: acxoci's default task type and domain for a role when the package declares no capabilities.
 ROLE_DEFAULTS: dict[str, tuple[str, str]] = {
     "reviewer": ("review", "testing"),

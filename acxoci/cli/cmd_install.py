@@ -247,7 +247,8 @@ def starter_policy(publishers: list[str], registries: list[str], level: str | No
                       f"    trustRegistries: [{', '.join(json.dumps(r) for r in registries)}]"]
         text = text.replace("publishers: []\n", "\n".join(block) + "\n", 1)
     if level is not None:
-        block = ["level:", f"  minimum: {json.dumps(int(level) if level.isdigit() else level)}"]
+        minimum = int(level) if level.isascii() and level.isdigit() else level
+        block = ["level:", f"  minimum: {json.dumps(minimum)}"]
         if issuers:
             block.append(f"  issuers: [{', '.join(json.dumps(i) for i in issuers)}]")
         if issuer_registries:

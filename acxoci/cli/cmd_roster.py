@@ -22,8 +22,9 @@ MAX_LS_ENTRIES = 10_000
 def _row(c: RosterCartridge) -> dict[str, Any]:
     v = c.verdict
     level: int | None = None
-    if c.declared_level is not None and c.declared_level.isdigit() and len(c.declared_level) <= 6:
-        level = int(c.declared_level)
+    declared = c.declared_level
+    if declared is not None and declared.isascii() and declared.isdigit() and len(declared) <= 6:
+        level = int(declared)
     return {
         "file": c.source,
         "id": c.cartridge_id,

@@ -334,9 +334,9 @@ def summarize_cartridge(
         len(parts) == 4
         and parts == [publisher, aid, version, "cartridge.acx"]
         and rel == expected
-        and bool(PUBLISHER_SEGMENT_RE.match(publisher or ""))
-        and bool(AGENT_ID_RE.match(aid or ""))
-        and bool(SEMVER_RE.match(version or ""))
+        and bool(PUBLISHER_SEGMENT_RE.fullmatch(publisher or ""))
+        and bool(AGENT_ID_RE.fullmatch(aid or ""))
+        and bool(SEMVER_RE.fullmatch(version or ""))
         and consistent
     )
     missing = [
@@ -345,9 +345,9 @@ def summarize_cartridge(
         if not isinstance(meta.get(k), str)
     ]
     reason = None
-    if not aid or not AGENT_ID_RE.match(aid):
+    if not aid or not AGENT_ID_RE.fullmatch(aid):
         reason = "missing or invalid ROM-bound acx.artifact_id"
-    elif not version or not SEMVER_RE.match(version):
+    elif not version or not SEMVER_RE.fullmatch(version):
         reason = "missing or invalid ROM-bound acx.artifact_version"
     elif not consistent:
         reason = "ROM-bound acx.cartridge_id conflicts with publisher/artifact identity"
@@ -496,7 +496,7 @@ def templates(root: Path, w: Walk) -> list[dict[str, Any]]:
         return []
     out = []
     for d in sorted((p for p in base.iterdir()), key=lambda p: locale_key(p.name)):
-        if d.is_symlink() or not d.is_dir() or not ID_RE.match(d.name):
+        if d.is_symlink() or not d.is_dir() or not ID_RE.fullmatch(d.name):
             continue
         manifest = d / "manifest.json"
         if not manifest.is_file() or manifest.is_symlink():

@@ -39,14 +39,14 @@ def locale_cmp(a: str, b: str) -> int:
 
 
 def _prerelease(v: str) -> list[str] | None:
-    m = SEMVER_RE.match(v)
+    m = SEMVER_RE.fullmatch(v)
     assert m is not None
     return m.group(4).split(".") if m.group(4) is not None else None
 
 
 def semver_cmp(a: str, b: str) -> int:
     """SemVer 2 precedence (build metadata ignored); ValueError for an invalid version."""
-    ma, mb = SEMVER_RE.match(a), SEMVER_RE.match(b)
+    ma, mb = SEMVER_RE.fullmatch(a), SEMVER_RE.fullmatch(b)
     if ma is None or mb is None:
         raise ValueError(f"cannot compare invalid SemVer {a if ma is None else b!r}")
     for i in (1, 2, 3):
@@ -59,7 +59,7 @@ def semver_cmp(a: str, b: str) -> int:
     for x, y in zip(pa, pb, strict=False):
         if x == y:
             continue
-        xn, yn = bool(re.fullmatch(r"\d+", x)), bool(re.fullmatch(r"\d+", y))
+        xn, yn = bool(re.fullmatch(r"[0-9]+", x)), bool(re.fullmatch(r"[0-9]+", y))
         if xn and yn:
             return 1 if int(x) > int(y) else -1
         if xn != yn:

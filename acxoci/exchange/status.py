@@ -16,6 +16,7 @@ from typing import Any
 from acxoci.errors import InvalidInput
 from attest.canonical import loads_strict
 from attest.errors import AttestError
+from attest.trust import RFC3339_RE
 
 SCHEMA = "acx.registry-status/1"
 EPOCH_MS = "1970-01-01T00:00:00.000Z"
@@ -30,24 +31,23 @@ PUBLISHER_RE = re.compile(
     r"^(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+[a-z0-9][a-z0-9-]*(?:[./][a-z0-9][a-z0-9._-]*)*$"
 )
 SEMVER_RE = re.compile(
-    r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-((?:0|[1-9]\d*|\d*[A-Za-z-][0-9A-Za-z-]*)"
-    r"(?:\.(?:0|[1-9]\d*|\d*[A-Za-z-][0-9A-Za-z-]*))*))?(?:\+(?:[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*))?$",
+    r"^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(?:-((?:0|[1-9][0-9]*|[0-9]*[A-Za-z-][0-9A-Za-z-]*)"
+    r"(?:\.(?:0|[1-9][0-9]*|[0-9]*[A-Za-z-][0-9A-Za-z-]*))*))?(?:\+(?:[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*))?$",
     re.ASCII,
 )
 DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
-RFC3339_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})$", re.ASCII)
 IDENTITY_KEYS = ("artifactType", "publisherId", "id", "version", "digest")
 ENTRY_KEYS = ("artifact", "status", "reason", "recordedAt", "successor", "advisory")
 
 
 def parse_time(value: Any) -> datetime | None:
     """An RFC 3339 timestamp as an aware datetime, or None when it is not one."""
-    if not isinstance(value, str) or not RFC3339_RE.match(value):
+    if not isinstance(value, str) or not RFC3339_RE.fullmatch(value):
         return None
     text = value.replace("Z", "+00:00")
     main, _, rest = text.partition(".")
     if rest:  # keep at most microseconds
-        frac = re.match(r"\d+", rest)
+        frac = re.match(r"[0-9]+", rest)
         assert frac is not None
         text = f"{main}.{frac.group(0)[:6].ljust(6, '0')}{rest[frac.end() :]}"
     try:
@@ -82,7 +82,7 @@ def _identity_issues(identity: Any, path: str) -> list[str]:
         value = identity.get(key)
         if not isinstance(value, str) or not rx.match(value):
             issues.append(f"{path}.{key} is invalid")
-    if identity.get("artifactType") == "agent" and not AGENT_ID_RE.match(str(identity.get("id") or "")):
+    if identity.get("artifactType") == "agent" and not AGENT_ID_RE.fullmatch(str(identity.get("id") or "")):
         issues.append(f"{path}.id must be a lowercase agent registry slug")
     return issues
 

@@ -152,9 +152,9 @@ def path_problem(rel: str) -> str | None:
             return "contains an empty, '.' or '..' segment"
         if ":" in s:
             return "contains a ':' (drive letter or stream name)"
-        if not _SEGMENT_RE.match(s):
+        if not _SEGMENT_RE.fullmatch(s):
             return f"segment {s!r} is not portable ([A-Za-z0-9][A-Za-z0-9._-]{{0,127}})"
-    if not _SKILL_NAME_RE.match(segments[0]):
+    if not _SKILL_NAME_RE.fullmatch(segments[0]):
         return f"skill name {segments[0]!r} is not portable"
     return None
 
@@ -249,7 +249,7 @@ def _manifest_problems(doc: Any) -> list[str]:
     skills = doc.get("skills")
     files = doc.get("files")
     if not isinstance(skills, list) or not all(
-        isinstance(s, str) and _SKILL_NAME_RE.match(s) for s in skills
+        isinstance(s, str) and _SKILL_NAME_RE.fullmatch(s) for s in skills
     ):
         problems.append("skills[] invalid")
         skills = []

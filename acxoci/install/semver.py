@@ -26,7 +26,7 @@ class Version:
 
     def key(self) -> tuple[int, int, int, int, tuple[tuple[int, int | str], ...]]:
         """Sort key by SemVer precedence (a release sorts after its pre-releases)."""
-        pre = tuple((0, int(p)) if p.isdigit() else (1, p) for p in self.pre)
+        pre = tuple((0, int(p)) if p.isascii() and p.isdigit() else (1, p) for p in self.pre)
         return (self.major, self.minor, self.patch, 0 if self.pre else 1, pre)
 
     def same_as(self, other: Version) -> bool:

@@ -25,7 +25,7 @@ _TIER_FLOOR = {name: floor_ for floor_, name in TIERS}
 def parse_requirement(text: str) -> int:
     """`N` (a level) or a tier name (its floor: senior → 15) → the minimum acxLevel."""
     t = text.strip().lower()
-    if t.isdigit():
+    if t.isascii() and t.isdigit():
         return int(t)
     if t in _TIER_FLOOR:
         return _TIER_FLOOR[t]

@@ -259,7 +259,7 @@ class RegistryTarget(UploadsMixin):
             if digest and digest != reference:
                 raise DigestMismatch(f"registry answered digest {digest}", where=self._where(reference))
             digest = reference
-        if mt in MANIFEST_TYPES and digest and length and length.isdigit():
+        if mt in MANIFEST_TYPES and digest and length and length.isascii() and length.isdigit():
             size = int(length)
             if size > MANIFEST_LIMIT:
                 raise ManifestTooLarge(
@@ -378,7 +378,7 @@ class RegistryTarget(UploadsMixin):
         if resp.status_code != 200:
             raise_for(resp, "fetch", where)
         length = resp.headers.get("Content-Length")
-        if length is not None and length.isdigit() and int(length) != desc.size:
+        if length is not None and length.isascii() and length.isdigit() and int(length) != desc.size:
             resp.close()
             raise SizeMismatch(f"registry announces {length} bytes, descriptor says {desc.size}", where=where)
         return _Body(RawReader(resp, where), resp.close)

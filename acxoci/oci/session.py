@@ -336,7 +336,7 @@ def read_capped(resp: requests.Response, cap: int, where: str, what: str) -> byt
     reading further; the response is closed."""
     try:
         length = resp.headers.get("Content-Length")
-        if length and length.isdigit() and int(length) > cap:
+        if length and length.isascii() and length.isdigit() and int(length) > cap:
             raise LimitExceeded(f"{what} of {length} bytes exceeds the {cap}-byte limit", where=where)
         raw = RawReader(resp, where)
         parts: list[bytes] = []
@@ -351,7 +351,8 @@ def read_capped(resp: requests.Response, cap: int, where: str, what: str) -> byt
             raise LimitExceeded(f"{what} exceeds the {cap}-byte limit", where=where)
         encoded = resp.headers.get("Content-Encoding", "").strip().lower() not in ("", "identity")
         method = getattr(getattr(resp, "request", None), "method", None)
-        if length and length.isdigit() and got < int(length) and not encoded and method != "HEAD":
+        declared = int(length) if length and length.isascii() and length.isdigit() else None
+        if declared is not None and got < declared and not encoded and method != "HEAD":
             # a body cut before its declared length is a retryable transfer failure, never content
             raise TruncatedBody(f"{what} ended after {got} of {length} bytes", where=where)
         return b"".join(parts)

@@ -35,7 +35,7 @@ REQUIRED_ROLES: dict[str, frozenset[str]] = {
 JSONRPC_INVALID_PARAMS = -32602
 REFUSAL_MESSAGE = "Unsupported harness"
 _EGRESS_ORDER = {"none": 0, "allowlist": 1, "any": 2}
-_REV_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_REV_RE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
 
 
 @dataclass(frozen=True)
@@ -393,7 +393,7 @@ def normalize_legacy(doc: Any) -> Normalized:
                 else:
                     issues.append(Issue(rule, p, "an externalTools entry is a bin name or {bin, optional}"))
                     continue
-                if not _BIN_RE.match(name):
+                if not _BIN_RE.fullmatch(name):
                     issues.append(Issue(rule, f"{p}.bin", f"{name[:80]!r} is not a plain executable name"))
                 elif name in seen:
                     issues.append(Issue(rule, f"{p}.bin", f"executable {name!r} is listed twice"))

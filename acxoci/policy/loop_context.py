@@ -39,7 +39,7 @@ CONTRACT_KEYS = frozenset(
         "guardrailContract",
     }
 )
-_SCORE_RE = re.compile(r"^\s*(?:[<>]=?|==?|≥|≤)?\s*\d+(?:\.\d+)?\s*%?\s*$|(?:[<>]=?|≥|≤)\s*\d")
+_SCORE_RE = re.compile(r"^\s*(?:[<>]=?|==?|≥|≤)?\s*[0-9]+(?:\.[0-9]+)?\s*%?\s*$|(?:[<>]=?|≥|≤)\s*[0-9]")
 #: The return window a terminating condition hands control back through.
 WINDOW_FOR_CONDITION = {
     "pr_ready": "pr_ready",

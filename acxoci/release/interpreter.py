@@ -103,7 +103,7 @@ class _Killer:
         raw = os.environ.get(KILL_ENV, "").strip()
         self.before_journal = raw.endswith("w")
         digits = raw.rstrip("w")
-        self.n = int(digits) if digits.isdigit() else 0
+        self.n = int(digits) if digits.isascii() and digits.isdigit() else 0
         self.journaled = 0
         self.executed = 0
 

@@ -131,7 +131,7 @@ def resolve(path: str, variables: Mapping[str, Any]) -> Any:
     for seg in path.split("."):
         if isinstance(cur, Mapping) and seg in cur:
             cur = cur[seg]
-        elif isinstance(cur, list) and seg.isdigit() and int(seg) < len(cur):
+        elif isinstance(cur, list) and seg.isascii() and seg.isdigit() and int(seg) < len(cur):
             cur = cur[int(seg)]
         else:
             return UNDEFINED

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from acxoci.errors import InvalidInput, RefusedByPolicy
-from acxoci.workflow.model import PUBLISHER_RE, RFC3339_RE
+from acxoci.workflow.model import PUBLISHER_RE
 from attest import dsse
 from attest.canonical import jcs as canonical
 from attest.canonical import jcs_digest as canonical_digest
@@ -26,7 +26,7 @@ from attest.dsse import INTOTO_PAYLOAD_TYPE, Envelope
 from attest.errors import AttestError, MalformedError, SignatureError
 from attest.intoto import STATEMENT_V1
 from attest.keys import PrivateKey, PublicKey, load_public_pem
-from attest.trust import TrustRegistry, judge_signer, parse_rfc3339
+from attest.trust import RFC3339_RE, TrustRegistry, judge_signer, parse_rfc3339
 from attest.trustdecision import R_FOREIGN
 
 INTEGRITY_FIELDS = ("schemaVersion", "digest", "publisherId", "keyid", "publicKeyPem", "signedAt", "envelope")
