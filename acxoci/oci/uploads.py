@@ -161,6 +161,7 @@ class UploadsMixin:
                 said = resp.headers.get("Docker-Content-Digest")
                 if said and said != desc.digest:
                     raise UploadFailed(f"registry stored {said}, expected {desc.digest}", where=self.name)
+                self._absent.discard(desc.digest)  # stored now, whoever HEADed it before
                 return
             if resp.status_code in RETRY_STATUS:
                 raise RegistryUnavailable(f"finishing upload: HTTP {resp.status_code}", where=self.name)

@@ -9,6 +9,7 @@ import io
 import os
 from collections import Counter
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -105,3 +106,20 @@ def test_the_absent_mark_is_used_once(pair: Pair) -> None:
     assert len(heads) == 2
     assert len(posts) == 1
     assert dst.blobs[digests[1]] == data
+
+
+def test_a_blob_uploaded_after_its_probe_is_not_uploaded_again(pair: Pair, tmp_path: Path) -> None:
+    """The hash-while-uploading path HEADs the blob once its digest is known (a miss) and then
+    finishes the upload: the blob is stored, so a later push of it asks and uploads nothing."""
+    _, dst, _ = pair
+    small_chunks = RemoteOptions(plain_http=True, chunk_size=1 << 20)
+    target = RegistryTarget(parse_reference(f"{dst.host}/c/d:v1"), small_chunks)
+    big = tmp_path / "big.bin"
+    data = os.urandom(3 << 20)
+    big.write_bytes(data)
+    desc = target.push_file_hashing(big, "application/octet-stream")
+    assert dst.blobs[desc.digest] == data
+    posts = len([r for r in dst.seen if r.method == "POST"])
+    target.push(desc, io.BytesIO(data))
+    assert len([r for r in dst.seen if r.method == "POST"]) == posts
+    assert [r.method for r in dst.seen][-1] == "HEAD"
