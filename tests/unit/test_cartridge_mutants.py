@@ -151,6 +151,72 @@ def test_memory_oid_column_must_be_the_payload_digest(sample: Path) -> None:
         "tampered", S_DIVERGES, [f"{MEM}: oid column differs from the payload's digest"])
 
 
+def _payload_record(p: Path) -> dict[str, Any]:
+    conn = sqlite3.connect(str(p))
+    try:
+        doc: dict[str, Any] = json.loads(conn.execute("SELECT payload FROM memory").fetchone()[0])
+    finally:
+        conn.close()
+    return doc
+
+
+@pytest.mark.parametrize(
+    ("column", "value"),
+    [("artifact_fingerprint", "0000000000"), ("codebase_fingerprint", "0000000000"),
+     ("created_at", "2030-01-01T00:00:00.000Z")],
+)
+def test_each_memory_column_must_copy_the_signed_payload(sample: Path, column: str, value: str) -> None:
+    sql(sample, f"UPDATE memory SET {column} = ?", params=(value,))
+    v = _verify(sample)
+    assert (v.trust, v.summary, list(v.issues)) == (
+        "tampered", S_DIVERGES, [f"{MEM}: {column} column differs from the signed payload"])
+
+
+def test_a_rom_row_whose_payload_says_save_is_tampered(sample: Path) -> None:
+    record = _payload_record(sample)
+    assert record["zone"] == "rom"
+    _memory_payload(sample, json.dumps(dict(record, zone="save")))
+    with open_cartridge(sample) as cart:
+        m = compute_rom_manifest(cart)
+    assert m.mismatches == (f"{MEM}: zone column differs from the signed payload",)
+
+
+def test_a_payload_without_zone_or_timestamp_defers_to_the_columns(sample: Path) -> None:
+    record = _payload_record(sample)
+    del record["zone"], record["timestamp"]
+    _memory_payload(sample, json.dumps(record))
+    with open_cartridge(sample) as cart:
+        m = compute_rom_manifest(cart)
+    assert (m.mismatches, m.uncovered) == ((), ())
+    # but a fingerprint the payload leaves out is not the column's
+    del record["artifactFingerprint"]
+    _memory_payload(sample, json.dumps(record))
+    with open_cartridge(sample) as cart:
+        m = compute_rom_manifest(cart)
+    assert m.mismatches == (f"{MEM}: artifact_fingerprint column differs from the signed payload",)
+
+
+@pytest.mark.parametrize(
+    ("statement", "issue"),
+    [
+        ("DELETE FROM memory", f"{MEM}: missing source"),
+        ("UPDATE memory SET zone = 'save'", f"{MEM}: source is in the 'save' zone"),
+        ("DELETE FROM capabilities WHERE id = 'cap-7073ad41df0a3e62'",
+         "capability:cap-7073ad41df0a3e62: missing source"),
+        ("DELETE FROM cartridge WHERE key = 'acx.homepage'", "cartridge:acx.homepage: missing source"),
+        ("DELETE FROM sqlar WHERE name = 'rom/knowledge/STYLE.md'", "rom/knowledge/STYLE.md: missing source"),
+        ("UPDATE objects SET source_ref = 'save/STYLE.md' WHERE source_ref = 'rom/knowledge/STYLE.md'",
+         "save/STYLE.md: source is in the 'save' zone"),
+    ],
+)
+def test_a_missing_source_is_named_exactly(sample: Path, statement: str, issue: str) -> None:
+    sql(sample, "INSERT INTO sqlar (name, mode, mtime, sz, data) "
+        "SELECT 'save/STYLE.md', mode, mtime, sz, data FROM sqlar WHERE name = 'rom/knowledge/STYLE.md'")
+    sql(sample, statement)
+    v = _verify(sample)
+    assert (v.trust, v.summary, list(v.issues)) == ("tampered", S_DIVERGES, [issue])
+
+
 # ---- envelope spellings and signature fields ---------------------------------------------------
 
 
