@@ -343,7 +343,7 @@ def test_run_checks_judges_trust_at_the_time_it_is_given() -> None:
 
 def test_run_checks_judges_revocation_on_this_roms_credential() -> None:
     mine = cred(level=3, status_list="https://v.example/s/mine")
-    elsewhere = cred(level=30, rom_digest=OTHER_ROM, status_list="https://v.example/s/other", revoked=True)
+    elsewhere = cred(level=30, rom_digest=OTHER_ROM, status_list="https://v.example/s/other")
     p = pol(level_minimum=2)
     got = C.run_checks(_gathered(credentials=[elsewhere, mine]), p, NOW)
     assert got[6] == C.check_revocation([mine], p, ROM)
