@@ -298,3 +298,95 @@ def test_an_unparseable_statement_still_reports_its_publisher_and_time(sample: P
     v = _verify(sample)
     assert (v.trust, v.summary) == ("tampered", S_STATEMENT)
     assert (v.publisher_id, v.signed_at) == (None, "2026-05-05T05:05:05Z")
+
+
+# ---- which signature, which key, and what the verdict names -------------------------------------
+
+SAMPLE_KEYID = "ed25519:aed99efff8f08c8458bb412b28a6feba684701c9563692507eb2fe0767d56fbe"
+S_KEYID = "Signer keyid does not match the verifying key."
+S_DSSE_FAILED = "DSSE verification failed."
+S_RECORDED = "Recorded manifest hash differs from recomputed ROM."
+
+
+def test_only_a_rom_manifest_signature_is_picked(sample: Path) -> None:
+    sql(sample, "INSERT INTO signatures (sig_id, target, manifest_hash, envelope, keyid, created_at) "
+        "VALUES ('sig-newer', 'attestation', 'x', 'not an envelope', 'k', '2099-01-01T00:00:00Z')")
+    v = _verify(sample)
+    assert (v.trust, list(v.issues), v.keyid) == ("portable", PORTABLE_ISSUES, SAMPLE_KEYID)
+    sql(sample, "DELETE FROM signatures WHERE target = 'rom-manifest'")
+    v = _verify(sample)
+    assert (v.trust, v.issues[0], v.rom_digest) == (
+        "legacy", "Missing rom-manifest signature", f"sha256:{ROM_HEX}")
+
+
+def test_an_unreadable_signature_row_is_a_malformed_envelope(sample: Path) -> None:
+    sql(sample, "UPDATE signatures SET keyid = X'00ff'")
+    v = _verify(sample)
+    assert (v.status, v.trust, v.summary, list(v.issues)) == (
+        "invalid", "tampered", S_MALFORMED_ENV, ["signatures.keyid holds a blob value, expected text"])
+
+
+def test_an_unsigned_cartridge_with_unreadable_content_names_it(sample: Path) -> None:
+    sql(sample, "DELETE FROM signatures")
+    conn = sqlite3.connect(str(sample))
+    try:
+        conn.execute("PRAGMA ignore_check_constraints = ON")
+        conn.execute("UPDATE memory SET zone = CAST('rom' AS BLOB)")
+        conn.commit()
+    finally:
+        conn.close()
+    v = _verify(sample)
+    assert (v.status, v.trust, list(v.issues), v.rom_digest) == (
+        "warning", "legacy",
+        ["Missing rom-manifest signature", "memory.zone holds a blob value, expected text"], None)
+
+
+def test_the_signature_row_keyid_stands_in_for_an_absent_envelope_keyid(sample: Path) -> None:
+    env = _envelope(sample)
+    del env["signatures"][0]["keyid"]
+    _set_envelope(sample, env)
+    v = _verify(sample)
+    assert (v.trust, list(v.issues), v.keyid) == ("portable", PORTABLE_ISSUES, SAMPLE_KEYID)
+
+
+def test_envelope_and_row_keyids_that_differ_are_both_named(sample: Path) -> None:
+    other = "ed25519:" + "0" * 64
+    sql(sample, "UPDATE signatures SET keyid = ?", params=(other,))
+    v = _verify(sample)
+    assert (v.trust, v.summary, list(v.issues), v.keyid) == (
+        "tampered", S_KEYID, [f"envelope keyid {SAMPLE_KEYID} != signatures.keyid {other}"], SAMPLE_KEYID)
+
+
+def test_key_and_payload_type_findings_are_exact(sample: Path) -> None:
+    resign(sample, read_statement(sample), payload_type="application/json")
+    v = _verify(sample)
+    assert (v.trust, v.summary, list(v.issues)) == (
+        "tampered", S_DSSE_FAILED,
+        ["payloadType is 'application/json', expected application/vnd.in-toto+json"])
+    key = resign(sample, read_statement(sample))
+    real = key.public().keyid()
+    sql(sample, "UPDATE signatures SET keyid = ?, envelope = replace(envelope, ?, ?)",
+        params=(SAMPLE_KEYID, real, SAMPLE_KEYID))
+    v = _verify(sample)
+    assert (v.trust, v.summary, list(v.issues), v.key_source) == (
+        "tampered", S_KEYID, [f"keyid {SAMPLE_KEYID} != sha256(SPKI) of the verifying key {real}"],
+        "cartridge")
+
+
+def test_a_recorded_hash_that_differs_is_named(sample: Path) -> None:
+    zero = "sha256:" + "0" * 64
+    sql(sample, "UPDATE signatures SET manifest_hash = ?", params=(zero,))
+    v = _verify(sample)
+    assert (v.trust, v.summary, list(v.issues)) == (
+        "tampered", S_RECORDED, [f"signatures.manifest_hash {zero} != sha256:{ROM_HEX}"])
+    assert (v.publisher_id, v.signed_at) == ("io.github.example-acx", "2026-04-03T13:35:46.190Z")
+
+
+def test_a_signing_time_that_is_not_text_falls_back_to_the_row(sample: Path) -> None:
+    stmt = read_statement(sample)
+    stmt["predicate"]["signedAt"] = 20260403
+    resign(sample, stmt)
+    sql(sample, "UPDATE signatures SET created_at = '2026-05-05T05:05:05Z'")
+    v = _verify(sample)
+    assert (v.trust, v.signed_at, v.publisher_id) == (
+        "portable", "2026-05-05T05:05:05Z", "io.github.example-acx")
