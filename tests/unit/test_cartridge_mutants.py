@@ -390,3 +390,15 @@ def test_a_signing_time_that_is_not_text_falls_back_to_the_row(sample: Path) -> 
     v = _verify(sample)
     assert (v.trust, v.signed_at, v.publisher_id) == (
         "portable", "2026-05-05T05:05:05Z", "io.github.example-acx")
+
+
+def test_the_decompression_cap_given_to_verify_is_the_one_applied(vectors_dir: Path) -> None:
+    # the sample's 13 compressed ROM entries declare 12956 bytes in all: a cap of exactly that passes
+    path = vectors_dir / SAMPLE
+    at = verify_cartridge(path, registry=None, now=NOW, max_decompressed=12956)
+    assert (at.trust, list(at.issues)) == ("portable", PORTABLE_ISSUES)
+    below = verify_cartridge(path, registry=None, now=NOW, max_decompressed=12955)
+    assert (below.trust, below.summary, list(below.issues)) == (
+        "tampered", "Cartridge content is malformed.",
+        ["compressed ROM entries declare 12956 bytes, more than the 12955-byte decompression cap (raise it "
+         "with --max-decompressed)"])
