@@ -402,3 +402,155 @@ def test_the_decompression_cap_given_to_verify_is_the_one_applied(vectors_dir: P
         "tampered", "Cartridge content is malformed.",
         ["compressed ROM entries declare 12956 bytes, more than the 12955-byte decompression cap (raise it "
          "with --max-decompressed)"])
+
+
+# ---- what every refusal after the ROM was rebuilt still reports ---------------------------------
+
+CHECKSUM = "sha256:3c4706adf50a7ccea5a71ab38da284048d0992aa3d30381b99d6799127038b72"
+
+
+def _rom_fields(v: CartridgeVerdict) -> tuple[Any, ...]:
+    return v.rom_digest, v.checksum_hash, v.file_count, v.recorded_hash, v.keyid
+
+
+SAMPLE_ROM = (f"sha256:{ROM_HEX}", CHECKSUM, 34, f"sha256:{ROM_HEX}", SAMPLE_KEYID)
+
+
+def test_refusals_after_the_rom_is_rebuilt_report_it(vectors_dir: Path, tmp_path: Path) -> None:
+    env = _envelope(vectors_dir / SAMPLE)
+    forged = dict(env, signatures=[dict(env["signatures"][0], sig="A" * 86 + "==")])
+    other = "ed25519:" + "0" * 64
+    for name, doc, column, summary, issue in (
+        ("forged", forged, SAMPLE_KEYID, S_DSSE_FAILED, "DSSE signature does not verify with the given key"),
+        ("type", dict(env, payloadType="application/json"), SAMPLE_KEYID, S_DSSE_FAILED,
+         "payloadType is 'application/json', expected application/vnd.in-toto+json"),
+        ("column", env, other, S_KEYID, f"envelope keyid {SAMPLE_KEYID} != signatures.keyid {other}"),
+    ):
+        p = copy_vector(vectors_dir, SAMPLE, tmp_path / f"{name}.acx")
+        _set_envelope(p, doc)
+        sql(p, "UPDATE signatures SET keyid = ?", params=(column,))
+        v = _verify(p)
+        assert (v.trust, v.summary, list(v.issues), v.key_source) == (
+            "tampered", summary, [issue], "cartridge")
+        assert _rom_fields(v) == SAMPLE_ROM, name
+
+
+def test_only_the_first_signature_counts(sample: Path) -> None:
+    env = _envelope(sample)
+    good = env["signatures"][0]
+    env["signatures"] = [dict(good, sig="A" * 86 + "=="), good]
+    _set_envelope(sample, env)
+    v = _verify(sample)
+    assert (v.trust, v.summary, list(v.issues)) == (
+        "tampered", S_DSSE_FAILED, ["DSSE signature does not verify with the given key"])
+    env["signatures"] = [good, dict(good, sig="A" * 86 + "==")]
+    _set_envelope(sample, env)
+    assert _verify(sample).trust == "portable"
+
+
+def test_statement_and_recorded_refusals_report_the_rom(sample: Path) -> None:
+    original = read_statement(sample)
+    stmt = read_statement(sample)
+    stmt["subject"][0]["digest"]["sha256"] = "0" * 64
+    key = resign(sample, stmt)
+    v = _verify(sample)
+    assert v.summary == S_SUBJECT
+    assert _rom_fields(v) == (*SAMPLE_ROM[:4], key.public().keyid())
+    assert (v.publisher_id, v.signed_at, v.key_source) == (
+        "io.github.example-acx", "2026-04-03T13:35:46.190Z", "cartridge")
+    resign(sample, original, key=key)
+    zero = "sha256:" + "0" * 64
+    sql(sample, "UPDATE signatures SET manifest_hash = ?", params=(zero,))
+    v = _verify(sample)
+    assert v.summary == S_RECORDED
+    assert _rom_fields(v) == (*SAMPLE_ROM[:3], zero, key.public().keyid())
+
+
+def test_malformed_content_names_the_signer_key(vectors_dir: Path) -> None:
+    v = verify_cartridge(vectors_dir / SAMPLE, registry=None, now=NOW, max_decompressed=1)
+    assert (v.trust, v.summary, v.keyid, v.rom_digest) == (
+        "tampered", "Cartridge content is malformed.", SAMPLE_KEYID, None)
+
+
+def test_uncovered_rom_content_is_named_with_the_rom(sample: Path) -> None:
+    sql(sample, "INSERT INTO sqlar (name, mode, mtime, sz, data) "
+        "VALUES ('rom/extra.md', 33188, 0, 2, X'6869')")
+    v = _verify(sample)
+    assert (v.trust, v.summary, list(v.issues)) == (
+        "tampered", "ROM holds content not covered by the signed manifest.",
+        ["rom/extra.md: rom/ sqlar row not covered by any ROM object"])
+    assert _rom_fields(v) == SAMPLE_ROM
+
+
+def _insert_memory(p: Path, mid: str, zone: str) -> None:
+    conn = sqlite3.connect(str(p))
+    try:
+        conn.execute("PRAGMA ignore_check_constraints = ON")
+        conn.execute("INSERT INTO memory (id, zone, artifact_fingerprint, payload, oid, created_at) "
+                     "VALUES (?, ?, 'f', '{}', 'sha256:x', '2026-01-01T00:00:00Z')", (mid, zone))
+        conn.commit()
+    finally:
+        conn.close()
+
+
+def test_memory_rows_in_save_are_fine_and_in_no_zone_are_named(sample: Path) -> None:
+    _insert_memory(sample, "mem-saved", "save")
+    assert (_verify(sample).trust, list(_verify(sample).issues)) == ("portable", PORTABLE_ISSUES)
+    _insert_memory(sample, "mem-odd", "scratch")
+    v = _verify(sample)
+    assert (v.trust, list(v.issues)) == ("tampered", ["memory:mem-odd: unknown zone 'scratch'"])
+
+
+def test_a_signed_codebase_fingerprint_must_match_its_column(sample: Path) -> None:
+    record = _payload_record(sample)
+    _memory_payload(sample, json.dumps(dict(record, codebaseFingerprint="cb-1")))
+    sql(sample, "UPDATE memory SET codebase_fingerprint = 'cb-1'")
+    with open_cartridge(sample) as cart:
+        assert compute_rom_manifest(cart).mismatches == ()
+    sql(sample, "UPDATE memory SET codebase_fingerprint = NULL")
+    with open_cartridge(sample) as cart:
+        assert compute_rom_manifest(cart).mismatches == (
+            f"{MEM}: codebase_fingerprint column differs from the signed payload",)
+
+
+def test_the_signed_time_and_publisher_come_from_the_predicate(sample: Path) -> None:
+    stmt = read_statement(sample)
+    stmt["predicate"]["signedAt"] = "2026-04-04T00:00:00Z"
+    resign(sample, stmt)
+    sql(sample, "UPDATE signatures SET created_at = '2026-05-05T05:05:05Z'")
+    v = _verify(sample)
+    assert (v.trust, v.signed_at, v.publisher_id) == (
+        "portable", "2026-04-04T00:00:00Z", "io.github.example-acx")
+    stmt["predicate"]["publisherId"] = 7
+    resign(sample, stmt)
+    v = _verify(sample)
+    assert (v.trust, v.summary, v.publisher_id) == ("tampered", S_STATEMENT, None)
+
+
+def test_the_verdict_carries_the_signer_facts_it_was_judged_on(vectors_dir: Path) -> None:
+    from acxoci.cartridge.trust_file import load_trust_registry
+
+    reg = load_trust_registry(vectors_dir / "sample" / "trust-active.json", now=NOW)
+    facts = verify_cartridge(vectors_dir / SAMPLE, registry=reg, now=NOW).extra["signerFacts"]
+    assert (facts.status, facts.publisher_match, facts.window, facts.claimed_publisher,
+            facts.registered_publisher, facts.signed_at) == (
+        "active", True, "inside", "io.github.example-acx", "io.github.example-acx",
+        "2026-04-03T13:35:46.190Z")
+    alone = verify_cartridge(vectors_dir / SAMPLE, registry=None, now=NOW).extra["signerFacts"]
+    assert (alone.status, alone.registered_publisher) == ("unknown", None)
+
+
+def test_a_cartridge_claiming_no_publisher_is_judged_as_claiming_none(sample: Path) -> None:
+    sql(sample, "DELETE FROM cartridge WHERE key = 'acx.publisher_id'",
+        "DELETE FROM objects WHERE source_ref = 'cartridge:acx.publisher_id'")
+    with open_cartridge(sample) as cart:
+        m = compute_rom_manifest(cart)
+    stmt = read_statement(sample)
+    del stmt["predicate"]["publisherId"]
+    stmt["subject"][0]["digest"]["sha256"] = m.hex
+    stmt["predicate"].update(romDigest=m.hash, manifestHash=m.hash, checksumHash=m.checksum_hash,
+                             fileCount=m.file_count)
+    resign(sample, stmt)
+    sql(sample, "UPDATE signatures SET manifest_hash = ?", params=(m.hash,))
+    v = _verify(sample)
+    assert (v.trust, v.publisher_id, v.extra["signerFacts"].claimed_publisher) == ("portable", None, "")
