@@ -554,3 +554,40 @@ def test_a_cartridge_claiming_no_publisher_is_judged_as_claiming_none(sample: Pa
     sql(sample, "UPDATE signatures SET manifest_hash = ?", params=(m.hash,))
     v = _verify(sample)
     assert (v.trust, v.publisher_id, v.extra["signerFacts"].claimed_publisher) == ("portable", None, "")
+
+
+def _add_rom_entry(p: Path, sz: int, data: bytes) -> None:
+    sql(p, "INSERT INTO sqlar (name, mode, mtime, sz, data) VALUES ('rom/z.md', 33188, 0, ?, ?)",
+        params=(sz, data))
+    sql(p, "INSERT INTO objects (oid, kind, source_ref, canon, zone, sz) "
+        "VALUES ('sha256:' || lower(hex(zeroblob(32))), 'sqlar', 'rom/z.md', 'raw', 'rom', 0)")
+
+
+def test_a_negative_declared_size_neither_offsets_nor_adds_to_the_budget(sample: Path) -> None:
+    # the sample's compressed ROM entries declare 12956 bytes; a negative size counts as nothing
+    _add_rom_entry(sample, -20000, b"\x00\x01")
+    over = verify_cartridge(sample, registry=None, now=NOW, max_decompressed=12955)
+    assert list(over.issues) == ["compressed ROM entries declare 12956 bytes, more than the 12955-byte "
+                                 "decompression cap (raise it with --max-decompressed)"]
+    at = verify_cartridge(sample, registry=None, now=NOW, max_decompressed=12956)
+    assert (at.summary, list(at.issues)) == (
+        "Cartridge content is malformed.",
+        ["sqlar entry 'rom/z.md': sz -20000 is not a non-negative integer"])
+
+
+def test_a_capability_whose_hash_column_lies_is_named_with_its_other_findings(sample: Path) -> None:
+    cap = "capability:cap-bd663983fed696bd"
+    sql(sample, "UPDATE capabilities SET content_hash = 'sha256:' || lower(hex(zeroblob(32))) "
+        "WHERE id = 'cap-bd663983fed696bd'")
+    v = _verify(sample)
+    assert (v.summary, list(v.issues)) == (S_DIVERGES, [f"{cap}: content_hash differs from the json column"])
+    sql(sample, "UPDATE objects SET sz = sz + 1 WHERE source_ref = ?", params=(cap,))
+    conn = sqlite3.connect(str(sample))
+    try:
+        size = conn.execute("SELECT length(CAST(json AS BLOB)) FROM capabilities WHERE id = ?",
+                            (cap.removeprefix("capability:"),)).fetchone()[0]
+    finally:
+        conn.close()
+    v = _verify(sample)
+    assert list(v.issues) == [f"{cap}: content_hash differs from the json column",
+                              f"{cap}: sz {size + 1} differs from source size {size}"]
