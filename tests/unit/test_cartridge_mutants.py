@@ -591,3 +591,33 @@ def test_a_capability_whose_hash_column_lies_is_named_with_its_other_findings(sa
     v = _verify(sample)
     assert list(v.issues) == [f"{cap}: content_hash differs from the json column",
                               f"{cap}: sz {size + 1} differs from source size {size}"]
+
+
+def test_the_decompression_refusal_names_the_file_and_the_cap(vectors_dir: Path) -> None:
+    from acxoci.cartridge.reader import BadEntry
+
+    path = vectors_dir / SAMPLE
+    with open_cartridge(path, max_decompressed=100) as cart, pytest.raises(BadEntry) as ei:
+        compute_rom_manifest(cart)
+    assert (ei.value.message, ei.value.where, ei.value.details) == (
+        "compressed ROM entries declare 12956 bytes, more than the 100-byte decompression cap (raise it "
+        "with --max-decompressed)", str(path), {"limit": 100})
+
+
+def test_save_rows_are_never_read_beyond_their_key(sample: Path) -> None:
+    """SAVE is the cartridge's writable zone: rebuilding the ROM never loads a SAVE payload."""
+    import tracemalloc
+
+    big = 32 * 1024 * 1024
+    sql(sample, "INSERT INTO memory (id, zone, artifact_fingerprint, payload, oid, created_at) "
+        f"VALUES ('mem-save', 'save', 'f', CAST(zeroblob({big}) AS TEXT), 'sha256:x', "
+        "'2026-01-01T00:00:00Z')")
+    with open_cartridge(sample) as cart:
+        tracemalloc.start()
+        try:
+            m = compute_rom_manifest(cart)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    assert m.ok and m.hash == f"sha256:{ROM_HEX}"
+    assert peak < big // 4, peak
