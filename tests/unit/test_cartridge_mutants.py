@@ -621,3 +621,45 @@ def test_save_rows_are_never_read_beyond_their_key(sample: Path) -> None:
             tracemalloc.stop()
     assert m.ok and m.hash == f"sha256:{ROM_HEX}"
     assert peak < big // 4, peak
+
+
+# ---- the rebuilt manifest's own findings --------------------------------------------------------
+
+STYLE = "rom/knowledge/STYLE.md"
+
+
+def test_an_empty_source_ref_is_a_missing_source(sample: Path) -> None:
+    sql(sample, "INSERT INTO objects (oid, kind, source_ref, canon, zone, sz) "
+        "VALUES ('sha256:' || lower(hex(zeroblob(32))), 'sqlar', '', 'raw', 'rom', 0)")
+    v = _verify(sample)
+    assert (v.trust, v.summary, list(v.issues)) == ("tampered", S_DIVERGES, [": missing source"])
+
+
+def test_a_rows_kind_orders_it_whatever_its_source_ref(sample: Path) -> None:
+    sql(sample, "UPDATE objects SET kind = 'skill' WHERE source_ref = ?", params=(STYLE,))
+    with open_cartridge(sample) as cart:
+        m = compute_rom_manifest(cart, strict=False)
+        rows = [(r.kind, r.source_ref) for r in cart.objects() if r.zone == "rom"]
+    refs = [e["sourceRef"] for e in m.entries]
+    assert refs == [ref for _, ref in sorted(rows)]
+    first_sqlar = min(i for i, (kind, ref) in enumerate(sorted(rows)) if kind == "sqlar")
+    assert refs.index(STYLE) == first_sqlar - 1  # 'skill' sorts before 'sqlar'
+    assert sorted(refs) != refs  # and source_ref order alone would put it elsewhere
+
+
+def test_two_objects_for_one_source_and_a_wrong_oid_are_named(sample: Path) -> None:
+    sql(sample, "INSERT INTO objects (oid, kind, source_ref, canon, zone, sz) "
+        "SELECT 'sha256:' || lower(hex(zeroblob(32))), kind, source_ref, canon, zone, sz FROM objects "
+        "WHERE source_ref = ?", params=(STYLE,))
+    v = _verify(sample)
+    assert (v.trust, v.summary) == ("tampered", S_DIVERGES)
+    assert list(v.issues) == [f"{STYLE}: 2 ROM objects share this source", f"{STYLE}: oid mismatch"]
+
+
+def test_only_a_strict_rebuild_reports_uncovered_content(sample: Path) -> None:
+    sql(sample, "INSERT INTO sqlar (name, mode, mtime, sz, data) "
+        "VALUES ('rom/extra.md', 33188, 0, 2, X'6869')")
+    with open_cartridge(sample) as cart:
+        strict, loose = compute_rom_manifest(cart), compute_rom_manifest(cart, strict=False)
+    assert strict.uncovered == ("rom/extra.md: rom/ sqlar row not covered by any ROM object",)
+    assert (loose.uncovered, loose.ok, loose.hash) == ((), True, strict.hash)
