@@ -57,13 +57,14 @@ TRUST_CORE = (
 TESTS = ("tests/unit", "tests/property")
 # stage 1: each group of files against the unit tests written for it
 GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "checks": (("acxoci/install/checks.py",), ("tests/unit/test_install_checks.py",)),
+    "checks": (("acxoci/install/checks.py",), ("tests/unit/test_install_checks.py",
+                                               "tests/unit/test_checks_mutants.py")),
     "level": (("acxoci/level/binding.py", "acxoci/level/credential.py", "acxoci/level/status.py"),
               ("tests/unit/test_level_binding.py", "tests/unit/test_level_credential.py",
                "tests/unit/test_level_status.py", "tests/unit/test_level_status_https.py")),
     "cartridge": (("acxoci/cartridge/verify.py", "acxoci/cartridge/manifest.py"),
                   ("tests/unit/test_cartridge_verify.py", "tests/unit/test_cartridge_verify_support.py",
-                   "tests/unit/test_cartridge_reader.py")),
+                   "tests/unit/test_cartridge_reader.py", "tests/unit/test_cartridge_mutants.py")),
     "reader": (("acxoci/cartridge/reader.py", "acxoci/cartridge/sqlar.py"),
                ("tests/unit/test_cartridge_reader.py", "tests/unit/test_cartridge_schema.py")),
     "attest": (("attest/statuslist.py", "attest/vc.py"),

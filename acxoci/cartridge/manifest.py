@@ -284,7 +284,7 @@ def compute_rom_manifest(cart: Cartridge, *, strict: bool = True) -> RomManifest
         for row in rows:
             live = live_source(src, row)
             if live.oid is None:
-                mismatches.append(f"{row.source_ref}: {live.problem or 'missing source'}")
+                mismatches.append(f"{row.source_ref}: {live.problem}")
             elif live.oid != row.oid:
                 mismatches.append(f"{row.source_ref}: oid mismatch")
             elif strict:

@@ -98,8 +98,8 @@ def _fail(cid: str, kind: str, reason: str, **details: Any) -> CheckResult:
     return CheckResult(cid, "fail", reason, kind, details)
 
 
-def _skip(cid: str, reason: str, **details: Any) -> CheckResult:
-    return CheckResult(cid, "skip", reason, None, details)
+def _skip(cid: str, reason: str) -> CheckResult:
+    return CheckResult(cid, "skip", reason)
 
 
 def unavailable(cid: str, reason: str) -> CheckResult:
@@ -240,8 +240,8 @@ def signer_decision(ev: SignatureEvidence, policy: VerificationPolicy, now: date
         return None
     # a key the policy ties to another of its publishers is named as such (same reason as everywhere)
     entry = pub.registry.get(ev.keyid) or policy.combined_registry().get(ev.keyid)
-    try:
-        signed: datetime | None = parse_rfc3339(ev.signed_at, where="signedAt")
+    try:  # an unparseable time is no time (the parse error's text is not shown)
+        signed: datetime | None = parse_rfc3339(ev.signed_at)
     except AttestError:
         signed = None
     facts = signer_facts(entry, claimed_publisher=ev.publisher_id, signed_at=signed,
