@@ -1,0 +1,394 @@
+"""The attest core's refusals and reports compared whole: sigstore bundles of every material and
+content kind (what `describe` and the verification notes say, blob signatures verified), cosign
+key files with each hostile field (the message names the field; a work factor scrypt cannot take
+is a typed refusal, not a crash), private-key PEMs in every encryption state, and JSON numbers at
+the length and range limits. Keys are generated at run time. Written against the survivors of
+`make mutate`."""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+from typing import Any
+
+import nacl.secret
+import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec, x25519
+
+from attest.bundle import (
+    BUNDLE_V03,
+    KeylessBundle,
+    ParsedBundle,
+    build_dsse_bundle,
+    parse_bundle,
+    verify_dsse_bundle,
+    verify_message_bundle,
+)
+from attest.canonical import loads_strict
+from attest.cosignkey import (
+    WrongPassword,
+    _scrypt,
+    decrypt_cosign_key,
+    encrypt_cosign_key,
+    load_signing_key,
+    pem_type,
+)
+from attest.dsse import sign
+from attest.errors import MalformedError, SignatureError
+from attest.keys import PrivateKey, ed25519_keyid_from_pem, generate_ed25519, generate_p256, load_private_pem
+
+FAST_N = 16
+KEY = generate_p256()
+PEM_LABEL = "ENCRYPTED SIGSTORE PRIVATE KEY"
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+# --- sigstore bundles ---------------------------------------------------------------------------
+
+def _dsse_doc() -> dict[str, Any]:
+    env = sign("application/vnd.in-toto+json", b'{"x":1}', KEY, None)
+    return build_dsse_bundle(env, KEY.public())
+
+
+def _message_doc(blob: bytes = b"blob", *, digest: bool = True) -> dict[str, Any]:
+    doc = _dsse_doc()
+    del doc["dsseEnvelope"]
+    doc["messageSignature"] = {"signature": _b64(KEY.sign(blob))}
+    if digest:
+        doc["messageSignature"]["messageDigest"] = {"algorithm": "SHA2_256", "digest": _b64(b"d" * 32)}
+    return doc
+
+
+def test_a_dict_is_parsed_as_given_and_left_unchanged() -> None:
+    doc = _dsse_doc()
+    doc["verificationMaterial"]["publicKey"] = {}  # protojson leaves out the empty hint
+    before = copy.deepcopy(doc)
+    parsed = parse_bundle(doc)
+    assert doc == before  # the defaults the schema model needs are filled in a copy
+    assert parsed == parse_bundle(json.dumps(doc).encode())
+    assert parsed.public_key_hint is None and parsed.material == "public-key"
+
+
+def test_a_bundle_is_bounded_at_16_mib_not_the_general_json_limit() -> None:
+    raw = json.dumps(_dsse_doc()).encode()
+    limit = 16 * 1024 * 1024
+    assert parse_bundle(raw + b" " * (limit - len(raw))).envelope is not None
+    with pytest.raises(MalformedError) as exc:
+        parse_bundle(raw + b" " * (limit + 1 - len(raw)))
+    assert str(exc.value) == f"JSON document of {limit + 1} bytes exceeds the {limit}-byte limit"
+
+
+@pytest.mark.parametrize(("raw", "message"), [
+    (b"[]", "bundle is not a JSON object"),
+    (json.dumps({**_dsse_doc(), "extra": 1}).encode(),
+     "bundle does not match the sigstore bundle schema at extra: Extra inputs are not permitted"),
+    (json.dumps({**_dsse_doc(), "messageSignature": _message_doc()["messageSignature"]}).encode(),
+     "bundle does not match the sigstore bundle schema at (root): Value error, Exactly one of "
+     "messageSignature or dsseEnvelope must be set"),
+])
+def test_bundle_refusals_say_where(raw: bytes, message: str) -> None:
+    with pytest.raises(MalformedError) as exc:
+        parse_bundle(raw)
+    assert str(exc.value) == message
+
+
+def test_a_certificate_chain_bundle_is_keyless_and_reported() -> None:
+    doc = _dsse_doc()
+    doc["verificationMaterial"] = {
+        "x509CertificateChain": {"certificates": [{"rawBytes": _b64(b"leaf")}, {"rawBytes": _b64(b"ca")}]},
+        "tlogEntries": [],
+        "timestampVerificationData": {"rfc3161Timestamps": [{"signedTimestamp": _b64(b"t1")}]},
+    }
+    b = parse_bundle(json.dumps(doc).encode())
+    assert (b.material, b.keyless, b.certificates_der, b.public_key_hint) == (
+        "certificate-chain", True, (b"leaf", b"ca"), None)
+    assert b.describe() == f"{BUNDLE_V03}, material=certificate-chain, content=dsse-envelope, timestamps=1"
+    with pytest.raises(KeylessBundle) as exc:
+        verify_dsse_bundle(b, KEY.public())
+    assert str(exc.value) == ("bundle is keyless (certificate-chain, 2 certificate(s)); keyless verification "
+                              "needs a trusted root and is not done here")
+    with pytest.raises(KeylessBundle) as exc:
+        verify_message_bundle(b, KEY.public(), b"blob")
+    assert str(exc.value) == "bundle is keyless (certificate-chain); not verified"
+
+
+def test_a_single_certificate_bundle_hint_is_none() -> None:
+    doc = _dsse_doc()
+    doc["verificationMaterial"] = {"certificate": {"rawBytes": _b64(b"leaf")}}
+    b = parse_bundle(json.dumps(doc).encode())
+    assert (b.material, b.certificates_der, b.public_key_hint) == ("certificate", (b"leaf",), None)
+
+
+def test_a_dsse_bundle_with_timestamps_and_tlog_entries_notes_each() -> None:
+    doc = _dsse_doc()
+    hint = doc["verificationMaterial"]["publicKey"]["hint"]
+    doc["verificationMaterial"]["publicKey"]["hint"] = _b64(b"\0" * 32)
+    doc["verificationMaterial"]["timestampVerificationData"] = {
+        "rfc3161Timestamps": [{"signedTimestamp": _b64(b"t1")}, {"signedTimestamp": _b64(b"t2")}]}
+    b = parse_bundle(json.dumps(doc).encode())
+    assert (b.rfc3161_timestamps, b.tlog_entries, b.message_signature, b.message_digest) == (2, 0, None, None)
+    assert b.describe() == f"{BUNDLE_V03}, material=public-key, content=dsse-envelope, timestamps=2"
+    check = verify_dsse_bundle(b, KEY.public())
+    assert check.notes == (
+        "publicKey.hint does not match the verifying key (hints are unauthenticated; ignored)",
+        "2 RFC 3161 timestamp(s) present and NOT verified")
+    assert hint == KEY.public().sigstore_hint()
+
+
+def test_tlog_note_is_whole() -> None:
+    from tests.unit.test_bundle_model import TLOG_ENTRY
+
+    doc = _dsse_doc()
+    doc["verificationMaterial"]["tlogEntries"] = [TLOG_ENTRY, TLOG_ENTRY]
+    b = parse_bundle(json.dumps(doc).encode())
+    assert b.describe() == f"{BUNDLE_V03}, material=public-key, content=dsse-envelope, tlogEntries=2"
+    assert verify_dsse_bundle(b, KEY.public()).notes == (
+        "2 transparency-log entr(y/ies) present and NOT verified (no trusted root; like cosign "
+        "--insecure-ignore-tlog)",)
+
+
+def test_a_keyid_cosign_rejects_is_named() -> None:
+    doc = _dsse_doc()
+    doc["dsseEnvelope"]["signatures"][0]["keyid"] = "k1"
+    with pytest.raises(MalformedError) as exc:
+        verify_dsse_bundle(parse_bundle(json.dumps(doc).encode()), KEY.public())
+    assert str(exc.value) == ("bundle DSSE signatures[0].keyid is 'k1'; cosign accepts only an absent or "
+                              "empty keyid in bundles, so it would reject this bundle")
+
+
+def test_a_blob_signature_bundle_verifies_over_the_blob_only() -> None:
+    b = parse_bundle(json.dumps(_message_doc()).encode())
+    assert b.envelope is None and b.message_digest == ("SHA2_256", b"d" * 32)
+    assert b.describe() == f"{BUNDLE_V03}, material=public-key, content=message-signature"
+    check = verify_message_bundle(b, KEY.public(), b"blob")
+    assert check.notes == () and check.signature.keyid is None and check.signature.sig == b.message_signature
+    with pytest.raises(SignatureError) as exc:
+        verify_message_bundle(b, KEY.public(), b"other blob")
+    assert str(exc.value) == "bundle messageSignature does not verify with the given key"
+    with pytest.raises(SignatureError):
+        verify_message_bundle(b, generate_p256().public(), b"blob")
+    with pytest.raises(MalformedError) as mexc:
+        verify_dsse_bundle(b, KEY.public())
+    assert str(mexc.value) == "bundle carries a messageSignature, not a DSSE envelope"
+    assert parse_bundle(json.dumps(_message_doc(digest=False)).encode()).message_digest is None
+
+
+def test_a_dsse_bundle_is_not_a_blob_signature() -> None:
+    with pytest.raises(MalformedError) as exc:
+        verify_message_bundle(parse_bundle(json.dumps(_dsse_doc()).encode()), KEY.public(), b"blob")
+    assert str(exc.value) == "bundle carries a DSSE envelope, not a messageSignature"
+
+
+def test_parsed_bundle_is_exactly_what_was_carried() -> None:
+    doc = _message_doc()
+    got = parse_bundle(json.dumps(doc).encode())
+    sig = base64.b64decode(doc["messageSignature"]["signature"])
+    assert got == ParsedBundle(BUNDLE_V03, "public-key", KEY.public().sigstore_hint(), (), 0, 0, None, sig,
+                               ("SHA2_256", b"d" * 32))
+
+
+# --- cosign key files ---------------------------------------------------------------------------
+
+def _pem(doc: Any, label: str = PEM_LABEL) -> bytes:
+    body = _b64(json.dumps(doc).encode())
+    return f"-----BEGIN {label}-----\n{body}\n-----END {label}-----\n".encode()
+
+
+def _doc_of(pem: bytes) -> dict[str, Any]:
+    lines = pem.decode().strip().splitlines()
+    doc: dict[str, Any] = json.loads(base64.b64decode("".join(lines[1:-1])))
+    return doc
+
+
+GOOD = _doc_of(encrypt_cosign_key(KEY, b"pw", n=FAST_N))
+
+
+def _with(path: str, value: Any) -> dict[str, Any]:
+    doc = copy.deepcopy(GOOD)
+    *head, last = path.split(".")
+    cur = doc
+    for h in head:
+        cur = cur[h]
+    if value is KeyError:
+        del cur[last]
+    else:
+        cur[last] = value
+    return doc
+
+
+@pytest.mark.parametrize(("pem", "message"), [
+    (b"no pem here", f"cosign key: no {PEM_LABEL} PEM block"),
+    (_pem(GOOD, "ENCRYPTED OTHER PRIVATE KEY"), f"cosign key: no {PEM_LABEL} PEM block"),
+    (_pem([]), "cosign key: body is not a JSON object"),
+    (_pem(_with("kdf", "scrypt")), "cosign key: unsupported kdf 'scrypt'"),
+    (_pem(_with("kdf.name", "argon2")), "cosign key: unsupported kdf 'argon2'"),
+    (_pem(_with("cipher", "nacl/secretbox")), "cosign key: unsupported cipher 'nacl/secretbox'"),
+    (_pem(_with("cipher.name", "aes-gcm")), "cosign key: unsupported cipher 'aes-gcm'"),
+    (_pem(_with("kdf.params", KeyError)), "cosign key: kdf.params is missing"),
+    (_pem(_with("kdf.params.N", "16")), "cosign key: kdf.params.N='16' is not an integer in 1..1048576"),
+    (_pem(_with("kdf.params.N", True)), "cosign key: kdf.params.N=True is not an integer in 1..1048576"),
+    (_pem(_with("kdf.params.N", 0)), "cosign key: kdf.params.N=0 is not an integer in 1..1048576"),
+    (_pem(_with("kdf.params.r", 33)), "cosign key: kdf.params.r=33 is not an integer in 1..32"),
+    (_pem(_with("kdf.params.p", 17)), "cosign key: kdf.params.p=17 is not an integer in 1..16"),
+    (_pem(_with("kdf.params.N", 24)), "cosign key: kdf.params.N=24 is not a power of two above 1"),
+    (_pem(_with("kdf.params.N", 1)), "cosign key: kdf.params.N=1 is not a power of two above 1"),
+    (_pem(_with("kdf.salt", KeyError)), "cosign key: kdf.salt is missing or not a string"),
+    (_pem(_with("cipher.nonce", 5)), "cosign key: cipher.nonce is missing or not a string"),
+    (_pem(_with("cipher.nonce", _b64(b"n" * 16))), "cosign key: cipher.nonce has 16 bytes, expected 24"),
+    (_pem(_with("ciphertext", None)), "cosign key: .ciphertext is missing or not a string"),
+])
+def test_cosign_key_refusals_name_the_field(pem: bytes, message: str) -> None:
+    with pytest.raises(MalformedError) as exc:
+        decrypt_cosign_key(pem, b"pw")
+    assert type(exc.value) is MalformedError and str(exc.value) == message
+
+
+@pytest.mark.parametrize(("pem", "prefix"), [
+    (b"-----BEGIN " + PEM_LABEL.encode() + b"-----\n!!!!\n-----END " + PEM_LABEL.encode() + b"-----\n",
+     "cosign key: PEM body is not base64: "),
+    (_pem(_with("kdf.salt", "c2FsdA=!")), "cosign key: kdf.salt is not base64: "),
+    (_pem(_with("cipher.nonce", "bm9uY2U-")), "cosign key: cipher.nonce is not base64: "),
+])
+def test_cosign_key_base64_is_strict(pem: bytes, prefix: str) -> None:
+    with pytest.raises(MalformedError) as exc:
+        decrypt_cosign_key(pem, b"pw")
+    assert str(exc.value).startswith(prefix), str(exc.value)
+
+
+def test_the_largest_allowed_parameters_are_accepted() -> None:
+    """r=32 and p=16 are in range: the file is refused only because the password is wrong for them."""
+    for path, value in (("kdf.params.r", 32), ("kdf.params.p", 16)):
+        with pytest.raises(WrongPassword) as exc:
+            decrypt_cosign_key(_pem(_with(path, value)), b"pw")
+        assert str(exc.value) == "cosign key: wrong password (secretbox did not open)"
+
+
+def _sealed(der: bytes) -> bytes:
+    salt, nonce = b"s" * 32, b"n" * 24
+    box = nacl.secret.SecretBox(_scrypt(b"pw", salt, FAST_N, 8, 1))
+    doc = copy.deepcopy(GOOD)
+    doc["kdf"]["salt"], doc["cipher"]["nonce"] = _b64(salt), _b64(nonce)
+    doc["ciphertext"] = _b64(box.encrypt(der, nonce).ciphertext)
+    return _pem(doc)
+
+
+def test_what_decrypts_must_be_an_ed25519_or_ecdsa_pkcs8_key() -> None:
+    with pytest.raises(MalformedError) as exc:
+        decrypt_cosign_key(_sealed(b"not DER"), b"pw")
+    assert str(exc.value).startswith("cosign key: decrypted data is not a PKCS#8 key: ")
+    der = x25519.X25519PrivateKey.generate().private_bytes(
+        serialization.Encoding.DER, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    with pytest.raises(MalformedError) as exc:
+        decrypt_cosign_key(_sealed(der), b"pw")
+    assert str(exc.value) == "cosign key: unsupported key type X25519PrivateKey (Ed25519 or ECDSA only)"
+
+
+def test_cosigns_default_work_factor_decrypts() -> None:
+    """N=65536, r=8 needs 64 MiB of scrypt memory: more than hashlib's default ceiling."""
+    key = generate_ed25519()
+    assert decrypt_cosign_key(encrypt_cosign_key(key, b"pw"), b"pw").public().keyid() == key.public().keyid()
+
+
+def test_encryption_uses_the_given_salt_and_nonce_and_writes_compact_json() -> None:
+    salt, nonce = b"S" * 32, b"N" * 24
+    one = encrypt_cosign_key(KEY, b"pw", n=FAST_N, salt=salt, nonce=nonce)
+    assert one == encrypt_cosign_key(KEY, b"pw", n=FAST_N, salt=salt, nonce=nonce)
+    lines = one.decode().splitlines()
+    assert lines[0] == f"-----BEGIN {PEM_LABEL}-----" and lines[-1] == f"-----END {PEM_LABEL}-----"
+    assert all(len(line) == 64 for line in lines[1:-2]) and 0 < len(lines[-2]) <= 64
+    body = base64.b64decode("".join(lines[1:-1]))
+    assert b" " not in body  # compact, as cosign writes it
+    doc = json.loads(body)
+    assert doc["kdf"] == {"name": "scrypt", "params": {"N": FAST_N, "r": 8, "p": 1}, "salt": _b64(salt)}
+    assert doc["cipher"] == {"name": "nacl/secretbox", "nonce": _b64(nonce)}
+    fresh = [_doc_of(encrypt_cosign_key(KEY, b"pw", n=FAST_N)) for _ in range(2)]
+    assert [len(base64.b64decode(d["kdf"]["salt"])) for d in fresh] == [32, 32]
+    assert fresh[0]["kdf"]["salt"] != fresh[1]["kdf"]["salt"]
+    assert fresh[0]["cipher"]["nonce"] != fresh[1]["cipher"]["nonce"]
+    assert pem_type(one) == PEM_LABEL and pem_type(b"nothing") is None
+
+
+# --- private key PEMs ---------------------------------------------------------------------------
+
+def _pkcs8(key: PrivateKey, password: bytes | None = None,
+           fmt: serialization.PrivateFormat = serialization.PrivateFormat.PKCS8) -> bytes:
+    enc: serialization.KeySerializationEncryption = (
+        serialization.BestAvailableEncryption(password) if password else serialization.NoEncryption())
+    return key.key.private_bytes(serialization.Encoding.PEM, fmt, enc)
+
+
+def test_signing_keys_in_every_encryption_state() -> None:
+    plain, sealed = _pkcs8(KEY), _pkcs8(KEY, b"pw")
+    legacy = _pkcs8(KEY, b"pw", serialization.PrivateFormat.TraditionalOpenSSL)
+    assert b"Proc-Type: 4,ENCRYPTED" in legacy and pem_type(legacy) == "EC PRIVATE KEY"
+    keyid = KEY.public().keyid()
+    assert load_signing_key(plain, b"ignored").public().keyid() == keyid  # not encrypted: no password used
+    assert load_signing_key(plain, None).public().keyid() == keyid
+    for pem in (sealed, legacy):
+        assert load_signing_key(pem, b"pw").public().keyid() == keyid
+        with pytest.raises(WrongPassword) as exc:
+            load_signing_key(pem, None)
+        assert str(exc.value) == "private key is encrypted and no password was given"
+        with pytest.raises(WrongPassword) as exc:
+            load_signing_key(pem, b"wrong")
+        assert str(exc.value) == ("private key could not be decrypted: not a usable PEM private key "
+                                  "(wrong passphrase, or a corrupt key)")
+    with pytest.raises(MalformedError) as mexc:
+        load_signing_key(_pkcs8(KEY).replace(b"PRIVATE KEY", b"PUBLIC KEY"), None)
+    assert str(mexc.value) == "not a private key PEM (expected a cosign.key or a PKCS#8 PEM)"
+
+
+@pytest.mark.parametrize(("pem_password", "given", "message"), [
+    (None, b"pw", "private key passphrase problem: a passphrase was given but the key is not encrypted"),
+    (b"pw", None, "private key passphrase problem: the key is encrypted and no passphrase was given"),
+    (b"pw", b"wrong", "not a usable PEM private key (wrong passphrase, or a corrupt key)"),
+])
+def test_private_pem_passphrase_problems_say_which(pem_password: bytes | None, given: bytes | None,
+                                                   message: str) -> None:
+    with pytest.raises(MalformedError) as exc:
+        load_private_pem(_pkcs8(KEY, pem_password), given)
+    assert str(exc.value) == message
+
+
+def test_private_pem_of_another_kind_or_garbage() -> None:
+    with pytest.raises(MalformedError) as exc:
+        load_private_pem(b"-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n")
+    assert str(exc.value) == "not a usable PEM private key (malformed, or of an unsupported type)"
+    other = x25519.X25519PrivateKey.generate().private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    with pytest.raises(MalformedError) as exc:
+        load_private_pem(other)
+    assert str(exc.value) == "unsupported private key type X25519PrivateKey"
+
+
+def test_ed25519_keyid_from_pem() -> None:
+    ed = generate_ed25519()
+    pem = ed.public().spki_pem()
+    assert ed25519_keyid_from_pem(pem) == ed.public().keyid()
+    assert ed25519_keyid_from_pem(pem.decode() if isinstance(pem, bytes) else pem) == ed.public().keyid()
+    p256 = PrivateKey(ec.generate_private_key(ec.SECP256R1())).public().spki_pem()
+    with pytest.raises(MalformedError) as exc:
+        ed25519_keyid_from_pem(p256)
+    assert str(exc.value) == "public key is not Ed25519"
+
+
+# --- JSON numbers -------------------------------------------------------------------------------
+
+def test_number_length_limit_is_400_characters() -> None:
+    ok = "0." + "1" * 398
+    assert isinstance(loads_strict(ok.encode()), float)
+    with pytest.raises(MalformedError) as exc:
+        loads_strict((ok + "1").encode())
+    assert str(exc.value) == "JSON number of 401 characters is too long"
+
+
+def test_a_number_beyond_binary64_is_named_by_its_first_40_characters() -> None:
+    text = "1" * 45 + "e400"
+    with pytest.raises(MalformedError) as exc:
+        loads_strict(f"[{text}]".encode())
+    assert str(exc.value) == f"JSON number {text[:40]} is not finite in binary64"
