@@ -238,6 +238,80 @@ def test_copy_after_a_partial_read_continues_from_there() -> None:
     assert sink.getvalue() == DATA[1000:] and resumed.verified
 
 
+@pytest.mark.usefixtures("pipelined")
+def test_pipelined_copy_without_the_write_thread_lands_the_same_bytes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`WRITE_THREAD` off: the hashing thread writes each buffer itself and hands it back."""
+    monkeypatch.setattr(dg, "WRITE_THREAD", False)
+    sink = Sink()
+    reader = VerifyingReader(Source(DATA, chunk=8192), _desc())
+    assert reader.copy_to(sink, bufsize=8192) == len(DATA)
+    assert sink.getvalue() == DATA and reader.verified
+    assert all(t is threading.current_thread() for t in sink.threads)
+
+
+@pytest.mark.usefixtures("pipelined")
+def test_a_disk_failure_unblocks_a_fetch_stuck_in_a_dead_connection() -> None:
+    """The fetch thread is blocked in a read that only closing the connection ends: a failing disk
+    closes it (the reader's `on_close`), so the copy returns promptly with the disk's error."""
+    closed = threading.Event()
+
+    class Stuck(Source):
+        def readinto(self, buf: memoryview) -> int:
+            if self.pos >= 1_000_000:
+                closed.wait(10)
+                raise ConnectionAbortedError(errno.ECONNABORTED, "connection closed")
+            return super().readinto(buf)
+
+    before = set(threading.enumerate())
+    broken = OSError(errno.EIO, "input/output error")
+    reader = VerifyingReader(Stuck(BIG, chunk=8192), _desc(BIG), on_close=closed.set)
+    with pytest.raises(OSError) as exc:
+        reader.copy_to(Sink(fail_on=1, exc=broken), bufsize=8192)
+    assert exc.value is broken and closed.is_set()
+    assert _new_threads(before) == []
+
+
+@pytest.mark.parametrize("named", [True, False])
+def test_disk_full_names_the_file_when_it_has_a_name(named: bool) -> None:
+    sink = Sink(fail_on=1, exc=OSError(errno.ENOSPC, "no space"))
+    if named:
+        sink.name = "/store/blob.part"
+    with pytest.raises(DiskFull) as exc:
+        VerifyingReader(Source(DATA), _desc()).copy_to(sink, bufsize=8192)
+    assert exc.value.where == ("/store/blob.part" if named else None)
+    assert exc.value.message == "writing failed: no space left on device"
+
+
+@pytest.mark.parametrize("how", ["read", "readinto"])
+def test_the_call_that_delivers_the_last_byte_is_the_one_that_refuses(how: str) -> None:
+    """A body of the declared length with the wrong bytes is refused by the very read that ends it."""
+    body = b"?" + DATA[1:]
+    reader = VerifyingReader(Source(body), _desc())
+    with pytest.raises(DigestMismatch):
+        if how == "read":
+            reader.read(len(DATA))
+        else:
+            reader.readinto(memoryview(bytearray(len(DATA))))
+
+
+def test_readinto_fills_the_callers_buffer_from_a_source_that_has_readinto() -> None:
+    """No intermediate copy: the source's own `readinto` is used whenever it has one."""
+
+    class IntoOnly(Source):
+        def read(self, n: int | None = -1, /) -> bytes:
+            if n != 1:  # only the one-byte probe at the end
+                raise AssertionError(f"read({n}) where readinto was available")
+            return super().read(n)
+
+    reader = VerifyingReader(IntoOnly(DATA, chunk=10_000), _desc())
+    buf, got = memoryview(bytearray(8192)), b""
+    while n := reader.readinto(buf):
+        got += bytes(buf[:n])
+    assert got == DATA and reader.verified
+
+
 # --- O_DIRECT -----------------------------------------------------------------------------------
 
 def _direct_ok(tmp_path: Path) -> bool:
@@ -374,6 +448,30 @@ def test_a_write_of_zero_bytes_is_an_io_error(
         _copy_into_file(tmp_path / "blob", Disk(fault="zero"), monkeypatch)
     assert type(exc.value) is OSError
     assert (exc.value.errno, exc.value.strerror) == (errno.EIO, "write returned 0")
+
+
+@pytest.mark.usefixtures("direct")
+def test_a_failure_mid_copy_leaves_the_file_in_buffered_mode(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The source dies mid-copy: its error surfaces, and O_DIRECT is off again on the handle."""
+    cut = ConnectionResetError(errno.ECONNRESET, "connection reset by peer")
+    monkeypatch.setattr(dg._DirectWriter, "_write", staticmethod(Disk()))
+    with (tmp_path / "blob").open("wb") as fh:
+        flags = fcntl.fcntl(fh.fileno(), fcntl.F_GETFL)
+        with pytest.raises(ConnectionResetError) as exc:
+            reader = VerifyingReader(Source(BIG, chunk=8192, fail_at=100_000, exc=cut), _desc(BIG))
+            reader.copy_to(fh, bufsize=8192)
+        assert exc.value is cut
+        assert fcntl.fcntl(fh.fileno(), fcntl.F_GETFL) == flags
+
+
+def test_direct_io_switched_off_is_never_used(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(dg, "PIPELINE_MIN", 1)
+    monkeypatch.setattr(dg, "DIRECT_IO", False)
+    disk, path = Disk(), tmp_path / "blob"
+    assert _copy_into_file(path, disk, monkeypatch) == (len(DATA), len(DATA), 1)
+    assert path.read_bytes() == DATA and disk.calls == 0
 
 
 # --- reading ------------------------------------------------------------------------------------
