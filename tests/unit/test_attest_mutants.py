@@ -86,6 +86,34 @@ def test_bundle_refusals_say_where(raw: bytes, message: str) -> None:
     assert str(exc.value) == message
 
 
+def test_a_nested_schema_error_names_its_whole_path() -> None:
+    doc = _dsse_doc()
+    doc["verificationMaterial"] = {"x509CertificateChain": {"certificates": [{}]}}
+    with pytest.raises(MalformedError) as exc:
+        parse_bundle(json.dumps(doc).encode())
+    assert str(exc.value) == ("bundle does not match the sigstore bundle schema at verificationMaterial."
+                              "x509CertificateChain.certificates.0.rawBytes: Field required")
+
+
+def test_an_empty_hint_is_no_hint() -> None:
+    doc = _dsse_doc()
+    doc["verificationMaterial"]["publicKey"]["hint"] = ""
+    b = parse_bundle(json.dumps(doc).encode())
+    assert b.public_key_hint is None
+    assert verify_dsse_bundle(b, KEY.public()).notes == ()
+
+
+def test_like_cosign_any_signature_of_a_bundle_may_verify() -> None:
+    """cosign accepts a bundle when one of its signatures verifies with the key, not only the first."""
+    other = generate_p256()
+    env = sign("application/vnd.in-toto+json", b'{"x":1}', other, None)
+    mine = sign("application/vnd.in-toto+json", b'{"x":1}', KEY, None)
+    doc = build_dsse_bundle(env, KEY.public())
+    doc["dsseEnvelope"]["signatures"].append({"sig": _b64(mine.signatures[0].sig)})
+    check = verify_dsse_bundle(parse_bundle(json.dumps(doc).encode()), KEY.public())
+    assert check.signature.sig == mine.signatures[0].sig
+
+
 def test_a_certificate_chain_bundle_is_keyless_and_reported() -> None:
     doc = _dsse_doc()
     doc["verificationMaterial"] = {
