@@ -267,3 +267,28 @@ def test_a_number_beyond_binary64_is_named_by_its_first_40_characters() -> None:
     with pytest.raises(MalformedError) as exc:
         loads_strict(f"[{text}]".encode())
     assert str(exc.value) == f"JSON number {text[:40]} is not finite in binary64"
+
+
+@pytest.mark.parametrize(("raw", "message"), [
+    (b'{"\\ud800":1}', "JSON key holds a lone surrogate escape"),
+    (b'{"a":{"b":"x\\udfff"}}', "JSON string holds a lone surrogate escape"),
+    (b'[1,true,null,2.5,["\\udc00"]]', "JSON string holds a lone surrogate escape"),
+    (b'"\\ud800"', "JSON string holds a lone surrogate escape"),
+])
+def test_lone_surrogate_escapes_are_found_anywhere(raw: bytes, message: str) -> None:
+    with pytest.raises(MalformedError) as exc:
+        loads_strict(raw)
+    assert str(exc.value) == message
+
+
+def test_escaped_pairs_and_plain_values_pass_the_tree_check() -> None:
+    assert loads_strict(b'{"k\\ud83d\\ude00":[1,"\\ud83d\\ude00",{"n":null}],"t":true}') == {
+        "k\U0001f600": [1, "\U0001f600", {"n": None}], "t": True}
+
+
+def test_nesting_is_counted_through_objects_and_arrays() -> None:
+    assert loads_strict(b'{"a":{"b":[1,{}]}}', max_depth=4) == {"a": {"b": [1, {}]}}
+    with pytest.raises(MalformedError) as exc:
+        loads_strict(b'{"a":{"b":[1,{}]}}', max_depth=3)
+    assert str(exc.value) == "JSON nests deeper than 3 levels"
+    assert loads_strict(b'[[],[1],{"a":2},[],3]', max_depth=2) == [[], [1], {"a": 2}, [], 3]
