@@ -434,9 +434,11 @@ def copy_verified(reader: VerifyingReader, dest: Path, *, fsync: bool = False) -
     fh: IO[bytes] = tmp.open("wb")
     try:
         with fh:
-            reader.copy_to(fh)
-            if not reader.verified:
-                reader.read(1)
+            written = reader.copy_to(fh)
+            if not reader.verified or written != reader.desc.size:
+                # a reader already read (or failed) elsewhere proves nothing about these bytes
+                raise SizeMismatch(f"copied {written} of {reader.desc.size} bytes from a reader that was "
+                                   "already read", where=reader.desc.digest)
             if fsync:
                 fh.flush()
                 os.fsync(fh.fileno())

@@ -617,3 +617,21 @@ def test_a_failed_copy_keeps_its_own_error_when_the_temp_file_is_already_gone(tm
     with pytest.raises(DigestMismatch):
         copy_verified(VerifyingReader(Sweeper(b"?" + DATA[1:], chunk=50_000), _desc()), dest)
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("first", ["read", "failed"])
+def test_copy_verified_refuses_a_reader_that_was_already_used(tmp_path: Path, first: str) -> None:
+    """A reader read to its end (or one that already refused) proves nothing about a new copy: no
+    empty or partial file is renamed into place as if it were the verified blob."""
+    body = DATA if first == "read" else b"?" + DATA[1:]
+    reader = VerifyingReader(Source(body), _desc())
+    if first == "read":
+        assert reader.read_all() == DATA and reader.verified
+    else:
+        with pytest.raises(DigestMismatch):
+            reader.read_all()
+    with pytest.raises(SizeMismatch) as exc:
+        copy_verified(reader, tmp_path / "blob")
+    assert exc.value.message == f"copied 0 of {len(DATA)} bytes from a reader that was already read"
+    assert exc.value.where == _desc().digest
+    assert list(tmp_path.iterdir()) == []
