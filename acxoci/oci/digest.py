@@ -171,9 +171,7 @@ class VerifyingReader:
             total += n
             if progress is not None:
                 progress(n)
-        if not self.verified:
-            self.read(1)
-        return total
+        return total  # readinto returned 0: verified, or the reader was already at its end
 
     def _copy_pipelined(self, fh: IO[bytes], bufsize: int, progress: Callable[[int], None] | None) -> int:
         direct = _DirectWriter.open(fh)
