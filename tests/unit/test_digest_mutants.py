@@ -58,10 +58,9 @@ class Source:
         n = min(n, self.chunk)
         if self.pos > len(self.body) + 64 * 1024:
             raise Overread(f"read at {self.pos}, past the {len(self.body)}-byte body")
-        if self.pos < len(self.body):
-            out = self.body[self.pos:self.pos + n]
-        else:
-            out = (self.tail * (n // max(len(self.tail), 1) + 1))[:n] if self.tail else b""
+        out = self.body[self.pos:self.pos + n]  # then the tail, in the same read (one stream)
+        if len(out) < n and self.tail:
+            out += (self.tail * ((n - len(out)) // len(self.tail) + 1))[: n - len(out)]
         self.pos += len(out)
         return out
 
@@ -79,16 +78,17 @@ class Source:
 class Sink(io.BytesIO):
     """An in-memory file that records which thread wrote, and can fail or stall on a given write."""
 
-    def __init__(self, *, fail_on: int | None = None, exc: OSError | None = None, stall: float = 0.0) -> None:
+    def __init__(self, *, fail_on: int | None = None, exc: OSError | None = None, stall: float = 0.0,
+                 stall_on: int = 1) -> None:
         super().__init__()
-        self.fail_on, self.exc, self.stall = fail_on, exc, stall
+        self.fail_on, self.exc, self.stall, self.stall_on = fail_on, exc, stall, stall_on
         self.writes = 0
         self.threads: list[threading.Thread] = []
 
     def write(self, data: Any, /) -> int:
         self.threads.append(threading.current_thread())
         self.writes += 1
-        if self.writes == 1 and self.stall:
+        if self.writes == self.stall_on and self.stall:
             time.sleep(self.stall)
         if self.fail_on is not None and self.writes >= self.fail_on and self.exc is not None:
             raise self.exc
@@ -185,6 +185,33 @@ def test_a_full_disk_mid_copy_is_disk_full(code: int) -> None:
     assert exc.value.message == f"writing failed: {os.strerror(code).lower()}"
     assert exc.value.where == "/store/blob.part"
     assert exc.value.hint == "free disk space or raise the file-size limit, then retry"
+
+
+@pytest.mark.usefixtures("pipelined")
+def test_a_failure_of_the_last_write_is_raised_after_the_writer_finishes() -> None:
+    last = -(-len(DATA) // 8192)
+    broken = OSError(errno.EIO, "input/output error")
+    reader = VerifyingReader(Source(DATA, chunk=8192), _desc())
+    with pytest.raises(OSError) as exc:
+        reader.copy_to(Sink(fail_on=last, exc=broken, stall=0.3, stall_on=last), bufsize=8192)
+    assert exc.value is broken and not reader.verified
+
+
+@pytest.mark.usefixtures("pipelined")
+def test_a_refused_reader_never_turns_verified_later() -> None:
+    """A body one byte too long is refused; reading on afterwards (the extra byte gone) proves nothing."""
+    reader = VerifyingReader(Source(DATA + b"!"), _desc())
+    with pytest.raises(SizeMismatch):
+        reader.copy_to(Sink(), bufsize=8192)
+    assert reader.read(1) == b"" and not reader.verified
+
+
+def test_read_asks_the_source_for_no_more_than_the_declared_size() -> None:
+    src = Source(DATA, tail=b"!")
+    reader = VerifyingReader(src, _desc())
+    with pytest.raises(SizeMismatch):
+        reader.read(1 << 20)
+    assert src.pos == len(DATA) + 1
 
 
 @pytest.mark.usefixtures("pipelined")
