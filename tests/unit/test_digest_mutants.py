@@ -550,6 +550,9 @@ def test_an_empty_descriptor_is_verified_by_the_first_read() -> None:
     with pytest.raises(SizeMismatch) as exc:
         VerifyingReader(Source(b"x"), empty).read(10)
     assert exc.value.message == "more than the declared 0 bytes"
+    with pytest.raises(SizeMismatch) as exc:
+        VerifyingReader(Source(b"x"), empty).readinto(memoryview(bytearray(10)))
+    assert exc.value.message == "more than the declared 0 bytes"
 
 
 def test_progress_callbacks_chain_and_close_runs_once() -> None:
