@@ -95,8 +95,9 @@ def test_cosign_key_refusals_name_the_field(pem: bytes, message: str) -> None:
 @pytest.mark.parametrize(("pem", "prefix"), [
     (b"-----BEGIN " + PEM_LABEL.encode() + b"-----\n!!!!\n-----END " + PEM_LABEL.encode() + b"-----\n",
      "cosign key: PEM body is not base64: "),
-    (_pem(_with("kdf.salt", "c2FsdA=!")), "cosign key: kdf.salt is not base64: "),
-    (_pem(_with("cipher.nonce", "bm9uY2U-")), "cosign key: cipher.nonce is not base64: "),
+    # characters a lenient decoder would skip: only strict base64 refuses them
+    (_pem(_with("kdf.salt", "c2Fs!dA==")), "cosign key: kdf.salt is not base64: "),
+    (_pem(_with("cipher.nonce", "!" + _b64(b"n" * 24))), "cosign key: cipher.nonce is not base64: "),
 ])
 def test_cosign_key_base64_is_strict(pem: bytes, prefix: str) -> None:
     with pytest.raises(MalformedError) as exc:
@@ -105,8 +106,8 @@ def test_cosign_key_base64_is_strict(pem: bytes, prefix: str) -> None:
 
 
 def test_the_largest_allowed_parameters_are_accepted() -> None:
-    """r=32 and p=16 are in range: the file is refused only because the password is wrong for them."""
-    for path, value in (("kdf.params.r", 32), ("kdf.params.p", 16)):
+    """r=32, p=16 and N=2 are in range: the file is refused only because the password is wrong for them."""
+    for path, value in (("kdf.params.r", 32), ("kdf.params.p", 16), ("kdf.params.N", 2)):
         with pytest.raises(WrongPassword) as exc:
             decrypt_cosign_key(_pem(_with(path, value)), b"pw")
         assert str(exc.value) == "cosign key: wrong password (secretbox did not open)"
