@@ -209,6 +209,7 @@ def test_a_refused_reader_never_turns_verified_later() -> None:
 def test_read_asks_the_source_for_no_more_than_the_declared_size() -> None:
     src = Source(DATA, tail=b"!")
     reader = VerifyingReader(src, _desc())
+    assert reader.read(1000) == DATA[:1000]
     with pytest.raises(SizeMismatch):
         reader.read(1 << 20)
     assert src.pos == len(DATA) + 1
