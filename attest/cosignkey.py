@@ -100,8 +100,8 @@ def decrypt_cosign_key(data: bytes, password: bytes) -> PrivateKey:
         raise MalformedError("cosign key: kdf.params is missing")
     n, r = _int(params, "N", MAX_SCRYPT_N), _int(params, "r", MAX_SCRYPT_R)
     p = _int(params, "p", MAX_SCRYPT_P)
-    if n & (n - 1):
-        raise MalformedError(f"cosign key: kdf.params.N={n} is not a power of two")
+    if n < 2 or n & (n - 1):  # scrypt takes no N of 1 (hashlib would raise a bare ValueError)
+        raise MalformedError(f"cosign key: kdf.params.N={n} is not a power of two above 1")
     salt = _b64(kdf, "salt", "kdf")
     nonce = _b64(cipher, "nonce", "cipher")
     if len(nonce) != nacl.secret.SecretBox.NONCE_SIZE:

@@ -87,7 +87,9 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
               "tests/unit/test_workflow_verify_verdicts.py", "tests/unit/test_workflow_verify_bindings.py",
               "tests/unit/test_oci_digest.py", "tests/unit/test_oci_layout.py",
               "tests/unit/test_oci_shapes.py",
-              "tests/unit/test_oci_descriptor.py", "tests/property/test_verifying_reader.py")),
+              "tests/unit/test_oci_descriptor.py", "tests/property/test_verifying_reader.py",
+              "tests/unit/test_digest_mutants.py", "tests/unit/test_attest_mutants.py",
+              "tests/unit/test_attest_mutants_cosignkey.py")),
 }
 # stage 2 leaves out the test files that cannot pass under mutmut's trampolines, or test processes
 WIDE_EXCLUDE: dict[str, str] = {

@@ -171,9 +171,7 @@ class VerifyingReader:
             total += n
             if progress is not None:
                 progress(n)
-        if not self.verified:
-            self.read(1)
-        return total
+        return total  # readinto returned 0: verified, or the reader was already at its end
 
     def _copy_pipelined(self, fh: IO[bytes], bufsize: int, progress: Callable[[int], None] | None) -> int:
         direct = _DirectWriter.open(fh)
@@ -434,9 +432,11 @@ def copy_verified(reader: VerifyingReader, dest: Path, *, fsync: bool = False) -
     fh: IO[bytes] = tmp.open("wb")
     try:
         with fh:
-            reader.copy_to(fh)
-            if not reader.verified:
-                reader.read(1)
+            written = reader.copy_to(fh)
+            if not reader.verified or written != reader.desc.size:
+                # a reader already read (or failed) elsewhere proves nothing about these bytes
+                raise SizeMismatch(f"copied {written} of {reader.desc.size} bytes from a reader that was "
+                                   "already read", where=reader.desc.digest)
             if fsync:
                 fh.flush()
                 os.fsync(fh.fileno())

@@ -94,6 +94,9 @@ def test_key_past_its_validity_is_portable_with_a_warning() -> None:
          "integrity must contain exactly the acx.workflow-signature/1 fields", None, None, None),
         (_with(publicKeyPem=7), "invalid public key: not a PEM public key", PUBLISHER, KEYID, SIGNED_AT),
     ],
+    # fixed ids: the key (and so the keyid) is made at import time, and mutmut names tests by id
+    ids=["publisherId", "keyid", "signedAt-type", "signedAt-date", "extra-field", "integrity-string",
+         "publicKeyPem"],
 )
 def test_tampered_verdicts_keep_only_string_fields(doc: dict[str, Any], issue: str, pub: str | None,
                                                   keyid: str | None, signed_at: str | None) -> None:
