@@ -24,7 +24,7 @@ from typing import Any
 from acxoci.errors import TransientError
 from acxoci.oci.descriptor import Descriptor
 from acxoci.oci.digest import DISK_FULL_ERRNOS, VerifyingReader, new_hasher
-from acxoci.oci.errors import DiskFull, TruncatedBody
+from acxoci.oci.errors import DiskFull, SizeMismatch, TruncatedBody
 from acxoci.oci.registry import RegistryTarget
 from acxoci.oci.target import Target
 
@@ -116,9 +116,11 @@ def fetch_staged(
         with reader:
             fh.seek(have)
             fh.truncate(have)
-            reader.copy_to(fh, progress=progress)
-            if not reader.verified:
-                reader.read(1)
+            written = reader.copy_to(fh, progress=progress)
+            if not reader.verified or have + written != desc.size:
+                # fail closed: a reader read elsewhere proves bytes this file does not hold
+                raise SizeMismatch(f"staged {have + written} of {desc.size} bytes of {desc.digest}",
+                                   where=str(path))
         fh.flush()
         ok = True
         return path

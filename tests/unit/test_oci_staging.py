@@ -93,3 +93,28 @@ def test_interrupted_pull_resumes_from_its_staging_file(
     assert pulled.path.read_bytes() == LAYER and list(out.iterdir()) == [pulled.path]
     ranges = [r.headers.get("range") for r in server.seen if LAYER_DIGEST in r.path]
     assert ranges[-2 if then == "no-range" else -1] == f"bytes={kept}-"  # resumed where it stopped
+
+
+def test_a_reader_that_proves_nothing_stages_nothing(tmp_path: Path) -> None:
+    """Staging keeps a file only when the copy itself proved the digest: a target handing out a
+    reader that was already read (so `copy_to` moves 0 bytes) is refused and leaves no file."""
+    import io
+
+    from acxoci.oci.digest import VerifyingReader
+    from acxoci.oci.errors import SizeMismatch
+    from acxoci.oci.staging import fetch_staged
+
+    data = b"staged bytes"
+    desc = Descriptor("application/octet-stream", "sha256:" + hashlib.sha256(data).hexdigest(), len(data))
+    used = VerifyingReader(io.BytesIO(data), desc)
+    used.read(5)  # read elsewhere: the copy moves only the other 7 bytes, yet the reader proves 12
+
+    class Spent:
+        def fetch(self, d: Descriptor) -> VerifyingReader:
+            return used
+
+    path = tmp_path / "blob.partial"
+    with pytest.raises((SizeMismatch, DigestMismatch)):
+        fetch_staged(Spent(), desc, path)  # type: ignore[arg-type]
+    assert not path.exists()
+    assert list(tmp_path.iterdir()) == []
