@@ -14,13 +14,13 @@ import pytest
 from acxoci.cartridge.reader import BadEntry, Cartridge, open_cartridge
 from acxoci.cartridge.schema import DDL
 from acxoci.errors import InvalidInput
-from tests.unit.test_cartridge_hostile_review import (
-    _graft_index,
-    _memory_index_calls_save_row_rom,
-    _meta_row_out_of_order,
-    _sqlar_index_points_rom_name_at_save_row,
-    _sqlar_separator_lies,
-    _swap_cells,
+from tests.unit.hostile_btree import (
+    graft_index,
+    memory_index_calls_save_row_rom,
+    meta_row_out_of_order,
+    sqlar_index_points_rom_name_at_save_row,
+    sqlar_separator_lies,
+    swap_cells,
 )
 from tests.unit.test_cartridge_verify_support import SAMPLE, copy_vector
 from tests.unit.test_reader_mutants_support import edited, refused, scratch
@@ -48,9 +48,9 @@ def test_the_sample_passes_every_check(sample: Path) -> None:
 @pytest.mark.parametrize(
     ("build", "index", "table"),
     [
-        (_sqlar_index_points_rom_name_at_save_row, SQLAR_INDEX, "sqlar"),
-        (_memory_index_calls_save_row_rom, "memory_zone_fp", "memory"),
-        (lambda p: _swap_cells(p, SQLAR_INDEX), SQLAR_INDEX, "sqlar"),
+        (sqlar_index_points_rom_name_at_save_row, SQLAR_INDEX, "sqlar"),
+        (memory_index_calls_save_row_rom, "memory_zone_fp", "memory"),
+        (lambda p: swap_cells(p, SQLAR_INDEX), SQLAR_INDEX, "sqlar"),
     ],
     ids=["sqlar-name-to-save-row", "memory-save-row-as-rom", "sqlar-index-cells-swapped"],
 )
@@ -71,7 +71,7 @@ def _graft_missing_last(path: Path, *, keep: int) -> None:
     rows = conn.execute("SELECT rowid, name FROM sqlar ORDER BY name").fetchall()[:keep]
     conn.execute("CREATE TABLE h (name TEXT PRIMARY KEY, mode INT, mtime INT, sz INT, data BLOB)")
     conn.executemany("INSERT INTO h (rowid, name) VALUES (?, ?)", rows)
-    _graft_index(conn, SQLAR_INDEX, "sqlite_autoindex_h_1")
+    graft_index(conn, SQLAR_INDEX, "sqlite_autoindex_h_1")
 
 
 def test_a_table_row_without_an_index_entry_is_refused(sample: Path) -> None:
@@ -89,7 +89,7 @@ def test_an_index_with_an_entry_too_many_is_refused(sample: Path) -> None:
     rows = conn.execute("SELECT rowid, name FROM sqlar ORDER BY name").fetchall()
     conn.execute("CREATE TABLE h (name TEXT PRIMARY KEY, mode INT, mtime INT, sz INT, data BLOB)")
     conn.executemany("INSERT INTO h (rowid, name) VALUES (?, ?)", [*rows, (10_000, "rom/zzz")])
-    _graft_index(conn, SQLAR_INDEX, "sqlite_autoindex_h_1")
+    graft_index(conn, SQLAR_INDEX, "sqlite_autoindex_h_1")
     message, details = _disagrees(
         SQLAR_INDEX, "sqlar", "an entry names no row of the table, or a row has no entry"
     )
@@ -194,7 +194,7 @@ def _missed_seeks(path: Path, table: str) -> list[int]:
 
 
 @pytest.mark.parametrize(
-    "build", [_sqlar_separator_lies, lambda p: _swap_cells(p, "sqlar")], ids=["separator", "cells"]
+    "build", [sqlar_separator_lies, lambda p: swap_cells(p, "sqlar")], ids=["separator", "cells"]
 )
 def test_a_rowid_a_seek_cannot_find_is_refused_and_named(build: object, sample: Path) -> None:
     assert callable(build)
@@ -220,7 +220,7 @@ def test_capabilities_rowid_seeks_are_checked_too(sample: Path) -> None:
     )
     conn.commit()
     conn.close()
-    _swap_cells(sample, "capabilities")
+    swap_cells(sample, "capabilities")
     missed = _missed_seeks(sample, "capabilities")
     assert missed
     with open_cartridge(sample) as cart:
@@ -237,9 +237,9 @@ def test_capabilities_rowid_seeks_are_checked_too(sample: Path) -> None:
 @pytest.mark.parametrize(
     ("build", "table", "read"),
     [
-        (_meta_row_out_of_order, "cartridge", Cartridge.meta),
-        (lambda p: _swap_cells(p, "sqlar"), "sqlar", Cartridge.sqlar_infos),
-        (lambda p: _swap_cells(p, "objects"), "objects", Cartridge.objects),
+        (meta_row_out_of_order, "cartridge", Cartridge.meta),
+        (lambda p: swap_cells(p, "sqlar"), "sqlar", Cartridge.sqlar_infos),
+        (lambda p: swap_cells(p, "objects"), "objects", Cartridge.objects),
     ],
     ids=["meta-key-edited", "sqlar-cells", "objects-cells"],
 )

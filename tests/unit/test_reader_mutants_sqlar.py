@@ -22,7 +22,7 @@ from acxoci.cartridge.constants import DEFAULT_MAX_DECOMPRESSED_BYTES
 from acxoci.cartridge.reader import BadEntry, SqlarInfo, open_cartridge
 from acxoci.cartridge.sqlar import Budget, decode_entry, stream_entry
 from acxoci.errors import InvalidInput
-from tests.unit.test_cartridge_hostile_review2 import _corrupt_a_sqlar_leaf
+from tests.unit.hostile_btree import corrupt_a_sqlar_leaf
 from tests.unit.test_reader_mutants_support import ROM_FILE, edited, refused
 
 TEXT = bytes(range(256)) * 8  # 2,048 bytes
@@ -366,7 +366,7 @@ def test_a_sqlar_table_the_pass_cannot_read_is_typed(
     vectors_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     p = edited(vectors_dir, tmp_path)
-    _corrupt_a_sqlar_leaf(p)
+    corrupt_a_sqlar_leaf(p)
     info = SqlarInfo(ROM_FILE, 420, 0, 394, 263, 8, "rom")
     with open_cartridge(p) as cart:
         hashing = cart.start_rom_hashing()
