@@ -168,6 +168,24 @@ def test_a_file_removed_during_the_open_is_refused(sample: Path, monkeypatch: py
     )
 
 
+def test_a_file_removed_before_sqlite_opens_it_is_refused(
+    sample: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_check = reader.check_no_sidecars
+
+    def check_then_remove(path: Path) -> None:
+        real_check(path)
+        os.unlink(sample)
+
+    monkeypatch.setattr(reader, "check_no_sidecars", check_then_remove)
+    refused(
+        lambda: open_cartridge(sample),
+        InvalidInput,
+        "cannot open as SQLite: unable to open database file",
+        where=str(sample),
+    )
+
+
 def test_an_opened_cartridge_reads_through_its_limits(sample: Path) -> None:
     with open_cartridge(sample) as cart:
         # any one value SQLite materialises is bounded (a hostile row cannot cost more)

@@ -488,3 +488,57 @@ def test_missing_tables_are_named() -> None:
     ):
         conn.execute(stmt)
     Cartridge.from_connection(conn, label="mem").check_tables()
+
+
+def _skill_md(name: str) -> bytes:
+    return f"---\nname: {name}\ndescription: d\n---\nbody of {name}\n".encode()
+
+
+def test_only_skill_rows_that_match_a_rom_skill_file_are_kept(vectors_dir: Path, tmp_path: Path) -> None:
+    import hashlib
+
+    files = {
+        "rom/skills/good/SKILL.md": _skill_md("good"),
+        "rom/skills/badhash/SKILL.md": _skill_md("badhash"),
+        "rom/skills/nofm/SKILL.md": b"no frontmatter here\n",
+        "rom/skills/wrongname/SKILL.md": _skill_md("wrongname"),
+        "rom/other/SKILL.md": _skill_md("other"),
+        "rom/skills/readme/README.md": _skill_md("readme"),
+        "save/skills/saved/SKILL.md": _skill_md("saved"),
+    }
+    rows = {  # acx_skill rows, given rowids below the sample's so each filter runs before it
+        -9: ("rom/skills/absent/SKILL.md", "absent", hashlib.sha256(b"x").hexdigest()),
+        -8: ("rom/skills/badhash/SKILL.md", "badhash", "0" * 64),
+        -7: ("rom/skills/nofm/SKILL.md", "nofm", None),
+        -6: ("rom/skills/wrongname/SKILL.md", "other-name", None),
+        -5: ("rom/other/SKILL.md", "other", None),
+        -4: ("rom/skills/readme/README.md", "readme", None),
+        -3: ("save/skills/saved/SKILL.md", "saved", None),
+        -2: (None, "nameless", "0" * 64),
+        -1: ("rom/skills/good/SKILL.md", "good", None),
+    }
+    p = edited(vectors_dir, tmp_path)
+    conn = sqlite3.connect(p)
+    for name, data in files.items():
+        conn.execute("INSERT INTO sqlar VALUES (?, 420, 0, ?, ?)", (name, len(data), data))
+    for rowid, (path, name, sha) in rows.items():
+        digest = sha or hashlib.sha256(files[str(path)]).hexdigest()
+        conn.execute(
+            "INSERT INTO acx_skill (rowid, sqlar_path, name, description, skill_version, license,"
+            " content_sha256, resources, schema_version) VALUES (?, ?, ?, 'd', '1.0', 'MIT', ?, '[]', 'v')",
+            (rowid, path, name, digest),
+        )
+    conn.commit()
+    conn.close()
+    with open_cartridge(p) as cart:
+        got = cart.skills()
+        assert [s.sqlar_path for s in got] == ["rom/skills/good/SKILL.md", SKILL]
+        assert got[0] == SkillRow(
+            "rom/skills/good/SKILL.md",
+            "good",
+            "d",
+            "1.0",
+            "MIT",
+            hashlib.sha256(files["rom/skills/good/SKILL.md"]).hexdigest(),
+        )
+        assert cart.skills() == got
