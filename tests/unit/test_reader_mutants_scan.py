@@ -542,3 +542,66 @@ def test_only_skill_rows_that_match_a_rom_skill_file_are_kept(vectors_dir: Path,
             hashlib.sha256(files["rom/skills/good/SKILL.md"]).hexdigest(),
         )
         assert cart.skills() == got
+
+
+@pytest.mark.parametrize(
+    ("mode", "problem"),
+    [
+        (0o120777, "mode 0o120777 is a symlink"),
+        (0o104755, "mode 0o104755 has setuid/setgid/sticky bits"),
+        (0o100666, "mode 0o100666 is group/other writable"),
+        (-1, "mode -0o1 has bits outside a file mode"),
+    ],
+)
+def test_a_bad_file_mode_is_refused_naming_the_entry(
+    mode: int, problem: str, vectors_dir: Path, tmp_path: Path
+) -> None:
+    # the same good mode on every other row (checked once), the bad one on the last row
+    p = edited(vectors_dir, tmp_path, f"INSERT INTO sqlar VALUES ('rom/zz', {mode}, 0, 1, X'41')")
+    with open_cartridge(p) as cart:
+        refused(
+            cart.sqlar_infos,
+            BadEntry,
+            f"sqlar entry 'rom/zz': {problem}",
+            where=str(p),
+            details={"entry": "rom/zz", "table": "sqlar", "column": "mode"},
+        )
+
+
+def test_sqlar_names_are_portable_paths(vectors_dir: Path, tmp_path: Path) -> None:
+    nul = "CAST(X'726f6d2f6100' AS TEXT)"  # 'rom/a' NUL
+    p = edited(vectors_dir, tmp_path, f"INSERT INTO sqlar VALUES ({nul}, 420, 0, 1, X'41')", name="a.acx")
+    with open_cartridge(p) as cart:
+        refused(
+            cart.sqlar_infos,
+            BadEntry,
+            "sqlar entry 'rom/a\\x00' contains NUL",
+            where=str(p),
+            details={"entry": "rom/a\x00"},
+        )
+    # another row that is not UTF-8 sends the scan through the bytes pass: the NUL row (read
+    # first) is named by its bytes
+    p = edited(
+        vectors_dir,
+        tmp_path,
+        f"INSERT INTO sqlar (rowid, name, mode, mtime, sz, data) VALUES (-1, {nul}, 420, 0, 1, X'41')",
+        f"INSERT INTO sqlar VALUES ({BLOB_TEXT}, 420, 0, 1, X'41')",
+        name="b.acx",
+    )
+    with open_cartridge(p) as cart:
+        refused(
+            cart.sqlar_infos,
+            BadEntry,
+            "sqlar entry b'rom/a\\x00' contains NUL",
+            where=str(p),
+            details={"entry": "b'rom/a\\x00'"},
+        )
+    p = edited(vectors_dir, tmp_path, "INSERT INTO sqlar VALUES ('rom/../x', 420, 0, 1, X'41')", name="c.acx")
+    with open_cartridge(p) as cart:
+        refused(
+            cart.sqlar_infos,
+            BadEntry,
+            "sqlar entry 'rom/../x' contains a '.' or '..' segment",
+            where=str(p),
+            details={"entry": "rom/../x"},
+        )
