@@ -391,3 +391,29 @@ def test_sqlar_read_of_every_stored_form(vectors_dir: Path, tmp_path: Path) -> N
             assert cart.sqlar_read(name) == text, name
         assert cart.sqlar_read("rom/empty") == b"" and cart.sqlar_read("rom/empty2") == b""
         assert cart.sqlar_read("rom/none") is None
+
+
+def test_a_lock_held_by_a_writer_does_not_stop_the_reader(sample: Path) -> None:
+    # the file is opened immutable: no lock is taken, so a writer holding the file's exclusive
+    # lock (no journal yet, no sidecar) neither blocks the reader nor changes what it reads
+    with open_cartridge(sample) as cart:
+        writer = sqlite3.connect(sample, timeout=0)
+        try:
+            writer.execute("BEGIN EXCLUSIVE")
+            assert not Path(f"{sample}-journal").exists()
+            assert cart.meta()["acx.role"] == "designer"
+            assert len(cart.sqlar_infos()) == 14
+        finally:
+            writer.rollback()
+            writer.close()
+
+
+def test_a_schema_refusal_names_the_file(vectors_dir: Path, tmp_path: Path) -> None:
+    p = edited(vectors_dir, tmp_path, "CREATE TABLE evil (x TEXT)")
+    refused(
+        lambda: open_cartridge(p),
+        InvalidInput,
+        "not an acceptable cartridge: unexpected table 'evil'",
+        where=str(p),
+        details={"table": "evil"},
+    )
