@@ -605,3 +605,72 @@ def test_sqlar_names_are_portable_paths(vectors_dir: Path, tmp_path: Path) -> No
             where=str(p),
             details={"entry": "rom/../x"},
         )
+
+
+def test_a_table_sqlite_cannot_scan_is_typed(vectors_dir: Path, tmp_path: Path) -> None:
+    conn = scratch("CREATE TABLE capabilities (id TEXT, json TEXT)", ddl=False)  # no content_hash
+    refused(
+        Cartridge.from_connection(conn, label="mem").capabilities,
+        InvalidInput,
+        "cannot read cartridge table capabilities: no such column: content_hash",
+        where="mem",
+    )
+    # a view in the table's place is read through another b-tree: refused by its plan
+    conn = scratch(
+        "CREATE TABLE t (x TEXT)",
+        "CREATE VIEW capabilities AS SELECT x AS id, x AS json, x AS content_hash FROM t",
+        ddl=False,
+    )
+    refused(
+        Cartridge.from_connection(conn, label="mem").capabilities,
+        InvalidInput,
+        "SQLite would read this cartridge through ['SCAN t'], not ('SCAN capabilities',); refusing",
+        where="mem",
+    )
+    from tests.unit.hostile_btree import corrupt_a_sqlar_leaf
+
+    p = edited(vectors_dir, tmp_path)
+    corrupt_a_sqlar_leaf(p)
+    with open_cartridge(p) as cart:
+        refused(
+            cart.sqlar_infos,
+            InvalidInput,
+            "cannot read cartridge table sqlar: database disk image is malformed",
+            where=str(p),
+        )
+
+
+def test_text_and_blob_helpers_refuse_anything_else() -> None:
+    # the typed scans hand these only text or blob values; anything else is refused, named
+    from acxoci.cartridge.reader import _blob, _opt_text, _text
+
+    for bad in (None, 7, 1.5):
+        refused(
+            lambda bad=bad: _text(bad, "f.acx", "memory:m.oid"),
+            BadEntry,
+            f"memory:m.oid is {type(bad).__name__}, expected text",
+            where="f.acx",
+            details={"entry": "memory:m.oid"},
+        )
+    for bad in ("s", 7, None):
+        refused(
+            lambda bad=bad: _blob(bad, "f.acx", "memory:m"),
+            BadEntry,
+            f"memory:m is {type(bad).__name__}, expected text",
+            where="f.acx",
+            details={"entry": "memory:m"},
+        )
+    assert _text("é", "f", "w") == "é" and _text("é".encode(), "f", "w") == "é"
+    assert _opt_text(None, "f", "w") is None and _opt_text(b"a", "f", "w") == "a"
+    assert _blob(b"\xff", "f", "w") == b"\xff"
+
+
+def test_a_huge_envelope_is_read_only_one_byte_past_the_limit(vectors_dir: Path, tmp_path: Path) -> None:
+    from acxoci.cartridge.constants import MAX_ENVELOPE_BYTES
+
+    p = edited(
+        vectors_dir, tmp_path, f"UPDATE signatures SET envelope = '[' || hex(zeroblob({MAX_ENVELOPE_BYTES}))"
+    )
+    with open_cartridge(p) as cart:
+        env = cart.signatures()[0].envelope
+    assert len(env) == MAX_ENVELOPE_BYTES + 1 and env == b"[" + b"0" * MAX_ENVELOPE_BYTES

@@ -427,3 +427,27 @@ def test_an_early_pass_is_handed_out_once_and_closed_with_the_cartridge(
     with open_cartridge(p) as cart:
         cart.begin_rom_hashing()
     assert closed == made and len(made) == 1  # never used: the cartridge's close stops it
+
+
+def test_a_bomb_past_one_read_still_costs_sz_plus_one() -> None:
+    sz = (1 << 20) + 10  # the first read gives 1 MiB, the second may give only 11 bytes more
+    bomb = zlib.compress(bytes(3 << 20))
+    budget = Budget(10**9)
+    _refused_stream(
+        f"data is neither raw, zlib nor raw DEFLATE of exactly {sz} bytes", sz, [bomb], budget=budget
+    )
+    assert budget.used == sz + 1
+
+
+def test_the_entry_limit_applies_when_hashing_too(vectors_dir: Path, tmp_path: Path) -> None:
+    p = edited(vectors_dir, tmp_path)
+    with open_cartridge(p, max_entry_bytes=100) as cart:
+        info = cart.sqlar_info(ROM_FILE)
+        assert info is not None and info.stored < info.sz
+        refused(
+            lambda: cart.sqlar_sha256(info),
+            BadEntry,
+            f"sqlar entry {ROM_FILE!r}: declared size 394 exceeds the 100-byte limit",
+            where=str(p),
+            details={"entry": ROM_FILE},
+        )
