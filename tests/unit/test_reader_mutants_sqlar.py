@@ -10,7 +10,7 @@ import functools
 import hashlib
 import sqlite3
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -451,3 +451,24 @@ def test_the_entry_limit_applies_when_hashing_too(vectors_dir: Path, tmp_path: P
             where=str(p),
             details={"entry": ROM_FILE},
         )
+
+
+def test_a_chunk_source_is_closed_when_the_budget_stops_it() -> None:
+    # a blobopen reader left half read must be released while its connection is open, even
+    # while the refusal (and its traceback, which holds the reading frames) is still alive
+    data = zlib.compress(bytes(50_000))
+    closed: list[str] = []
+
+    def chunks() -> Iterator[bytes]:
+        try:
+            yield data[:100]
+            yield data[100:]
+        finally:
+            closed.append("closed")
+
+    with pytest.raises(BadEntry, match="more than 1000 bytes decompressed in total") as info:
+        stream_entry("rom/e", 50_000, len(data), chunks, Sinks(), where="f.acx", budget=Budget(1000))
+    assert info.value.details == {"entry": "rom/e", "limit": 1000}
+    assert closed == ["closed"]
+    # chunk sources without close() (any iterable) are fine
+    assert _stream(len(TEXT), [zlib.compress(TEXT)])[0] == TEXT
