@@ -341,3 +341,23 @@ def test_side_tables_keys_are_checked(vectors_dir: Path, tmp_path: Path) -> None
         where="mem",
         details={"table": "acx_skill", "column": "sqlar_path"},
     )
+
+
+def test_a_view_in_a_tables_place_is_refused_by_the_seek_plan() -> None:
+    # a wrapped connection whose sqlar is a view: the index checks skip it (not a table), and the
+    # seek check's plan shows the b-tree SQLite would really read
+    conn = scratch(ddl=False)
+    for stmt in DDL:
+        if stmt.startswith("CREATE TABLE sqlar"):
+            conn.execute("CREATE TABLE t (name TEXT, mode INT, mtime INT, sz INT, data BLOB)")
+            conn.execute("CREATE VIEW sqlar AS SELECT rowid AS rowid, * FROM t")
+        else:
+            conn.execute(stmt)
+    refused(
+        Cartridge.from_connection(conn, label="mem").check_indexes,
+        InvalidInput,
+        "SQLite would read this cartridge through ['SCAN t', 'CORRELATED SCALAR SUBQUERY 1',"
+        " 'SEARCH t USING INTEGER PRIMARY KEY (rowid=?)'], not ('SCAN a', 'CORRELATED SCALAR SUBQUERY 1',"
+        " 'SEARCH b USING INTEGER PRIMARY KEY (rowid=?)'); refusing",
+        where="mem",
+    )
