@@ -417,3 +417,11 @@ def test_a_schema_refusal_names_the_file(vectors_dir: Path, tmp_path: Path) -> N
         where=str(p),
         details={"table": "evil"},
     )
+
+
+def test_a_cartridge_made_directly_does_not_own_its_connection(sample: Path) -> None:
+    conn = sqlite3.connect(sample)
+    with Cartridge(conn, label="direct") as cart:
+        assert cart.meta()["acx.role"] == "designer"
+    assert conn.execute("SELECT count(*) FROM cartridge").fetchone() == (22,)  # still open
+    conn.close()
