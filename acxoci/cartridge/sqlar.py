@@ -58,7 +58,9 @@ def _inflate_stream(
     where: str,
 ) -> bool:
     """Inflate a chunked stream into `sink`, expecting exactly `sz` bytes; False if it is not that
-    stream (bad data, truncated, trailing bytes, or more output than `sz`)."""
+    stream (bad data, truncated, trailing bytes, or more output than `sz`). The chunk source is
+    closed on the way out, so a `blobopen` reader left half read is released at once, while its
+    connection is open, not whenever it is collected."""
     d = zlib.decompressobj(wbits)
     produced = 0
     it = iter(chunks)
@@ -79,8 +81,6 @@ def _inflate_stream(
                         return False
                     break
                 pending = d.unconsumed_tail
-                if not out and not pending:
-                    break
             if d.eof:
                 break
         if not d.eof:
@@ -90,6 +90,10 @@ def _inflate_stream(
                 return False
     except zlib.error:
         return False
+    finally:
+        close = getattr(it, "close", None)
+        if close is not None:
+            close()
     return produced == sz
 
 

@@ -14,9 +14,15 @@ from pathlib import Path
 import pytest
 
 from acxoci.cartridge.reader import open_cartridge
-from acxoci.cartridge.sqlar import decode_entry
 from acxoci.errors import InvalidInput
 from acxoci.workflow.ready import directory_roster, load_roster
+from tests.unit.hostile_btree import (
+    memory_index_calls_save_row_rom,
+    meta_row_out_of_order,
+    sqlar_index_points_rom_name_at_save_row,
+    sqlar_separator_lies,
+    swap_cells,
+)
 from tests.unit.test_cartridge_hostile import assert_refused_verify, measured_acx
 from tests.unit.test_cartridge_verify_support import NOW, SAMPLE, copy_vector
 
@@ -28,52 +34,9 @@ def sample(vectors_dir: Path, tmp_path: Path) -> Path:
     return copy_vector(vectors_dir, SAMPLE, tmp_path / "c.acx")
 
 
-def _graft_index(conn: sqlite3.Connection, index: str, helper_index: str) -> None:
-    """Point `index` at the b-tree of `helper_index` (built from other rows), then forget the
-    helper table: the file's index now disagrees with its table, as a hand-edited page would."""
-    conn.commit()
-    (root,) = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = ?", (helper_index,)).fetchone()
-    (helper,) = conn.execute("SELECT tbl_name FROM sqlite_master WHERE name = ?", (helper_index,)).fetchone()
-    conn.execute("PRAGMA writable_schema = ON")
-    conn.execute("UPDATE sqlite_master SET rootpage = ? WHERE name = ?", (root, index))
-    conn.execute("DELETE FROM sqlite_master WHERE tbl_name = ?", (helper,))
-    conn.commit()
-    conn.close()
-
-
-def _sqlar_index_points_rom_name_at_save_row(path: Path) -> None:
-    """The sqlar name index maps the signed ROM name to the rowid of an unsigned SAVE row."""
-    conn = sqlite3.connect(path)
-    conn.execute("INSERT INTO sqlar VALUES ('save/notes.md', 420, 0, 4, CAST('evil' AS BLOB))")
-    rows = dict(conn.execute("SELECT name, rowid FROM sqlar").fetchall())
-    swap = {rows["save/notes.md"]: rows[ROM_FILE], rows[ROM_FILE]: rows["save/notes.md"]}
-    conn.execute("CREATE TABLE h (name TEXT PRIMARY KEY, mode INT, mtime INT, sz INT, data BLOB)")
-    for name, rowid in rows.items():
-        conn.execute("INSERT INTO h (rowid, name) VALUES (?, ?)", (swap.get(rowid, rowid), name))
-    _graft_index(conn, "sqlite_autoindex_sqlar_1", "sqlite_autoindex_h_1")
-
-
-def _memory_index_calls_save_row_rom(path: Path) -> None:
-    """memory_zone_fp lists an unsigned SAVE memory row under zone 'rom' (and the ROM row under 'save')."""
-    conn = sqlite3.connect(path)
-    conn.execute(
-        "INSERT INTO memory SELECT 'mem-evil', 'save', artifact_fingerprint, codebase_fingerprint,"
-        " '{\"evil\":1}', oid, created_at FROM memory"
-    )
-    conn.execute(
-        "CREATE TABLE h (id TEXT PRIMARY KEY NOT NULL, zone TEXT, artifact_fingerprint TEXT) WITHOUT ROWID"
-    )
-    conn.execute("CREATE INDEX h_i ON h (zone, artifact_fingerprint)")
-    conn.execute(
-        "INSERT INTO h SELECT id, CASE zone WHEN 'save' THEN 'rom' ELSE 'save' END, artifact_fingerprint"
-        " FROM memory"
-    )
-    _graft_index(conn, "memory_zone_fp", "h_i")
-
-
 def test_plain_sqlite_sees_the_grafted_sqlar_index(sample: Path) -> None:
     """The attack is real: an ordinary lookup by name returns the SAVE row's bytes."""
-    _sqlar_index_points_rom_name_at_save_row(sample)
+    sqlar_index_points_rom_name_at_save_row(sample)
     conn = sqlite3.connect(f"{sample.as_uri()}?mode=ro", uri=True)
     (data,) = conn.execute("SELECT data FROM sqlar WHERE name = ?", (ROM_FILE,)).fetchone()
     conn.close()
@@ -81,7 +44,7 @@ def test_plain_sqlite_sees_the_grafted_sqlar_index(sample: Path) -> None:
 
 
 def test_plain_sqlite_sees_the_grafted_memory_index(sample: Path) -> None:
-    _memory_index_calls_save_row_rom(sample)
+    memory_index_calls_save_row_rom(sample)
     conn = sqlite3.connect(f"{sample.as_uri()}?mode=ro", uri=True)
     rows = conn.execute("SELECT id, zone, payload FROM memory WHERE zone = 'rom'").fetchall()
     conn.close()
@@ -89,7 +52,7 @@ def test_plain_sqlite_sees_the_grafted_memory_index(sample: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "build", [_sqlar_index_points_rom_name_at_save_row, _memory_index_calls_save_row_rom]
+    "build", [sqlar_index_points_rom_name_at_save_row, memory_index_calls_save_row_rom]
 )
 def test_index_that_disagrees_with_its_table_is_refused(
     build: Callable[[Path], None], sample: Path, vectors_dir: Path
@@ -101,7 +64,7 @@ def test_index_that_disagrees_with_its_table_is_refused(
 
 
 @pytest.mark.parametrize(
-    "build", [_sqlar_index_points_rom_name_at_save_row, _memory_index_calls_save_row_rom]
+    "build", [sqlar_index_points_rom_name_at_save_row, memory_index_calls_save_row_rom]
 )
 def test_workflow_ready_refuses_a_disagreeing_index(build: Callable[[Path], None], sample: Path) -> None:
     build(sample)
@@ -109,48 +72,8 @@ def test_workflow_ready_refuses_a_disagreeing_index(build: Callable[[Path], None
     assert entry.error is not None or (entry.verdict is not None and entry.verdict.rejected), entry
 
 
-def _meta_row_out_of_order(path: Path) -> None:
-    """The signed `acx.publisher_id` row sits at the end of the cartridge b-tree (a key edited in
-    place): a scan still meets it, but a seek by key, as any `WHERE key = ?` does, never finds it."""
-    conn = sqlite3.connect(path)
-    conn.execute(
-        "INSERT INTO cartridge SELECT 'zcx.publisher_id', value FROM cartridge WHERE key = 'acx.publisher_id'"
-    )
-    conn.execute("DELETE FROM cartridge WHERE key = 'acx.publisher_id'")
-    conn.commit()
-    conn.close()
-    data = path.read_bytes()
-    assert data.count(b"zcx.publisher_id") == 1
-    path.write_bytes(data.replace(b"zcx.publisher_id", b"acx.publisher_id"))
-
-
-def _swap_cells(path: Path, table: str) -> None:
-    """Swap the first two cell pointers of the first leaf page of `table`: its rows are then out of
-    key order, so a seek (by rowid or key) misses rows that a scan returns."""
-    conn = sqlite3.connect(path)
-    (page_size,) = conn.execute("PRAGMA page_size").fetchone()
-    (root,) = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = ?", (table,)).fetchone()
-    conn.close()
-    data = bytearray(path.read_bytes())
-    page = root
-    while True:
-        base = (page - 1) * page_size
-        head = base + (100 if page == 1 else 0)
-        kind = data[head]
-        if kind in (0x0D, 0x0A):  # table or index leaf
-            break
-        ptr = int.from_bytes(data[head + 12 : head + 14], "big")
-        cell = base + ptr
-        page = int.from_bytes(data[cell : cell + 4], "big")  # left child of the first cell
-    count = int.from_bytes(data[head + 3 : head + 5], "big")
-    assert count >= 2, count
-    a, b = head + 8, head + 10
-    data[a : a + 2], data[b : b + 2] = data[b : b + 2], data[a : a + 2]
-    path.write_bytes(bytes(data))
-
-
 def test_plain_sqlite_misses_an_out_of_order_meta_row(sample: Path) -> None:
-    _meta_row_out_of_order(sample)
+    meta_row_out_of_order(sample)
     conn = sqlite3.connect(f"{sample.as_uri()}?mode=ro", uri=True)
     by_key = conn.execute("SELECT value FROM cartridge WHERE key = 'acx.publisher_id'").fetchall()
     scanned = [k for (k,) in conn.execute("SELECT key FROM cartridge NOT INDEXED")]
@@ -162,7 +85,7 @@ def test_plain_sqlite_misses_an_out_of_order_sqlar_row(sample: Path) -> None:
     conn = sqlite3.connect(sample)
     rows = conn.execute("SELECT rowid, name FROM sqlar ORDER BY rowid").fetchall()
     conn.close()
-    _swap_cells(sample, "sqlar")
+    swap_cells(sample, "sqlar")
     conn = sqlite3.connect(f"{sample.as_uri()}?mode=ro", uri=True)
     failures = 0
     for rowid, _name in rows:
@@ -178,10 +101,10 @@ def test_plain_sqlite_misses_an_out_of_order_sqlar_row(sample: Path) -> None:
 @pytest.mark.parametrize(
     "build",
     [
-        _meta_row_out_of_order,
-        lambda p: _swap_cells(p, "sqlar"),
-        lambda p: _swap_cells(p, "objects"),
-        lambda p: _swap_cells(p, "sqlite_autoindex_sqlar_1"),
+        meta_row_out_of_order,
+        lambda p: swap_cells(p, "sqlar"),
+        lambda p: swap_cells(p, "objects"),
+        lambda p: swap_cells(p, "sqlite_autoindex_sqlar_1"),
     ],
     ids=["meta-key-edited", "sqlar-cells", "objects-cells", "sqlar-index-cells"],
 )
@@ -193,30 +116,8 @@ def test_btree_out_of_key_order_is_refused(
     assert "order" in str(doc), doc
 
 
-def _sqlar_separator_lies(path: Path) -> None:
-    """Every sqlar row stored raw (compression is not signed), then the root page's separator rowid
-    lowered: scans still see every row, but a seek by rowid (what every `WHERE name = ?` ends in)
-    lands in the wrong leaf."""
-    conn = sqlite3.connect(path)
-    for rowid, name, sz, data in conn.execute("SELECT rowid, name, sz, data FROM sqlar").fetchall():
-        raw = decode_entry(name, sz, data, where="test")
-        conn.execute("UPDATE sqlar SET data = ? WHERE rowid = ?", (raw, rowid))
-    conn.commit()
-    (page_size,) = conn.execute("PRAGMA page_size").fetchone()
-    (root,) = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = 'sqlar'").fetchone()
-    (first,) = conn.execute("SELECT min(rowid) FROM sqlar").fetchone()
-    conn.close()
-    data = bytearray(path.read_bytes())
-    base = (root - 1) * page_size
-    assert data[base] == 0x05, "sqlar root is not an interior page"
-    cell = base + int.from_bytes(data[base + 12 : base + 14], "big")
-    assert data[cell + 4] < 0x80 and data[cell + 4] > first  # a one-byte varint rowid
-    data[cell + 4] = first
-    path.write_bytes(bytes(data))
-
-
 def test_plain_sqlite_cannot_seek_past_a_lying_separator(sample: Path, vectors_dir: Path) -> None:
-    _sqlar_separator_lies(sample)
+    sqlar_separator_lies(sample)
     conn = sqlite3.connect(f"{sample.as_uri()}?mode=ro", uri=True)
     with pytest.raises(sqlite3.DatabaseError):
         for (name,) in conn.execute("SELECT name FROM sqlar NOT INDEXED").fetchall():

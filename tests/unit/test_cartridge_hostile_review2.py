@@ -16,6 +16,7 @@ import pytest
 from acxoci.cartridge import romhash
 from acxoci.cartridge.sqlar import decode_entry
 from acxoci.cartridge.verify import verify_cartridge
+from tests.unit.hostile_btree import corrupt_a_sqlar_leaf
 from tests.unit.test_cartridge_hostile import assert_refused_verify
 from tests.unit.test_cartridge_verify_support import NOW, SAMPLE, copy_vector
 
@@ -89,23 +90,6 @@ def test_a_signed_rom_starting_at_the_lowest_rowid_verifies_with_the_helper(
     assert shared.trust == alone.trust and shared.rom_digest == alone.rom_digest, (shared, alone)
 
 
-def _corrupt_a_sqlar_leaf(path: Path) -> None:
-    """An absurd cell count on the first leaf of sqlar: any read of that table fails, while the
-    tables read before it (signatures) are intact."""
-    conn = sqlite3.connect(path)
-    (page_size,) = conn.execute("PRAGMA page_size").fetchone()
-    (root,) = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = 'sqlar'").fetchone()
-    conn.close()
-    data = bytearray(path.read_bytes())
-    base = (root - 1) * page_size
-    assert data[base] == 0x05, "sqlar root is not an interior page"
-    cell = base + int.from_bytes(data[base + 12 : base + 14], "big")
-    leaf = (int.from_bytes(data[cell : cell + 4], "big") - 1) * page_size
-    assert data[leaf] == 0x0D, "not a table leaf"
-    data[leaf + 3 : leaf + 5] = (5000).to_bytes(2, "big")
-    path.write_bytes(bytes(data))
-
-
 def test_the_verdict_on_a_corrupt_file_does_not_depend_on_its_size(
     sample: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -115,7 +99,7 @@ def test_the_verdict_on_a_corrupt_file_does_not_depend_on_its_size(
     conn.execute("UPDATE signatures SET envelope = 'not json'")
     conn.commit()
     conn.close()
-    _corrupt_a_sqlar_leaf(sample)
+    corrupt_a_sqlar_leaf(sample)
     monkeypatch.setattr(romhash, "HELPER_MIN_BYTES", 1 << 62)
     small = verify_cartridge(sample, registry=None, now=NOW)
     assert small.trust == "tampered", small
