@@ -299,7 +299,9 @@ def main() -> int:
     ap.add_argument("--tests", nargs="*", default=list(TESTS), help="pytest paths for an ad-hoc run")
     ap.add_argument("--max-children", type=int, default=int(os.environ.get("MUTATE_JOBS") or 2))
     ap.add_argument("--work", nargs="*", default=None,
-                    help="scratch copy name(s) under .mutate/ (several only with --report)")
+                    help="scratch copy name(s) under .mutate/ (several only with --report; with --report, "
+                         "WORK:GLOB counts only WORK's mutants of files matching GLOB, e.g. a run made "
+                         "before one of its files changed)")
     ap.add_argument("--report", action="store_true", help="only print the last run's results")
     ap.add_argument("--rerun", nargs="*", default=[], help="re-run these mutants (names or globs)")
     ap.add_argument("--survivors-of", default=None, metavar="WORK",
@@ -308,6 +310,7 @@ def main() -> int:
                     help="run these tests (as they are now) against the run's survivors")
     ap.add_argument("--min-killed", type=float, default=90.0, help="fail below this kill percentage")
     args = ap.parse_args()
+    only: dict[Path, str] = {}
     if args.work is None:  # the staged plan's scratch copies
         works = [SCRATCH / f"{stage}-{g}" for g in args.groups for stage in ("s1", "s2")]
         if not args.report:
@@ -316,7 +319,9 @@ def main() -> int:
             works = staged(args.groups, args.max_children, wide=not args.first_stage_only)
         works = [w for w in works if w.exists()]
     else:
-        works = [SCRATCH / w for w in args.work]
+        works = [SCRATCH / w.split(":", 1)[0] for w in args.work]
+        if args.report:  # WORK:GLOB counts only that run's mutants of files matching GLOB
+            only.update({SCRATCH / w.split(":", 1)[0]: w.split(":", 1)[1] for w in args.work if ":" in w})
         if args.confirm is not None:
             if len(works) != 1 or not args.confirm:
                 ap.error("--confirm takes one --work and the tests to run")
@@ -338,11 +343,14 @@ def main() -> int:
     found: dict[str, str] = {}
     later: set[str] = set()
     for work in works:  # a kill by any run is a kill (each selection is part of the unit + property tests)
+        def counted(name: str, work: Path = work) -> bool:
+            return work not in only or fnmatch(_file_of(name), only[work])
+
         for n, s in results(work).items():
-            if n not in found or _rank(s) > _rank(found[n]):
+            if counted(n) and (n not in found or _rank(s) > _rank(found[n])):
                 found[n] = s
         for name, status in confirmed(work).items():
-            if status in KILLED and found.get(name) in UNKILLED:
+            if counted(name) and status in KILLED and found.get(name) in UNKILLED:
                 found[name] = status
                 later.add(name)
     if not found:
