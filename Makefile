@@ -7,14 +7,16 @@ export ACX_PEERS_DIR ?= $(CURDIR)/.peers
 
 .PHONY: venv peers test test-fast lint demo bench clean dist fuzz soak mutate
 
+# bytecode is compiled once here: with PYTHONDONTWRITEBYTECODE set (as on CI machines) every acx
+# run would otherwise compile the package from source (decision 0027)
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[dev]'
+	$(BIN)/python -m compileall -q -j 0 attest acxoci > /dev/null
 	touch $(STAMP)
 
 venv: $(STAMP)
-	$(BIN)/python -m compileall -q -j 0 attest acxoci > /dev/null
 
 peers:
 	bash scripts/install-peers.sh
