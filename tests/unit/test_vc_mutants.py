@@ -128,6 +128,15 @@ def test_proof_result_reports_the_signed_fields() -> None:
     assert vc.verify(undated, key.public()) == vc.ProofResult("w3c", VM, None, "assertionMethod")
 
 
+def test_a_default_proof_is_an_assertion() -> None:
+    key = generate_ed25519()
+    proof = _signed(key)["proof"]
+    assert {k: v for k, v in proof.items() if k != "proofValue"} == {
+        "type": "DataIntegrityProof", "cryptosuite": "eddsa-jcs-2022", "created": CREATED,
+        "verificationMethod": VM, "proofPurpose": "assertionMethod"}
+    assert vc.verify(_signed(key), key.public()).proof_purpose == "assertionMethod"
+
+
 # split_proof and hash_data
 
 @pytest.mark.parametrize(
