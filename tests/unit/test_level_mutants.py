@@ -6,8 +6,10 @@ and candidate keys, and the sources a status list is fetched from (file, OCI lay
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import ssl
+import stat
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -18,14 +20,21 @@ from typing import Any, ClassVar
 
 import pytest
 
-from acxoci.errors import AcxError, InvalidInput, TransientError, UsageError, VerificationFailed
+from acxoci.errors import (
+    AcxError,
+    InvalidInput,
+    RefusedByPolicy,
+    TransientError,
+    UsageError,
+    VerificationFailed,
+)
 from acxoci.level import status as st
 from acxoci.level.benchmark import demo_suite
-from acxoci.level.credential import LevelVerdict, verify_credential
+from acxoci.level.credential import LevelVerdict, issue_credential, verify_credential
 from acxoci.level.gate import gate
 from acxoci.level.issuers import IssuerRegistry
 from acxoci.level.oci import publish_status_list
-from acxoci.level.run import RunResult, run_level
+from acxoci.level.run import RunResult, digest_multibase, run_level
 from acxoci.level.solver import ReferenceSolver
 from attest import dsse, statuslist
 from attest.canonical import jcs, sha256_digest
@@ -443,3 +452,75 @@ def test_https_fetch_keeps_to_its_timeout(https_url: str) -> None:
     with pytest.raises(TransientError) as err:
         st.fetch_list(https_url, now=T0, timeout=0.5)
     assert err.value.message.startswith(f"status list {https_url} unreachable: ")
+
+
+# issuing: what the credential says, and the refusals
+
+def test_issued_achievement_and_evidence_are_complete(world: World) -> None:
+    r = world.result
+    ach = world.vc["credentialSubject"]["achievement"]
+    assert ach == {
+        "id": f"https://acx.dev/achievement/{r.benchmark_id}/{r.benchmark_version}",
+        "type": ["Achievement"],
+        "name": f"ACX Level — {r.benchmark_name}",
+        "criteria": {"narrative": (
+            f"Independently re-executed on a sealed held-out slice of {r.benchmark_name} "
+            f"({r.benchmark_version}); TrueSkill conservative rating R=mu-3sigma gated at sigma<1.5 "
+            "over >=30 games.")},
+        "resultDescription": [
+            {"id": "career-tier", "type": ["ResultDescription"], "name": "Career Tier",
+             "resultType": "RubricCriterionLevel"},
+            {"id": "rating", "type": ["ResultDescription"], "name": "Conservative rating (0-50)",
+             "resultType": "ScaledScore"},
+            {"id": "passrate", "type": ["ResultDescription"], "name": "Held-out pass@1",
+             "resultType": "Percent"},
+        ],
+    }
+    g = r.games[0]
+    assert world.vc["evidence"][0] == {
+        "id": f"https://acx.dev/evidence/{r.benchmark_id}/{g.task.id}",
+        "type": ["Evidence"],
+        "acx:digestMultibase": digest_multibase(jcs(g.trajectory)),
+        "acx:trajectoryDigest": g.trajectory_digest,
+        "acx:dsseEnvelope": g.envelope,
+    }
+
+
+def test_gate_refusal_carries_the_numbers(world: World) -> None:
+    short = dataclasses.replace(world.result, games=world.result.games[:20])
+    with pytest.raises(RefusedByPolicy) as err:
+        issue_credential(short, cartridge_id="c", issuer=ISSUER, key=world.key, now=T0, status=world.entry)
+    decision = gate(short.rating.sigma, 20)
+    assert err.value.message == decision.message
+    assert err.value.details == {"sigma": decision.sigma, "games": 20}
+
+
+def test_open_ended_credential_has_no_valid_until(world: World) -> None:
+    doc = issue_credential(world.result, cartridge_id="c", issuer=ISSUER, key=world.key, now=T0,
+                           status=world.entry, validity=None)
+    assert "validUntil" not in doc and doc["validFrom"] == st.iso(T0)
+    assert world.verify(doc).state == "verified"
+
+
+def test_issuing_a_credential_outside_the_schema_is_refused(world: World) -> None:
+    bad = dataclasses.replace(world.result, rom_digest="sha256:x", benchmark_digest="md5:1",
+                              held_out_digest="")
+    entry = StatusEntry("", -1, "revocation", None)
+    with pytest.raises(InvalidInput) as err:
+        issue_credential(bad, cartridge_id="", issuer="verifier.example", key=world.key, now=T0, status=entry)
+    msg = err.value.message
+    prefix = "level credential would violate its schema: "
+    assert msg.startswith(prefix)
+    parts = msg[len(prefix):].split("; ")
+    assert len(parts) == 5 and all(p.startswith("$.") for p in parts), parts
+
+
+# status.write_json_atomic: what revoking writes
+
+def test_status_files_are_indented_utf8_json_readable_by_all(tmp_path: Path) -> None:
+    path = tmp_path / "list.json"
+    st.write_json_atomic(path, {"a": "ø", "b": [1]})
+    assert path.read_bytes() == '{\n  "a": "ø",\n  "b": [\n    1\n  ]\n}\n'.encode()
+    assert stat.S_IMODE(path.stat().st_mode) == 0o644
+    st.write_json_atomic(path, {}, mode=0o600)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
