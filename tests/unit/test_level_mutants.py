@@ -524,3 +524,17 @@ def test_status_files_are_indented_utf8_json_readable_by_all(tmp_path: Path) -> 
     assert stat.S_IMODE(path.stat().st_mode) == 0o644
     st.write_json_atomic(path, {}, mode=0o600)
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+def test_impersonation_by_a_revoked_key_is_judged_at_the_proof_time(world: World) -> None:
+    # Mallory's key, retired (superseded) on 2026-02-01, signs as ISSUER on T0: the verdict says it
+    # was signed after the revocation, which only the proof's `created` time can tell
+    mallory = generate_ed25519()
+    doc = registry_doc((world.key.public(), "example.verifier"))
+    doc["keys"] += registry_doc((mallory.public(), "org.mallory"), status="revoked",
+                                reason="superseded")["keys"]
+    forged = issue_credential(world.result, cartridge_id="c", issuer=ISSUER, key=mallory, now=T0,
+                              status=world.entry)
+    v = world.verify(forged, issuers=IssuerRegistry.from_json(doc))
+    assert (v.state, v.reasons) == ("invalid", (
+        "signer key is revoked since 2026-02-01T00:00:00Z; the artifact says it was signed after that",))
