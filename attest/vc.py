@@ -56,7 +56,7 @@ def b58decode(text: str) -> bytes:
             raise MalformedError(f"invalid base58 character {ch!r} at position {pos}")
         n = n * 58 + digit
     zeros = len(text) - len(text.lstrip("1"))
-    body = n.to_bytes((n.bit_length() + 7) // 8, "big") if n else b""
+    body = n.to_bytes((n.bit_length() + 7) // 8, "big")  # b"" for n == 0
     return b"\x00" * zeros + body
 
 
@@ -125,7 +125,7 @@ def sign(document: dict[str, Any], key: PrivateKey, *, verification_method: str,
         raise MalformedError("eddsa-jcs-2022 needs an Ed25519 key")
     if not isinstance(document, dict):
         raise MalformedError("document to sign is not a JSON object")
-    unsecured = copy.deepcopy(document)
+    unsecured = copy.deepcopy(document)  # the one copy: the result shares nothing with `document`
     unsecured.pop("proof", None)
     options: dict[str, Any] = {
         "type": PROOF_TYPE,
@@ -135,9 +135,7 @@ def sign(document: dict[str, Any], key: PrivateKey, *, verification_method: str,
         "proofPurpose": proof_purpose,
     }
     signature = key.sign(hash_data(unsecured, options, variant))
-    secured = copy.deepcopy(unsecured)
-    secured["proof"] = {**options, "proofValue": multibase_b58btc_encode(signature)}
-    return secured
+    return {**unsecured, "proof": {**options, "proofValue": multibase_b58btc_encode(signature)}}
 
 
 def split_proof(secured: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], bytes]:
@@ -168,8 +166,8 @@ def _verify_one(unsecured: dict[str, Any], options: dict[str, Any], sig: bytes, 
         dlist = dctx if isinstance(dctx, list) else [dctx]
         if dlist[: len(plist)] != plist:
             raise SignatureError("proof @context is not a prefix of the document @context")
+        # proof_configuration then sets the config's @context to the document's, now this same one
         unsecured = {**unsecured, "@context": pctx}
-        options = {k: v for k, v in options.items() if k != "@context"}
     key.verify(sig, hash_data(unsecured, options, variant))
 
 
@@ -190,8 +188,8 @@ def verify(secured: dict[str, Any], key: PublicKey, *,
             _verify_one(unsecured, options, sig, key, v)
         except SignatureError:
             continue
-        created = options.get("created")
         return ProofResult(v, str(options["verificationMethod"]),
-                           created if isinstance(created, str) else None, str(options["proofPurpose"]))
+                           options.get("created"),  # _check_options: a string or absent
+                           str(options["proofPurpose"]))
     tried = "/".join(candidates)
     raise SignatureError(f"eddsa-jcs-2022 proof does not verify ({tried} variant)")
