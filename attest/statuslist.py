@@ -131,7 +131,7 @@ class StatusEntry:
         if not isinstance(lc, str) or not lc:
             raise MalformedError("credentialStatus.statusListCredential is missing")
         raw_index = doc.get("statusListIndex")
-        if not isinstance(raw_index, str) or not raw_index.isdigit() or len(raw_index) > 12:
+        if not isinstance(raw_index, str) or not re.fullmatch(r"[0-9]{1,12}", raw_index):
             raise MalformedError(f"credentialStatus.statusListIndex {raw_index!r} is not a base-10 string")
         purpose = doc.get("statusPurpose")
         if not isinstance(purpose, str) or not purpose:

@@ -27,7 +27,7 @@ CRYPTOSUITE: Final = "eddsa-jcs-2022"
 _B58_ALPHABET: Final = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
 _B58_INDEX: Final = {ch: i for i, ch in enumerate(_B58_ALPHABET)}
 _DATETIME_RE: Final = re.compile(
-    r"^-?\d{4,}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})?$"
+    r"^-?[0-9]{4,}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?(?:Z|[+-][0-9]{2}:[0-9]{2})?$"
 )
 MAX_B58_CHARS: Final = 4096
 

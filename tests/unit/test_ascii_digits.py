@@ -112,3 +112,27 @@ def test_a_registry_sending_other_digits_in_headers_gets_a_verdict(odd_length: E
         return  # a typed refusal is a verdict too
     assert desc.media_type == OCI_MANIFEST
     assert desc.data is not None and b'"layers":[]' in desc.data
+
+
+@pytest.mark.parametrize("index", ["٣", "²", "1٣", "3\n", "", "1234567890123"])
+def test_a_status_list_index_takes_ascii_digits_only(index: str) -> None:
+    """`statusListIndex` is a base-10 string of at most 12 ASCII digits: Arabic-Indic digits read
+    as 3 here would name a bit other verifiers refuse to find; a superscript crashed int()."""
+    from attest.statuslist import StatusEntry
+
+    doc = {"id": "https://example.test/status/1#3", "type": "BitstringStatusListEntry",
+           "statusPurpose": "revocation", "statusListIndex": index,
+           "statusListCredential": "https://example.test/status/1"}
+    with pytest.raises(MalformedError, match="is not a base-10 string"):
+        StatusEntry.from_json(doc)
+    assert StatusEntry.from_json({**doc, "statusListIndex": "3"}).index == 3
+
+
+def test_a_proof_created_time_takes_ascii_digits_only() -> None:
+    from attest.vc import _check_options
+
+    options = {"type": "DataIntegrityProof", "cryptosuite": "eddsa-jcs-2022",
+               "verificationMethod": "did:web:example.test#key-1", "proofPurpose": "assertionMethod"}
+    _check_options({**options, "created": GOOD})
+    with pytest.raises(MalformedError, match="is not an XML Schema dateTime"):
+        _check_options({**options, "created": ARABIC})
