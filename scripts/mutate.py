@@ -3,10 +3,12 @@
 mutmut runs in scratch copies of the repository (`.mutate/<name>`, git-ignored) whose
 pyproject.toml gets a `[tool.mutmut]` section naming the files to mutate and the tests to run, so
 the repository's own files are never rewritten. Stage 1 runs each group of files (GROUPS) against
-the unit tests written for it, which is fast; stage 2 runs only stage 1's survivors against the
-wide selection (every unit and property test file but those in WIDE_EXCLUDE), where mutmut still
-runs only the tests that reach the mutated function. A mutant is killed when any test fails, so the
-two stages give the same verdicts as one wide run, in a fraction of the time.
+the unit tests written for it, which is fast, then runs each survivor once more against all of the
+group's test files (mutmut's trace of which tests reach a function misses some); stage 2 runs
+only the survivors left against the wide selection (every unit and property test file but those
+in WIDE_EXCLUDE), where mutmut again runs only the tests it traced reaching the function. A
+mutant is killed when any test fails, so the stages give the same verdicts as one wide run, in a
+fraction of the time.
 
     python scripts/mutate.py                              # both stages over every group (about an hour)
     python scripts/mutate.py --groups level checks        # some groups
@@ -129,6 +131,7 @@ def prepare(work: Path, files: list[str], tests: list[str]) -> None:
     """A fresh scratch copy of the repo with the mutmut section appended to its pyproject.toml."""
     if work.exists():
         shutil.rmtree(work)
+    _confirmed_path(work).unlink(missing_ok=True)  # an earlier run's confirmations name other mutants
     work.mkdir(parents=True)
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache")
     for name in COPY:
@@ -283,7 +286,12 @@ def staged(groups: list[str], jobs: int, wide: bool = True) -> list[Path]:
         prepare(first, list(files), list(tests))
         run(first, jobs, [])
         works.append(first)
-        names = sorted(n for n, s in results(first).items() if s in UNKILLED)
+        # mutmut runs only the tests its trace saw reaching the mutated function, and that trace
+        # misses some (code reached from another thread, for example): each survivor is run
+        # once more against every test file of its group, as `--confirm` does
+        confirm(first, list(tests), [], jobs)
+        done = confirmed(first)
+        names = sorted(n for n, s in results(first).items() if s in UNKILLED and done.get(n) not in KILLED)
         if names and wide:
             prepare(second, list(files), wide_tests())
             run(second, jobs, names)
