@@ -16,6 +16,7 @@ from typing import Any
 
 import nacl.exceptions
 import nacl.secret
+from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 
@@ -114,7 +115,7 @@ def decrypt_cosign_key(data: bytes, password: bytes) -> PrivateKey:
         raise WrongPassword("cosign key: wrong password (secretbox did not open)") from exc
     try:
         key = serialization.load_der_private_key(der, password=None)
-    except (ValueError, TypeError) as exc:
+    except (ValueError, TypeError, UnsupportedAlgorithm) as exc:
         raise MalformedError(f"cosign key: decrypted data is not a PKCS#8 key: {exc}") from exc
     if not isinstance(key, ed25519.Ed25519PrivateKey | ec.EllipticCurvePrivateKey):
         raise MalformedError(f"cosign key: unsupported key type {type(key).__name__} (Ed25519 or ECDSA only)")

@@ -10,7 +10,7 @@ import base64
 import hashlib
 from dataclasses import dataclass
 
-from cryptography.exceptions import InvalidSignature
+from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 
@@ -109,7 +109,7 @@ def load_public_pem(pem: bytes | str) -> PublicKey:
         raise MalformedError("expected a public key but found private key material")
     try:
         key = serialization.load_pem_public_key(data)
-    except (ValueError, TypeError) as exc:
+    except (ValueError, TypeError, UnsupportedAlgorithm) as exc:
         # The library's text (an FAQ link, an OpenSSL error name) says nothing a user can act on.
         raise MalformedError("not a PEM public key (no readable PUBLIC KEY block)") from exc
     if not isinstance(key, ed25519.Ed25519PublicKey | ec.EllipticCurvePublicKey):
@@ -125,7 +125,7 @@ def load_private_pem(pem: bytes, password: bytes | None = None) -> PrivateKey:
         given = "a passphrase was given but the key is not encrypted" if password else \
             "the key is encrypted and no passphrase was given"
         raise MalformedError(f"private key passphrase problem: {given}") from exc
-    except ValueError as exc:
+    except (ValueError, UnsupportedAlgorithm) as exc:
         why = "wrong passphrase, or a corrupt key" if password else "malformed, or of an unsupported type"
         raise MalformedError(f"not a usable PEM private key ({why})") from exc
     if not isinstance(key, ed25519.Ed25519PrivateKey | ec.EllipticCurvePrivateKey):

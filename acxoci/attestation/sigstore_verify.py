@@ -37,7 +37,7 @@ from typing import Any, Literal, cast
 
 import rfc8785
 from cryptography import x509
-from cryptography.exceptions import InvalidSignature
+from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 from cryptography.hazmat.primitives.asymmetric.utils import Prehashed
@@ -306,7 +306,7 @@ def _b64_twice(value: Any, what: str) -> bytes:
 def _pem_cert_der(value: Any, what: str) -> bytes:
     try:
         cert = x509.load_pem_x509_certificate(_b64(value, what))
-    except ValueError as exc:
+    except (ValueError, UnsupportedAlgorithm) as exc:
         raise VerificationError(f"log entry {what} is not a PEM certificate") from exc
     return cert.public_bytes(serialization.Encoding.DER)
 
@@ -435,7 +435,7 @@ def _verify_key_sig(key: PublicKey, sig: bytes, *, digest: bytes | None, data: b
 def _pem_key_spki(value: Any, what: str) -> bytes:
     try:
         key = serialization.load_pem_public_key(_b64(value, what))
-    except (ValueError, TypeError) as exc:
+    except (ValueError, TypeError, UnsupportedAlgorithm) as exc:
         raise VerificationError(f"log entry {what} is not a PEM public key") from exc
     return key.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
 
