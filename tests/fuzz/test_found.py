@@ -71,6 +71,26 @@ def test_workflow_with_a_non_ascii_public_key_is_tampered_not_a_crash(
     assert code == 1 and out["trust"] == "tampered" and "invalid public key" in " ".join(out["issues"]), out
 
 
+def test_workflow_with_a_public_key_of_an_unknown_algorithm_is_tampered_not_a_crash(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Found on 1 December 2026 (seed 140424): one byte of the embedded key's algorithm OID
+    changed (1.3.101.112 to 0.39.101.112) made the crypto library raise UnsupportedAlgorithm."""
+    import base64
+
+    doc = json.loads((env.vectors() / "workflow" / "team.signed.cal.json").read_text())
+    pem = doc["integrity"]["publicKeyPem"]
+    body = "".join(line for line in pem.splitlines() if "-----" not in line)
+    der = base64.b64decode(body)
+    assert der.count(b"\x06\x03\x2b\x65\x70") == 1
+    bad = base64.b64encode(der.replace(b"\x06\x03\x2b\x65\x70", b"\x06\x03\x27\x65\x70")).decode()
+    doc["integrity"]["publicKeyPem"] = f"-----BEGIN PUBLIC KEY-----\n{bad}\n-----END PUBLIC KEY-----\n"
+    p = tmp_path / "w.cal.json"
+    p.write_text(json.dumps(doc))
+    code, out = acx_json(capsys, "workflow", "verify", str(p))
+    assert code == 1 and out["trust"] == "tampered" and "invalid public key" in " ".join(out["issues"]), out
+
+
 def test_dsse_payload_type_with_a_lone_surrogate_is_malformed() -> None:
     from attest.canonical import loads_strict
     from attest.dsse import Envelope
