@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,3 +17,15 @@ pytest_plugins = ["tests.harness.fixtures"]
 def vectors_dir() -> Path:
     """../shared/vectors (skips outside CI when absent, fails in CI)."""
     return env.vectors()
+
+
+@pytest.fixture
+def tokyo(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The process's local time zone set to UTC+9 (POSIX form: needs no tz database), so that a
+    conversion to local time instead of UTC shows in tests of times written and compared in UTC."""
+    monkeypatch.setenv("TZ", "JST-9")
+    time.tzset()
+    assert time.localtime(0).tm_hour == 9
+    yield
+    monkeypatch.undo()
+    time.tzset()

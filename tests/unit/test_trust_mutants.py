@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import time
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
@@ -89,16 +87,6 @@ def one(e: dict[str, Any], now: datetime | None = None) -> TrustKey:
     return TrustRegistry.from_json(doc(e), now=now).keys[0]
 
 
-@pytest.fixture
-def tokyo(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """The process's local time zone set to UTC+9 (POSIX form: needs no tz database), so that a
-    conversion to local time instead of UTC shows; registries are written and compared in UTC."""
-    monkeypatch.setenv("TZ", "JST-9")
-    time.tzset()
-    assert time.localtime(0).tm_hour == 9
-    yield
-    monkeypatch.undo()
-    time.tzset()
 
 
 # ---- parse_rfc3339 ----------------------------------------------------------------------------

@@ -5,8 +5,6 @@ and the whole command × minimum × standing grid of `decide` against literal ex
 
 from __future__ import annotations
 
-import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
 
@@ -68,15 +66,6 @@ def facts(
     )
 
 
-@pytest.fixture
-def tokyo(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Local time UTC+9 (POSIX TZ form), so that a time printed in local time instead of UTC shows."""
-    monkeypatch.setenv("TZ", "JST-9")
-    time.tzset()
-    assert time.localtime(0).tm_hour == 9
-    yield
-    monkeypatch.undo()
-    time.tzset()
 
 
 # ---- signer_facts -----------------------------------------------------------------------------
