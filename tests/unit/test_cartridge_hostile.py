@@ -21,6 +21,7 @@ import pytest
 
 from acxoci.cartridge.reader import open_cartridge
 from acxoci.cartridge.spec import check_spec
+from acxoci.errors import InvalidInput
 from acxoci.install.install import install
 from acxoci.install.store import Store
 from acxoci.install.vpolicy import load_policy
@@ -265,8 +266,9 @@ def test_hostile_file_is_refused(name: str, sample: Path, vectors_dir: Path) -> 
 
 def test_schema_refusal_names_table_and_column(sample: Path) -> None:
     sql(sample, "ALTER TABLE capabilities ADD COLUMN evil TEXT")
-    with pytest.raises(Exception) as info:
+    with pytest.raises(InvalidInput) as info:
         open_cartridge(sample)
+    assert info.value.kind == "invalid_input"
     assert "capabilities.evil" in str(info.value)
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from acxoci.errors import RefusedByPolicy
 from acxoci.workflow.graph import (
     GRAPH_PREDICATE_TYPE,
     graph_digest,
@@ -173,9 +174,9 @@ def test_workflow_verifier_does_not_accept_a_graph(vectors_dir: Path) -> None:
 def test_sign_refuses_unpublishable_graph(vectors_dir: Path) -> None:
     src = load(vectors_dir, SOURCE)
     del src["loops"][0]["workflowRef"]["digest"]
-    with pytest.raises(Exception) as exc:
+    with pytest.raises(RefusedByPolicy) as exc:
         sign_graph(src, publisher_id="io.github.example", key=generate_ed25519(), now=NOW)
-    assert getattr(exc.value, "kind", None) == "refused_by_policy"
+    assert exc.value.kind == "refused_by_policy"
     assert "workflowRef.digest" in str(exc.value)
 
 

@@ -23,6 +23,7 @@ from acxoci.level.credential import issue_credential, verify_credential
 from acxoci.level.issuers import IssuerRegistry
 from acxoci.level.run import run_level
 from acxoci.level.solver import ReferenceSolver
+from acxoci.oci.errors import LimitExceeded
 from attest import vc
 from attest.keys import PrivateKey, PublicKey, generate_ed25519
 from attest.statuslist import StatusEntry
@@ -317,10 +318,8 @@ def test_oversize_status_list_response_is_refused(https: str, tmp_path: Path) ->
     key = generate_ed25519()
     doc = json.dumps(st.create_status_list(list_id=https, issuer=ISSUER, key=key, now=T0)).encode()
     _Serve.code, _Serve.body = 200, doc[:-1] + b" " * (st.MAX_LIST_BYTES + 1) + b"}"
-    with pytest.raises(Exception, match=r"exceeds"):
-        out = _check(https, key, tmp_path)
-        if out.state == "failed":
-            raise ValueError(out.reason)
+    with pytest.raises(LimitExceeded, match=rf"exceeds the {st.MAX_LIST_BYTES}-byte limit"):
+        _check(https, key, tmp_path)
     assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").iterdir())
 
 
