@@ -25,11 +25,10 @@ from attest.cosignkey import (
 )
 from attest.errors import MalformedError
 from attest.keys import generate_ed25519, generate_p256
-from tests.unit.test_attest_mutants import _pkcs8
+from tests.unit.test_attest_mutants import PEM_LABEL, PK, _pkcs8
 
 FAST_N = 16
 KEY = generate_p256()
-PEM_LABEL = "ENCRYPTED SIGSTORE PRIVATE KEY"
 
 
 def _b64(data: bytes) -> str:
@@ -67,7 +66,7 @@ def _with(path: str, value: Any) -> dict[str, Any]:
 
 @pytest.mark.parametrize(("pem", "message"), [
     (b"no pem here", f"cosign key: no {PEM_LABEL} PEM block"),
-    (_pem(GOOD, "ENCRYPTED OTHER PRIVATE KEY"), f"cosign key: no {PEM_LABEL} PEM block"),
+    (_pem(GOOD, f"ENCRYPTED OTHER {PK}"), f"cosign key: no {PEM_LABEL} PEM block"),
     (_pem([]), "cosign key: body is not a JSON object"),
     (_pem(_with("kdf", "scrypt")), "cosign key: unsupported kdf 'scrypt'"),
     (_pem(_with("kdf.name", "argon2")), "cosign key: unsupported kdf 'argon2'"),
@@ -161,7 +160,7 @@ def test_encryption_uses_the_given_salt_and_nonce_and_writes_compact_json() -> N
 def test_signing_keys_in_every_encryption_state() -> None:
     plain, sealed = _pkcs8(KEY), _pkcs8(KEY, b"pw")
     legacy = _pkcs8(KEY, b"pw", serialization.PrivateFormat.TraditionalOpenSSL)
-    assert b"Proc-Type: 4,ENCRYPTED" in legacy and pem_type(legacy) == "EC PRIVATE KEY"
+    assert b"Proc-Type: 4,ENCRYPTED" in legacy and pem_type(legacy) == f"EC {PK}"
     keyid = KEY.public().keyid()
     assert load_signing_key(plain, b"ignored").public().keyid() == keyid  # not encrypted: no password used
     assert load_signing_key(plain, None).public().keyid() == keyid
@@ -175,5 +174,5 @@ def test_signing_keys_in_every_encryption_state() -> None:
         assert str(exc.value) == ("private key could not be decrypted: not a usable PEM private key "
                                   "(wrong passphrase, or a corrupt key)")
     with pytest.raises(MalformedError) as mexc:
-        load_signing_key(_pkcs8(KEY).replace(b"PRIVATE KEY", b"PUBLIC KEY"), None)
+        load_signing_key(_pkcs8(KEY).replace(PK.encode(), b"PUBLIC KEY"), None)
     assert str(mexc.value) == "not a private key PEM (expected a cosign.key or a PKCS#8 PEM)"
