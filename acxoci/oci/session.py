@@ -336,8 +336,9 @@ def read_capped(resp: requests.Response, cap: int, where: str, what: str) -> byt
     reading further; the response is closed."""
     try:
         length = resp.headers.get("Content-Length")
-        if length and length.isascii() and length.isdigit() and int(length) > cap:
-            raise LimitExceeded(f"{what} of {length} bytes exceeds the {cap}-byte limit", where=where)
+        declared = int(length) if length and length.isascii() and length.isdigit() else None
+        if declared is not None and declared > cap:
+            raise LimitExceeded(f"{what} of {declared} bytes exceeds the {cap}-byte limit", where=where)
         raw = RawReader(resp, where)
         parts: list[bytes] = []
         got = 0
@@ -351,10 +352,9 @@ def read_capped(resp: requests.Response, cap: int, where: str, what: str) -> byt
             raise LimitExceeded(f"{what} exceeds the {cap}-byte limit", where=where)
         encoded = resp.headers.get("Content-Encoding", "").strip().lower() not in ("", "identity")
         method = getattr(getattr(resp, "request", None), "method", None)
-        declared = int(length) if length and length.isascii() and length.isdigit() else None
         if declared is not None and got < declared and not encoded and method != "HEAD":
             # a body cut before its declared length is a retryable transfer failure, never content
-            raise TruncatedBody(f"{what} ended after {got} of {length} bytes", where=where)
+            raise TruncatedBody(f"{what} ended after {got} of {declared} bytes", where=where)
         return b"".join(parts)
     finally:
         resp.close()
