@@ -366,8 +366,10 @@ def build_cartridge(
     if created_at is None:
         exported = pkg.text("exportedAt")
         created_at = exported or signed_at
-        notes.append(f"created-at taken from {'manifest exportedAt' if exported else 'the clock'}; "
-                     "signed at build time")
+        notes.append(
+            f"created-at taken from {'manifest exportedAt' if exported else 'the clock'}; "
+            "signed at build time"
+        )
     check_time(created_at, where="--created-at")
     engine_name = pkg.text("vectorEngine", ENGINE_ID)
     if engine_name != ENGINE_ID:

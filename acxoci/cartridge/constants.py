@@ -100,12 +100,12 @@ PATH_SEGMENT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 MAX_PATH_BYTES = 4096
 
 
-_PORTABLE_RE = re.compile(r"(?:rom|save)(?:/[A-Za-z0-9][A-Za-z0-9._-]{0,127})+", re.ASCII)
+PORTABLE_RE = re.compile(r"(?:rom|save)(?:/[A-Za-z0-9][A-Za-z0-9._-]{0,127})+", re.ASCII)
 
 
 def portable_path_problem(name: str) -> str | None:
     """Why `name` breaks the portable-path rule (brief §1.2), or None when it is fine."""
-    if len(name) <= MAX_PATH_BYTES and _PORTABLE_RE.fullmatch(name):
+    if len(name) <= MAX_PATH_BYTES and PORTABLE_RE.fullmatch(name):
         return None  # fast path: every segment portable, so no '.', '..', NUL, '\\' or control
     if not name:
         return "empty name"

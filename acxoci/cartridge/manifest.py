@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 from dataclasses import dataclass
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 from typing import Any
 
 from acxoci.cartridge.constants import (
@@ -29,6 +29,7 @@ from acxoci.cartridge.constants import (
     ZONE_ROM,
 )
 from acxoci.cartridge.reader import BadEntry, Cartridge, MemoryRow, ObjectRow, RomHashing, SqlarInfo
+from acxoci.gcpause import paused_gc
 from attest.canonical import jcs, loads_strict, sha256_digest
 from attest.errors import AttestError
 
@@ -90,7 +91,7 @@ def utf16_key(s: str) -> bytes:
 
 def _bmp_only(texts: list[str]) -> bool:
     """True when no string has a code point above U+FFFF: then str order is UTF-16 order."""
-    return all(t.isascii() or max(t) <= "\uffff" for t in texts)
+    return "".join(texts).isascii() or all(t.isascii() or max(t) <= "\uffff" for t in texts)
 
 
 def sort_utf16(texts: list[str]) -> list[str]:
@@ -193,6 +194,37 @@ def manifest_hash_of(entries: list[dict[str, Any]]) -> tuple[str, bytes]:
     return sha256_digest(canonical), canonical
 
 
+# One manifest entry in JCS form (keys in UTF-16 order: canon < oid < sourceRef < sz), for text
+# that JSON writes as itself: printable ASCII without '"' or '\\'.
+_ENTRY_JCS = '{"canon":"%s","oid":"%s","sourceRef":"%s","sz":%d}'
+
+
+def canonical_entries(refs: list[str], oids: list[str], canons: list[str], sizes: list[int]) -> bytes:
+    """The JCS bytes of the manifest array whose entries are `{sourceRef, oid, canon, sz}`, given
+    as columns.
+
+    Equal to `jcs` of the entry objects (tests/unit/test_manifest_canonical.py). When every
+    string is printable ASCII without a quote or backslash and every size a safe integer, each
+    value is written as itself, whole columns at a time; anything else goes through `jcs`."""
+    text = "".join(refs) + "".join(oids) + "".join(canons)
+    if (
+        text.isascii()
+        and text.isprintable()
+        and '"' not in text
+        and "\\" not in text
+        and set(map(type, sizes)) <= {int}
+        and (not sizes or (min(sizes) >= 0 and max(sizes) < 2**53))
+    ):
+        body = ",".join(map(_ENTRY_JCS.__mod__, zip(canons, oids, refs, sizes, strict=True)))
+        return f"[{body}]".encode("ascii")
+    return jcs(
+        [
+            {"sourceRef": r, "oid": o, "canon": c, "sz": z}
+            for r, o, c, z in zip(refs, oids, canons, sizes, strict=True)
+        ]
+    )
+
+
 @dataclass(frozen=True)
 class RomManifest:
     """The rebuilt ROM manifest and everything found while rebuilding it.
@@ -204,12 +236,19 @@ class RomManifest:
 
     hash: str
     canonical: bytes
-    entries: tuple[dict[str, Any], ...]
+    objects: tuple[ObjectRow, ...]  # the ROM objects in manifest order
     checksum_hash: str
     file_count: int
     mismatches: tuple[str, ...]
     uncovered: tuple[str, ...]
     counts_by_kind: dict[str, int]
+
+    @property
+    def entries(self) -> tuple[dict[str, Any], ...]:
+        """The signed manifest's entries, as objects."""
+        return tuple(
+            {"sourceRef": r.source_ref, "oid": r.oid, "canon": r.canon, "sz": r.sz} for r in self.objects
+        )
 
     @property
     def ok(self) -> bool:
@@ -240,14 +279,15 @@ def _uncovered(src: _Sources, covered: set[str]) -> list[str]:
     return out
 
 
-def _check_inflate_budget(src: _Sources, rows: list[ObjectRow]) -> None:
+def _check_inflate_budget(src: _Sources, refs: list[str]) -> None:
     """Refuse before inflating anything when the declared sizes of the compressed ROM entries
-    already exceed the cartridge's decompression budget (a bomb spread over many entries)."""
-    total = 0
-    for row in rows:
-        info = src.sqlar.get(row.source_ref)
-        if info is not None and info.zone == ZONE_ROM and info.stored != info.sz:
-            total += max(info.sz, 0)
+    that ROM objects name already exceed the cartridge's decompression budget (a bomb spread over
+    many entries)."""
+    compressed = [i for i in src.sqlar.values() if i.stored != i.sz and i.zone == ZONE_ROM]
+    if not compressed:
+        return
+    named = Counter(refs)  # an entry named by two objects would be inflated twice
+    total = sum(max(info.sz, 0) * named[info.name] for info in compressed)
     budget = src.cart.budget
     if total > budget.limit:
         raise BadEntry(
@@ -259,58 +299,119 @@ def _check_inflate_budget(src: _Sources, rows: list[ObjectRow]) -> None:
 
 
 def compute_rom_manifest(cart: Cartridge, *, strict: bool = True) -> RomManifest:
+    """Rebuild the ROM manifest (see `_compute_rom_manifest`), with the cyclic collector paused."""
+    with paused_gc():
+        return _compute_rom_manifest(cart, strict=strict)
+
+
+def _compute_rom_manifest(cart: Cartridge, *, strict: bool) -> RomManifest:
     """Rebuild the ROM manifest from the `objects` rows, recomputing each live oid.
 
     With strict=True, also check kind/canon/sz against the source and report uncovered ROM content.
     Raises BadEntry/InvalidInput for content that cannot be read at all (bad names, bombs, bad UTF-8).
+
+    Every check that needs no sqlar digest runs first, and the ROM rows' digests are joined last:
+    for a large ROM the hashing pass's helper process hashes meanwhile (romhash.py).
     """
     # the hashing pass's digests are used only for rowids that the typed sqlar scan accepted
     rom_hashes = cart.start_rom_hashing()
     try:
         meta = cart.meta()
         rows = [r for r in cart.objects() if r.zone == ZONE_ROM]
+        # checksum lines in the scan's order, the objects b-tree's (oid): mostly sorted already
+        lines = ["  ".join(pair) for pair in map(attrgetter("oid", "source_ref"), rows)]
         if _bmp_only([r.kind for r in rows]) and _bmp_only([r.source_ref for r in rows]):
             rows.sort(key=attrgetter("kind", "source_ref"))
         else:
             rows.sort(key=sort_key)
         src = _Sources(cart, meta, rom_hashes)
-        _check_inflate_budget(src, rows)
-        mismatches: list[str] = []
-        entries: list[dict[str, Any]] = []
-        refs = Counter(r.source_ref for r in rows)
-        for ref, n in sorted(refs.items()):
-            if n > 1:
-                mismatches.append(f"{ref}: {n} ROM objects share this source")
-        for row in rows:
-            live = live_source(src, row)
-            if live.oid is None:
-                mismatches.append(f"{row.source_ref}: {live.problem}")
-            elif live.oid != row.oid:
-                mismatches.append(f"{row.source_ref}: oid mismatch")
-            elif strict:
-                if live.problem:
-                    mismatches.append(f"{row.source_ref}: {live.problem}")
-                kind, canon = ref_kind(row.source_ref)
-                if row.kind != kind or row.canon != canon:
-                    mismatches.append(
-                        f"{row.source_ref}: kind/canon {row.kind}/{row.canon} should be {kind}/{canon}"
+        oids, _, refs, canons, _, sizes = map(list, zip(*rows, strict=True)) if rows else ([],) * 6
+        _check_inflate_budget(src, refs)
+        # (row position, problem): a problem found at the join keeps its row's place in the list
+        problems: list[tuple[int, str]] = []
+        covered = set(refs)
+        if len(covered) != len(refs):
+            for ref, n in sorted(Counter(refs).items()):
+                if n > 1:
+                    problems.append((-1, f"{ref}: {n} ROM objects share this source"))
+        # each object's ROM sqlar source (None: another kind of source, or none): whole columns
+        rom = {info.name: info for info in src.sqlar.values() if info.zone == ZONE_ROM}
+        infos = list(map(rom.get, refs))  # a sqlar name is portable: never a memory:/capability:/meta: ref
+        if None in infos:
+            for i, info in enumerate(infos):
+                if info is None:
+                    problems.extend(
+                        (i, p) for p in _object_problems(rows[i], live_source(src, rows[i]), strict)
                     )
-                if live.sz != row.sz:
-                    mismatches.append(f"{row.source_ref}: sz {row.sz} differs from source size {live.sz}")
-            entries.append({"sourceRef": row.source_ref, "oid": row.oid, "canon": row.canon, "sz": row.sz})
-        digest, canonical = manifest_hash_of(entries)
-        lines = sort_utf16([f"{r.oid}  {r.source_ref}" for r in rows])
-        checksum = "sha256:" + hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest()
-        uncovered = _uncovered(src, set(refs)) if strict else []
+        canonical = canonical_entries(refs, oids, canons, sizes)
+        checksum = "sha256:" + hashlib.sha256("\n".join(sort_utf16(lines)).encode("utf-8")).hexdigest()
+        uncovered = _uncovered(src, covered) if strict else []
+        problems.extend(_join_problems(rows, infos, rom_hashes, strict))
     finally:
         rom_hashes.close()
+    problems.sort(key=itemgetter(0))  # stable: a row's own problems keep their order
     return RomManifest(
-        hash=digest,
+        hash=sha256_digest(canonical),
         canonical=canonical,
-        entries=tuple(entries),
+        objects=tuple(rows),
         checksum_hash=checksum,
         file_count=len(rows),
-        mismatches=tuple(mismatches),
+        mismatches=tuple(p for _, p in problems),
         uncovered=tuple(uncovered),
         counts_by_kind=dict(Counter(r.kind for r in rows)),
     )
+
+
+def _join_problems(
+    rows: list[ObjectRow], infos: list[SqlarInfo | None], hashing: RomHashing, strict: bool
+) -> list[tuple[int, str]]:
+    """(row position, problem) for each object whose ROM sqlar source does not match it, joining
+    the hashing pass's digests (taken for a row only when it is stored raw: length = sz = stored).
+
+    Whole columns first: when every source was hashed raw, with the object's oid and size, and
+    every object is a raw sqlar kind, nothing is wrong; otherwise row by row (streaming the rows
+    the pass did not hash) to find what is."""
+    hashed = hashing.digests()
+    joined = [
+        (i, row, info) for i, (row, info) in enumerate(zip(rows, infos, strict=True)) if info is not None
+    ]
+    if joined:
+        objs = [row for _, row, _ in joined]
+        srcs = [info for _, _, info in joined]
+        sizes = [row.sz for row in objs]
+        live = list(map(hashed.get, map(attrgetter("rowid"), srcs)))
+        if (
+            live == list(zip([row.oid for row in objs], sizes, sizes, strict=True))
+            and list(map(attrgetter("sz", "stored"), srcs)) == list(zip(sizes, sizes, strict=True))
+            and {row.kind for row in objs} == {KIND_SQLAR}
+            and {row.canon for row in objs} == {CANON_RAW}
+        ):
+            return []
+    out: list[tuple[int, str]] = []
+    for i, row, info in joined:
+        got = hashed.get(info.rowid)
+        if got is not None and got[1] == info.sz == info.stored == got[2]:
+            oid, sz = got[0], got[1]
+        else:
+            oid, sz = hashing.digest(info)
+        if oid != row.oid or (strict and (sz != row.sz or row.kind != KIND_SQLAR or row.canon != CANON_RAW)):
+            out.extend((i, p) for p in _object_problems(row, LiveSource(oid, sz), strict))
+    return out
+
+
+def _object_problems(row: ObjectRow, live: LiveSource, strict: bool) -> list[str]:
+    """What is wrong with one ROM object against its live source (empty when it matches)."""
+    if live.oid is None:
+        return [f"{row.source_ref}: {live.problem}"]
+    if live.oid != row.oid:
+        return [f"{row.source_ref}: oid mismatch"]
+    out: list[str] = []
+    if strict:
+        if live.problem:
+            out.append(f"{row.source_ref}: {live.problem}")
+        kind, canon = ref_kind(row.source_ref)
+        if row.kind != kind or row.canon != canon:
+            out.append(f"{row.source_ref}: kind/canon {row.kind}/{row.canon} should be {kind}/{canon}")
+        if live.sz != row.sz:
+            out.append(f"{row.source_ref}: sz {row.sz} differs from source size {live.sz}")
+    return out

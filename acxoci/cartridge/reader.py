@@ -25,7 +25,9 @@ from acxoci.cartridge.constants import (
     DEFAULT_MAX_ENTRY_BYTES,
     HEADER_SIZE,
     MAX_ENVELOPE_BYTES,
+    MAX_PATH_BYTES,
     MAX_VALUE_BYTES,
+    PORTABLE_RE,
     ZONE_ROM,
     portable_path_problem,
 )
@@ -259,13 +261,19 @@ class RomHashing:
         self._inline: dict[int, tuple[str, int, int]] | None = None
         self._cart = cart
 
+    def digests(self) -> dict[int, tuple[str, int, int]]:
+        """rowid -> (sha256:…, length, sz) of the rows the pass hashed (waits for it once). Use
+        one only for a scanned row stored raw (length = sz = stored): `digest` does the rest."""
+        return self._rows()
+
     def _rows(self) -> dict[int, tuple[str, int, int]]:
         if self._inline is None:
             rom_pass, self._pass = self._pass, None
             if rom_pass is None:
                 raise InvalidInput("the ROM hashing pass failed or was closed", where=self._cart.label)
             try:
-                self._inline = rom_pass.result()
+                # the typed scan's row count bounds what the helper may send
+                self._inline = rom_pass.result(rows=len(self._cart.sqlar_infos()))
             except sqlite3.Error as exc:
                 label = self._cart.label
                 raise InvalidInput(f"cannot read cartridge table sqlar: {exc}", where=label) from exc
@@ -438,10 +446,16 @@ class Cartridge:
         the pass is repeated reading text as bytes (CAST AS BLOB) so the consumer's strict decode
         names the entry at fault. Columns in _RAW_TEXT are always read as bytes.
         """
+        return self._scan_typed(table, spec, exprs=exprs)[0]
+
+    def _scan_typed(
+        self, table: str, spec: _Spec, *, exprs: dict[str, str] | None = None
+    ) -> tuple[list[tuple[Any, ...]], bool]:
+        """`_scan`, and whether text was read natively (then every checked TEXT value is a str)."""
         try:
-            return self._scan_pass(table, spec, exprs or {}, native=True)
+            return self._scan_pass(table, spec, exprs or {}, native=True), True
         except _NotUtf8:
-            return self._scan_pass(table, spec, exprs or {}, native=False)
+            return self._scan_pass(table, spec, exprs or {}, native=False), False
 
     def _scan_pass(
         self, table: str, spec: _Spec, exprs: dict[str, str], *, native: bool
@@ -457,11 +471,16 @@ class Cartridge:
             return name
 
         values = [value(name, kind) for name, kind in spec]
+        # the b-tree's own key: a rowid table's rowid, else the TEXT primary key, whose value as
+        # read (a str, or bytes when read as bytes) orders as SQLite's BINARY order once the type
+        # check has passed; read once when the spec has it, else as an extra column
+        own = key if table in WITHOUT_ROWID else "rowid"
+        at = names.index(own) + 2 if own in names and own not in exprs else None
         ok = " AND ".join(
             f"typeof({name}) IN ({', '.join(repr(t) for t in _SQL_TYPE[kind])})" for name, kind in spec
         )
         types = " || ',' || ".join(f"typeof({name})" for name in names)
-        order = f"CAST({key} AS BLOB)" if table in WITHOUT_ROWID else "rowid"
+        order = "NULL" if at is not None else f"CAST({key} AS BLOB)" if table in WITHOUT_ROWID else "rowid"
         check = f"CASE WHEN {ok} THEN NULL ELSE {types} END"
         sql = f"SELECT {check}, {order}, {', '.join(values)} FROM {table} NOT INDEXED"
         try:
@@ -498,7 +517,7 @@ class Cartridge:
                             details={"table": table, "column": key},
                         )
                     seen.add(value_)
-        ordered = cols[1]
+        ordered = cols[1] if at is None else cols[at]
         if len(set(ordered)) != len(ordered) or list(ordered) != sorted(ordered):
             raise BadEntry(
                 f"table {table} is out of key order (a lookup by key would miss rows a scan sees)",
@@ -529,13 +548,25 @@ class Cartridge:
         return list(self._cached("sqlar", self._sqlar_infos))
 
     def _sqlar_infos(self) -> list[SqlarInfo]:
+        rows, native = self._scan_typed(
+            "sqlar",
+            (("name", "t"), ("mode", "i"), ("mtime", "i?"), ("sz", "i"), ("data", "b?"), ("rowid", "i")),
+            exprs={"data": "ifnull(length(data), 0)"},
+        )
+        if native and rows:
+            # whole columns at once: every name portable (so ASCII: its length is its size in
+            # bytes), every distinct mode acceptable; else the row loop below names the first fault
+            names = [r[0] for r in rows]
+            fullmatch = PORTABLE_RE.fullmatch
+            if (
+                max(map(len, names)) <= MAX_PATH_BYTES
+                and all(map(fullmatch, names))
+                and not any(map(mode_problem, {r[1] for r in rows}))
+            ):
+                return [SqlarInfo(n, m, t, z, d, i, n.partition("/")[0]) for n, m, t, z, d, i in rows]
         out: list[SqlarInfo] = []
         modes: dict[int, str | None] = {}  # the scan checked every storage class: ints are ints
-        for rowid, n, mode, mtime, sz, stored in self._scan(
-            "sqlar",
-            (("rowid", "i"), ("name", "t"), ("mode", "i"), ("mtime", "i?"), ("sz", "i"), ("data", "b?")),
-            exprs={"data": "length(data)"},
-        ):
+        for n, mode, mtime, sz, stored, rowid in rows:
             name = self._sqlar_name(n)
             if mode in modes:
                 problem = modes[mode]
@@ -547,7 +578,7 @@ class Cartridge:
                     where=self.label,
                     details={"entry": name, "table": "sqlar", "column": "mode"},
                 )
-            out.append(SqlarInfo(name, mode, mtime, sz, stored or 0, rowid, name.partition("/")[0]))
+            out.append(SqlarInfo(name, mode, mtime, sz, stored, rowid, name.partition("/")[0]))
         return out
 
     def _sqlar_name(self, raw: object) -> str:
@@ -675,13 +706,20 @@ class Cartridge:
         return list(self._cached("objects", self._objects))
 
     def _objects(self) -> list[ObjectRow]:
+        rows, native = self._scan_typed(
+            "objects",
+            (("oid", "t"), ("kind", "t"), ("source_ref", "t"), ("canon", "t"), ("zone", "t"), ("sz", "i")),
+        )
+        if native and rows:
+            # read natively, every column is a str (sz an int): only the size range is left, and
+            # it is checked for the whole column at once (else the row loop names the first fault)
+            sizes = [r[5] for r in rows]
+            if min(sizes) >= 0 and max(sizes) <= MAX_SAFE_SZ:
+                return list(map(ObjectRow._make, rows))
         out: list[ObjectRow] = []
         intern = sys.intern
         label = self.label
-        for oid, kind, ref, canon, zone, size in self._scan(
-            "objects",
-            (("oid", "t"), ("kind", "t"), ("source_ref", "t"), ("canon", "t"), ("zone", "t"), ("sz", "i")),
-        ):
+        for oid, kind, ref, canon, zone, size in rows:
             source_ref = ref if type(ref) is str else _text(ref, label, "objects.source_ref")
             if not 0 <= size <= MAX_SAFE_SZ:  # the manifest is JSON: sz must be a safe integer
                 raise BadEntry(
@@ -931,6 +969,8 @@ class Cartridge:
             )
 
     def _check_index(self, index: str, table: str, cols: tuple[str, ...]) -> None:
+        if cols == (KEY_COLUMNS[table], "rowid") and self._check_text_key_index(index, table, cols[0]):
+            return
         values = ", ".join(
             f"typeof({c}), CASE WHEN typeof({c}) = 'text' THEN CAST({c} AS BLOB) ELSE {c} END" for c in cols
         )
@@ -976,6 +1016,49 @@ class Cartridge:
                 raise bad("a row of the table has no entry")
         except (sqlite3.Error, UnicodeDecodeError) as exc:
             raise InvalidInput(f"cannot read index {index}: {exc}", where=self.label) from exc
+
+    def _check_text_key_index(self, index: str, table: str, key: str) -> bool:
+        """The automatic index of a TEXT primary key, when every key is TEXT: True when it holds
+        exactly the table's (key, rowid) entries in strict order; False to leave the file to the
+        general check (a key of another class, or text that does not decode).
+
+        Read natively, TEXT is a str and any other class another Python type, so a value of
+        another class is never equal. SQLite orders TEXT (BINARY) by its UTF-8 bytes, which is
+        Python's order of the decoded strings, so the index must read as the sorted table rows."""
+        by_table = f"SELECT {key}, rowid FROM {table} NOT INDEXED"
+        by_index = f"SELECT {key}, rowid FROM {table} INDEXED BY {index}"
+        try:
+            _require_plan(self.conn, by_table, f"SCAN {table}", where=self.label)
+            _require_plan(self.conn, by_index, f"SCAN {table} USING COVERING INDEX {index}", where=self.label)
+            rows = self.conn.execute(by_table).fetchall()
+            if set(map(type, (k for k, _ in rows))) - {str}:
+                return False
+            entries = self.conn.execute(by_index).fetchall()
+        except sqlite3.OperationalError as exc:
+            if str(exc).startswith("Could not decode to UTF-8"):
+                return False
+            raise InvalidInput(f"cannot read index {index}: {exc}", where=self.label) from exc
+        except sqlite3.Error as exc:
+            raise InvalidInput(f"cannot read index {index}: {exc}", where=self.label) from exc
+        rows.sort()
+        if entries != rows:
+            what = (
+                "a row of the table has no entry"
+                if entries == rows[: len(entries)]
+                else "an entry names no row of the table, or a row has no entry"
+            )
+            raise BadEntry(
+                f"index {index} disagrees with table {table}: {what}",
+                where=self.label,
+                details={"table": table, "index": index},
+            )
+        if len(set(rows)) != len(rows):
+            raise BadEntry(
+                f"index {index} disagrees with table {table}: entries are out of order or repeated",
+                where=self.label,
+                details={"table": table, "index": index},
+            )
+        return True
 
     def count(self, table: str, where: str = "", params: tuple[Any, ...] = ()) -> int:
         """Row count of one of the known tables (0 if the table is absent)."""

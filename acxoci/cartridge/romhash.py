@@ -1,28 +1,35 @@
-"""The ROM hashing pass, split over two processes so a large ROM is hashed on both cores.
+"""The ROM hashing pass, shared by two processes that meet in the middle of the ROM.
 
 hashlib and SQLite release the GIL, but the verifier's own per-row Python work holds it, and
 threads were measured to gain nothing (docs/decisions/0025). So for a large ROM one helper
-process, started before the typed scans, hashes the raw `rom/` rows above a split rowid while
-the verifier scans, checks and then hashes the rows below it; the split balances the two by a
-cost model (per-row Python work against per-byte hashing). The helper reads the very file the
-verifier opened (its descriptor, through /proc/self/fd, and it checks that the file SQLite opened
-for that name is the descriptor's) and is stdlib-only, isolated (`-I -S`).
+process, started before the typed scans, hashes the raw `rom/` rows from the highest rowid down
+and streams a record per row as it goes. The verifier does its scans and checks, then hashes
+from the lowest rowid up, watching the helper's progress, and stops where the helper has already
+been: no cost model, the two simply meet. The helper reads the very file the verifier opened
+(its descriptor, through /proc/self/fd, and it checks that the file SQLite opened for that name
+is the descriptor's) and is stdlib-only, isolated (`-I -S`).
 
 Its digests are keyed by rowid and used only for rows that the verifier's own typed scan
 accepted, and only when the row is stored raw (length = sz): exactly what the single-process
-pass hashes. Any failure of the helper (no /proc, spawn error, non-zero exit, output of the wrong
-size) only means those rows are hashed in-process instead; it never changes a verdict.
+pass hashes. They are used only when the helper ended well: a trailer (written after its last
+check) counting its records, rowids strictly descending. Any failure (no /proc, spawn error, an
+exit before the trailer, torn or surplus output) only means the verifier hashes the rest itself;
+it never changes a verdict.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import operator
 import os
+import select
 import sqlite3
 import struct
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 from acxoci.fsutil import FileIdentity, identity_of
@@ -31,11 +38,10 @@ from acxoci.fsutil import FileIdentity, identity_of
 Digests = dict[int, tuple[str, int, int]]
 
 HELPER_MIN_BYTES = 32 << 20  # below this a second process costs more than it saves
-_ROW_SECONDS = 8e-6  # the verifier's Python work per ROM row (scans, index checks, manifest)
-_BYTE_SECONDS = 0.9e-9  # reading + sha256 of one stored byte
-_START_SECONDS = 0.02  # starting the helper interpreter
-_RECORD = struct.Struct("<qq32s")  # rowid, length, sha256
-
+_RECORD = struct.Struct("<qq32s")  # rowid, length (-1: visited, not hashed; -2: trailer), sha256
+_NOT_HASHED, _TRAILER = -1, -2
+_POLL_BYTES = 256 << 10  # the verifier looks at the helper's progress this often (bytes hashed)
+_DRAIN_SECONDS = 60.0  # how long the verifier waits for a stopped helper's last records
 
 _ROM_ROW = "typeof(name) = 'text' AND substr(name, 1, 4) = 'rom/'"
 
@@ -45,42 +51,62 @@ def _raw(inline: int) -> str:
     return f"typeof(data) = 'blob' AND length(data) <= {inline} AND length(data) = sz"
 
 
-def rom_rows_sql(inline: int, where: str) -> str:
+def rom_rows_sql(inline: int, where: str, order: str = "ASC") -> str:
     """The raw-row pass: each small raw `rom/` row's data (else NULL), a full scan of the table
-    b-tree (`NOT INDEXED`, `+rowid` so a bound never turns into a seek), filtered by `where`."""
+    b-tree in rowid order (`NOT INDEXED`, `+rowid` so a bound never turns into a seek)."""
     return (
         f"SELECT rowid, CASE WHEN {_raw(inline)} THEN data END, sz FROM sqlar NOT INDEXED"
-        f" WHERE {_ROM_ROW} AND {where}"
+        f" WHERE {_ROM_ROW} AND {where} ORDER BY rowid {order}"
     )
 
 
-def _sizes_sql(inline: int) -> str:
-    """(rowid, length) of exactly the rows `rom_rows_sql` hashes, for choosing the split."""
-    return f"SELECT rowid, length(data) FROM sqlar NOT INDEXED WHERE {_ROM_ROW} AND {_raw(inline)}"
-
-
 _HELPER = """
-import hashlib, os, sqlite3, stat, struct, sys
-fd, split, inline, sql = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+import fcntl, hashlib, os, select, sqlite3, stat, struct, sys
+fd, inline, sql = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 conn = sqlite3.connect(f"file:/proc/self/fd/{fd}?mode=ro&immutable=1", uri=True)
 conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, inline + 1)
 for pragma in ("PRAGMA query_only = 1", "PRAGMA trusted_schema = 0", "PRAGMA cell_size_check = 1"):
     conn.execute(pragma)
-out, pack, sha = bytearray(), struct.Struct("<qq32s").pack, hashlib.sha256
-for rowid, data, sz in conn.execute(sql, (split,)):
-    if data is not None:
-        out += pack(rowid, len(data), sha(data).digest())
-# SQLite opened a name (it resolves the /proc link by readlink), not the descriptor: every
-# regular file open now, SQLite's included, must be the inherited one (same device and inode)
-mine = os.fstat(fd)
-for name in os.listdir("/proc/self/fd"):
-    try:
-        st = os.fstat(int(name))
-    except OSError:
-        continue
-    if stat.S_ISREG(st.st_mode) and (st.st_dev, st.st_ino) != (mine.st_dev, mine.st_ino):
-        sys.exit(4)
-sys.stdout.buffer.write(out)  # at the end: the verifier reads only once it is done itself
+rows = iter(conn.execute(sql))
+row = next(rows, None)
+def same_file():
+    # SQLite opened a name (it resolves the /proc link by readlink), not the descriptor: every
+    # regular file open, SQLite's included, must be the inherited one (same device and inode)
+    mine = os.fstat(fd)
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            st = os.fstat(int(name))
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode) and (st.st_dev, st.st_ino) != (mine.st_dev, mine.st_ino):
+            sys.exit(4)
+same_file()  # before any record: each one is of the verifier's own file
+try:
+    fcntl.fcntl(1, fcntl.F_SETPIPE_SZ, 1 << 20)  # room to run ahead while the verifier checks
+except OSError:
+    pass
+out, pack, sha, zero = sys.stdout.buffer, struct.Struct("<qq32s").pack, hashlib.sha256, bytes(32)
+buf, pending, count = bytearray(), 0, 0
+while row is not None:
+    rowid, data, sz = row
+    if data is None:
+        buf += pack(rowid, -1, zero)
+    else:
+        buf += pack(rowid, len(data), sha(data).digest())
+        pending += len(data)
+    count += 1
+    if pending >= 2 << 20 or len(buf) >= 1 << 16:
+        out.write(buf)
+        out.flush()
+        buf.clear()
+        pending = 0
+        if select.select([0], [], [], 0)[0]:  # the verifier closed our stdin: it met us
+            break
+    row = next(rows, None)
+same_file()
+out.write(buf + pack(count, -2, zero))
+out.flush()
+os._exit(0)  # no interpreter teardown: the verifier is waiting for this exit
 """
 
 
@@ -93,67 +119,127 @@ def _hash_rows(conn: sqlite3.Connection, inline: int, where: str, params: tuple[
     return out
 
 
-def _split(rows: list[tuple[int, int]]) -> int | None:
-    """The rowid at or below which the verifier hashes (the helper takes the rest), or None when
-    the ROM is too small for a helper to pay off."""
-    total = sum(n for _, n in rows)
-    if total < HELPER_MIN_BYTES:
-        return None
-    hash_all = total * _BYTE_SECONDS
-    share = (_START_SECONDS + hash_all - len(rows) * _ROW_SECONDS) / (2 * hash_all)
-    share = min(max(share, 0.0), 0.9)
-    budget = share * total
-    # the verifier always keeps the first row: the split is a stored rowid, so a bound within
-    # SQLite's integers (rowid - 1 below a first rowid of -2**63 is not one)
-    split, acc = rows[0]
-    for rowid, n in rows[1:]:
-        if acc + n > budget:
-            break
-        acc, split = acc + n, rowid
-    return split
-
-
 class _Helper:
-    """A started helper process hashing the raw `rom/` rows with rowid > split (`rows` of them)."""
+    """A started helper process hashing the raw `rom/` rows downwards from the highest rowid."""
 
-    def __init__(self, proc: subprocess.Popen[bytes], split: int, rows: int) -> None:
-        self.proc, self.split, self.rows = proc, split, rows
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        assert proc.stdout is not None
+        self.proc = proc
+        self._fd = proc.stdout.fileno()
+        os.set_blocking(self._fd, False)
+        self._buf = bytearray()
+        self._cap: int | None = None
+        self.failed = False
+        self.frontier = 1 << 64  # the lowest rowid the helper reported (above every rowid)
 
-    def collect(self) -> Digests | None:
-        """Its digests, or None when it failed (the caller then hashes those rows itself)."""
-        assert self.proc.stdout is not None
-        cap = _RECORD.size * self.rows
+    def poll(self) -> int:
+        """Read what the helper has written so far (never waits); its frontier."""
+        if self.failed:
+            return self.frontier
         try:
-            raw = self.proc.stdout.read(cap + 1)
-            if len(raw) > cap:  # more records than rows: stop it rather than drain it
-                self.close()
-                return None
-            code = self.proc.wait(timeout=60)
-        except (OSError, subprocess.TimeoutExpired):
-            self.close()
+            chunk = os.read(self._fd, 1 << 20)
+        except BlockingIOError:
+            return self.frontier
+        except OSError:
+            self._fail()
+            return self.frontier
+        if chunk:
+            self._take(chunk)
+        return self.frontier
+
+    def _take(self, chunk: bytes) -> None:
+        self._buf += chunk
+        if self._cap is not None and len(self._buf) > self._cap:
+            self._fail()
+            return
+        end = len(self._buf) // _RECORD.size * _RECORD.size
+        if end:
+            rowid, n, _ = _RECORD.unpack_from(self._buf, end - _RECORD.size)
+            if n == _TRAILER:  # the trailer counts records; the frontier is the record before it
+                if end == _RECORD.size:
+                    return
+                rowid = _RECORD.unpack_from(self._buf, end - 2 * _RECORD.size)[0]
+            self.frontier = min(self.frontier, rowid)
+
+    def _fail(self) -> None:
+        """Stop trusting the helper: the verifier hashes everything itself from here."""
+        self.failed = True
+        self.frontier = 1 << 64
+        self._buf.clear()
+        self.close()
+
+    def limit(self, rows: int) -> None:
+        """At most one record per ROM row plus the trailer (more means a broken helper)."""
+        self._cap = (rows + 1) * _RECORD.size
+        if len(self._buf) > self._cap:
+            self._fail()
+
+    def finish(self) -> Digests | None:
+        """Tell the helper to stop, take its last records; its digests, or None when it failed."""
+        if self.failed:
             return None
-        if code != 0 or len(raw) != cap:  # one record for each row of its share, no more, no less
+        assert self.proc.stdin is not None
+        with contextlib.suppress(OSError):
+            self.proc.stdin.close()  # the helper stops at its next flush
+        deadline = time.monotonic() + _DRAIN_SECONDS
+        while not self.failed:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self._fd], [], [], left)[0]:
+                self._fail()
+                break
+            try:
+                chunk = os.read(self._fd, 1 << 20)
+            except BlockingIOError:
+                continue
+            except OSError:
+                self._fail()
+                break
+            if not chunk:
+                break
+            self._take(chunk)
+            if self._ended():
+                break
+        # the trailer is written after the helper's last check: it is the helper's success, so
+        # its exit (slow: unmapping the file) is not waited for
+        return None if self.failed or not self._ended() else self._digests()
+
+    def _ended(self) -> bool:
+        """Whether what was read so far ends with a trailer record."""
+        raw = self._buf
+        if not raw or len(raw) % _RECORD.size:
+            return False
+        return bool(_RECORD.unpack_from(raw, len(raw) - _RECORD.size)[1] == _TRAILER)
+
+    def _digests(self) -> Digests | None:
+        records = list(_RECORD.iter_unpack(self._buf))
+        count, kind, _ = records.pop()
+        if kind != _TRAILER or count != len(records):
             return None
-        out: Digests = {}
-        for rowid, n, digest in _RECORD.iter_unpack(raw):
-            if rowid <= self.split:
+        if records:
+            rowids, lengths = [r[0] for r in records], [r[1] for r in records]
+            # strictly descending rowids, and each length a size (or "visited, not hashed")
+            if not all(map(operator.gt, rowids, rowids[1:])) or min(lengths) < _NOT_HASHED:
                 return None
-            out[rowid] = ("sha256:" + digest.hex(), n, n)
-        return out
+        return {r: ("sha256:" + d.hex(), n, n) for r, n, d in records if n != _NOT_HASHED}
 
     def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.proc.wait(timeout=5)
-        if self.proc.stdout is not None:
-            self.proc.stdout.close()
+        """Kill the helper if it still runs and close its pipes; it is reaped in the background
+        (an exiting helper takes milliseconds to unmap the file, which nothing waits for)."""
+        proc = self.proc
+        if proc.poll() is None:
+            with contextlib.suppress(OSError):
+                proc.kill()
+            threading.Thread(target=proc.wait, name="romhash-reap", daemon=True).start()
+        for pipe in (proc.stdin, proc.stdout):
+            if pipe is not None:
+                with contextlib.suppress(OSError):
+                    pipe.close()
 
 
 Source = tuple[Path, FileIdentity]  # the opened file and its identity (acxoci/fsutil.py)
 
 
-def _spawn(source: Source, split: int, rows: int, inline: int) -> _Helper | None:
+def _spawn(source: Source, inline: int) -> _Helper | None:
     """Start the helper on the same file (checked by identity), or None where that cannot be done."""
     path, identity = source
     if not sys.executable or not os.path.isdir("/proc/self/fd"):
@@ -174,11 +260,10 @@ def _spawn(source: Source, split: int, rows: int, inline: int) -> _Helper | None
                 "-c",
                 _HELPER,
                 str(fd),
-                str(split),
                 str(inline),
-                rom_rows_sql(inline, "+rowid > ?"),
+                rom_rows_sql(inline, "1", "DESC"),
             ],
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             pass_fds=(fd,),
@@ -187,12 +272,13 @@ def _spawn(source: Source, split: int, rows: int, inline: int) -> _Helper | None
         return None
     finally:
         os.close(fd)
-    return _Helper(proc, split, rows)
+    return _Helper(proc)
 
 
 class RomPass:
     """One ROM hashing pass over `conn`: started (helper spawned) at construction, finished by
-    `result()`, which hashes the verifier's share and joins the helper's. `close()` stops it."""
+    `result()`, which hashes upwards until it meets the helper and joins its digests. `close()`
+    stops it."""
 
     def __init__(
         self,
@@ -203,32 +289,46 @@ class RomPass:
     ) -> None:
         self._conn, self._inline = conn, inline
         self._helper: _Helper | None = None
-        self._split: int | None = None
         if source is not None and source[1][2] >= HELPER_MIN_BYTES:
-            sizes = [
-                (int(r), int(n))
-                for r, n in conn.execute(_sizes_sql(inline))
-            ]
-            split = _split(sizes) if sizes else None
-            if split is not None:
-                share = sum(1 for rowid, _ in sizes if rowid > split)
-                self._helper = _spawn(source, split, share, inline) if share else None
-                self._split = split if self._helper is not None else None
+            self._helper = _spawn(source, inline)
 
-    def result(self) -> Digests:
-        """rowid -> digest of every small raw `rom/` row (raises sqlite3.Error on a bad file)."""
+    def result(self, rows: int | None = None) -> Digests:
+        """rowid -> digest of every small raw `rom/` row (raises sqlite3.Error on a bad file).
+        `rows`, the number of ROM rows when known, bounds what the helper may send."""
         helper, self._helper = self._helper, None
-        if helper is None or self._split is None:
+        if helper is None:
             return _hash_rows(self._conn, self._inline, "1", ())
         try:
-            mine = _hash_rows(self._conn, self._inline, "+rowid <= ?", (self._split,))
-            theirs = helper.collect()
+            if rows is not None:
+                helper.limit(rows)
+            mine, stop = self._hash_up(helper)
+            theirs = helper.finish() if stop is not None else None
         finally:
             helper.close()
-        if theirs is None:
-            theirs = _hash_rows(self._conn, self._inline, "+rowid > ?", (self._split,))
-        mine.update(theirs)
-        return mine
+        if stop is None:  # the verifier reached the top itself
+            return mine
+        if theirs is None:  # the helper failed: the rest is hashed here
+            theirs = _hash_rows(self._conn, self._inline, "+rowid >= ?", (stop,))
+        theirs.update(mine)
+        return theirs
+
+    def _hash_up(self, helper: _Helper) -> tuple[Digests, int | None]:
+        """Hash upwards from the lowest rowid until a row the helper has reached; that row's
+        rowid (None when the verifier hashed every row)."""
+        out: Digests = {}
+        sha = hashlib.sha256
+        frontier, since = helper.poll(), 0
+        for rowid, data, sz in self._conn.execute(rom_rows_sql(self._inline, "1")):
+            if since >= _POLL_BYTES:
+                frontier, since = helper.poll(), 0
+            if rowid >= frontier:
+                return out, rowid
+            if data is not None:
+                out[rowid] = ("sha256:" + sha(data).hexdigest(), len(data), sz)
+                since += len(data)
+            else:
+                since += _POLL_BYTES >> 4
+        return out, None
 
     def close(self) -> None:
         helper, self._helper = self._helper, None

@@ -26,6 +26,7 @@ from acxoci.cartridge.constants import (
 from acxoci.cartridge.manifest import RomManifest, compute_rom_manifest
 from acxoci.cartridge.reader import Cartridge, SignatureRow, open_cartridge
 from acxoci.cartridge.sqlar import BadEntry
+from acxoci.gcpause import paused_gc
 from attest.canonical import loads_strict
 from attest.dsse import Envelope
 from attest.errors import AttestError, MalformedError, SignatureError
@@ -207,6 +208,11 @@ def _envelope_shape_issues(doc: Any, env: Envelope) -> list[str]:
 
 def verify_open(cart: Cartridge, *, registry: TrustRegistry | None, now: datetime) -> CartridgeVerdict:
     """Verify an already opened cartridge (see `verify_cartridge`)."""
+    with paused_gc():
+        return _verify_open(cart, registry=registry, now=now)
+
+
+def _verify_open(cart: Cartridge, *, registry: TrustRegistry | None, now: datetime) -> CartridgeVerdict:
     file = cart.label
 
     def verdict(
@@ -357,5 +363,5 @@ def verify_cartridge(
 ) -> CartridgeVerdict:
     """Open `path` read-only and verify it. Raises only if it is not an acceptable cartridge file
     (header, sidecars, schema: InvalidInput naming the field, table or column)."""
-    with open_cartridge(path, max_decompressed=max_decompressed) as cart:
+    with paused_gc(), open_cartridge(path, max_decompressed=max_decompressed) as cart:
         return verify_open(cart, registry=registry, now=now)

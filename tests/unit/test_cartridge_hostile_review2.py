@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
@@ -76,17 +77,24 @@ def test_a_signed_rom_starting_at_the_lowest_rowid_verifies_with_the_helper(
     alone = verify_cartridge(path, registry=None, now=NOW)
     assert alone.trust == "portable", alone
     monkeypatch.setattr(romhash, "HELPER_MIN_BYTES", 0)
-    monkeypatch.setattr(romhash, "_ROW_SECONDS", 1.0)  # Python work dominates: the helper gets it all
-    spawned: list[int] = []
-    real_spawn = romhash._spawn
+    # the helper hashes every row before the verifier looks: they meet at rowid -2**63
+    met: list[int | None] = []
+    real_hash_up = romhash.RomPass._hash_up
 
-    def spy(source: romhash.Source, split: int, rows: int, inline: int) -> romhash._Helper | None:
-        spawned.append(split)
-        return real_spawn(source, split, rows, inline)
+    def after_the_helper(
+        self: romhash.RomPass, helper: romhash._Helper
+    ) -> tuple[romhash.Digests, int | None]:
+        deadline = time.monotonic() + 30
+        while not helper._ended() and time.monotonic() < deadline:
+            helper.poll()
+            time.sleep(0.005)
+        mine, stop = real_hash_up(self, helper)
+        met.append(stop)
+        return mine, stop
 
-    monkeypatch.setattr(romhash, "_spawn", spy)
+    monkeypatch.setattr(romhash.RomPass, "_hash_up", after_the_helper)
     shared = verify_cartridge(path, registry=None, now=NOW)
-    assert spawned, "the helper did not start"
+    assert met == [MIN_ROWID], met
     assert shared.trust == alone.trust and shared.rom_digest == alone.rom_digest, (shared, alone)
 
 
@@ -128,7 +136,6 @@ def test_the_helper_hashes_the_verified_file_not_one_its_name_leads_to(
     conn.commit()
     conn.close()
     monkeypatch.setattr(romhash, "HELPER_MIN_BYTES", 0)
-    monkeypatch.setattr(romhash, "_split", lambda rows: rowids[len(rowids) // 2])
     real_popen = romhash.subprocess.Popen
     started: list[Any] = []
 
@@ -141,7 +148,17 @@ def test_the_helper_hashes_the_verified_file_not_one_its_name_leads_to(
         return proc
 
     monkeypatch.setattr(romhash.subprocess, "Popen", unlink_then_start)
+    real_hash_up = romhash.RomPass._hash_up
+
+    def after_the_helper(
+        self: romhash.RomPass, helper: romhash._Helper
+    ) -> tuple[romhash.Digests, int | None]:
+        helper.proc.wait(timeout=30)  # the helper has had every chance to send its digests
+        return real_hash_up(self, helper)
+
+    monkeypatch.setattr(romhash.RomPass, "_hash_up", after_the_helper)
     v = verify_cartridge(path, registry=None, now=NOW)
     assert started, "the helper did not start"
+    assert started[0].returncode == 4, "the helper sent digests of another file"
     assert v.trust == "tampered", v
     assert any("oid mismatch" in i for i in v.issues), v.issues

@@ -1,14 +1,20 @@
 """The ROM hashing pass shared with a helper process (acxoci/cartridge/romhash.py): the helper's
-digests are exactly the in-process ones, a tampered row in its share is still caught, and every
-way it can fail (bad exit, short or foreign output, a swapped file, an early close) ends in the
-verifier hashing those rows itself, never in another verdict.
+digests are exactly the in-process ones, a tampered row in either share is still caught, and every
+way it can fail (bad exit, torn, surplus or disordered output, no trailer, death part way, a
+swapped file, an early close) ends in the verifier hashing those rows itself, never in another
+verdict.
 
-The helper normally starts only for ROMs of 32 MiB and more; these tests lower the threshold and
-pin the split, so the vectors' small sample (its rows stored raw) is shared between both."""
+The helper normally starts only for ROMs of 32 MiB and more; these tests lower the threshold, and
+pace the helper where the test needs the two processes to meet part way through the vectors'
+small sample (its rows stored raw)."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -46,14 +52,12 @@ def raw(vectors_dir: Path, tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def forced(raw: Path, monkeypatch: pytest.MonkeyPatch) -> int:
-    """Force the helper on, splitting the ROM rows in half; returns the split rowid."""
+def forced(raw: Path, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Force the helper on (the sample is far below 32 MiB); returns the ROM rowids."""
     rowids = _rom_rowids(raw)
     assert len(rowids) >= 4, rowids
-    split = rowids[len(rowids) // 2]
     monkeypatch.setattr(romhash, "HELPER_MIN_BYTES", 0)
-    monkeypatch.setattr(romhash, "_split", lambda rows: split)
-    return split
+    return rowids
 
 
 def _in_process(path: Path) -> romhash.Digests:
@@ -61,20 +65,61 @@ def _in_process(path: Path) -> romhash.Digests:
         return romhash._hash_rows(cart.conn, 1 << 20, "1", ())
 
 
-def test_helper_digests_equal_the_in_process_ones(raw: Path, forced: int) -> None:
+def _wait_until_done(helper: romhash._Helper) -> None:
+    """Let the helper hash every row before the verifier starts (it then meets it at once)."""
+    deadline = time.monotonic() + 30
+    while not helper._ended():
+        assert time.monotonic() < deadline, "the helper did not finish"
+        helper.poll()
+        time.sleep(0.005)
+
+
+def _slow_helper(monkeypatch: pytest.MonkeyPatch, seconds: float) -> None:
+    """The real helper, pausing after each row: the verifier meets it part way."""
+    code = romhash._HELPER.replace(
+        "    row = next(rows, None)\n",
+        f"    row = next(rows, None)\n    __import__('time').sleep({seconds})\n",
+    )
+    code = code.replace("if pending >= 2 << 20 or len(buf) >= 1 << 16:", "if True:")  # a record at a time
+    assert code.count("sleep(") == 1 and "if True:" in code
+    monkeypatch.setattr(romhash, "_HELPER", code)
+
+
+def test_helper_digests_equal_the_in_process_ones_when_it_hashes_every_row(
+    raw: Path, forced: list[int]
+) -> None:
     expected = _in_process(raw)
-    assert any(r > forced for r in expected) and any(r <= forced for r in expected)
     with open_cartridge(raw) as cart:
         rom_pass = romhash.RomPass(cart.conn, inline=1 << 20, source=cart._source)
-        assert rom_pass._helper is not None, "the helper did not start"
         helper = rom_pass._helper
-        got = rom_pass.result()
+        assert helper is not None, "the helper did not start"
+        _wait_until_done(helper)
+        mine, stop = rom_pass._hash_up(helper)
+        assert mine == {} and stop == forced[0]  # it met the helper at the lowest row
+        assert helper.finish() == expected
+
+
+def test_the_two_meet_in_the_middle_and_together_equal_the_in_process_digests(
+    raw: Path, forced: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    expected = _in_process(raw)
+    _slow_helper(monkeypatch, 0.05)
+    with open_cartridge(raw) as cart:
+        rom_pass = romhash.RomPass(cart.conn, inline=1 << 20, source=cart._source)
+        helper = rom_pass._helper
+        assert helper is not None
+        deadline = time.monotonic() + 30
+        while helper.poll() > forced[-2]:  # the helper has done at least its first row
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        got = rom_pass.result(rows=len(forced))
+        shares = helper._digests()
     assert got == expected
-    assert helper.proc.returncode == 0
+    assert shares is not None and 0 < len(shares) < len(expected), "both did a share"
 
 
 def test_verdict_is_the_same_with_and_without_the_helper(
-    raw: Path, forced: int, monkeypatch: pytest.MonkeyPatch
+    raw: Path, forced: list[int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     shared = verify_cartridge(raw, registry=None, now=NOW)
     monkeypatch.setattr(romhash, "HELPER_MIN_BYTES", 1 << 62)
@@ -84,19 +129,23 @@ def test_verdict_is_the_same_with_and_without_the_helper(
 
 
 @pytest.mark.parametrize("side", ["helper", "verifier"])
-def test_a_tampered_row_in_either_share_is_caught(raw: Path, forced: int, side: str) -> None:
-    rowids = _rom_rowids(raw)
-    target = rowids[-1] if side == "helper" else rowids[0]
-    assert (target > forced) == (side == "helper")
+def test_a_tampered_row_in_either_share_is_caught(
+    raw: Path, forced: list[int], side: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = forced[-1] if side == "helper" else forced[0]
     conn = sqlite3.connect(raw)
     (data,) = conn.execute("SELECT data FROM sqlar WHERE rowid = ?", (target,)).fetchone()
     evil = bytes([data[0] ^ 1]) + data[1:]  # same length: only the digest can tell
     conn.execute("UPDATE sqlar SET data = ? WHERE rowid = ?", (evil, target))
     conn.commit()
     conn.close()
+    _slow_helper(monkeypatch, 0.05)  # the top row is the helper's, the bottom one the verifier's
     v = verify_cartridge(raw, registry=None, now=NOW)
     assert v.trust == "tampered", v
     assert any("oid mismatch" in i for i in v.issues), v.issues
+
+
+_RECORD = "struct.pack('<qq32s', {rowid}, {n}, bytes(32))"
 
 
 @pytest.mark.parametrize(
@@ -104,41 +153,135 @@ def test_a_tampered_row_in_either_share_is_caught(raw: Path, forced: int, side: 
     [
         "import sys; sys.exit(3)",
         "import sys; sys.stdout.buffer.write(b'x' * 47)",  # not a whole record
-        # a record for a row of the verifier's share (rowid 1), with a wrong digest
-        "import struct, sys; sys.stdout.buffer.write(struct.pack('<qq32s', 1, 5, bytes(32)))",
-        # a record with a wrong digest for every possible row above the split: too many records
-        "import struct, sys; sys.stdout.buffer.write(struct.pack('<qq32s', 10**9, 5, bytes(32)) * 100000)",
-        "import time; time.sleep(0.2)",  # exits 0 with no output: those rows are hashed again
+        # a record claiming every row with a wrong digest, and no trailer
+        "import struct, sys; sys.stdout.buffer.write(" + _RECORD.format(rowid=1, n=5) + ")",
+        # ... with a trailer counting it, but exiting 3 before the verifier asks it to stop
+        "import struct, sys; sys.stdout.buffer.write("
+        + _RECORD.format(rowid=10**9, n=5)
+        + " + "
+        + _RECORD.format(rowid=1, n=-2)
+        + "); sys.stdout.flush(); sys.exit(3)",
+        # a trailer whose count is wrong
+        "import struct, sys; sys.stdout.buffer.write("
+        + _RECORD.format(rowid=10**9, n=5)
+        + " + "
+        + _RECORD.format(rowid=2, n=-2)
+        + ")",
+        # rowids rising, not falling
+        "import struct, sys; sys.stdout.buffer.write("
+        + _RECORD.format(rowid=1, n=5)
+        + " + "
+        + _RECORD.format(rowid=10**9, n=5)
+        + " + "
+        + _RECORD.format(rowid=2, n=-2)
+        + ")",
+        # a length that is no size
+        "import struct, sys; sys.stdout.buffer.write("
+        + _RECORD.format(rowid=10**9, n=-7)
+        + " + "
+        + _RECORD.format(rowid=1, n=-2)
+        + ")",
+        # more records than the file has rows
+        "import struct, sys; sys.stdout.buffer.write(" + _RECORD.format(rowid=10**9, n=5) + " * 100000)",
+        "import time; time.sleep(0.2)",  # exits 0 with no output: the verifier hashes every row
+        "import os, signal; os.kill(os.getpid(), signal.SIGKILL)",  # dies at once
     ],
-    ids=["exit-3", "torn-record", "foreign-rowid", "too-many", "no-output"],
+    ids=[
+        "exit-3",
+        "torn-record",
+        "no-trailer",
+        "exit-3-after-trailer",
+        "wrong-count",
+        "rising-rowids",
+        "bad-length",
+        "too-many",
+        "no-output",
+        "killed",
+    ],
 )
 def test_a_failing_helper_changes_nothing(
-    raw: Path, forced: int, monkeypatch: pytest.MonkeyPatch, code: str
+    raw: Path, forced: list[int], monkeypatch: pytest.MonkeyPatch, code: str
 ) -> None:
     expected = _in_process(raw)
     monkeypatch.setattr(romhash, "_HELPER", code)
     with open_cartridge(raw) as cart:
         rom_pass = romhash.RomPass(cart.conn, inline=1 << 20, source=cart._source)
         assert rom_pass._helper is not None
-        got = rom_pass.result()
+        time.sleep(0.3)  # whatever it writes is there before the verifier looks
+        got = rom_pass.result(rows=len(forced))
     assert got == expected
     v = verify_cartridge(raw, registry=None, now=NOW)
     assert v.trust == "portable", v
 
 
-def test_no_helper_for_a_file_that_changed_since_it_was_opened(raw: Path, forced: int) -> None:
+def test_a_helper_killed_part_way_leaves_the_rest_to_the_verifier(
+    raw: Path, forced: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the real helper, killed after its first record: what it sent before is dropped too
+    expected = _in_process(raw)
+    _slow_helper(monkeypatch, 0.05)
+    with open_cartridge(raw) as cart:
+        rom_pass = romhash.RomPass(cart.conn, inline=1 << 20, source=cart._source)
+        helper = rom_pass._helper
+        assert helper is not None
+        deadline = time.monotonic() + 30
+        while helper.poll() > forced[-1]:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        helper.proc.kill()
+        helper.proc.wait(timeout=10)
+        got = rom_pass.result(rows=len(forced))
+    assert got == expected
+
+
+def test_no_helper_for_a_file_that_changed_since_it_was_opened(raw: Path, forced: list[int]) -> None:
     with open_cartridge(raw) as cart:
         assert cart._source is not None
         path, (dev, ino, size, mtime, ctime) = cart._source
-        assert romhash._spawn((path, (dev, ino + 1, size, mtime, ctime)), forced, 10, 1 << 20) is None
-        assert romhash._spawn((path, (dev, ino, size + 1, mtime, ctime)), forced, 10, 1 << 20) is None
-        assert romhash._spawn((path, (dev, ino, size, mtime, ctime + 1)), forced, 10, 1 << 20) is None
-        helper = romhash._spawn((path, (dev, ino, size, mtime, ctime)), forced, 0, 1 << 20)
+        assert romhash._spawn((path, (dev, ino + 1, size, mtime, ctime)), 1 << 20) is None
+        assert romhash._spawn((path, (dev, ino, size + 1, mtime, ctime)), 1 << 20) is None
+        assert romhash._spawn((path, (dev, ino, size, mtime, ctime + 1)), 1 << 20) is None
+        helper = romhash._spawn((path, (dev, ino, size, mtime, ctime)), 1 << 20)
         assert helper is not None  # the same identity: it starts
         helper.close()
 
 
-def test_closing_early_stops_the_helper(raw: Path, forced: int, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_helper_whose_sqlite_opened_another_file_sends_nothing(
+    raw: Path, forced: list[int], tmp_path: Path
+) -> None:
+    # the helper checks, before its first record, that every regular file it holds is the
+    # inherited descriptor's: an inherited stray file (here its stderr) makes it exit 4
+    with open_cartridge(raw) as cart:
+        assert cart._source is not None
+        path, _ = cart._source
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            with open(tmp_path / "stray", "wb") as stray:
+                proc = subprocess.run(
+                    [
+                        sys.executable,
+                        "-I",
+                        "-S",
+                        "-c",
+                        romhash._HELPER,
+                        str(fd),
+                        str(1 << 20),
+                        romhash.rom_rows_sql(1 << 20, "1", "DESC"),
+                    ],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=stray,
+                    pass_fds=(fd,),
+                    timeout=30,
+                )
+        finally:
+            os.close(fd)
+    assert proc.returncode == 4 and proc.stdout == b""
+
+
+def test_closing_early_stops_the_helper(
+    raw: Path, forced: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(romhash, "_HELPER", "import time; time.sleep(60)")
     cart = open_cartridge(raw)
     cart.begin_rom_hashing()
@@ -146,16 +289,4 @@ def test_closing_early_stops_the_helper(raw: Path, forced: int, monkeypatch: pyt
     assert early is not None and early._pass is not None and early._pass._helper is not None
     proc = early._pass._helper.proc
     cart.close()
-    assert proc.poll() is not None, "the helper outlived its cartridge"
-
-
-def test_split_balances_python_work_against_hashing() -> None:
-    # 10,000 rows of 21 KB: the verifier keeps only a small share (its Python work is the rest)
-    many = [(i, 21_000) for i in range(1, 10_001)]
-    split = romhash._split(many)
-    assert split is not None and 1_000 < split < 4_000, split
-    # a few huge rows: hardly any Python work, so close to half each
-    few = [(i, 64 << 20) for i in range(1, 9)]
-    assert romhash._split(few) == 4
-    # too small to pay for a second interpreter
-    assert romhash._split([(1, 1 << 20)]) is None
+    assert proc.wait(timeout=10) < 0, "the helper outlived its cartridge"

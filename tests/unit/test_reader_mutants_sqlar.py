@@ -382,11 +382,12 @@ def test_a_sqlar_table_the_pass_cannot_read_is_typed(
             "the ROM hashing pass failed or was closed",
             where=str(p),
         )
-    monkeypatch.setattr(romhash, "HELPER_MIN_BYTES", 0)  # a large file: the pass reads sqlar at its start
+    monkeypatch.setattr(romhash, "HELPER_MIN_BYTES", 0)  # a large file: a helper starts early
     with open_cartridge(p) as cart:
-        cart.begin_rom_hashing()  # an early start leaves the refusal to the caller's own read
+        cart.begin_rom_hashing()  # an early start reads nothing: the refusal is at the first digest
+        early = cart.start_rom_hashing()
         refused(
-            cart.start_rom_hashing,
+            lambda: early.digest(info),
             InvalidInput,
             "cannot read cartridge table sqlar: database disk image is malformed",
             where=str(p),
