@@ -7,7 +7,10 @@ and streams a record per row as it goes. The verifier does its scans and checks,
 from the lowest rowid up, watching the helper's progress, and stops where the helper has already
 been: no cost model, the two simply meet. The helper reads the very file the verifier opened
 (its descriptor, through /proc/self/fd, and it checks that the file SQLite opened for that name
-is the descriptor's) and is stdlib-only, isolated (`-I -S`).
+is the descriptor's) and is stdlib-only, isolated (`-I -S`). It maps the file (SQLite mmap: no
+read call per page) and starts a new connection after every 32 MiB it hashes, so what it has
+mapped stays bounded; the verifier itself does not map the file (a file truncated under a mapping
+kills its reader with SIGBUS: for the helper that only costs time).
 
 Its digests are keyed by rowid and used only for rows that the verifier's own typed scan
 accepted, and only when the row is stored raw (length = sz): exactly what the single-process
@@ -40,6 +43,7 @@ Digests = dict[int, tuple[str, int, int]]
 HELPER_MIN_BYTES = 32 << 20  # below this a second process costs more than it saves
 _RECORD = struct.Struct("<qq32s")  # rowid, length (-1: visited, not hashed; -2: trailer), sha256
 _NOT_HASHED, _TRAILER = -1, -2
+_WINDOW_BYTES = 32 << 20  # the helper maps the file, and drops the mapping after this much
 _POLL_BYTES = 256 << 10  # the verifier looks at the helper's progress this often (bytes hashed)
 _DRAIN_SECONDS = 60.0  # how long the verifier waits for a stopped helper's last records
 
@@ -62,13 +66,15 @@ def rom_rows_sql(inline: int, where: str, order: str = "ASC") -> str:
 
 _HELPER = """
 import fcntl, hashlib, os, select, sqlite3, stat, struct, sys
-fd, inline, sql = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-conn = sqlite3.connect(f"file:/proc/self/fd/{fd}?mode=ro&immutable=1", uri=True)
-conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, inline + 1)
-for pragma in ("PRAGMA query_only = 1", "PRAGMA trusted_schema = 0", "PRAGMA cell_size_check = 1"):
-    conn.execute(pragma)
-rows = iter(conn.execute(sql))
-row = next(rows, None)
+fd, inline, window = (int(a) for a in sys.argv[1:4])
+sql, below = sys.argv[4:6]
+def connect():
+    conn = sqlite3.connect(f"file:/proc/self/fd/{fd}?mode=ro&immutable=1", uri=True)
+    conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, inline + 1)
+    for pragma in ("PRAGMA query_only = 1", "PRAGMA trusted_schema = 0", "PRAGMA cell_size_check = 1",
+                   "PRAGMA mmap_size = 2147483648"):
+        conn.execute(pragma)
+    return conn
 def same_file():
     # SQLite opened a name (it resolves the /proc link by readlink), not the descriptor: every
     # regular file open, SQLite's included, must be the inherited one (same device and inode)
@@ -80,13 +86,16 @@ def same_file():
             continue
         if stat.S_ISREG(st.st_mode) and (st.st_dev, st.st_ino) != (mine.st_dev, mine.st_ino):
             sys.exit(4)
+conn = connect()
+rows = iter(conn.execute(sql))
+row = next(rows, None)
 same_file()  # before any record: each one is of the verifier's own file
 try:
     fcntl.fcntl(1, fcntl.F_SETPIPE_SZ, 1 << 20)  # room to run ahead while the verifier checks
 except OSError:
     pass
 out, pack, sha, zero = sys.stdout.buffer, struct.Struct("<qq32s").pack, hashlib.sha256, bytes(32)
-buf, pending, count = bytearray(), 0, 0
+buf, pending, mapped, count = bytearray(), 0, 0, 0
 while row is not None:
     rowid, data, sz = row
     if data is None:
@@ -94,6 +103,7 @@ while row is not None:
     else:
         buf += pack(rowid, len(data), sha(data).digest())
         pending += len(data)
+        mapped += len(data)
     count += 1
     if pending >= 2 << 20 or len(buf) >= 1 << 16:
         out.write(buf)
@@ -102,6 +112,13 @@ while row is not None:
         pending = 0
         if select.select([0], [], [], 0)[0]:  # the verifier closed our stdin: it met us
             break
+    if mapped >= window:  # unmap what was read (a bounded RSS): a new connection goes on below
+        rows = None
+        conn.close()
+        conn = connect()
+        rows = iter(conn.execute(below, (rowid,)))
+        same_file()
+        mapped = 0
     row = next(rows, None)
 same_file()
 out.write(buf + pack(count, -2, zero))
@@ -261,7 +278,10 @@ def _spawn(source: Source, inline: int) -> _Helper | None:
                 _HELPER,
                 str(fd),
                 str(inline),
+                str(_WINDOW_BYTES),
                 rom_rows_sql(inline, "1", "DESC"),
+                # a seek: the rows below are those the verifier's scan meets (its seek check)
+                rom_rows_sql(inline, "rowid < ?", "DESC"),
             ],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,

@@ -118,6 +118,67 @@ def test_the_two_meet_in_the_middle_and_together_equal_the_in_process_digests(
     assert shares is not None and 0 < len(shares) < len(expected), "both did a share"
 
 
+def test_a_helper_that_drops_its_mapping_after_every_row_sends_the_same_digests(
+    raw: Path, forced: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    expected = _in_process(raw)
+    monkeypatch.setattr(romhash, "_WINDOW_BYTES", 1)  # a new connection after each row
+    with open_cartridge(raw) as cart:
+        rom_pass = romhash.RomPass(cart.conn, inline=1 << 20, source=cart._source)
+        helper = rom_pass._helper
+        assert helper is not None
+        _wait_until_done(helper)
+        assert helper.finish() == expected
+
+
+def test_the_helper_s_memory_stays_bounded_as_the_rom_grows(tmp_path: Path) -> None:
+    # 96 MiB of raw ROM rows: mapped whole, the helper's resident set would hold all of them; it
+    # drops its mapping every _WINDOW_BYTES (32 MiB), so its peak stays far below
+    path = tmp_path / "big.sqlar"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE sqlar(name TEXT PRIMARY KEY, mode INT, mtime INT, sz INT, data BLOB)")
+    blob = os.urandom(1 << 20)
+    conn.executemany(
+        "INSERT INTO sqlar VALUES (?, 420, 0, ?, ?)", [(f"rom/f{i}", len(blob), blob) for i in range(96)]
+    )
+    conn.commit()
+    conn.close()
+
+    # the helper's own peak, as its parent's RUSAGE_CHILDREN sees it (a fresh parent each time)
+    code = (
+        "import os, subprocess, sys, resource\n"
+        "fd = os.open(sys.argv[1], os.O_RDONLY)\n"
+        "argv = [sys.executable, '-I', '-S', '-c', sys.argv[2], str(fd), str(1 << 20), *sys.argv[3:6]]\n"
+        "p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,"
+        " stderr=subprocess.DEVNULL, pass_fds=(fd,))\n"
+        "out = p.stdout.read()  # stdin stays open: the helper runs to the end\n"
+        "p.wait(timeout=60)\n"
+        "assert p.returncode == 0 and len(out) == 97 * 48, (p.returncode, len(out))\n"
+        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+    )
+
+    def peak(window: int) -> int:
+        args = [
+            str(path),
+            romhash._HELPER,
+            str(window),
+            romhash.rom_rows_sql(1 << 20, "1", "DESC"),
+            romhash.rom_rows_sql(1 << 20, "rowid < ?", "DESC"),
+        ]
+        done = subprocess.run(
+            [sys.executable, "-I", "-c", code, *args], capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 0, done.stderr
+        return int(done.stdout)
+
+    whole = peak(1 << 40)
+    bounded = peak(romhash._WINDOW_BYTES)
+    assert whole > 100 << 10, f"mapped whole, the helper should have held ~96 MiB: {whole} KiB"
+    assert bounded < 72 << 10, (
+        f"the helper held {bounded} KiB with a {romhash._WINDOW_BYTES >> 20} MiB window"
+    )
+
+
 def test_verdict_is_the_same_with_and_without_the_helper(
     raw: Path, forced: list[int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -266,7 +327,9 @@ def test_a_helper_whose_sqlite_opened_another_file_sends_nothing(
                         romhash._HELPER,
                         str(fd),
                         str(1 << 20),
+                        str(1 << 20),
                         romhash.rom_rows_sql(1 << 20, "1", "DESC"),
+                        romhash.rom_rows_sql(1 << 20, "rowid < ?", "DESC"),
                     ],
                     stdin=subprocess.PIPE,
                     stdout=subprocess.PIPE,
