@@ -9,6 +9,7 @@ journal, lock or write ever touches it.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import hashlib
 import os
@@ -1076,6 +1077,72 @@ class Cartridge:
                 yield info.name
 
 
+# Cartridges opened early (`open_early`), by resolved path: (file identity, limits, cartridge).
+_EARLY: dict[Path, tuple[FileIdentity, tuple[int, int], Cartridge]] = {}
+_EARLY_OK = True  # tests turn early opens off to compare
+
+
+def open_early(
+    path: str | os.PathLike[str],
+    *,
+    max_entry_bytes: int = DEFAULT_MAX_ENTRY_BYTES,
+    max_decompressed: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
+) -> None:
+    """Open a cartridge a command is about to verify and start its ROM hashing pass now, so the
+    hashing runs while the command loads the rest of the program (acxoci/cli/entry.py).
+
+    Never raises: a path that cannot be opened is left for the command's own open to refuse. The
+    next `open_cartridge` of the same file, with the same limits and an unchanged identity, takes
+    this one; anything not taken is closed at exit."""
+    try:
+        cart = _open(Path(path), max_entry_bytes=max_entry_bytes, max_decompressed=max_decompressed)
+    except Exception:
+        return
+    if cart._source is None or not _EARLY_OK:
+        cart.close()
+        return
+    with contextlib.suppress(Exception):
+        real, identity = cart._source
+        cart.begin_rom_hashing()
+        stale = _EARLY.pop(real, None)
+        _EARLY[real] = (identity, (max_entry_bytes, max_decompressed), cart)
+        if stale is not None:
+            stale[2].close()
+        if len(_EARLY) == 1:
+            atexit.register(_close_early)
+
+
+def _close_early() -> None:
+    while _EARLY:
+        _, (_, _, cart) = _EARLY.popitem()
+        cart.close()
+
+
+def _take_early(p: Path, limits: tuple[int, int]) -> Cartridge | None:
+    """The cartridge `open_early` opened for `p`, if its file is still the one it checked: the
+    same identity (a write, rename or swap changes it) and still no sidecar beside it."""
+    if not _EARLY:
+        return None
+    try:
+        real = p.resolve()
+    except OSError:
+        return None
+    early = _EARLY.pop(real, None)
+    if early is None:
+        return None
+    identity, opened_with, cart = early
+    try:
+        same = opened_with == limits and identity_of(os.stat(real)) == identity
+        check_no_sidecars(p)
+    except (OSError, InvalidInput):
+        same = False
+    if not same:
+        cart.close()
+        return None
+    cart.label = str(p)
+    return cart
+
+
 def open_cartridge(
     path: str | os.PathLike[str],
     *,
@@ -1089,6 +1156,14 @@ def open_cartridge(
     not an acceptable cartridge.
     """
     p = Path(path)
+    early = _take_early(p, (max_entry_bytes, max_decompressed))
+    if early is not None:
+        return early
+    return _open(p, max_entry_bytes=max_entry_bytes, max_decompressed=max_decompressed)
+
+
+def _open(p: Path, *, max_entry_bytes: int, max_decompressed: int) -> Cartridge:
+    """`open_cartridge` itself: every check, every time."""
     header, identity = _read_header(p)
     check_no_sidecars(p)
     real = p.resolve()
