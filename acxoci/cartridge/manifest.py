@@ -389,11 +389,7 @@ def _join_problems(
             return []
     out: list[tuple[int, str]] = []
     for i, row, info in joined:
-        got = hashed.get(info.rowid)
-        if got is not None and got[1] == info.sz == info.stored == got[2]:
-            oid, sz = got[0], got[1]
-        else:
-            oid, sz = hashing.digest(info)
+        oid, sz = hashing.digest(info)
         if oid != row.oid or (strict and (sz != row.sz or row.kind != KIND_SQLAR or row.canon != CANON_RAW)):
             out.extend((i, p) for p in _object_problems(row, LiveSource(oid, sz), strict))
     return out

@@ -256,6 +256,24 @@ class _Helper:
 Source = tuple[Path, FileIdentity]  # the opened file and its identity (acxoci/fsutil.py)
 
 
+def helper_command(fd: int, inline: int, window: int) -> list[str]:
+    """The helper's command line: hash the raw `rom/` rows of the file open as `fd`, downwards,
+    starting a new connection after every `window` bytes."""
+    return [
+        sys.executable,
+        "-I",
+        "-S",
+        "-c",
+        _HELPER,
+        str(fd),
+        str(inline),
+        str(window),
+        rom_rows_sql(inline, "1", "DESC"),
+        # a seek: the rows below are those the verifier's scan meets (its seek check)
+        rom_rows_sql(inline, "rowid < ?", "DESC"),
+    ]
+
+
 def _spawn(source: Source, inline: int) -> _Helper | None:
     """Start the helper on the same file (checked by identity), or None where that cannot be done."""
     path, identity = source
@@ -270,19 +288,7 @@ def _spawn(source: Source, inline: int) -> _Helper | None:
         if identity_of(st) != identity:
             return None
         proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-I",
-                "-S",
-                "-c",
-                _HELPER,
-                str(fd),
-                str(inline),
-                str(_WINDOW_BYTES),
-                rom_rows_sql(inline, "1", "DESC"),
-                # a seek: the rows below are those the verifier's scan meets (its seek check)
-                rom_rows_sql(inline, "rowid < ?", "DESC"),
-            ],
+            helper_command(fd, inline, _WINDOW_BYTES),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,

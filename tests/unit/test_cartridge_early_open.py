@@ -131,3 +131,20 @@ def test_the_acx_command_verifies_through_the_early_open(sample: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert '"trust":"portable"' in done.stdout.replace(" ", ""), done.stdout
+
+
+def test_the_guess_knows_every_option_of_the_verify_command_that_takes_a_value() -> None:
+    # entry.py reads argv before the CLI loads; its list must stay the command's own
+    import inspect
+
+    import typer.models
+
+    from acxoci.cli import entry
+    from acxoci.cli.cmd_cartridge import verify_cmd
+
+    taking: set[str] = set()
+    for param in inspect.signature(verify_cmd).parameters.values():
+        info = param.default
+        if isinstance(info, typer.models.OptionInfo) and "bool" not in str(param.annotation):
+            taking.update(d for d in info.param_decls if d.startswith("--"))
+    assert taking == entry._VALUE_OPTIONS

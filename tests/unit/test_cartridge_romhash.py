@@ -146,11 +146,11 @@ def test_the_helper_s_memory_stays_bounded_as_the_rom_grows(tmp_path: Path) -> N
 
     # the helper's own peak, as its parent's RUSAGE_CHILDREN sees it (a fresh parent each time)
     code = (
-        "import os, subprocess, sys, resource\n"
+        "import json, os, subprocess, sys, resource\n"
+        "from acxoci.cartridge.romhash import helper_command\n"
         "fd = os.open(sys.argv[1], os.O_RDONLY)\n"
-        "argv = [sys.executable, '-I', '-S', '-c', sys.argv[2], str(fd), str(1 << 20), *sys.argv[3:6]]\n"
-        "p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,"
-        " stderr=subprocess.DEVNULL, pass_fds=(fd,))\n"
+        "p = subprocess.Popen(helper_command(fd, 1 << 20, int(sys.argv[2])), stdin=subprocess.PIPE,"
+        " stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, pass_fds=(fd,))\n"
         "out = p.stdout.read()  # stdin stays open: the helper runs to the end\n"
         "p.wait(timeout=60)\n"
         "assert p.returncode == 0 and len(out) == 97 * 48, (p.returncode, len(out))\n"
@@ -158,15 +158,13 @@ def test_the_helper_s_memory_stays_bounded_as_the_rom_grows(tmp_path: Path) -> N
     )
 
     def peak(window: int) -> int:
-        args = [
-            str(path),
-            romhash._HELPER,
-            str(window),
-            romhash.rom_rows_sql(1 << 20, "1", "DESC"),
-            romhash.rom_rows_sql(1 << 20, "rowid < ?", "DESC"),
-        ]
+        env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
         done = subprocess.run(
-            [sys.executable, "-I", "-c", code, *args], capture_output=True, text=True, timeout=120
+            [sys.executable, "-c", code, str(path), str(window)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
         )
         assert done.returncode == 0, done.stderr
         return int(done.stdout)
@@ -319,18 +317,7 @@ def test_a_helper_whose_sqlite_opened_another_file_sends_nothing(
         try:
             with open(tmp_path / "stray", "wb") as stray:
                 proc = subprocess.run(
-                    [
-                        sys.executable,
-                        "-I",
-                        "-S",
-                        "-c",
-                        romhash._HELPER,
-                        str(fd),
-                        str(1 << 20),
-                        str(1 << 20),
-                        romhash.rom_rows_sql(1 << 20, "1", "DESC"),
-                        romhash.rom_rows_sql(1 << 20, "rowid < ?", "DESC"),
-                    ],
+                    romhash.helper_command(fd, 1 << 20, 1 << 20),
                     stdin=subprocess.PIPE,
                     stdout=subprocess.PIPE,
                     stderr=stray,
