@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 from pathlib import Path
 
 from acxoci.errors import InvalidInput, NotFound
@@ -45,6 +44,8 @@ def atomic_write(path: Path, data: bytes, *, mode: int = 0o644) -> None:
     """Write `data` to `path` atomically with the given permission bits."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    import tempfile  # here, not at the top: `acx cartridge verify` reads fsutil before it starts
+
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:

@@ -250,6 +250,10 @@ _SQL_TYPE = {
     "i?": ("integer", "null"),
     "b?": ("blob", "null"),
 }
+# the Python type sqlite3 returns for each storage class (the reader's connections keep the
+# default text factory and set no converters)
+_SQL_NAME: dict[type, str] = {str: "text", int: "integer", float: "real", bytes: "blob", type(None): "null"}
+_PY_TYPE = {k: frozenset(t for t, n in _SQL_NAME.items() if n in names) for k, names in _SQL_TYPE.items()}
 
 
 class RomHashing:
@@ -472,17 +476,22 @@ class Cartridge:
             return name
 
         values = [value(name, kind) for name, kind in spec]
+        # a value read as itself has its storage class in its Python type (sqlite3 maps each class
+        # to one type: no converters are set), checked on whole columns below; a value read
+        # through an expression or a cast is checked by typeof() in SQL
+        in_sql = [values[i] != name for i, (name, _) in enumerate(spec)]
         # the b-tree's own key: a rowid table's rowid, else the TEXT primary key, whose value as
         # read (a str, or bytes when read as bytes) orders as SQLite's BINARY order once the type
         # check has passed; read once when the spec has it, else as an extra column
         own = key if table in WITHOUT_ROWID else "rowid"
         at = names.index(own) + 2 if own in names and own not in exprs else None
+        sql_checked = [(name, kind) for (name, kind), s in zip(spec, in_sql, strict=True) if s]
         ok = " AND ".join(
-            f"typeof({name}) IN ({', '.join(repr(t) for t in _SQL_TYPE[kind])})" for name, kind in spec
+            f"typeof({name}) IN ({', '.join(repr(t) for t in _SQL_TYPE[kind])})" for name, kind in sql_checked
         )
         types = " || ',' || ".join(f"typeof({name})" for name in names)
         order = "NULL" if at is not None else f"CAST({key} AS BLOB)" if table in WITHOUT_ROWID else "rowid"
-        check = f"CASE WHEN {ok} THEN NULL ELSE {types} END"
+        check = f"CASE WHEN {ok} THEN NULL ELSE {types} END" if ok else "NULL"
         sql = f"SELECT {check}, {order}, {', '.join(values)} FROM {table} NOT INDEXED"
         try:
             _require_plan(self.conn, sql, f"SCAN {table}", where=self.label)
@@ -497,15 +506,7 @@ class Cartridge:
             return []
         cols = list(zip(*rows, strict=True))
         del rows
-        if cols[0].count(None) != len(cols[0]):
-            bad = next(t for t in cols[0] if t is not None)
-            for (name, kind), typ in zip(spec, str(bad).split(","), strict=True):
-                if typ not in _SQL_TYPE[kind]:
-                    raise BadEntry(
-                        f"{table}.{name} holds a {typ} value, expected {' or '.join(_SQL_TYPE[kind])}",
-                        where=self.label,
-                        details={"table": table, "column": name},
-                    )
+        self._check_types(table, spec, in_sql, cols)
         if key in names:
             keys = cols[names.index(key) + 2]
             if len(set(keys)) != len(keys):
@@ -526,6 +527,38 @@ class Cartridge:
                 details={"table": table},
             )
         return list(zip(*cols[2:], strict=True))
+
+    def _check_types(self, table: str, spec: _Spec, in_sql: list[bool], cols: list[tuple[Any, ...]]) -> None:
+        """BadEntry naming the first row's first column whose storage class its kind refuses:
+        cols[0] is the SQL check (NULL, else every column's typeof), cols[2:] the values."""
+        said_col = cols[0]
+        first = None
+        if said_col.count(None) != len(said_col):
+            first = next(r for r, t in enumerate(said_col) if t is not None)
+        for i, (_, kind) in enumerate(spec):
+            if in_sql[i]:
+                continue
+            allowed = _PY_TYPE[kind]
+            col = cols[i + 2]
+            if not set(map(type, col)) <= allowed:
+                row = next(r for r, v in enumerate(col) if type(v) not in allowed)
+                first = row if first is None else min(first, row)
+        if first is None:
+            return
+        said = said_col[first]  # None when this row's SQL-checked columns are all acceptable
+        for i, (name, kind) in enumerate(spec):
+            if in_sql[i]:
+                if said is None:
+                    continue
+                typ = str(said).split(",")[i]
+            else:
+                typ = _SQL_NAME[type(cols[i + 2][first])]
+            if typ not in _SQL_TYPE[kind]:
+                raise BadEntry(
+                    f"{table}.{name} holds a {typ} value, expected {' or '.join(_SQL_TYPE[kind])}",
+                    where=self.label,
+                    details={"table": table, "column": name},
+                )
 
     # -- rows --
     def meta(self) -> dict[str, str]:

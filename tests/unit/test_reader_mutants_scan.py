@@ -674,3 +674,37 @@ def test_a_huge_envelope_is_read_only_one_byte_past_the_limit(vectors_dir: Path,
     with open_cartridge(p) as cart:
         env = cart.signatures()[0].envelope
     assert len(env) == MAX_ENVELOPE_BYTES + 1 and env == b"[" + b"0" * MAX_ENVELOPE_BYTES
+
+
+@pytest.mark.parametrize(
+    ("statement", "named"),
+    [
+        # a fault found by its Python type (mode) in an earlier row than one typeof() finds (data)
+        (
+            "UPDATE sqlar SET mode = 1.5 WHERE rowid = (SELECT min(rowid) FROM sqlar);"
+            " UPDATE sqlar SET data = 'x' WHERE rowid = (SELECT max(rowid) FROM sqlar)",
+            "sqlar.mode holds a real value, expected integer",
+        ),
+        # ... and the other way round
+        (
+            "UPDATE sqlar SET data = 'x' WHERE rowid = (SELECT min(rowid) FROM sqlar);"
+            " UPDATE sqlar SET mode = 1.5 WHERE rowid = (SELECT max(rowid) FROM sqlar)",
+            "sqlar.data holds a text value, expected blob or null",
+        ),
+        # both in one row: the first column of the spec is named
+        (
+            "UPDATE sqlar SET mode = 'x', data = 7 WHERE rowid = (SELECT max(rowid) FROM sqlar)",
+            "sqlar.mode holds a text value, expected integer",
+        ),
+    ],
+    ids=["python-first", "sql-first", "same-row"],
+)
+def test_the_earliest_row_at_fault_is_named_whichever_check_finds_it(
+    statement: str, named: str, vectors_dir: Path, tmp_path: Path
+) -> None:
+    # values read as themselves are checked by their Python type, values read through an
+    # expression (sqlar.data's length) by typeof(): the two must agree on which row is first
+    p = edited(vectors_dir, tmp_path, *statement.split("; "))
+    column = named.split(" ", 1)[0].split(".", 1)[1]
+    with open_cartridge(p) as cart:
+        refused(cart.sqlar_infos, BadEntry, named, where=str(p), details={"table": "sqlar", "column": column})
