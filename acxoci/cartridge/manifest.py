@@ -346,19 +346,20 @@ def _compute_rom_manifest(cart: Cartridge, *, strict: bool) -> RomManifest:
         canonical = canonical_entries(refs, oids, canons, sizes)
         checksum = "sha256:" + hashlib.sha256("\n".join(sort_utf16(lines)).encode("utf-8")).hexdigest()
         uncovered = _uncovered(src, covered) if strict else []
-        problems.extend(_join_problems(rows, infos, rom_hashes, strict))
+        digest, counts = sha256_digest(canonical), dict(Counter(map(attrgetter("kind"), rows)))
+        problems.extend(_join_problems(rows, infos, rom_hashes, strict))  # the digests, last
     finally:
         rom_hashes.close()
     problems.sort(key=itemgetter(0))  # stable: a row's own problems keep their order
     return RomManifest(
-        hash=sha256_digest(canonical),
+        hash=digest,
         canonical=canonical,
         objects=tuple(rows),
         checksum_hash=checksum,
         file_count=len(rows),
         mismatches=tuple(p for _, p in problems),
         uncovered=tuple(uncovered),
-        counts_by_kind=dict(Counter(r.kind for r in rows)),
+        counts_by_kind=counts,
     )
 
 
@@ -370,8 +371,8 @@ def _join_problems(
 
     Whole columns first: when every source was hashed raw, with the object's oid and size, and
     every object is a raw sqlar kind, nothing is wrong; otherwise row by row (streaming the rows
-    the pass did not hash) to find what is."""
-    hashed = hashing.digests()
+    the pass did not hash) to find what is. What needs no digest is built before the pass is
+    waited for: for a large ROM it then overlaps the helper's hashing."""
     joined = [
         (i, row, info) for i, (row, info) in enumerate(zip(rows, infos, strict=True)) if info is not None
     ]
@@ -379,14 +380,18 @@ def _join_problems(
         objs = [row for _, row, _ in joined]
         srcs = [info for _, _, info in joined]
         sizes = [row.sz for row in objs]
-        live = list(map(hashed.get, map(attrgetter("rowid"), srcs)))
-        if (
-            live == list(zip([row.oid for row in objs], sizes, sizes, strict=True))
-            and list(map(attrgetter("sz", "stored"), srcs)) == list(zip(sizes, sizes, strict=True))
+        expected = list(zip([row.oid for row in objs], sizes, sizes, strict=True))
+        raw_kinds = (
+            list(map(attrgetter("sz", "stored"), srcs)) == list(zip(sizes, sizes, strict=True))
             and {row.kind for row in objs} == {KIND_SQLAR}
             and {row.canon for row in objs} == {CANON_RAW}
-        ):
+        )
+        rowids = list(map(attrgetter("rowid"), srcs))
+        hashed = hashing.digests()
+        if raw_kinds and list(map(hashed.get, rowids)) == expected:
             return []
+    else:
+        hashing.digests()  # the pass's own checks still run (a bad file raises)
     out: list[tuple[int, str]] = []
     for i, row, info in joined:
         oid, sz = hashing.digest(info)
