@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import hashlib
 import os
 import sqlite3
@@ -87,6 +88,12 @@ class ObjectRow(NamedTuple):
     canon: str
     zone: str
     sz: int
+
+
+# NamedTuple._make without its Python frame or length check, for rows built from whole scanned
+# columns (each of the tuple's length by construction): one per row of a large ROM
+_NEW_SQLAR_INFO = functools.partial(tuple.__new__, SqlarInfo)
+_NEW_OBJECT_ROW = functools.partial(tuple.__new__, ObjectRow)
 
 
 class MemoryRow(NamedTuple):
@@ -454,16 +461,17 @@ class Cartridge:
         return self._scan_typed(table, spec, exprs=exprs)[0]
 
     def _scan_typed(
-        self, table: str, spec: _Spec, *, exprs: dict[str, str] | None = None
+        self, table: str, spec: _Spec, *, exprs: dict[str, str] | None = None, columns: bool = False
     ) -> tuple[list[tuple[Any, ...]], bool]:
-        """`_scan`, and whether text was read natively (then every checked TEXT value is a str)."""
+        """`_scan`, and whether text was read natively (then every checked TEXT value is a str).
+        With columns=True, one tuple per column of `spec` instead of one per row ([] for no rows)."""
         try:
-            return self._scan_pass(table, spec, exprs or {}, native=True), True
+            return self._scan_pass(table, spec, exprs or {}, native=True, columns=columns), True
         except _NotUtf8:
-            return self._scan_pass(table, spec, exprs or {}, native=False), False
+            return self._scan_pass(table, spec, exprs or {}, native=False, columns=columns), False
 
     def _scan_pass(
-        self, table: str, spec: _Spec, exprs: dict[str, str], *, native: bool
+        self, table: str, spec: _Spec, exprs: dict[str, str], *, native: bool, columns: bool = False
     ) -> list[tuple[Any, ...]]:
         key = KEY_COLUMNS[table]
         names = [name for name, _ in spec]
@@ -526,7 +534,7 @@ class Cartridge:
                 where=self.label,
                 details={"table": table},
             )
-        return list(zip(*cols[2:], strict=True))
+        return cols[2:] if columns else list(zip(*cols[2:], strict=True))
 
     def _check_types(self, table: str, spec: _Spec, in_sql: list[bool], cols: list[tuple[Any, ...]]) -> None:
         """BadEntry naming the first row's first column whose storage class its kind refuses:
@@ -582,22 +590,25 @@ class Cartridge:
         return list(self._cached("sqlar", self._sqlar_infos))
 
     def _sqlar_infos(self) -> list[SqlarInfo]:
-        rows, native = self._scan_typed(
+        cols, native = self._scan_typed(
             "sqlar",
             (("name", "t"), ("mode", "i"), ("mtime", "i?"), ("sz", "i"), ("data", "b?"), ("rowid", "i")),
             exprs={"data": "ifnull(length(data), 0)"},
+            columns=True,
         )
-        if native and rows:
+        if native and cols:
             # whole columns at once: every name portable (so ASCII: its length is its size in
             # bytes), every distinct mode acceptable; else the row loop below names the first fault
-            names = [r[0] for r in rows]
+            names = cols[0]
             fullmatch = PORTABLE_RE.fullmatch
             if (
                 max(map(len, names)) <= MAX_PATH_BYTES
                 and all(map(fullmatch, names))
-                and not any(map(mode_problem, {r[1] for r in rows}))
+                and not any(map(mode_problem, set(cols[1])))
             ):
-                return [SqlarInfo(n, m, t, z, d, i, n.partition("/")[0]) for n, m, t, z, d, i in rows]
+                zones = [n.partition("/")[0] for n in names]
+                return list(map(_NEW_SQLAR_INFO, zip(*cols, zones, strict=True)))
+        rows = list(zip(*cols, strict=True))
         out: list[SqlarInfo] = []
         modes: dict[int, str | None] = {}  # the scan checked every storage class: ints are ints
         for n, mode, mtime, sz, stored, rowid in rows:
@@ -740,16 +751,18 @@ class Cartridge:
         return list(self._cached("objects", self._objects))
 
     def _objects(self) -> list[ObjectRow]:
-        rows, native = self._scan_typed(
+        cols, native = self._scan_typed(
             "objects",
             (("oid", "t"), ("kind", "t"), ("source_ref", "t"), ("canon", "t"), ("zone", "t"), ("sz", "i")),
+            columns=True,
         )
-        if native and rows:
+        if native and cols:
             # read natively, every column is a str (sz an int): only the size range is left, and
             # it is checked for the whole column at once (else the row loop names the first fault)
-            sizes = [r[5] for r in rows]
+            sizes = cols[5]
             if min(sizes) >= 0 and max(sizes) <= MAX_SAFE_SZ:
-                return list(map(ObjectRow._make, rows))
+                return list(map(_NEW_OBJECT_ROW, zip(*cols, strict=True)))
+        rows = list(zip(*cols, strict=True))
         out: list[ObjectRow] = []
         intern = sys.intern
         label = self.label
@@ -1051,6 +1064,19 @@ class Cartridge:
         except (sqlite3.Error, UnicodeDecodeError) as exc:
             raise InvalidInput(f"cannot read index {index}: {exc}", where=self.label) from exc
 
+    def _scanned_keys(self, table: str) -> list[tuple[str, int]] | None:
+        """The (key, rowid) pairs of `table` from its cached typed scan, when it has one and the
+        scan accepts the table (then every key is a unique TEXT str): the same pairs a scan of
+        the two columns reads, without reading the table b-tree again (for sqlar, every leaf
+        page of a large ROM). None leaves the caller to its own scan; a refusal is left to the
+        row method, whose error is raised again where it always was."""
+        if table != "sqlar" or not self._owns:
+            return None
+        try:
+            return [(i.name, i.rowid) for i in self.sqlar_infos()]
+        except InvalidInput:
+            return None
+
     def _check_text_key_index(self, index: str, table: str, key: str) -> bool:
         """The automatic index of a TEXT primary key, when every key is TEXT: True when it holds
         exactly the table's (key, rowid) entries in strict order; False to leave the file to the
@@ -1062,11 +1088,13 @@ class Cartridge:
         by_table = f"SELECT {key}, rowid FROM {table} NOT INDEXED"
         by_index = f"SELECT {key}, rowid FROM {table} INDEXED BY {index}"
         try:
-            _require_plan(self.conn, by_table, f"SCAN {table}", where=self.label)
             _require_plan(self.conn, by_index, f"SCAN {table} USING COVERING INDEX {index}", where=self.label)
-            rows = self.conn.execute(by_table).fetchall()
-            if set(map(type, (k for k, _ in rows))) - {str}:
-                return False
+            rows = self._scanned_keys(table)
+            if rows is None:
+                _require_plan(self.conn, by_table, f"SCAN {table}", where=self.label)
+                rows = self.conn.execute(by_table).fetchall()
+                if set(map(type, (k for k, _ in rows))) - {str}:
+                    return False
             entries = self.conn.execute(by_index).fetchall()
         except sqlite3.OperationalError as exc:
             if str(exc).startswith("Could not decode to UTF-8"):

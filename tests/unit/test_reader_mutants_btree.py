@@ -361,3 +361,44 @@ def test_a_view_in_a_tables_place_is_refused_by_the_seek_plan() -> None:
         " 'SEARCH b USING INTEGER PRIMARY KEY (rowid=?)'); refusing",
         where="mem",
     )
+
+
+def _statements(cart: Cartridge) -> list[str]:
+    seen: list[str] = []
+    cart.conn.set_trace_callback(seen.append)
+    return seen
+
+
+def test_the_sqlar_index_check_takes_the_table_side_from_the_typed_scan(sample: Path) -> None:
+    # the (name, rowid) pairs come from the cached sqlar scan: the table b-tree (every leaf page
+    # of a large ROM) is not read a second time for them
+    with open_cartridge(sample) as cart:
+        seen = _statements(cart)
+        cart.check_indexes()
+        cart.sqlar_infos()
+    sqlar_scans = [s for s in seen if "FROM sqlar NOT INDEXED" in s and "EXPLAIN" not in s]
+    assert len(sqlar_scans) == 1 and "typeof(mode)" in sqlar_scans[0], sqlar_scans  # the typed scan
+
+
+def test_a_refused_sqlar_scan_leaves_the_index_check_to_its_own_scan(sample: Path) -> None:
+    # a row the typed scan refuses (a REAL mode) and an index whose cells are swapped: the index
+    # is still checked on its own, and the scan's refusal comes where it always did
+    conn = sqlite3.connect(sample)
+    conn.execute("UPDATE sqlar SET mode = 1.5 WHERE rowid = (SELECT max(rowid) FROM sqlar)")
+    conn.commit()
+    conn.close()
+    swap_cells(sample, SQLAR_INDEX)
+    message, details = _disagrees(
+        SQLAR_INDEX, "sqlar", "an entry names no row of the table, or a row has no entry"
+    )
+    with open_cartridge(sample) as cart:
+        seen = _statements(cart)
+        refused(cart.check_indexes, BadEntry, message, where=str(sample), details=details)
+        assert any(s.startswith("SELECT name, rowid FROM sqlar NOT INDEXED") for s in seen)
+        refused(
+            cart.sqlar_infos,
+            BadEntry,
+            "sqlar.mode holds a real value, expected integer",
+            where=str(sample),
+            details={"table": "sqlar", "column": "mode"},
+        )
