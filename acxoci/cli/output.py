@@ -88,7 +88,8 @@ class _Console(Console):
     exits 141 as SIGPIPE does (docs/cli.md), so this hands the BrokenPipeError to
     `acxoci.cli.main`. Every text segment is neutralised as it is rendered (rich itself drops
     only BEL, backspace, VT, FF and CR from `Text`, not ESC, C1 or bidi controls); rich's own
-    control segments (cursor moves of a live progress bar) are left as they are."""
+    control segments (cursor moves of a live progress bar) are left as they are. Emoji codes are
+    off: a `:name:` in a registry's or document's string is shown as written, not as a glyph."""
 
     def on_broken_pipe(self) -> None:
         self.quiet = True
@@ -99,8 +100,8 @@ class _Console(Console):
         return super()._render_buffer(safe)
 
 
-console = _Console(highlight=False, soft_wrap=True, width=_width(sys.stdout))
-err_console = _Console(stderr=True, highlight=False, soft_wrap=True, width=_width(sys.stderr))
+console = _Console(highlight=False, emoji=False, soft_wrap=True, width=_width(sys.stdout))
+err_console = _Console(stderr=True, highlight=False, emoji=False, soft_wrap=True, width=_width(sys.stderr))
 
 
 # ---- the output model ---------------------------------------------------------------------

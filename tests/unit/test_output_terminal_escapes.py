@@ -121,3 +121,34 @@ def test_json_text_round_trips_every_control() -> None:
     assert json.loads(text) == value
     assert "héllo ✓" in text  # other non-ASCII stays readable
     assert json.loads(escape_json_controls(json.dumps(value, ensure_ascii=False))) == value
+
+
+
+def test_emoji_codes_in_foreign_strings_are_shown_as_written(capsys: pytest.CaptureFixture[str]) -> None:
+    # rich turns `:name:` into a glyph by default: a registry's string would not read back as
+    # what it says
+    from acxoci.cli import output
+
+    for real in (output.console, output.err_console):
+        saved, buf = real.file, io.StringIO()
+        real.file = buf
+        try:
+            real.print("ship it :thumbs_up: :warning:")
+        finally:
+            real.file = saved
+        assert buf.getvalue().strip() == "ship it :thumbs_up: :warning:"
+    r = MemRegistry().start()
+    try:
+        r.add_blob(EMPTY)
+        config = {"mediaType": "application/vnd.oci.empty.v1+json", "digest": EMPTY_DIGEST, "size": 2}
+        subject = r.add_manifest({"schemaVersion": 2, "mediaType": OCI_MANIFEST,
+                                  "artifactType": "application/x.s", "config": config, "layers": [config]},
+                                 tag="v1")
+        r.add_manifest({"schemaVersion": 2, "mediaType": OCI_MANIFEST,
+                        "artifactType": "application/x.a:smile:", "config": config, "layers": [config],
+                        "subject": {"mediaType": OCI_MANIFEST, "digest": subject[0], "size": subject[1]}})
+        got = run_acx(capsys, "discover", "--plain-http", f"{r.host}/acx/demo:v1")
+    finally:
+        r.stop()
+    assert got.returncode == 0, got.stderr
+    assert "application/x.a:smile:" in got.stdout and "\U0001f604" not in got.stdout
