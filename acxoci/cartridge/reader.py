@@ -481,6 +481,10 @@ class Cartridge:
                 return exprs[name]
             if kind[0] == "t" and (not native or (table, name) in _RAW_TEXT):
                 return f"CAST({name} AS BLOB)"
+            if not native and name != "rowid":
+                # text that does not decode may sit in a column of another kind: read as bytes
+                # too, so that typeof() names it instead of the decoder failing the whole scan
+                return f"CASE WHEN typeof({name}) = 'text' THEN CAST({name} AS BLOB) ELSE {name} END"
             return name
 
         values = [value(name, kind) for name, kind in spec]
@@ -560,7 +564,7 @@ class Cartridge:
                     continue
                 typ = str(said).split(",")[i]
             else:
-                typ = _SQL_NAME[type(cols[i + 2][first])]
+                typ = _SQL_NAME.get(type(cols[i + 2][first]), type(cols[i + 2][first]).__name__)
             if typ not in _SQL_TYPE[kind]:
                 raise BadEntry(
                     f"{table}.{name} holds a {typ} value, expected {' or '.join(_SQL_TYPE[kind])}",

@@ -708,3 +708,46 @@ def test_the_earliest_row_at_fault_is_named_whichever_check_finds_it(
     column = named.split(" ", 1)[0].split(".", 1)[1]
     with open_cartridge(p) as cart:
         refused(cart.sqlar_infos, BadEntry, named, where=str(p), details={"table": "sqlar", "column": column})
+
+
+@pytest.mark.parametrize(
+    ("table", "column", "where_"),
+    [
+        ("sqlar", "mode", f"name = '{ROM_FILE}'"),
+        ("sqlar", "mtime", f"name = '{ROM_FILE}'"),
+        ("sqlar", "sz", f"name = '{ROM_FILE}'"),
+        ("objects", "sz", f"oid = {FIRST_OBJECT}"),
+    ],
+)
+def test_undecodable_text_in_an_integer_column_is_named_as_text(
+    table: str, column: str, where_: str, vectors_dir: Path, tmp_path: Path
+) -> None:
+    # the bytes pass reads such a column through a cast as well, so typeof() names the column
+    # (the decoder would otherwise fail the whole scan with no column named)
+    p = edited(vectors_dir, tmp_path, f"UPDATE {table} SET {column} = CAST(X'41FF42' AS TEXT) WHERE {where_}")
+    expected = "integer or null" if column == "mtime" else "integer"
+    with open_cartridge(p) as cart:
+        refused(
+            lambda: READ[table](cart),
+            BadEntry,
+            f"{table}.{column} holds a text value, expected {expected}",
+            where=str(p),
+            details={"table": table, "column": column},
+        )
+
+
+def test_a_connection_whose_text_is_another_type_is_refused_typed(vectors_dir: Path, tmp_path: Path) -> None:
+    # a caller's connection may return text as a str subclass: no known storage class, refused
+    class Text(str):
+        pass
+
+    p = edited(vectors_dir, tmp_path)
+    conn = sqlite3.connect(p)
+    conn.text_factory = lambda raw: Text(raw.decode())
+    try:
+        cart = Cartridge.from_connection(conn, label="caller")
+        with pytest.raises(BadEntry) as err:
+            cart.meta()
+        assert "holds a Text value, expected text" in str(err.value)
+    finally:
+        conn.close()
