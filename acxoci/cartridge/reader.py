@@ -567,7 +567,8 @@ class Cartridge:
                 typ = _SQL_NAME.get(type(cols[i + 2][first]), type(cols[i + 2][first]).__name__)
             if typ not in _SQL_TYPE[kind]:
                 raise BadEntry(
-                    f"{table}.{name} holds a {typ} value, expected {' or '.join(_SQL_TYPE[kind])}",
+                    f"{table}.{name} holds {'an' if typ[:1] in 'aeiou' else 'a'} {typ} value, "
+                    f"expected {' or '.join(_SQL_TYPE[kind])}",
                     where=self.label,
                     details={"table": table, "column": name},
                 )

@@ -146,7 +146,7 @@ def test_a_value_of_the_wrong_storage_class_is_refused_naming_table_and_column(
         refused(
             lambda: READ[table](cart),
             BadEntry,
-            f"{table}.{column} holds a {got} value, expected {expected}",
+            f"{table}.{column} holds {'an' if got == 'integer' else 'a'} {got} value, expected {expected}",
             where=str(p),
             details={"table": table, "column": column},
         )
