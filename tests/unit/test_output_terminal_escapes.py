@@ -130,13 +130,9 @@ def test_emoji_codes_in_foreign_strings_are_shown_as_written(capsys: pytest.Capt
     from acxoci.cli import output
 
     for real in (output.console, output.err_console):
-        saved, buf = real.file, io.StringIO()
-        real.file = buf
-        try:
+        with real.capture() as captured:  # the console's own stream is left as it was
             real.print("ship it :thumbs_up: :warning:")
-        finally:
-            real.file = saved
-        assert buf.getvalue().strip() == "ship it :thumbs_up: :warning:"
+        assert captured.get().strip() == "ship it :thumbs_up: :warning:"
     r = MemRegistry().start()
     try:
         r.add_blob(EMPTY)
