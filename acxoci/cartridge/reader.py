@@ -17,6 +17,7 @@ import os
 import sqlite3
 import stat
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import TracebackType
@@ -331,10 +332,60 @@ def _require_plan(
         )
 
 
+_OPEN_SECONDS = 30.0  # SQLite opens by name: a FIFO swapped in would block its open for ever
+# One cartridge open at a time: each compares the process's open files before and after
+# SQLite's open (`_open_files`), so two opens must not interleave.
+_OPEN_LOCK = threading.Lock()
+
+
+def _open_sqlite(uri: str, *, where: str) -> sqlite3.Connection:
+    """sqlite3.connect, bounded: SQLite's own open of the name has no O_NONBLOCK, so a FIFO put
+    at the path after its header was read would block it until a writer came. The open runs in
+    a daemon thread; past _OPEN_SECONDS the cartridge is refused and the thread abandoned."""
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            box["conn"] = sqlite3.connect(uri, uri=True, check_same_thread=False)
+        except BaseException as exc:  # handed to the caller below
+            box["error"] = exc
+
+    worker = threading.Thread(target=run, name="acx-sqlite-open", daemon=True)
+    worker.start()
+    worker.join(_OPEN_SECONDS)
+    if worker.is_alive():
+        raise InvalidInput(
+            f"opening the file did not finish in {_OPEN_SECONDS:.0f} s (was it replaced by a FIFO?)",
+            where=where,
+        )
+    if "error" in box:
+        raise box["error"]
+    conn: sqlite3.Connection = box["conn"]
+    return conn
+
+
+def _open_files() -> frozenset[tuple[int, int, int]] | None:
+    """(descriptor, device, inode) of every regular file this process has open; None where
+    /proc/self/fd does not exist."""
+    try:
+        names = os.listdir("/proc/self/fd")
+    except OSError:
+        return None
+    out: set[tuple[int, int, int]] = set()
+    for name in names:
+        try:
+            st = os.fstat(int(name))
+        except (OSError, ValueError):
+            continue
+        if stat.S_ISREG(st.st_mode):
+            out.add((int(name), st.st_dev, st.st_ino))
+    return frozenset(out)
+
+
 def _connect(uri: str, *, where: str) -> sqlite3.Connection:
     """A read-only, immutable connection with the value-size limit and safe pragmas."""
     try:
-        conn = sqlite3.connect(uri, uri=True, check_same_thread=False)
+        conn = _open_sqlite(uri, where=where)
     except sqlite3.Error as exc:
         raise InvalidInput(f"cannot open as SQLite: {exc}", where=where) from exc
     try:
@@ -1228,22 +1279,38 @@ def open_cartridge(
     return _open(p, max_entry_bytes=max_entry_bytes, max_decompressed=max_decompressed)
 
 
+def _identity_at(real: Path, p: Path) -> FileIdentity:
+    """The identity of the file the name `real` names now."""
+    try:
+        return identity_of(os.stat(real))
+    except OSError as exc:
+        raise InvalidInput(f"cannot read: {exc.strerror or exc}", where=str(p)) from exc
+
+
 def _open(p: Path, *, max_entry_bytes: int, max_decompressed: int) -> Cartridge:
     """`open_cartridge` itself: every check, every time."""
     header, identity = _read_header(p)
     check_no_sidecars(p)
     real = p.resolve()
-    conn = _connect(real.as_uri() + "?mode=ro&immutable=1", where=str(p))
+    changed = InvalidInput("the file changed while it was being opened; refusing it", where=str(p))
+    # SQLite opens the file again by name. The header, the sidecar check and SQLite's open must
+    # all be of one file: a rename, a retargeted symlink or two folders exchanged in between
+    # (which leaves the file's own identity as it was) would skip the header checks. So the
+    # name is checked just before SQLite opens it, and the descriptor SQLite opened must be the
+    # header's inode (the open files before and after; _OPEN_LOCK keeps our opens apart).
+    with _OPEN_LOCK:
+        before = _open_files()
+        if _identity_at(real, p) != identity:
+            raise changed
+        conn = _connect(real.as_uri() + "?mode=ro&immutable=1", where=str(p))
+        after = _open_files() if before is not None else None
     try:
+        opened = None if before is None or after is None else {(d, i) for _, d, i in after - before}
+        if opened is not None and (identity[0], identity[1]) not in opened:
+            raise changed
         tables = check_schema(conn, where=str(p))
-        # the header, the sidecar check and SQLite's open must all be of one file: one swapped in
-        # between (a rename or a symlink retargeted) would skip the header checks
-        try:
-            now = identity_of(os.stat(real))
-        except OSError as exc:
-            raise InvalidInput(f"cannot read: {exc.strerror or exc}", where=str(p)) from exc
-        if now != identity:
-            raise InvalidInput("the file changed while it was being opened; refusing it", where=str(p))
+        if _identity_at(real, p) != identity:
+            raise changed
     except (sqlite3.Error, UnicodeDecodeError) as exc:
         conn.close()
         raise InvalidInput(f"not a readable SQLite database: {exc}", where=str(p)) from exc

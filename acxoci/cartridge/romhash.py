@@ -8,9 +8,11 @@ from the lowest rowid up, watching the helper's progress, and stops where the he
 been: no cost model, the two simply meet. The helper reads the very file the verifier opened
 (its descriptor, through /proc/self/fd, and it checks that the file SQLite opened for that name
 is the descriptor's) and is stdlib-only, isolated (`-I -S`). It maps the file (SQLite mmap: no
-read call per page) and starts a new connection after every 32 MiB it hashes, so what it has
-mapped stays bounded; the verifier itself does not map the file (a file truncated under a mapping
-kills its reader with SIGBUS: for the helper that only costs time).
+read call per page) and drops the mapping after every 32 MiB it hashes (on its one connection:
+it never opens the file by name again), so what it has mapped stays bounded; the verifier itself
+does not map the file (a file truncated under a mapping kills its reader with SIGBUS: for the
+helper that only costs time). The helper leaves when its stdin ends (the verifier met it, or
+died), and the verifier gives up on a helper that sends nothing for a second once told to stop.
 
 Its digests are keyed by rowid and used only for rows that the verifier's own typed scan
 accepted, and only when the row is stored raw (length = sz): exactly what the single-process
@@ -46,6 +48,7 @@ _NOT_HASHED, _TRAILER = -1, -2
 _WINDOW_BYTES = 32 << 20  # the helper maps the file, and drops the mapping after this much
 _POLL_BYTES = 256 << 10  # the verifier looks at the helper's progress this often (bytes hashed)
 _DRAIN_SECONDS = 60.0  # how long the verifier waits for a stopped helper's last records
+_STALL_SECONDS = 1.0  # ... and for any byte of them: a stopped helper flushes within milliseconds
 
 _ROM_ROW = "typeof(name) = 'text' AND substr(name, 1, 4) = 'rom/'"
 
@@ -65,16 +68,23 @@ def rom_rows_sql(inline: int, where: str, order: str = "ASC") -> str:
 
 
 _HELPER = """
-import fcntl, hashlib, os, select, sqlite3, stat, struct, sys
+import _thread, fcntl, hashlib, os, sqlite3, stat, struct, sys, time
 fd, inline, window = (int(a) for a in sys.argv[1:4])
 sql, below = sys.argv[4:6]
-def connect():
-    conn = sqlite3.connect(f"file:/proc/self/fd/{fd}?mode=ro&immutable=1", uri=True)
-    conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, inline + 1)
-    for pragma in ("PRAGMA query_only = 1", "PRAGMA trusted_schema = 0", "PRAGMA cell_size_check = 1",
-                   "PRAGMA mmap_size = 2147483648"):
-        conn.execute(pragma)
-    return conn
+stop = []
+def watch():
+    # stdin ends when the verifier closes it (it met us) or dies: stop at the next flush, and
+    # leave on our own if still here 2 s later (say a read that never returns)
+    os.read(0, 1)
+    stop.append(1)
+    time.sleep(2.0)
+    os._exit(3)
+_thread.start_new_thread(watch, ())
+conn = sqlite3.connect(f"file:/proc/self/fd/{fd}?mode=ro&immutable=1", uri=True)
+conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, inline + 1)
+for pragma in ("PRAGMA query_only = 1", "PRAGMA trusted_schema = 0", "PRAGMA cell_size_check = 1",
+               "PRAGMA mmap_size = 2147483648"):
+    conn.execute(pragma)
 def same_file():
     # SQLite opened a name (it resolves the /proc link by readlink), not the descriptor: every
     # regular file open, SQLite's included, must be the inherited one (same device and inode)
@@ -86,7 +96,6 @@ def same_file():
             continue
         if stat.S_ISREG(st.st_mode) and (st.st_dev, st.st_ino) != (mine.st_dev, mine.st_ino):
             sys.exit(4)
-conn = connect()
 rows = iter(conn.execute(sql))
 row = next(rows, None)
 same_file()  # before any record: each one is of the verifier's own file
@@ -110,14 +119,15 @@ while row is not None:
         out.flush()
         buf.clear()
         pending = 0
-        if select.select([0], [], [], 0)[0]:  # the verifier closed our stdin: it met us
+        if stop:  # the verifier closed our stdin: it met us
             break
-    if mapped >= window:  # unmap what was read (a bounded RSS): a new connection goes on below
+    if mapped >= window:
+        # drop the mapping (a bounded RSS) on the same connection: the file is never opened by
+        # its name again, and the scan goes on below the last row with a seek
         rows = None
-        conn.close()
-        conn = connect()
+        conn.execute("PRAGMA mmap_size = 0")
+        conn.execute("PRAGMA mmap_size = 2147483648")
         rows = iter(conn.execute(below, (rowid,)))
-        same_file()
         mapped = 0
     row = next(rows, None)
 same_file()
@@ -201,7 +211,9 @@ class _Helper:
         deadline = time.monotonic() + _DRAIN_SECONDS
         while not self.failed:
             left = deadline - time.monotonic()
-            if left <= 0 or not select.select([self._fd], [], [], left)[0]:
+            # a helper stuck (say in a read that never returns) is given up on: the verifier
+            # hashes its rows itself
+            if left <= 0 or not select.select([self._fd], [], [], min(left, _STALL_SECONDS))[0]:
                 self._fail()
                 break
             try:
@@ -258,7 +270,7 @@ Source = tuple[Path, FileIdentity]  # the opened file and its identity (acxoci/f
 
 def helper_command(fd: int, inline: int, window: int) -> list[str]:
     """The helper's command line: hash the raw `rom/` rows of the file open as `fd`, downwards,
-    starting a new connection after every `window` bytes."""
+    dropping its mapping after every `window` bytes."""
     return [
         sys.executable,
         "-I",

@@ -81,7 +81,7 @@ def _slow_helper(monkeypatch: pytest.MonkeyPatch, seconds: float) -> None:
         f"    row = next(rows, None)\n    __import__('time').sleep({seconds})\n",
     )
     code = code.replace("if pending >= 2 << 20 or len(buf) >= 1 << 16:", "if True:")  # a record at a time
-    assert code.count("sleep(") == 1 and "if True:" in code
+    assert code.count("__import__('time').sleep(") == 1 and "if True:" in code
     monkeypatch.setattr(romhash, "_HELPER", code)
 
 
@@ -122,7 +122,7 @@ def test_a_helper_that_drops_its_mapping_after_every_row_sends_the_same_digests(
     raw: Path, forced: list[int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     expected = _in_process(raw)
-    monkeypatch.setattr(romhash, "_WINDOW_BYTES", 1)  # a new connection after each row
+    monkeypatch.setattr(romhash, "_WINDOW_BYTES", 1)  # the mapping dropped after each row
     with open_cartridge(raw) as cart:
         rom_pass = romhash.RomPass(cart.conn, inline=1 << 20, source=cart._source)
         helper = rom_pass._helper
@@ -340,3 +340,106 @@ def test_closing_early_stops_the_helper(
     proc = early._pass._helper.proc
     cart.close()
     assert proc.wait(timeout=10) < 0, "the helper outlived its cartridge"
+
+
+def test_a_helper_never_opens_the_file_by_name_again(
+    raw: Path, forced: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # after its first record the file is unlinked and a FIFO is put where /proc/self/fd/N now
+    # points ("<path> (deleted)"): a helper that opened that name again would block in the open;
+    # this one drops its mapping after every row on its one connection and ends with a trailer
+    expected = _in_process(raw)
+    _slow_helper(monkeypatch, 0.02)
+    monkeypatch.setattr(romhash, "_WINDOW_BYTES", 1)
+    ended: list[romhash.Digests | None] = []
+    finish = romhash._Helper.finish
+
+    def recorded(self: romhash._Helper) -> romhash.Digests | None:
+        ended.append(finish(self))
+        return ended[-1]
+
+    monkeypatch.setattr(romhash._Helper, "finish", recorded)
+    with open_cartridge(raw) as cart:
+        rom_pass = romhash.RomPass(cart.conn, inline=1 << 20, source=cart._source)
+        helper = rom_pass._helper
+        assert helper is not None
+        deadline = time.monotonic() + 30
+        while helper.poll() > forced[-1]:
+            assert time.monotonic() < deadline
+            time.sleep(0.005)
+        raw.unlink()
+        fifo = Path(f"{raw} (deleted)")
+        os.mkfifo(fifo)
+        try:
+            _wait_until_done(helper)
+            t0 = time.monotonic()
+            got = rom_pass.result(rows=len(forced))
+            assert time.monotonic() - t0 < romhash._STALL_SECONDS
+        finally:
+            fifo.unlink()
+    assert got == expected
+    assert ended and ended[0] is not None, "the helper did not end with its trailer"
+
+
+def test_a_helper_that_stalls_after_being_told_to_stop_is_given_up_on(
+    raw: Path, forced: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # one record for the top row, then silence (alive, never a trailer): the verifier hashes up to
+    # it, asks it to stop, waits a second for more, and hashes the rest itself
+    expected = _in_process(raw)
+    top = forced[-1]
+    monkeypatch.setattr(
+        romhash,
+        "_HELPER",
+        "import struct, sys, time; sys.stdout.buffer.write("
+        + _RECORD.format(rowid=top, n=5)
+        + "); sys.stdout.flush(); time.sleep(60)",
+    )
+    with open_cartridge(raw) as cart:
+        rom_pass = romhash.RomPass(cart.conn, inline=1 << 20, source=cart._source)
+        helper = rom_pass._helper
+        assert helper is not None
+        deadline = time.monotonic() + 30
+        while helper.poll() > top:
+            assert time.monotonic() < deadline
+            time.sleep(0.005)
+        t0 = time.monotonic()
+        got = rom_pass.result(rows=len(forced))
+        took = time.monotonic() - t0
+    assert got == expected
+    assert took < romhash._STALL_SECONDS + 5, f"waited {took:.1f} s for a stalled helper"
+
+
+def test_a_helper_outlives_a_verifier_that_dies_by_at_most_seconds(raw: Path, tmp_path: Path) -> None:
+    # a verifier killed without any cleanup (here os._exit; SIGTERM is the same) leaves its helper
+    # with an ended stdin: the helper leaves by itself, even when busy elsewhere
+    code = (
+        "import os, sys, time\n"
+        "from acxoci.cartridge import romhash\n"
+        "from acxoci.cartridge.reader import open_cartridge\n"
+        "romhash.HELPER_MIN_BYTES = 0\n"
+        "romhash._HELPER = romhash._HELPER.replace('    row = next(rows, None)\\n',"
+        " '    row = next(rows, None)\\n    __import__(\"time\").sleep(30)\\n')\n"
+        "cart = open_cartridge(sys.argv[1])\n"
+        "p = romhash.RomPass(cart.conn, inline=1 << 20, source=cart._source)\n"
+        "print(p._helper.proc.pid, flush=True)\n"
+        "time.sleep(0.5)\n"
+        "os._exit(0)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(raw)], capture_output=True, text=True, timeout=60, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    pid = int(done.stdout)
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{pid}").exists() and "zombie" not in _state(pid):
+        assert time.monotonic() < deadline, "the helper outlived its verifier"
+        time.sleep(0.05)
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/status").read_text().split("State:", 1)[1].split("\n", 1)[0].lower()
+    except (OSError, IndexError):
+        return "zombie"

@@ -178,6 +178,23 @@ def test_a_file_removed_before_sqlite_opens_it_is_refused(
         os.unlink(sample)
 
     monkeypatch.setattr(reader, "check_no_sidecars", check_then_remove)
+    # the name is checked again just before SQLite opens it (decision 0028)
+    refused(
+        lambda: open_cartridge(sample),
+        InvalidInput,
+        "cannot read: No such file or directory",
+        where=str(sample),
+    )
+
+
+def test_a_file_removed_as_sqlite_opens_it_is_refused(sample: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real_open = reader._open_sqlite
+
+    def remove_then_open(uri: str, *, where: str) -> object:
+        os.unlink(sample)
+        return real_open(uri, where=where)
+
+    monkeypatch.setattr(reader, "_open_sqlite", remove_then_open)
     refused(
         lambda: open_cartridge(sample),
         InvalidInput,
