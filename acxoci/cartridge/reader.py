@@ -34,7 +34,7 @@ from acxoci.cartridge.constants import (
     ZONE_ROM,
     portable_path_problem,
 )
-from acxoci.cartridge.romhash import RomPass
+from acxoci.cartridge.romhash import OPEN_LOCK, RomPass
 from acxoci.cartridge.schema import (
     KEY_COLUMNS,
     OPTIONAL_TABLES,
@@ -180,6 +180,11 @@ def read_header(path: Path) -> Header:
 def _read_header(path: Path) -> tuple[Header, FileIdentity]:
     """The checked header and the identity (fsutil.FileIdentity) of the file it came from."""
     where = str(path)
+    with _OPEN_LOCK:  # its descriptor must not appear inside another open's window (`_open`)
+        return _read_header_locked(path, where)
+
+
+def _read_header_locked(path: Path, where: str) -> tuple[Header, FileIdentity]:
     try:
         # O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer for ever
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
@@ -333,9 +338,7 @@ def _require_plan(
 
 
 _OPEN_SECONDS = 30.0  # SQLite opens by name: a FIFO swapped in would block its open for ever
-# One cartridge open at a time: each compares the process's open files before and after
-# SQLite's open (`_open_files`), so two opens must not interleave.
-_OPEN_LOCK = threading.Lock()
+_OPEN_LOCK = OPEN_LOCK  # one cartridge-file open at a time (romhash.OPEN_LOCK, decision 0028)
 
 
 def _open_sqlite(uri: str, *, where: str) -> sqlite3.Connection:
@@ -442,6 +445,19 @@ class Cartridge:
         return cls(conn, label=label, owns=False, max_entry_bytes=max_entry_bytes)
 
     # -- lifecycle --
+    def require_unchanged(self) -> None:
+        """Refuse when the file this cartridge was opened from is no longer the one opened (written
+        in place, replaced or renamed since): what was checked would not be what the name holds."""
+        if self._source is None:
+            return
+        real, identity = self._source
+        try:
+            same = identity_of(os.stat(real)) == identity
+        except OSError:
+            same = False  # gone, or no longer readable: not the file that was checked
+        if not same:
+            raise InvalidInput("the file changed while it was being verified; refusing it", where=self.label)
+
     def close(self) -> None:
         early, self._early = self._early, None
         if early is not None:

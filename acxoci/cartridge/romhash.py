@@ -267,6 +267,11 @@ class _Helper:
 
 Source = tuple[Path, FileIdentity]  # the opened file and its identity (acxoci/fsutil.py)
 
+# Held by every open of a cartridge file by name in this process (the header read, SQLite's
+# open, this module's helper descriptor): `reader._open` compares the process's open files before
+# and after SQLite's open, and no other cartridge open may add one in between (decision 0028).
+OPEN_LOCK = threading.Lock()
+
 
 def helper_command(fd: int, inline: int, window: int) -> list[str]:
     """The helper's command line: hash the raw `rom/` rows of the file open as `fd`, downwards,
@@ -291,6 +296,11 @@ def _spawn(source: Source, inline: int) -> _Helper | None:
     path, identity = source
     if not sys.executable or not os.path.isdir("/proc/self/fd"):
         return None
+    with OPEN_LOCK:
+        return _spawn_locked(path, identity, inline)
+
+
+def _spawn_locked(path: Path, identity: FileIdentity, inline: int) -> _Helper | None:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError:

@@ -209,7 +209,11 @@ def _envelope_shape_issues(doc: Any, env: Envelope) -> list[str]:
 def verify_open(cart: Cartridge, *, registry: TrustRegistry | None, now: datetime) -> CartridgeVerdict:
     """Verify an already opened cartridge (see `verify_cartridge`)."""
     with paused_gc():
-        return _verify_open(cart, registry=registry, now=now)
+        verdict = _verify_open(cart, registry=registry, now=now)
+    if verdict.trust != "tampered":
+        # a file written in place or swapped while it was read gets no verdict that accepts it
+        cart.require_unchanged()
+    return verdict
 
 
 def _verify_open(cart: Cartridge, *, registry: TrustRegistry | None, now: datetime) -> CartridgeVerdict:

@@ -19,7 +19,8 @@ import pytest
 from acxoci.cartridge import reader
 from acxoci.cartridge.reader import open_cartridge
 from acxoci.errors import InvalidInput
-from tests.unit.test_cartridge_verify_support import SAMPLE, copy_vector
+from acxoci.fsutil import file_identity
+from tests.unit.test_cartridge_verify_support import NOW, SAMPLE, copy_vector
 
 CHANGED = "the file changed while it was being opened; refusing it"
 
@@ -126,3 +127,56 @@ def test_a_fifo_put_at_the_name_does_not_block_the_open_for_ever(
     # release the abandoned open (it waits for a writer)
     fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
     os.close(fd)
+
+
+def test_a_file_written_in_place_while_it_is_verified_gets_no_verdict(
+    folders: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the checks read the file as it was; a write during them (its ctime moves) means the name
+    # no longer holds what was checked
+    from acxoci.cartridge import manifest, verify
+
+    d, _ = folders
+    path = d / "cart.acx"
+    real = manifest.compute_rom_manifest
+
+    def touched(cart: Any, **kw: Any) -> Any:
+        out = real(cart, **kw)
+        os.utime(path, ns=(1, 1))
+        return out
+
+    monkeypatch.setattr(verify, "compute_rom_manifest", touched)
+    with pytest.raises(InvalidInput) as err:
+        verify.verify_cartridge(path, registry=None, now=NOW)
+    assert "the file changed while it was being verified" in str(err.value)
+
+
+@pytest.mark.parametrize("opener", ["header", "helper"])
+def test_other_opens_of_a_cartridge_file_wait_for_an_open_s_window(
+    opener: str, folders: tuple[Path, Path]
+) -> None:
+    # a descriptor opened by another thread inside `_open`'s window could pass for SQLite's
+    # (the header read and the helper's descriptor open by name too): they take the same lock
+    import threading
+
+    from acxoci.cartridge import romhash
+
+    d, _ = folders
+    path = d / "cart.acx"
+    ident = file_identity(path)
+    done = threading.Event()
+
+    def run() -> None:
+        if opener == "header":
+            reader._read_header(path)
+        else:
+            helper = romhash._spawn((path.resolve(), ident), 1 << 20)
+            if helper is not None:
+                helper.close()
+        done.set()
+
+    with romhash.OPEN_LOCK:
+        worker = threading.Thread(target=run, daemon=True)
+        worker.start()
+        assert not done.wait(0.3), f"the {opener} open did not wait for the lock"
+    assert done.wait(10)
