@@ -1303,6 +1303,30 @@ def _identity_at(real: Path, p: Path) -> FileIdentity:
         raise InvalidInput(f"cannot read: {exc.strerror or exc}", where=str(p)) from exc
 
 
+_OPEN_ATTEMPTS = 3
+
+
+def _connect_checked(
+    real: Path, identity: FileIdentity, p: Path, changed: InvalidInput
+) -> sqlite3.Connection:
+    """SQLite's connection to `real`, proved to be of the header's inode (see `_open`)."""
+    want = (identity[0], identity[1])
+    for _ in range(_OPEN_ATTEMPTS):
+        with _OPEN_LOCK:
+            before = _open_files()
+            if _identity_at(real, p) != identity:
+                raise changed
+            conn = _connect(real.as_uri() + "?mode=ro&immutable=1", where=str(p))
+            after = _open_files() if before is not None else None
+        if before is None or after is None:
+            return conn  # no /proc: the checks by name are all there is (decision 0028)
+        opened = {(dev, ino) for _, dev, ino in after - before}
+        if opened == {want}:
+            return conn
+        conn.close()
+    raise changed
+
+
 def _open(p: Path, *, max_entry_bytes: int, max_decompressed: int) -> Cartridge:
     """`open_cartridge` itself: every check, every time."""
     header, identity = _read_header(p)
@@ -1313,17 +1337,11 @@ def _open(p: Path, *, max_entry_bytes: int, max_decompressed: int) -> Cartridge:
     # all be of one file: a rename, a retargeted symlink or two folders exchanged in between
     # (which leaves the file's own identity as it was) would skip the header checks. So the
     # name is checked just before SQLite opens it, and the descriptor SQLite opened must be the
-    # header's inode (the open files before and after; _OPEN_LOCK keeps our opens apart).
-    with _OPEN_LOCK:
-        before = _open_files()
-        if _identity_at(real, p) != identity:
-            raise changed
-        conn = _connect(real.as_uri() + "?mode=ro&immutable=1", where=str(p))
-        after = _open_files() if before is not None else None
+    # header's inode: every regular file opened in that window must be it (_OPEN_LOCK keeps
+    # acx's own cartridge opens out of the window; another thread's unrelated open in it only
+    # costs a retry, a wrong file SQLite opened fails every time).
+    conn = _connect_checked(real, identity, p, changed)
     try:
-        opened = None if before is None or after is None else {(d, i) for _, d, i in after - before}
-        if opened is not None and (identity[0], identity[1]) not in opened:
-            raise changed
         tables = check_schema(conn, where=str(p))
         if _identity_at(real, p) != identity:
             raise changed

@@ -180,3 +180,50 @@ def test_other_opens_of_a_cartridge_file_wait_for_an_open_s_window(
         worker.start()
         assert not done.wait(0.3), f"the {opener} open did not wait for the lock"
     assert done.wait(10)
+
+
+def test_a_descriptor_of_the_header_s_inode_opened_elsewhere_in_the_window_does_not_pass(
+    folders: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # the folders are exchanged around SQLite's open while some other code of the process opens a
+    # hard link of the file the header came from: a descriptor of the header's inode does appear
+    # in the window, but SQLite's own is another file's, so the open is still refused
+    d, e = folders
+    os.link(d / "cart.acx", tmp_path / "link.acx")
+    held: list[int] = []
+
+    def exchange_and_open_link() -> None:
+        _exchange(d, e)
+        held.append(os.open(tmp_path / "link.acx", os.O_RDONLY))
+
+    try:
+        swap = _around_sqlite_open(monkeypatch, exchange_and_open_link, lambda: _exchange(d, e))
+        with swap, pytest.raises(InvalidInput) as err:
+            open_cartridge(d / "cart.acx")
+    finally:
+        for fd in held:
+            os.close(fd)
+    assert CHANGED in str(err.value)
+
+
+def test_an_unrelated_file_opened_in_the_window_costs_a_retry_not_a_refusal(
+    folders: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    d, _ = folders
+    (tmp_path / "other.txt").write_text("x")
+    held: list[int] = []
+
+    def open_other_once() -> None:
+        if not held:
+            held.append(os.open(tmp_path / "other.txt", os.O_RDONLY))
+
+    try:
+        with (
+            _around_sqlite_open(monkeypatch, open_other_once, lambda: None),
+            open_cartridge(d / "cart.acx") as cart,
+        ):
+            assert cart.meta()
+    finally:
+        for fd in held:
+            os.close(fd)
+    assert len(held) == 1
