@@ -180,7 +180,7 @@ def read_header(path: Path) -> Header:
 def _read_header(path: Path) -> tuple[Header, FileIdentity]:
     """The checked header and the identity (fsutil.FileIdentity) of the file it came from."""
     where = str(path)
-    with _OPEN_LOCK:  # its descriptor must not appear inside another open's window (`_open`)
+    with OPEN_LOCK:  # its descriptor must not appear inside another open's window (`_open`)
         return _read_header_locked(path, where)
 
 
@@ -338,7 +338,6 @@ def _require_plan(
 
 
 _OPEN_SECONDS = 30.0  # SQLite opens by name: a FIFO swapped in would block its open for ever
-_OPEN_LOCK = OPEN_LOCK  # one cartridge-file open at a time (romhash.OPEN_LOCK, decision 0028)
 
 
 def _open_sqlite(uri: str, *, where: str) -> sqlite3.Connection:
@@ -1312,7 +1311,7 @@ def _connect_checked(
     """SQLite's connection to `real`, proved to be of the header's inode (see `_open`)."""
     want = (identity[0], identity[1])
     for _ in range(_OPEN_ATTEMPTS):
-        with _OPEN_LOCK:
+        with OPEN_LOCK:
             before = _open_files()
             if _identity_at(real, p) != identity:
                 raise changed
@@ -1337,7 +1336,7 @@ def _open(p: Path, *, max_entry_bytes: int, max_decompressed: int) -> Cartridge:
     # all be of one file: a rename, a retargeted symlink or two folders exchanged in between
     # (which leaves the file's own identity as it was) would skip the header checks. So the
     # name is checked just before SQLite opens it, and the descriptor SQLite opened must be the
-    # header's inode: every regular file opened in that window must be it (_OPEN_LOCK keeps
+    # header's inode: every regular file opened in that window must be it (OPEN_LOCK keeps
     # acx's own cartridge opens out of the window; another thread's unrelated open in it only
     # costs a retry, a wrong file SQLite opened fails every time).
     conn = _connect_checked(real, identity, p, changed)

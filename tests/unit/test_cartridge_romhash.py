@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -65,6 +66,22 @@ def _in_process(path: Path) -> romhash.Digests:
         return romhash._hash_rows(cart.conn, 1 << 20, "1", ())
 
 
+def _started(cart: Any) -> tuple[romhash.RomPass, romhash._Helper]:
+    """A hashing pass over `cart` with its helper running (the tests force it on)."""
+    rom_pass = romhash.RomPass(cart.conn, inline=1 << 20, source=cart._source)
+    helper = rom_pass._helper
+    assert helper is not None, "the helper did not start"
+    return rom_pass, helper
+
+
+def _wait_below(helper: romhash._Helper, rowid: int) -> None:
+    """Wait until the helper reports a row at or below `rowid` (it has hashed down to there)."""
+    deadline = time.monotonic() + 30
+    while helper.poll() > rowid:
+        assert time.monotonic() < deadline, "the helper sent nothing"
+        time.sleep(0.005)
+
+
 def _wait_until_done(helper: romhash._Helper) -> None:
     """Let the helper hash every row before the verifier starts (it then meets it at once)."""
     deadline = time.monotonic() + 30
@@ -90,9 +107,7 @@ def test_helper_digests_equal_the_in_process_ones_when_it_hashes_every_row(
 ) -> None:
     expected = _in_process(raw)
     with open_cartridge(raw) as cart:
-        rom_pass = romhash.RomPass(cart.conn, inline=1 << 20, source=cart._source)
-        helper = rom_pass._helper
-        assert helper is not None, "the helper did not start"
+        rom_pass, helper = _started(cart)
         _wait_until_done(helper)
         mine, stop = rom_pass._hash_up(helper)
         assert mine == {} and stop == forced[0]  # it met the helper at the lowest row
@@ -105,13 +120,8 @@ def test_the_two_meet_in_the_middle_and_together_equal_the_in_process_digests(
     expected = _in_process(raw)
     _slow_helper(monkeypatch, 0.05)
     with open_cartridge(raw) as cart:
-        rom_pass = romhash.RomPass(cart.conn, inline=1 << 20, source=cart._source)
-        helper = rom_pass._helper
-        assert helper is not None
-        deadline = time.monotonic() + 30
-        while helper.poll() > forced[-2]:  # the helper has done at least its first row
-            assert time.monotonic() < deadline
-            time.sleep(0.01)
+        rom_pass, helper = _started(cart)
+        _wait_below(helper, forced[-2])
         got = rom_pass.result(rows=len(forced))
         shares = helper._digests()
     assert got == expected
@@ -124,9 +134,7 @@ def test_a_helper_that_drops_its_mapping_after_every_row_sends_the_same_digests(
     expected = _in_process(raw)
     monkeypatch.setattr(romhash, "_WINDOW_BYTES", 1)  # the mapping dropped after each row
     with open_cartridge(raw) as cart:
-        rom_pass = romhash.RomPass(cart.conn, inline=1 << 20, source=cart._source)
-        helper = rom_pass._helper
-        assert helper is not None
+        _pass, helper = _started(cart)
         _wait_until_done(helper)
         assert helper.finish() == expected
 
@@ -264,8 +272,7 @@ def test_a_failing_helper_changes_nothing(
     expected = _in_process(raw)
     monkeypatch.setattr(romhash, "_HELPER", code)
     with open_cartridge(raw) as cart:
-        rom_pass = romhash.RomPass(cart.conn, inline=1 << 20, source=cart._source)
-        assert rom_pass._helper is not None
+        rom_pass, _ = _started(cart)
         time.sleep(0.3)  # whatever it writes is there before the verifier looks
         got = rom_pass.result(rows=len(forced))
     assert got == expected
@@ -280,13 +287,8 @@ def test_a_helper_killed_part_way_leaves_the_rest_to_the_verifier(
     expected = _in_process(raw)
     _slow_helper(monkeypatch, 0.05)
     with open_cartridge(raw) as cart:
-        rom_pass = romhash.RomPass(cart.conn, inline=1 << 20, source=cart._source)
-        helper = rom_pass._helper
-        assert helper is not None
-        deadline = time.monotonic() + 30
-        while helper.poll() > forced[-1]:
-            assert time.monotonic() < deadline
-            time.sleep(0.01)
+        rom_pass, helper = _started(cart)
+        _wait_below(helper, forced[-1])
         helper.proc.kill()
         helper.proc.wait(timeout=10)
         got = rom_pass.result(rows=len(forced))
@@ -360,13 +362,8 @@ def test_a_helper_never_opens_the_file_by_name_again(
 
     monkeypatch.setattr(romhash._Helper, "finish", recorded)
     with open_cartridge(raw) as cart:
-        rom_pass = romhash.RomPass(cart.conn, inline=1 << 20, source=cart._source)
-        helper = rom_pass._helper
-        assert helper is not None
-        deadline = time.monotonic() + 30
-        while helper.poll() > forced[-1]:
-            assert time.monotonic() < deadline
-            time.sleep(0.005)
+        rom_pass, helper = _started(cart)
+        _wait_below(helper, forced[-1])
         raw.unlink()
         fifo = Path(f"{raw} (deleted)")
         os.mkfifo(fifo)
@@ -396,13 +393,8 @@ def test_a_helper_that_stalls_after_being_told_to_stop_is_given_up_on(
         + "); sys.stdout.flush(); time.sleep(60)",
     )
     with open_cartridge(raw) as cart:
-        rom_pass = romhash.RomPass(cart.conn, inline=1 << 20, source=cart._source)
-        helper = rom_pass._helper
-        assert helper is not None
-        deadline = time.monotonic() + 30
-        while helper.poll() > top:
-            assert time.monotonic() < deadline
-            time.sleep(0.005)
+        rom_pass, helper = _started(cart)
+        _wait_below(helper, top)
         t0 = time.monotonic()
         got = rom_pass.result(rows=len(forced))
         took = time.monotonic() - t0

@@ -23,7 +23,7 @@ from tests.unit.hostile_btree import (
     swap_cells,
 )
 from tests.unit.test_cartridge_verify_support import SAMPLE, copy_vector
-from tests.unit.test_reader_mutants_support import edited, refused, scratch
+from tests.unit.test_reader_mutants_support import class_refused, edited, refused, scratch
 
 SQLAR_INDEX = "sqlite_autoindex_sqlar_1"
 ORDER = "is out of key order (a lookup by key would miss rows a scan sees)"
@@ -395,10 +395,4 @@ def test_a_refused_sqlar_scan_leaves_the_index_check_to_its_own_scan(sample: Pat
         seen = _statements(cart)
         refused(cart.check_indexes, BadEntry, message, where=str(sample), details=details)
         assert any(s.startswith("SELECT name, rowid FROM sqlar NOT INDEXED") for s in seen)
-        refused(
-            cart.sqlar_infos,
-            BadEntry,
-            "sqlar.mode holds a real value, expected integer",
-            where=str(sample),
-            details={"table": "sqlar", "column": "mode"},
-        )
+        class_refused(cart.sqlar_infos, sample, "sqlar", "mode", "real", "integer")

@@ -151,56 +151,33 @@ def test_a_file_swapped_during_the_open_is_refused(
     )
 
 
-def test_a_file_removed_during_the_open_is_refused(sample: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    real_connect = reader._connect
-
-    def connect_then_remove(uri: str, *, where: str) -> sqlite3.Connection:
-        conn = real_connect(uri, where=where)
-        os.unlink(sample)
-        return conn
-
-    monkeypatch.setattr(reader, "_connect", connect_then_remove)
-    refused(
-        lambda: open_cartridge(sample),
-        InvalidInput,
-        "cannot read: No such file or directory",
-        where=str(sample),
-    )
-
-
-def test_a_file_removed_before_sqlite_opens_it_is_refused(
-    sample: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    ("step", "after", "message"),
+    [
+        # after the sidecar check: the name is checked again just before SQLite opens it (0028)
+        ("check_no_sidecars", True, "cannot read: No such file or directory"),
+        # as SQLite opens it
+        ("_open_sqlite", False, "cannot open as SQLite: unable to open database file"),
+        # once SQLite has it open: the name no longer holds it
+        ("_connect", True, "cannot read: No such file or directory"),
+    ],
+    ids=["before-sqlite", "as-sqlite-opens", "after-sqlite"],
+)
+def test_a_file_removed_during_the_open_is_refused(
+    step: str, after: bool, message: str, sample: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real_check = reader.check_no_sidecars
+    real = getattr(reader, step)
 
-    def check_then_remove(path: Path) -> None:
-        real_check(path)
-        os.unlink(sample)
+    def removing(*args: object, **kwargs: object) -> object:
+        if not after:
+            os.unlink(sample)
+        out = real(*args, **kwargs)
+        if after:
+            os.unlink(sample)
+        return out
 
-    monkeypatch.setattr(reader, "check_no_sidecars", check_then_remove)
-    # the name is checked again just before SQLite opens it (decision 0028)
-    refused(
-        lambda: open_cartridge(sample),
-        InvalidInput,
-        "cannot read: No such file or directory",
-        where=str(sample),
-    )
-
-
-def test_a_file_removed_as_sqlite_opens_it_is_refused(sample: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    real_open = reader._open_sqlite
-
-    def remove_then_open(uri: str, *, where: str) -> object:
-        os.unlink(sample)
-        return real_open(uri, where=where)
-
-    monkeypatch.setattr(reader, "_open_sqlite", remove_then_open)
-    refused(
-        lambda: open_cartridge(sample),
-        InvalidInput,
-        "cannot open as SQLite: unable to open database file",
-        where=str(sample),
-    )
+    monkeypatch.setattr(reader, step, removing)
+    refused(lambda: open_cartridge(sample), InvalidInput, message, where=str(sample))
 
 
 def test_an_opened_cartridge_reads_through_its_limits(sample: Path) -> None:

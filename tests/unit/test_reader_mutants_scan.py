@@ -32,6 +32,7 @@ from tests.unit.test_reader_mutants_support import (
     ROM_FILE,
     SIG_ID,
     SKILL,
+    class_refused,
     edited,
     refused,
     scratch,
@@ -143,25 +144,13 @@ def test_a_value_of_the_wrong_storage_class_is_refused_naming_table_and_column(
 ) -> None:
     p = edited(vectors_dir, tmp_path, ATTESTATION, statement)
     with open_cartridge(p) as cart:
-        refused(
-            lambda: READ[table](cart),
-            BadEntry,
-            f"{table}.{column} holds {'an' if got == 'integer' else 'a'} {got} value, expected {expected}",
-            where=str(p),
-            details={"table": table, "column": column},
-        )
+        class_refused(lambda: READ[table](cart), p, table, column, got, expected)
 
 
 def test_the_first_wrong_column_of_a_row_is_the_one_named(vectors_dir: Path, tmp_path: Path) -> None:
     p = edited(vectors_dir, tmp_path, "UPDATE memory SET oid = X'41', created_at = X'42', zone = X'43'")
     with open_cartridge(p) as cart:
-        refused(
-            cart.memory,
-            BadEntry,
-            "memory.zone holds a blob value, expected text",
-            where=str(p),
-            details={"table": "memory", "column": "zone"},
-        )
+        class_refused(cart.memory, p, "memory", "zone", "blob", "text")
 
 
 def test_a_wrong_value_in_a_later_row_is_found(vectors_dir: Path, tmp_path: Path) -> None:
@@ -170,13 +159,7 @@ def test_a_wrong_value_in_a_later_row_is_found(vectors_dir: Path, tmp_path: Path
         vectors_dir, tmp_path, "UPDATE sqlar SET mtime = 'late' WHERE rowid = (SELECT max(rowid) FROM sqlar)"
     )
     with open_cartridge(p) as cart:
-        refused(
-            cart.sqlar_infos,
-            BadEntry,
-            "sqlar.mtime holds a text value, expected integer or null",
-            where=str(p),
-            details={"table": "sqlar", "column": "mtime"},
-        )
+        class_refused(cart.sqlar_infos, p, "sqlar", "mtime", "text", "integer or null")
 
 
 BLOB_TEXT = "CAST(X'41ff42' AS TEXT)"  # invalid UTF-8 at byte 1
@@ -398,13 +381,7 @@ def test_save_payloads_are_type_checked_even_when_not_loaded(vectors_dir: Path, 
         vectors_dir, tmp_path, "INSERT INTO memory VALUES ('mem-save', 'save', 'fp', NULL, X'00', 'o', 'c')"
     )
     with open_cartridge(p) as cart:
-        refused(
-            lambda: cart.memory(save_payloads=False),
-            BadEntry,
-            "memory.payload holds a blob value, expected text",
-            where=str(p),
-            details={"table": "memory", "column": "payload"},
-        )
+        class_refused(lambda: cart.memory(save_payloads=False), p, "memory", "payload", "blob", "text")
 
 
 def test_signatures_newest_first_by_created_at_bytes(vectors_dir: Path, tmp_path: Path) -> None:
@@ -727,13 +704,7 @@ def test_undecodable_text_in_an_integer_column_is_named_as_text(
     p = edited(vectors_dir, tmp_path, f"UPDATE {table} SET {column} = CAST(X'41FF42' AS TEXT) WHERE {where_}")
     expected = "integer or null" if column == "mtime" else "integer"
     with open_cartridge(p) as cart:
-        refused(
-            lambda: READ[table](cart),
-            BadEntry,
-            f"{table}.{column} holds a text value, expected {expected}",
-            where=str(p),
-            details={"table": table, "column": column},
-        )
+        class_refused(lambda: READ[table](cart), p, table, column, "text", expected)
 
 
 def test_a_connection_whose_text_is_another_type_is_refused_typed(vectors_dir: Path, tmp_path: Path) -> None:

@@ -76,3 +76,20 @@ def refused(
     assert err.where == where, err.where
     assert err.details == (details or {}), err.details
     return err
+
+
+def class_refused(
+    call: Callable[[], object], where: Path, table: str, column: str, got: str, expected: str
+) -> None:
+    """`call()` refuses `table.column` for holding a value of storage class `got` (BadEntry naming
+    table and column; `expected` the accepted classes, e.g. "integer or null")."""
+    from acxoci.cartridge.sqlar import BadEntry
+
+    article = "an" if got[:1] in "aeiou" else "a"
+    refused(
+        call,
+        BadEntry,
+        f"{table}.{column} holds {article} {got} value, expected {expected}",
+        where=str(where),
+        details={"table": table, "column": column},
+    )
