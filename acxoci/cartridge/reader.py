@@ -34,7 +34,7 @@ from acxoci.cartridge.constants import (
     ZONE_ROM,
     portable_path_problem,
 )
-from acxoci.cartridge.romhash import OPEN_LOCK, RomPass
+from acxoci.cartridge.romhash import OPEN_LOCK, Hashed, RomPass, Row, expected
 from acxoci.cartridge.schema import (
     KEY_COLUMNS,
     OPTIONAL_TABLES,
@@ -276,32 +276,49 @@ class RomHashing:
 
     def __init__(self, rom_pass: RomPass, cart: Cartridge) -> None:
         self._pass: RomPass | None = rom_pass
+        self._hashed: Hashed | None = None
         self._inline: dict[int, tuple[str, int, int]] | None = None
         self._cart = cart
+
+    def all_match(self, rows: list[Row]) -> bool:
+        """Whether the pass found exactly these `rom/` rows (rowid, oid, sz, rowids rising: every
+        one of the file), each stored raw with digest oid and length sz: one comparison of what
+        the pass wrote, no digest decoded. What it expects is built before the pass is waited
+        for. False leaves the caller to `digests`, which tells which row differs."""
+        expect = expected(rows)
+        hashed = self._result()
+        return expect is not None and hashed.matches(expect)
 
     def digests(self) -> dict[int, tuple[str, int, int]]:
         """rowid -> (sha256:…, length, sz) of the rows the pass hashed (waits for it once). Use
         one only for a scanned row stored raw (length = sz = stored): `digest` does the rest."""
-        return self._rows()
-
-    def _rows(self) -> dict[int, tuple[str, int, int]]:
         if self._inline is None:
+            hashed = self._result()
+            try:
+                self._inline = hashed.digests()
+            except sqlite3.Error as exc:
+                label = self._cart.label
+                raise InvalidInput(f"cannot read cartridge table sqlar: {exc}", where=label) from exc
+        return self._inline
+
+    def _result(self) -> Hashed:
+        if self._hashed is None:
             rom_pass, self._pass = self._pass, None
             if rom_pass is None:
                 raise InvalidInput("the ROM hashing pass failed or was closed", where=self._cart.label)
             try:
                 # the typed scan's row count bounds what the helper may send
-                self._inline = rom_pass.result(rows=len(self._cart.sqlar_infos()))
+                self._hashed = rom_pass.result(rows=len(self._cart.sqlar_infos()))
             except sqlite3.Error as exc:
                 label = self._cart.label
                 raise InvalidInput(f"cannot read cartridge table sqlar: {exc}", where=label) from exc
             finally:
                 rom_pass.close()
-        return self._inline
+        return self._hashed
 
     def digest(self, info: SqlarInfo) -> tuple[str, int]:
         """(sha256:…, uncompressed size) of one row that the typed sqlar scan accepted."""
-        got = self._rows().get(info.rowid)
+        got = self.digests().get(info.rowid)
         if got is not None and got[1] == info.sz == info.stored == got[2]:
             return got[0], got[1]
         return self._cart.sqlar_sha256(info)

@@ -19,7 +19,9 @@ accepted, and only when the row is stored raw (length = sz): exactly what the si
 pass hashes. They are used only when the helper ended well: a trailer (written after its last
 check) counting its records, rowids strictly descending. Any failure (no /proc, spawn error, an
 exit before the trailer, torn or surplus output) only means the verifier hashes the rest itself;
-it never changes a verdict.
+it never changes a verdict. Both shares stay as the records written (`Hashed`): the join first
+compares them, as bytes, with the records a ROM as its objects state it would give (`expected`),
+and decodes them into digests only when that differs.
 """
 
 from __future__ import annotations
@@ -35,12 +37,15 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 from acxoci.fsutil import FileIdentity, identity_of
 
 # rowid -> (sha256:…, length, sz) of each raw `rom/` row hashed by the pass
 Digests = dict[int, tuple[str, int, int]]
+Row = tuple[int, str, int]  # a raw `rom/` row as its object states it: rowid, oid, sz
 
 HELPER_MIN_BYTES = 32 << 20  # below this a second process costs more than it saves
 _RECORD = struct.Struct("<qq32s")  # rowid, length (-1: visited, not hashed; -2: trailer), sha256
@@ -114,7 +119,7 @@ while row is not None:
         pending += len(data)
         mapped += len(data)
     count += 1
-    if pending >= 2 << 20 or len(buf) >= 1 << 16:
+    if pending >= 512 << 10 or len(buf) >= 1 << 16:
         out.write(buf)
         out.flush()
         buf.clear()
@@ -137,13 +142,89 @@ os._exit(0)  # no interpreter teardown: the verifier is waiting for this exit
 """
 
 
-def _hash_rows(conn: sqlite3.Connection, inline: int, where: str, params: tuple[int, ...]) -> Digests:
-    out: Digests = {}
-    sha = hashlib.sha256
-    for rowid, data, sz in conn.execute(rom_rows_sql(inline, where), params):
-        if data is not None:
-            out[rowid] = ("sha256:" + sha(data).hexdigest(), len(data), sz)
-    return out
+def _hash_rows(conn: sqlite3.Connection, inline: int, where: str, params: tuple[int, ...]) -> bytes:
+    """The pass's records of the rows `where` selects, rowids rising (one per `rom/` row)."""
+    buf = bytearray()
+    sha, pack, zero = hashlib.sha256, _RECORD.pack, bytes(32)
+    for rowid, data, _ in conn.execute(rom_rows_sql(inline, where), params):
+        # a row visited without hashing it (compressed, large or not a BLOB) has a record too
+        buf += pack(rowid, _NOT_HASHED, zero) if data is None else pack(rowid, len(data), sha(data).digest())
+    return bytes(buf)
+
+
+def decode(records: bytes) -> Digests:
+    """The digests in a run of records (rows visited without hashing have none)."""
+    return {r: ("sha256:" + d.hex(), n, n) for r, n, d in _RECORD.iter_unpack(records) if n != _NOT_HASHED}
+
+
+def _falling(records: bytes) -> bool:
+    """Whether the helper's records are well formed: rowids strictly falling, each length a size
+    or "visited, not hashed"."""
+    if not records:
+        return True
+    rowids, lengths, _ = zip(*_RECORD.iter_unpack(records), strict=True)
+    return all(map(operator.gt, rowids, rowids[1:])) and min(lengths) >= _NOT_HASHED
+
+
+class Expected(NamedTuple):
+    """The records a pass gives when each row's digest and length are what its object says: in
+    the verifier's order (rowids rising) and in the helper's (falling)."""
+
+    up: bytes
+    down: bytes
+
+
+def expected(rows: Sequence[Row]) -> Expected | None:
+    """The records of `rows` (rowid, oid, sz; rowids rising) as a pass that found every row raw,
+    with digest oid and length sz, writes them; None when an oid is not `sha256:` and 64
+    lower-case hex digits (no digest is written otherwise), or a value does not fit a record."""
+    if not rows:
+        return Expected(b"", b"")
+    rowids, oids, sizes = zip(*rows, strict=True)
+    n = len(oids)
+    text = "".join(oids)
+    if len(text) != 71 * n or any(text[k::71] != c * n for k, c in enumerate("sha256:")):
+        return None
+    hexes = "".join([o[7:] for o in oids])
+    try:
+        digests = bytes.fromhex(hexes)
+        if digests.hex() != hexes:  # upper case or white space: never what the pass writes
+            return None
+        records = list(map(_RECORD.pack, rowids, sizes, [digests[i : i + 32] for i in range(0, 32 * n, 32)]))
+    except (ValueError, struct.error):  # not hex at all, or a value no record holds
+        return None
+    return Expected(b"".join(records), b"".join(reversed(records)))
+
+
+class Hashed:
+    """What one pass hashed: the verifier's records (rowids rising from the lowest `rom/` row)
+    and the helper's (falling from the highest; checked for form only when decoded). `matches`
+    compares them with what a ROM whose every row is as its object states would give, without
+    decoding a digest; `digests` decodes them, hashing here what a malformed helper share left."""
+
+    def __init__(self, up: bytes, down: bytes, rehash: Callable[[], bytes] | None = None) -> None:
+        self._up, self._down, self._rehash = up, down, rehash
+
+    def matches(self, expect: Expected) -> bool:
+        """True when every row the pass visited is one of `expect`'s, with its digest and length,
+        and between them the two shares cover all of them (they may overlap where they met)."""
+        up, down = self._up, self._down
+        return (
+            len(up) + len(down) >= len(expect.up)
+            and expect.up.startswith(up)
+            and expect.down.startswith(down)
+        )
+
+    def digests(self) -> Digests:
+        """rowid -> (sha256:…, length, sz) of every row hashed (raises sqlite3.Error on a bad file)."""
+        down = self._down
+        if self._rehash is not None and not _falling(down):
+            down, self._down = b"", b""
+            self._up += self._rehash()  # the rows at and above where the two met
+            self._rehash = None
+        out = decode(down)
+        out.update(decode(self._up))  # where the shares overlap, the verifier's own digests
+        return out
 
 
 class _Helper:
@@ -201,8 +282,9 @@ class _Helper:
         if len(self._buf) > self._cap:
             self._fail()
 
-    def finish(self) -> Digests | None:
-        """Tell the helper to stop, take its last records; its digests, or None when it failed."""
+    def finish(self) -> bytes | None:
+        """Tell the helper to stop, take its last records; those records (without the trailer),
+        or None when it failed."""
         if self.failed:
             return None
         assert self.proc.stdin is not None
@@ -230,7 +312,7 @@ class _Helper:
                 break
         # the trailer is written after the helper's last check: it is the helper's success, so
         # its exit (slow: unmapping the file) is not waited for
-        return None if self.failed or not self._ended() else self._digests()
+        return None if self.failed or not self._ended() else self._records()
 
     def _ended(self) -> bool:
         """Whether what was read so far ends with a trailer record."""
@@ -239,17 +321,14 @@ class _Helper:
             return False
         return bool(_RECORD.unpack_from(raw, len(raw) - _RECORD.size)[1] == _TRAILER)
 
-    def _digests(self) -> Digests | None:
-        records = list(_RECORD.iter_unpack(self._buf))
-        count, kind, _ = records.pop()
-        if kind != _TRAILER or count != len(records):
+    def _records(self) -> bytes | None:
+        """The records before the trailer, when the trailer counts them (their form is checked
+        when they are decoded: `Hashed.digests`)."""
+        count, kind, _ = _RECORD.unpack_from(self._buf, len(self._buf) - _RECORD.size)
+        body = bytes(self._buf[: -_RECORD.size])
+        if kind != _TRAILER or count != len(body) // _RECORD.size:
             return None
-        if records:
-            rowids, lengths = [r[0] for r in records], [r[1] for r in records]
-            # strictly descending rowids, and each length a size (or "visited, not hashed")
-            if not all(map(operator.gt, rowids, rowids[1:])) or min(lengths) < _NOT_HASHED:
-                return None
-        return {r: ("sha256:" + d.hex(), n, n) for r, n, d in records if n != _NOT_HASHED}
+        return body
 
     def close(self) -> None:
         """Kill the helper if it still runs and close its pipes; it is reaped in the background
@@ -340,12 +419,12 @@ class RomPass:
         if source is not None and source[1][2] >= HELPER_MIN_BYTES:
             self._helper = _spawn(source, inline)
 
-    def result(self, rows: int | None = None) -> Digests:
-        """rowid -> digest of every small raw `rom/` row (raises sqlite3.Error on a bad file).
-        `rows`, the number of ROM rows when known, bounds what the helper may send."""
+    def result(self, rows: int | None = None) -> Hashed:
+        """The records of every `rom/` row (raises sqlite3.Error on a bad file). `rows`, the number
+        of ROM rows when known, bounds what the helper may send."""
         helper, self._helper = self._helper, None
         if helper is None:
-            return _hash_rows(self._conn, self._inline, "1", ())
+            return Hashed(_hash_rows(self._conn, self._inline, "1", ()), b"")
         try:
             if rows is not None:
                 helper.limit(rows)
@@ -354,29 +433,30 @@ class RomPass:
         finally:
             helper.close()
         if stop is None:  # the verifier reached the top itself
-            return mine
+            return Hashed(mine, b"")
+        conn, inline = self._conn, self._inline
         if theirs is None:  # the helper failed: the rest is hashed here
-            theirs = _hash_rows(self._conn, self._inline, "+rowid >= ?", (stop,))
-        theirs.update(mine)
-        return theirs
+            return Hashed(mine + _hash_rows(conn, inline, "+rowid >= ?", (stop,)), b"")
+        return Hashed(mine, theirs, lambda: _hash_rows(conn, inline, "+rowid >= ?", (stop,)))
 
-    def _hash_up(self, helper: _Helper) -> tuple[Digests, int | None]:
-        """Hash upwards from the lowest rowid until a row the helper has reached; that row's
-        rowid (None when the verifier hashed every row)."""
-        out: Digests = {}
-        sha = hashlib.sha256
+    def _hash_up(self, helper: _Helper) -> tuple[bytes, int | None]:
+        """Hash upwards from the lowest rowid until a row the helper has reached: the records,
+        and that row's rowid (None when the verifier hashed every row)."""
+        buf = bytearray()
+        sha, pack, zero = hashlib.sha256, _RECORD.pack, bytes(32)
         frontier, since = helper.poll(), 0
-        for rowid, data, sz in self._conn.execute(rom_rows_sql(self._inline, "1")):
+        for rowid, data, _ in self._conn.execute(rom_rows_sql(self._inline, "1")):
             if since >= _POLL_BYTES:
                 frontier, since = helper.poll(), 0
             if rowid >= frontier:
-                return out, rowid
+                return bytes(buf), rowid
             if data is not None:
-                out[rowid] = ("sha256:" + sha(data).hexdigest(), len(data), sz)
+                buf += pack(rowid, len(data), sha(data).digest())
                 since += len(data)
             else:
+                buf += pack(rowid, _NOT_HASHED, zero)
                 since += _POLL_BYTES >> 4
-        return out, None
+        return bytes(buf), None
 
     def close(self) -> None:
         helper, self._helper = self._helper, None

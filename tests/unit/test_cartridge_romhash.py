@@ -63,7 +63,13 @@ def forced(raw: Path, monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 def _in_process(path: Path) -> romhash.Digests:
     with open_cartridge(path) as cart:
-        return romhash._hash_rows(cart.conn, 1 << 20, "1", ())
+        return romhash.decode(romhash._hash_rows(cart.conn, 1 << 20, "1", ()))
+
+
+def _finished(helper: romhash._Helper) -> romhash.Digests | None:
+    """The helper's digests once told to stop (None when it failed)."""
+    records = helper.finish()
+    return None if records is None else romhash.Hashed(b"", records).digests()
 
 
 def _started(cart: Any) -> tuple[romhash.RomPass, romhash._Helper]:
@@ -97,7 +103,7 @@ def _slow_helper(monkeypatch: pytest.MonkeyPatch, seconds: float) -> None:
         "    row = next(rows, None)\n",
         f"    row = next(rows, None)\n    __import__('time').sleep({seconds})\n",
     )
-    code = code.replace("if pending >= 2 << 20 or len(buf) >= 1 << 16:", "if True:")  # a record at a time
+    code = code.replace("if pending >= 512 << 10 or len(buf) >= 1 << 16:", "if True:")  # a record at a time
     assert code.count("__import__('time').sleep(") == 1 and "if True:" in code
     monkeypatch.setattr(romhash, "_HELPER", code)
 
@@ -110,8 +116,8 @@ def test_helper_digests_equal_the_in_process_ones_when_it_hashes_every_row(
         rom_pass, helper = _started(cart)
         _wait_until_done(helper)
         mine, stop = rom_pass._hash_up(helper)
-        assert mine == {} and stop == forced[0]  # it met the helper at the lowest row
-        assert helper.finish() == expected
+        assert mine == b"" and stop == forced[0]  # it met the helper at the lowest row
+        assert _finished(helper) == expected
 
 
 def test_the_two_meet_in_the_middle_and_together_equal_the_in_process_digests(
@@ -122,10 +128,9 @@ def test_the_two_meet_in_the_middle_and_together_equal_the_in_process_digests(
     with open_cartridge(raw) as cart:
         rom_pass, helper = _started(cart)
         _wait_below(helper, forced[-2])
-        got = rom_pass.result(rows=len(forced))
-        shares = helper._digests()
-    assert got == expected
-    assert shares is not None and 0 < len(shares) < len(expected), "both did a share"
+        hashed = rom_pass.result(rows=len(forced))
+    assert hashed.digests() == expected
+    assert 0 < len(hashed._down) < len(hashed._up) + len(hashed._down), "both did a share"
 
 
 def test_a_helper_that_drops_its_mapping_after_every_row_sends_the_same_digests(
@@ -136,7 +141,7 @@ def test_a_helper_that_drops_its_mapping_after_every_row_sends_the_same_digests(
     with open_cartridge(raw) as cart:
         _pass, helper = _started(cart)
         _wait_until_done(helper)
-        assert helper.finish() == expected
+        assert _finished(helper) == expected
 
 
 def test_the_helper_s_memory_stays_bounded_as_the_rom_grows(tmp_path: Path) -> None:
@@ -274,7 +279,7 @@ def test_a_failing_helper_changes_nothing(
     with open_cartridge(raw) as cart:
         rom_pass, _ = _started(cart)
         time.sleep(0.3)  # whatever it writes is there before the verifier looks
-        got = rom_pass.result(rows=len(forced))
+        got = rom_pass.result(rows=len(forced)).digests()
     assert got == expected
     v = verify_cartridge(raw, registry=None, now=NOW)
     assert v.trust == "portable", v
@@ -291,7 +296,7 @@ def test_a_helper_killed_part_way_leaves_the_rest_to_the_verifier(
         _wait_below(helper, forced[-1])
         helper.proc.kill()
         helper.proc.wait(timeout=10)
-        got = rom_pass.result(rows=len(forced))
+        got = rom_pass.result(rows=len(forced)).digests()
     assert got == expected
 
 
@@ -353,10 +358,10 @@ def test_a_helper_never_opens_the_file_by_name_again(
     expected = _in_process(raw)
     _slow_helper(monkeypatch, 0.02)
     monkeypatch.setattr(romhash, "_WINDOW_BYTES", 1)
-    ended: list[romhash.Digests | None] = []
+    ended: list[bytes | None] = []
     finish = romhash._Helper.finish
 
-    def recorded(self: romhash._Helper) -> romhash.Digests | None:
+    def recorded(self: romhash._Helper) -> bytes | None:
         ended.append(finish(self))
         return ended[-1]
 
@@ -370,7 +375,7 @@ def test_a_helper_never_opens_the_file_by_name_again(
         try:
             _wait_until_done(helper)
             t0 = time.monotonic()
-            got = rom_pass.result(rows=len(forced))
+            got = rom_pass.result(rows=len(forced)).digests()
             assert time.monotonic() - t0 < romhash._STALL_SECONDS
         finally:
             fifo.unlink()
@@ -396,7 +401,7 @@ def test_a_helper_that_stalls_after_being_told_to_stop_is_given_up_on(
         rom_pass, helper = _started(cart)
         _wait_below(helper, top)
         t0 = time.monotonic()
-        got = rom_pass.result(rows=len(forced))
+        got = rom_pass.result(rows=len(forced)).digests()
         took = time.monotonic() - t0
     assert got == expected
     assert took < romhash._STALL_SECONDS + 5, f"waited {took:.1f} s for a stalled helper"
@@ -435,3 +440,90 @@ def _state(pid: int) -> str:
         return Path(f"/proc/{pid}/status").read_text().split("State:", 1)[1].split("\n", 1)[0].lower()
     except (OSError, IndexError):
         return "zombie"
+
+
+def _stated(path: Path) -> list[romhash.Row]:
+    """(rowid, oid, sz) of every `rom/` row as its object states it, rowids rising."""
+    with open_cartridge(path) as cart:
+        by_ref = {o.source_ref: o for o in cart.objects()}
+        return [
+            (i.rowid, by_ref[i.name].oid, by_ref[i.name].sz) for i in cart.sqlar_infos() if i.zone == "rom"
+        ]
+
+
+def test_a_pass_over_a_rom_as_stated_matches_with_and_without_the_helper(
+    raw: Path, forced: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rows = _stated(raw)
+    expect = romhash.expected(rows)
+    assert expect is not None and len(expect.up) == len(rows) * 48
+    with open_cartridge(raw) as cart:  # the helper does every row
+        rom_pass, helper = _started(cart)
+        _wait_until_done(helper)
+        assert rom_pass.result(rows=len(rows)).matches(expect)
+    _slow_helper(monkeypatch, 0.05)
+    with open_cartridge(raw) as cart:  # the two meet part way
+        rom_pass, helper = _started(cart)
+        _wait_below(helper, forced[-2])
+        hashed = rom_pass.result(rows=len(rows))
+        assert hashed._up and hashed._down and hashed.matches(expect)
+    monkeypatch.setattr(romhash, "HELPER_MIN_BYTES", 1 << 62)
+    with open_cartridge(raw) as cart:  # the verifier alone
+        assert romhash.RomPass(cart.conn, inline=1 << 20, source=None).result().matches(expect)
+
+
+def _flip(oid: str) -> str:
+    return oid[:-1] + ("0" if oid[-1] != "0" else "1")
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        "digest-of-the-lowest-row",
+        "digest-of-the-highest-row",
+        "size",
+        "a-row-left-out",
+        "a-row-added",
+        "rowid",
+        "upper-case-oid",
+        "oid-with-white-space",
+        "other-algorithm",
+    ],
+)
+def test_no_other_statement_of_the_rom_matches_the_pass(raw: Path, forced: list[int], change: str) -> None:
+    # the one-comparison path may only say yes when each row's digest, length and rowid is what
+    # is stated, for every `rom/` row: any other statement falls to the row-by-row join
+    rows = _stated(raw)
+    low, high = rows[0], rows[-1]
+    changed = {
+        "digest-of-the-lowest-row": [(low[0], _flip(low[1]), low[2]), *rows[1:]],
+        "digest-of-the-highest-row": [*rows[:-1], (high[0], _flip(high[1]), high[2])],
+        "size": [(low[0], low[1], low[2] + 1), *rows[1:]],
+        "a-row-left-out": rows[1:],
+        "a-row-added": [*rows, (high[0] + 1, high[1], high[2])],
+        "rowid": [(low[0] - 1, low[1], low[2]), *rows[1:]],
+        "upper-case-oid": [(low[0], "sha256:" + low[1][7:].upper(), low[2]), *rows[1:]],
+        "oid-with-white-space": [(low[0], low[1][:-2] + " " + low[1][-1], low[2]), *rows[1:]],
+        "other-algorithm": [(low[0], "sha512:" + low[1][7:], low[2]), *rows[1:]],
+    }[change]
+    expect = romhash.expected(changed)
+    with open_cartridge(raw) as cart:
+        for source in (cart._source, None):  # with the helper, and without
+            hashed = romhash.RomPass(cart.conn, inline=1 << 20, source=source).result(rows=len(rows))
+            assert expect is None or not hashed.matches(expect)
+            assert hashed.matches(romhash.expected(rows))  # type: ignore[arg-type]
+
+
+def test_a_malformed_helper_share_is_rehashed_when_decoded(raw: Path, forced: list[int]) -> None:
+    # records that match nothing and rise: decoding drops them and hashes those rows here
+    expected = _in_process(raw)
+    top, bottom = forced[-1], forced[0]
+    pack = romhash._RECORD.pack
+    rising = pack(bottom, 5, bytes(32)) + pack(top, 5, bytes(32))
+    with open_cartridge(raw) as cart:
+        up = romhash._hash_rows(cart.conn, 1 << 20, "+rowid < ?", (top,))
+        hashed = romhash.Hashed(
+            up, rising, lambda: romhash._hash_rows(cart.conn, 1 << 20, "+rowid >= ?", (top,))
+        )
+        assert not hashed.matches(romhash.expected(_stated(raw)))  # type: ignore[arg-type]
+        assert hashed.digests() == expected
