@@ -194,9 +194,12 @@ def manifest_hash_of(entries: list[dict[str, Any]]) -> tuple[str, bytes]:
     return sha256_digest(canonical), canonical
 
 
-# One manifest entry in JCS form (keys in UTF-16 order: canon < oid < sourceRef < sz), for text
-# that JSON writes as itself: printable ASCII without '"' or '\\'.
-_ENTRY_JCS = '{"canon":"%s","oid":"%s","sourceRef":"%s","sz":%d}'
+# The manifest array in JCS form (keys in UTF-16 order: canon < oid < sourceRef < sz), for text
+# that JSON writes as itself (printable ASCII without '"' or '\\'), as eight pieces per entry:
+# what comes before its canon (the array or the previous entry), canon, '","oid":"', oid,
+# '","sourceRef":"', sourceRef, '","sz":', sz; then the end of the last entry and the array.
+_JCS_FIRST, _JCS_NEXT, _JCS_END = '[{"canon":"', '},{"canon":"', "}]"
+_JCS_OID, _JCS_REF, _JCS_SZ = '","oid":"', '","sourceRef":"', '","sz":'
 
 
 def canonical_entries(refs: list[str], oids: list[str], canons: list[str], sizes: list[int]) -> bytes:
@@ -215,8 +218,23 @@ def canonical_entries(refs: list[str], oids: list[str], canons: list[str], sizes
         and set(map(type, sizes)) <= {int}
         and (not sizes or (min(sizes) >= 0 and max(sizes) < 2**53))
     ):
-        body = ",".join(map(_ENTRY_JCS.__mod__, zip(canons, oids, refs, sizes, strict=True)))
-        return f"[{body}]".encode("ascii")
+        n = len(refs)
+        if not n:
+            return b"[]"
+        if not len(oids) == len(canons) == len(sizes) == n:
+            raise ValueError("canonical_entries: columns of different lengths")
+        # whole columns into their places: no per-entry formatting
+        parts = [_JCS_OID] * (8 * n)
+        parts[0::8] = [_JCS_NEXT] * n
+        parts[0] = _JCS_FIRST
+        parts[1::8] = canons
+        parts[3::8] = oids
+        parts[4::8] = [_JCS_REF] * n
+        parts[5::8] = refs
+        parts[6::8] = [_JCS_SZ] * n
+        parts[7::8] = map(str, sizes)
+        parts.append(_JCS_END)
+        return "".join(parts).encode("ascii")
     return jcs(
         [
             {"sourceRef": r, "oid": o, "canon": c, "sz": z}
