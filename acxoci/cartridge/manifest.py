@@ -13,8 +13,9 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 from dataclasses import dataclass
+from itertools import compress
 from operator import attrgetter, itemgetter
-from typing import Any
+from typing import Any, NamedTuple
 
 from acxoci.cartridge.constants import (
     BOUND_META_KEYS,
@@ -200,30 +201,25 @@ def manifest_hash_of(entries: list[dict[str, Any]]) -> tuple[str, bytes]:
 # '","sourceRef":"', sourceRef, '","sz":', sz; then the end of the last entry and the array.
 _JCS_FIRST, _JCS_NEXT, _JCS_END = '[{"canon":"', '},{"canon":"', "}]"
 _JCS_OID, _JCS_REF, _JCS_SZ = '","oid":"', '","sourceRef":"', '","sz":'
+_PRINTABLE = bytes(range(0x20, 0x7F))  # the bytes JSON writes as themselves (with '"' and '\\')
 
 
 def canonical_entries(refs: list[str], oids: list[str], canons: list[str], sizes: list[int]) -> bytes:
     """The JCS bytes of the manifest array whose entries are `{sourceRef, oid, canon, sz}`, given
     as columns.
 
-    Equal to `jcs` of the entry objects (tests/unit/test_manifest_canonical.py). When every
-    string is printable ASCII without a quote or backslash and every size a safe integer, each
-    value is written as itself, whole columns at a time; anything else goes through `jcs`."""
-    text = "".join(refs) + "".join(oids) + "".join(canons)
-    if (
-        text.isascii()
-        and text.isprintable()
-        and '"' not in text
-        and "\\" not in text
-        and set(map(type, sizes)) <= {int}
-        and (not sizes or (min(sizes) >= 0 and max(sizes) < 2**53))
-    ):
-        n = len(refs)
-        if not n:
-            return b"[]"
-        if not len(oids) == len(canons) == len(sizes) == n:
-            raise ValueError("canonical_entries: columns of different lengths")
-        # whole columns into their places: no per-entry formatting
+    Equal to `jcs` of the entry objects (tests/unit/test_manifest_canonical.py). When every size
+    is a safe integer, the values are first written as themselves, whole columns at a time; that
+    is the answer when the result is printable ASCII with no backslash and only the 14 quotes per
+    entry that the keys and the three string values bring (then no string needed escaping).
+    Anything else goes through `jcs`."""
+    n = len(refs)
+    if not len(oids) == len(canons) == len(sizes) == n:
+        raise ValueError("canonical_entries: columns of different lengths")
+    if not n:
+        return b"[]"
+    if set(map(type, sizes)) <= {int} and min(sizes) >= 0 and max(sizes) < 2**53:
+        # whole columns into their places: no per-entry formatting, each string read once
         parts = [_JCS_OID] * (8 * n)
         parts[0::8] = [_JCS_NEXT] * n
         parts[0] = _JCS_FIRST
@@ -234,7 +230,11 @@ def canonical_entries(refs: list[str], oids: list[str], canons: list[str], sizes
         parts[6::8] = [_JCS_SZ] * n
         parts[7::8] = map(str, sizes)
         parts.append(_JCS_END)
-        return "".join(parts).encode("ascii")
+        text = "".join(parts)
+        if text.isascii():
+            out = text.encode("ascii")
+            if not out.translate(None, _PRINTABLE) and b"\\" not in out and out.count(b'"') == 14 * n:
+                return out
     return jcs(
         [
             {"sourceRef": r, "oid": o, "canon": c, "sz": z}
@@ -339,11 +339,13 @@ def _compute_rom_manifest(cart: Cartridge, *, strict: bool) -> RomManifest:
         # checksum lines in the scan's order, the objects b-tree's (oid): mostly sorted already
         lines = ["  ".join(pair) for pair in map(attrgetter("oid", "source_ref"), rows)]
         if _bmp_only([r.kind for r in rows]) and _bmp_only([r.source_ref for r in rows]):
-            rows.sort(key=attrgetter("kind", "source_ref"))
+            # by (kind, source_ref): two stable sorts on one string each cost a third of one on pairs
+            rows.sort(key=attrgetter("source_ref"))
+            rows.sort(key=attrgetter("kind"))
         else:
             rows.sort(key=sort_key)
         src = _Sources(cart, meta, rom_hashes)
-        oids, _, refs, canons, _, sizes = map(list, zip(*rows, strict=True)) if rows else ([],) * 6
+        oids, kinds, refs, canons, _, sizes = map(list, zip(*rows, strict=True)) if rows else ([],) * 6
         _check_inflate_budget(src, refs)
         # (row position, problem): a problem found at the join keeps its row's place in the list
         problems: list[tuple[int, str]] = []
@@ -364,8 +366,9 @@ def _compute_rom_manifest(cart: Cartridge, *, strict: bool) -> RomManifest:
         canonical = canonical_entries(refs, oids, canons, sizes)
         checksum = "sha256:" + hashlib.sha256("\n".join(sort_utf16(lines)).encode("utf-8")).hexdigest()
         uncovered = _uncovered(src, covered) if strict else []
-        digest, counts = sha256_digest(canonical), dict(Counter(map(attrgetter("kind"), rows)))
-        problems.extend(_join_problems(rows, infos, rom_hashes, strict))  # the digests, last
+        digest, counts = sha256_digest(canonical), dict(Counter(kinds))
+        columns = _Columns(oids, kinds, canons, sizes)
+        problems.extend(_join_problems(rows, infos, columns, rom_hashes, strict))  # the digests, last
     finally:
         rom_hashes.close()
     problems.sort(key=itemgetter(0))  # stable: a row's own problems keep their order
@@ -381,8 +384,21 @@ def _compute_rom_manifest(cart: Cartridge, *, strict: bool) -> RomManifest:
     )
 
 
+class _Columns(NamedTuple):
+    """The ROM objects' columns, in manifest order."""
+
+    oids: list[str]
+    kinds: list[str]
+    canons: list[str]
+    sizes: list[int]
+
+
 def _join_problems(
-    rows: list[ObjectRow], infos: list[SqlarInfo | None], hashing: RomHashing, strict: bool
+    rows: list[ObjectRow],
+    infos: list[SqlarInfo | None],
+    columns: _Columns,
+    hashing: RomHashing,
+    strict: bool,
 ) -> list[tuple[int, str]]:
     """(row position, problem) for each object whose ROM sqlar source does not match it, joining
     the hashing pass's digests (taken for a row only when it is stored raw: length = sz = stored).
@@ -391,21 +407,18 @@ def _join_problems(
     every object is a raw sqlar kind, nothing is wrong; otherwise row by row (streaming the rows
     the pass did not hash) to find what is. What needs no digest is built before the pass is
     waited for: for a large ROM it then overlaps the helper's hashing."""
-    joined = [
-        (i, row, info) for i, (row, info) in enumerate(zip(rows, infos, strict=True)) if info is not None
-    ]
-    if joined:
-        objs = [row for _, row, _ in joined]
-        srcs = [info for _, _, info in joined]
-        sizes = [row.sz for row in objs]
+    joined = [info is not None for info in infos]  # the objects whose source is a ROM sqlar row
+    if any(joined):
+        srcs = [info for info in infos if info is not None]
+        oids, sizes = list(compress(columns.oids, joined)), list(compress(columns.sizes, joined))
         raw_kinds = (
-            list(map(attrgetter("sz", "stored"), srcs)) == list(zip(sizes, sizes, strict=True))
-            and {row.kind for row in objs} == {KIND_SQLAR}
-            and {row.canon for row in objs} == {CANON_RAW}
+            set(compress(columns.kinds, joined)) == {KIND_SQLAR}
+            and set(compress(columns.canons, joined)) == {CANON_RAW}
+            and list(map(attrgetter("sz"), srcs)) == sizes
+            and list(map(attrgetter("stored"), srcs)) == sizes
         )
         if raw_kinds:
             rowids = list(map(attrgetter("rowid"), srcs))
-            oids = [row.oid for row in objs]
             # the common case: the pass's records are exactly those of every ROM row as stated
             if hashing.all_match(sorted(zip(rowids, oids, sizes, strict=True))):
                 return []
@@ -415,7 +428,9 @@ def _join_problems(
     else:
         hashing.digests()  # the pass's own checks still run (a bad file raises)
     out: list[tuple[int, str]] = []
-    for i, row, info in joined:
+    for i, (row, info) in enumerate(zip(rows, infos, strict=True)):
+        if info is None:
+            continue
         oid, sz = hashing.digest(info)
         if oid != row.oid or (strict and (sz != row.sz or row.kind != KIND_SQLAR or row.canon != CANON_RAW)):
             out.extend((i, p) for p in _object_problems(row, LiveSource(oid, sz), strict))
