@@ -182,13 +182,19 @@ def expected(rows: Sequence[Row]) -> Expected | None:
         return Expected(b"", b"")
     rowids, oids, sizes = zip(*rows, strict=True)
     n = len(oids)
-    text = "".join(oids)
-    if len(text) != 71 * n or any(text[k::71] != c * n for k, c in enumerate("sha256:")):
+    # each oid 71 characters (the total alone would let one oid's digits run into the next)
+    if set(map(len, oids)) != {71}:
         return None
-    hexes = "".join([o[7:] for o in oids])
+    text = "".join(oids)
+    if any(text[k::71] != c * n for k, c in enumerate("sha256:")):
+        return None
+    # every 71 characters start with the prefix, which cannot overlap itself: removing it leaves
+    # 64 n characters exactly when it occurs nowhere else
+    hexes = text.replace("sha256:", "")
     try:
         digests = bytes.fromhex(hexes)
-        if digests.hex() != hexes:  # upper case or white space: never what the pass writes
+        # upper case or white space is never what the pass writes
+        if len(digests) != 32 * n or digests.hex() != hexes:
             return None
         records = list(map(_RECORD.pack, rowids, sizes, [digests[i : i + 32] for i in range(0, 32 * n, 32)]))
     except (ValueError, struct.error):  # not hex at all, or a value no record holds

@@ -488,6 +488,7 @@ def _flip(oid: str) -> str:
         "upper-case-oid",
         "oid-with-white-space",
         "other-algorithm",
+        "digits-run-into-the-next-oid",
     ],
 )
 def test_no_other_statement_of_the_rom_matches_the_pass(raw: Path, forced: list[int], change: str) -> None:
@@ -505,6 +506,13 @@ def test_no_other_statement_of_the_rom_matches_the_pass(raw: Path, forced: list[
         "upper-case-oid": [(low[0], "sha256:" + low[1][7:].upper(), low[2]), *rows[1:]],
         "oid-with-white-space": [(low[0], low[1][:-2] + " " + low[1][-1], low[2]), *rows[1:]],
         "other-algorithm": [(low[0], "sha512:" + low[1][7:], low[2]), *rows[1:]],
+        # the lowest oid one digit short, the next one carrying that digit before its prefix: the
+        # joined text is the stated one, each oid is not
+        "digits-run-into-the-next-oid": [
+            (low[0], low[1][:-1], low[2]),
+            (rows[1][0], low[1][-1] + rows[1][1], rows[1][2]),
+            *rows[2:],
+        ],
     }[change]
     expect = romhash.expected(changed)
     with open_cartridge(raw) as cart:
