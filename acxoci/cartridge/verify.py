@@ -367,5 +367,12 @@ def verify_cartridge(
 ) -> CartridgeVerdict:
     """Open `path` read-only and verify it. Raises only if it is not an acceptable cartridge file
     (header, sidecars, schema: InvalidInput naming the field, table or column)."""
-    with paused_gc(), open_cartridge(path, max_decompressed=max_decompressed) as cart:
-        return verify_open(cart, registry=registry, now=now)
+    with paused_gc():
+        cart = open_cartridge(path, max_decompressed=max_decompressed)
+        try:
+            return verify_open(cart, registry=registry, now=now)
+        finally:
+            cart.close()
+            # its scans are freed while the collector is still paused: resumed, it would first
+            # walk every one of them (~100,000 objects) for nothing
+            del cart
