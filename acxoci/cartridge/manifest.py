@@ -230,8 +230,11 @@ def canonical_entries(refs: list[str], oids: list[str], canons: list[str], sizes
         parts[6::8] = [_JCS_SZ] * n
         parts[7::8] = map(str, sizes)
         parts.append(_JCS_END)
-        text = "".join(parts)
-        if text.isascii():
+        try:
+            text: str | None = "".join(parts)
+        except TypeError:  # a value that is no string: jcs says what it makes of it
+            text = None
+        if text is not None and text.isascii():
             out = text.encode("ascii")
             if not out.translate(None, _PRINTABLE) and b"\\" not in out and out.count(b'"') == 14 * n:
                 return out

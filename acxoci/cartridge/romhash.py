@@ -208,13 +208,21 @@ class Hashed:
     compares them with what a ROM whose every row is as its object states would give, without
     decoding a digest; `digests` decodes them, hashing here what a malformed helper share left."""
 
-    def __init__(self, up: bytes, down: bytes, rehash: Callable[[], bytes] | None = None) -> None:
-        self._up, self._down, self._rehash = up, down, rehash
+    def __init__(
+        self, up: bytes, down: bytes, rehash: Callable[[], bytes] | None = None, stop: int | None = None
+    ) -> None:
+        # stop: the row where the verifier met the helper's share (the first row above its own)
+        self._up, self._down, self._rehash, self._stop = up, down, rehash, stop
 
     def matches(self, expect: Expected) -> bool:
         """True when every row the pass visited is one of `expect`'s, with its digest and length,
-        and between them the two shares cover all of them (they may overlap where they met)."""
+        and between them the two shares cover all of them (they may overlap where they met, and
+        leave no row between them unread: the helper's share reaches down to the verifier's stop)."""
         up, down = self._up, self._down
+        if down:
+            lowest = _RECORD.unpack_from(down, len(down) - _RECORD.size)[0]
+            if self._stop is None or lowest > self._stop:
+                return False
         return (
             len(up) + len(down) >= len(expect.up)
             and expect.up.startswith(up)
@@ -443,7 +451,7 @@ class RomPass:
         conn, inline = self._conn, self._inline
         if theirs is None:  # the helper failed: the rest is hashed here
             return Hashed(mine + _hash_rows(conn, inline, "+rowid >= ?", (stop,)), b"")
-        return Hashed(mine, theirs, lambda: _hash_rows(conn, inline, "+rowid >= ?", (stop,)))
+        return Hashed(mine, theirs, lambda: _hash_rows(conn, inline, "+rowid >= ?", (stop,)), stop)
 
     def _hash_up(self, helper: _Helper) -> tuple[bytes, int | None]:
         """Hash upwards from the lowest rowid until a row the helper has reached: the records,

@@ -535,3 +535,16 @@ def test_a_malformed_helper_share_is_rehashed_when_decoded(raw: Path, forced: li
         )
         assert not hashed.matches(romhash.expected(_stated(raw)))  # type: ignore[arg-type]
         assert hashed.digests() == expected
+
+
+def test_shares_that_leave_a_row_unread_between_them_do_not_match(raw: Path, forced: list[int]) -> None:
+    # a row no object names (here the second lowest, left out of the statement) could only hide
+    # between the two shares; the helper's share must reach down to where the verifier stopped
+    rows = _stated(raw)
+    stated = [rows[0], *rows[2:]]
+    expect = romhash.expected(stated)
+    assert expect is not None
+    up, down = expect.up[:48], expect.down[: 48 * (len(stated) - 1)]
+    assert romhash.Hashed(up, down, stop=rows[2][0]).matches(expect)  # they meet: rows[1] is not there
+    assert not romhash.Hashed(up, down, stop=rows[1][0]).matches(expect)  # the verifier stopped below
+    assert not romhash.Hashed(up, down).matches(expect)  # a helper share with no stop

@@ -71,3 +71,17 @@ def test_sizes_outside_the_fast_path_go_through_jcs(size: int) -> None:
             canonical_entries(*_columns(entries))
     else:
         assert canonical_entries(*_columns(entries)) == expected
+
+
+@pytest.mark.parametrize("value", [None, 1, b"x"])
+def test_a_value_that_is_no_string_is_left_to_jcs(value: object) -> None:
+    columns = ([value], ["o"], ["raw"], [1])
+    try:
+        want: object = jcs(_objects([(value, "o", "raw", 1)]))  # type: ignore[list-item]
+    except MalformedError as exc:
+        want = type(exc)
+    try:
+        got: object = canonical_entries(*columns)  # type: ignore[arg-type]
+    except MalformedError as exc:
+        got = type(exc)
+    assert got == want
