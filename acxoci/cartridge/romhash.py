@@ -73,7 +73,11 @@ def rom_rows_sql(inline: int, where: str, order: str = "ASC") -> str:
 
 
 _HELPER = """
-import _thread, fcntl, hashlib, os, sqlite3, stat, struct, sys, time
+import _thread, fcntl, hashlib, os, stat, struct, sys, time
+try:
+    import _sqlite3 as sqlite3  # the C module alone: its adapters (datetime) are not needed here
+except ImportError:
+    import sqlite3
 fd, inline, window = (int(a) for a in sys.argv[1:4])
 sql, below = sys.argv[4:6]
 stop = []
