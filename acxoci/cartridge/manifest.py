@@ -30,6 +30,7 @@ from acxoci.cartridge.constants import (
     ZONE_ROM,
 )
 from acxoci.cartridge.reader import BadEntry, Cartridge, MemoryRow, ObjectRow, RomHashing, SqlarInfo
+from acxoci.cartridge.romhash import expected
 from acxoci.gcpause import paused_gc
 from attest.canonical import jcs, loads_strict, sha256_digest
 from attest.errors import AttestError
@@ -325,6 +326,20 @@ def compute_rom_manifest(cart: Cartridge, *, strict: bool = True) -> RomManifest
         return _compute_rom_manifest(cart, strict=strict)
 
 
+def _checksum_hash(rows: list[ObjectRow]) -> str:
+    """sha256 of the ROM objects' checksum lines (`oid  sourceRef`, UTF-16 order), joined by
+    newlines. The rows come in the objects b-tree's (oid) order: the lines are mostly sorted."""
+    lines = ["  ".join(pair) for pair in map(attrgetter("oid", "source_ref"), rows)]
+    return "sha256:" + hashlib.sha256("\n".join(sort_utf16(lines)).encode("utf-8")).hexdigest()
+
+
+def _rom_sources(src: _Sources, refs: list[str]) -> list[SqlarInfo | None]:
+    """Each object's ROM sqlar source (None: another kind of source, or none), whole columns: a
+    sqlar name is portable, never a memory:/capability:/meta: ref."""
+    rom = {info.name: info for info in src.sqlar.values() if info.zone == ZONE_ROM}
+    return list(map(rom.get, refs))
+
+
 def _compute_rom_manifest(cart: Cartridge, *, strict: bool) -> RomManifest:
     """Rebuild the ROM manifest from the `objects` rows, recomputing each live oid.
 
@@ -339,8 +354,7 @@ def _compute_rom_manifest(cart: Cartridge, *, strict: bool) -> RomManifest:
     try:
         meta = cart.meta()
         rows = [r for r in cart.objects() if r.zone == ZONE_ROM]
-        # checksum lines in the scan's order, the objects b-tree's (oid): mostly sorted already
-        lines = ["  ".join(pair) for pair in map(attrgetter("oid", "source_ref"), rows)]
+        checksum = _checksum_hash(rows)
         if _bmp_only([r.kind for r in rows]) and _bmp_only([r.source_ref for r in rows]):
             # by (kind, source_ref): two stable sorts on one string each cost a third of one on pairs
             rows.sort(key=attrgetter("source_ref"))
@@ -357,9 +371,7 @@ def _compute_rom_manifest(cart: Cartridge, *, strict: bool) -> RomManifest:
             for ref, n in sorted(Counter(refs).items()):
                 if n > 1:
                     problems.append((-1, f"{ref}: {n} ROM objects share this source"))
-        # each object's ROM sqlar source (None: another kind of source, or none): whole columns
-        rom = {info.name: info for info in src.sqlar.values() if info.zone == ZONE_ROM}
-        infos = list(map(rom.get, refs))  # a sqlar name is portable: never a memory:/capability:/meta: ref
+        infos = _rom_sources(src, refs)
         if None in infos:
             for i, info in enumerate(infos):
                 if info is None:
@@ -367,8 +379,8 @@ def _compute_rom_manifest(cart: Cartridge, *, strict: bool) -> RomManifest:
                         (i, p) for p in _object_problems(rows[i], live_source(src, rows[i]), strict)
                     )
         canonical = canonical_entries(refs, oids, canons, sizes)
-        checksum = "sha256:" + hashlib.sha256("\n".join(sort_utf16(lines)).encode("utf-8")).hexdigest()
         uncovered = _uncovered(src, covered) if strict else []
+        del src, covered  # freed now, while the helper still hashes, not after the join
         digest, counts = sha256_digest(canonical), dict(Counter(kinds))
         columns = _Columns(oids, kinds, canons, sizes)
         problems.extend(_join_problems(rows, infos, columns, rom_hashes, strict))  # the digests, last
@@ -423,7 +435,9 @@ def _join_problems(
         if raw_kinds:
             rowids = list(map(attrgetter("rowid"), srcs))
             # the common case: the pass's records are exactly those of every ROM row as stated
-            if hashing.all_match(sorted(zip(rowids, oids, sizes, strict=True))):
+            # (what they should be is built, and its row list freed, before the pass is waited for)
+            expect = expected(sorted(zip(rowids, oids, sizes, strict=True)))
+            if hashing.all_match(expect):
                 return []
             hashed = hashing.digests()  # e.g. ROM rows no object covers (reported elsewhere)
             if list(map(hashed.get, rowids)) == list(zip(oids, sizes, sizes, strict=True)):

@@ -36,7 +36,7 @@ from acxoci.cartridge.constants import (
     ZONE_ROM,
     portable_path_problem,
 )
-from acxoci.cartridge.romhash import OPEN_LOCK, Hashed, RomPass, Row, expected
+from acxoci.cartridge.romhash import OPEN_LOCK, Expected, Hashed, RomPass
 from acxoci.cartridge.schema import (
     KEY_COLUMNS,
     OPTIONAL_TABLES,
@@ -282,12 +282,11 @@ class RomHashing:
         self._inline: dict[int, tuple[str, int, int]] | None = None
         self._cart = cart
 
-    def all_match(self, rows: list[Row]) -> bool:
-        """Whether the pass found exactly these `rom/` rows (rowid, oid, sz, rowids rising: every
-        one of the file), each stored raw with digest oid and length sz: one comparison of what
-        the pass wrote, no digest decoded. What it expects is built before the pass is waited
-        for. False leaves the caller to `digests`, which tells which row differs."""
-        expect = expected(rows)
+    def all_match(self, expect: Expected | None) -> bool:
+        """Whether the pass found exactly the `rom/` rows of `expect` (romhash.expected: every one
+        of the file), each stored raw with the digest and length stated: one comparison of what
+        the pass wrote, no digest decoded (waits for the pass once). False (or no `expect`)
+        leaves the caller to `digests`, which tells which row differs."""
         hashed = self._result()
         return expect is not None and hashed.matches(expect)
 
