@@ -435,8 +435,8 @@ def _join_problems(
         if raw_kinds:
             rowids = list(map(attrgetter("rowid"), srcs))
             # the common case: the pass's records are exactly those of every ROM row as stated
-            # (what they should be is built, and its row list freed, before the pass is waited for)
-            expect = expected(sorted(zip(rowids, oids, sizes, strict=True)))
+            # (what they should be is built before the pass is waited for)
+            expect = expected(rowids, oids, sizes)
             if hashing.all_match(expect):
                 return []
             hashed = hashing.digests()  # e.g. ROM rows no object covers (reported elsewhere)

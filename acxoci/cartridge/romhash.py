@@ -38,6 +38,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
+from itertools import islice
 from pathlib import Path
 from typing import NamedTuple
 
@@ -45,7 +46,6 @@ from acxoci.fsutil import FileIdentity, identity_of
 
 # rowid -> (sha256:…, length, sz) of each raw `rom/` row hashed by the pass
 Digests = dict[int, tuple[str, int, int]]
-Row = tuple[int, str, int]  # a raw `rom/` row as its object states it: rowid, oid, sz
 
 HELPER_MIN_BYTES = 32 << 20  # below this a second process costs more than it saves
 _RECORD = struct.Struct("<qq32s")  # rowid, length (-1: visited, not hashed; -2: trailer), sha256
@@ -178,14 +178,19 @@ class Expected(NamedTuple):
     down: bytes
 
 
-def expected(rows: Sequence[Row]) -> Expected | None:
-    """The records of `rows` (rowid, oid, sz; rowids rising) as a pass that found every row raw,
-    with digest oid and length sz, writes them; None when an oid is not `sha256:` and 64
-    lower-case hex digits (no digest is written otherwise), or a value does not fit a record."""
-    if not rows:
+def expected(rowids: Sequence[int], oids: Sequence[str], sizes: Sequence[int]) -> Expected | None:
+    """The records of the rows (rowid, oid, sz, as columns) as a pass that found every row raw,
+    with digest oid and length sz, writes them, in rowid order; None when an oid is not `sha256:`
+    and 64 lower-case hex digits (no digest is written otherwise), or a value does not fit a
+    record."""
+    n = len(rowids)
+    if not len(oids) == len(sizes) == n:
+        raise ValueError("expected: columns of different lengths")
+    if not n:
         return Expected(b"", b"")
-    rowids, oids, sizes = zip(*rows, strict=True)
-    n = len(oids)
+    if not all(map(operator.lt, rowids, islice(rowids, 1, None))):
+        order = sorted(range(n), key=rowids.__getitem__)
+        rowids, oids, sizes = [rowids[i] for i in order], [oids[i] for i in order], [sizes[i] for i in order]
     # each oid 71 characters (the total alone would let one oid's digits run into the next)
     if set(map(len, oids)) != {71}:
         return None

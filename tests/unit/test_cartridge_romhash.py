@@ -442,7 +442,13 @@ def _state(pid: int) -> str:
         return "zombie"
 
 
-def _stated(path: Path) -> list[romhash.Row]:
+def _expect(rows: list[tuple[int, str, int]]) -> romhash.Expected | None:
+    """romhash.expected of (rowid, oid, sz) rows."""
+    rowids, oids, sizes = ([r[k] for r in rows] for k in range(3))
+    return romhash.expected(rowids, oids, sizes)
+
+
+def _stated(path: Path) -> list[tuple[int, str, int]]:
     """(rowid, oid, sz) of every `rom/` row as its object states it, rowids rising."""
     with open_cartridge(path) as cart:
         by_ref = {o.source_ref: o for o in cart.objects()}
@@ -455,7 +461,7 @@ def test_a_pass_over_a_rom_as_stated_matches_with_and_without_the_helper(
     raw: Path, forced: list[int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     rows = _stated(raw)
-    expect = romhash.expected(rows)
+    expect = _expect(rows)
     assert expect is not None and len(expect.up) == len(rows) * 48
     with open_cartridge(raw) as cart:  # the helper does every row
         rom_pass, helper = _started(cart)
@@ -514,12 +520,12 @@ def test_no_other_statement_of_the_rom_matches_the_pass(raw: Path, forced: list[
             *rows[2:],
         ],
     }[change]
-    expect = romhash.expected(changed)
+    expect = _expect(changed)
     with open_cartridge(raw) as cart:
         for source in (cart._source, None):  # with the helper, and without
             hashed = romhash.RomPass(cart.conn, inline=1 << 20, source=source).result(rows=len(rows))
             assert expect is None or not hashed.matches(expect)
-            assert hashed.matches(romhash.expected(rows))  # type: ignore[arg-type]
+            assert hashed.matches(_expect(rows))  # type: ignore[arg-type]
 
 
 def test_a_malformed_helper_share_is_rehashed_when_decoded(raw: Path, forced: list[int]) -> None:
@@ -533,7 +539,7 @@ def test_a_malformed_helper_share_is_rehashed_when_decoded(raw: Path, forced: li
         hashed = romhash.Hashed(
             up, rising, lambda: romhash._hash_rows(cart.conn, 1 << 20, "+rowid >= ?", (top,))
         )
-        assert not hashed.matches(romhash.expected(_stated(raw)))  # type: ignore[arg-type]
+        assert not hashed.matches(_expect(_stated(raw)))  # type: ignore[arg-type]
         assert hashed.digests() == expected
 
 
@@ -542,9 +548,16 @@ def test_shares_that_leave_a_row_unread_between_them_do_not_match(raw: Path, for
     # between the two shares; the helper's share must reach down to where the verifier stopped
     rows = _stated(raw)
     stated = [rows[0], *rows[2:]]
-    expect = romhash.expected(stated)
+    expect = _expect(stated)
     assert expect is not None
     up, down = expect.up[:48], expect.down[: 48 * (len(stated) - 1)]
     assert romhash.Hashed(up, down, stop=rows[2][0]).matches(expect)  # they meet: rows[1] is not there
     assert not romhash.Hashed(up, down, stop=rows[1][0]).matches(expect)  # the verifier stopped below
     assert not romhash.Hashed(up, down).matches(expect)  # a helper share with no stop
+
+
+def test_expected_records_are_in_rowid_order_whatever_order_the_rows_come_in(raw: Path) -> None:
+    rows = _stated(raw)
+    assert _expect(rows[::-1]) == _expect(rows) == _expect(rows[1:] + rows[:1])
+    with pytest.raises(ValueError):
+        romhash.expected([1, 2], ["sha256:" + "0" * 64], [1, 2])
