@@ -11,9 +11,10 @@ SAVE rows never read beyond their key and size.
 from __future__ import annotations
 
 import hashlib
+import operator
 from collections import Counter
 from dataclasses import dataclass
-from itertools import compress
+from itertools import compress, islice
 from operator import attrgetter, itemgetter
 from typing import Any, NamedTuple
 
@@ -328,9 +329,25 @@ def compute_rom_manifest(cart: Cartridge, *, strict: bool = True) -> RomManifest
 
 def _checksum_hash(rows: list[ObjectRow]) -> str:
     """sha256 of the ROM objects' checksum lines (`oid  sourceRef`, UTF-16 order), joined by
-    newlines. The rows come in the objects b-tree's (oid) order: the lines are mostly sorted."""
-    lines = ["  ".join(pair) for pair in map(attrgetter("oid", "source_ref"), rows)]
-    return "sha256:" + hashlib.sha256("\n".join(sort_utf16(lines)).encode("utf-8")).hexdigest()
+    newlines. The rows come in the objects b-tree's order, oids strictly rising: when every oid
+    is ASCII and of one length, the oids alone order the lines, which are then already in UTF-16
+    order and are written a column at a time."""
+    if not rows:
+        return "sha256:" + hashlib.sha256(b"").hexdigest()
+    oids, refs = [r.oid for r in rows], [r.source_ref for r in rows]
+    if (
+        len(set(map(len, oids))) == 1
+        and "".join(oids).isascii()
+        and all(map(operator.lt, oids, islice(oids, 1, None)))
+    ):
+        parts = ["  "] * (4 * len(rows))
+        parts[0::4] = oids
+        parts[2::4] = refs
+        parts[3::4] = ["\n"] * len(rows)
+        text = "".join(parts[:-1])
+    else:
+        text = "\n".join(sort_utf16(["  ".join(pair) for pair in zip(oids, refs, strict=True)]))
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def _rom_sources(src: _Sources, refs: list[str]) -> list[SqlarInfo | None]:

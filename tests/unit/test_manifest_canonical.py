@@ -4,11 +4,14 @@ falls back to `jcs` for anything it does not write itself."""
 
 from __future__ import annotations
 
+import hashlib
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from acxoci.cartridge.manifest import canonical_entries
+from acxoci.cartridge.manifest import _checksum_hash, canonical_entries, utf16_key
+from acxoci.cartridge.reader import ObjectRow
 from attest.canonical import jcs
 from attest.errors import MalformedError
 
@@ -85,3 +88,44 @@ def test_a_value_that_is_no_string_is_left_to_jcs(value: object) -> None:
     except MalformedError as exc:
         got = type(exc)
     assert got == want
+
+
+_OID = st.one_of(
+    st.text(alphabet="0123456789abcdef", min_size=4, max_size=4).map(lambda h: "sha256:" + h),
+    _TEXT,  # other lengths, other characters
+)
+
+
+@settings(max_examples=400, derandomize=True)
+@given(st.lists(st.tuples(_OID, _TEXT), max_size=6), st.booleans())
+def test_the_checksum_lines_hash_as_their_utf16_sorted_join(
+    pairs: list[tuple[str, str]], by_oid: bool
+) -> None:
+    # the column-at-a-time path (oids ASCII, of one length and rising) hashes what sorting the
+    # lines themselves by UTF-16 code units and joining them hashes
+    if by_oid:
+        pairs = sorted(pairs)
+    rows = [ObjectRow(o, "sqlar", r, "raw", "rom", 1) for o, r in pairs]
+    lines = sorted(("  ".join(p) for p in pairs), key=utf16_key)
+    try:
+        want = "sha256:" + hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest()
+    except UnicodeEncodeError:
+        with pytest.raises(UnicodeEncodeError):
+            _checksum_hash(rows)
+        return
+    assert _checksum_hash(rows) == want
+
+
+@pytest.mark.parametrize(
+    "pairs",
+    [
+        [("a", "x"), ("a\x1f", "y")],  # rising oids of two lengths: the line of the longer sorts first
+        [("sha256:01", "\U0001f600"), ("sha256:02", "\uffff")],  # one length: the oids decide
+        [("sha256:02", "x"), ("sha256:01", "y")],  # not rising: sorted as lines
+        [("\u00e9", "x"), ("\u00ea", "y")],  # not ASCII
+    ],
+)
+def test_the_checksum_lines_are_ordered_by_the_whole_line(pairs: list[tuple[str, str]]) -> None:
+    rows = [ObjectRow(o, "sqlar", r, "raw", "rom", 1) for o, r in pairs]
+    lines = sorted(("  ".join(p) for p in pairs), key=utf16_key)
+    assert _checksum_hash(rows) == "sha256:" + hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest()
