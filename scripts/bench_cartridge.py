@@ -151,7 +151,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--objects", type=int, default=10_000)
     ap.add_argument("--mb", type=int, default=200)
-    ap.add_argument("--runs", type=int, default=5, help="rounds; each times every side once")
+    ap.add_argument("--runs", type=int, default=9, help="rounds; each times every side once (best of them)")
     ap.add_argument("--save-mib", type=int, nargs="*", default=[256, 1024], help="SAVE zone sizes to measure")
     ap.add_argument("--keep", type=Path, default=None, help="write the cartridge here instead of a temp dir")
     args = ap.parse_args()

@@ -586,9 +586,11 @@ class Cartridge:
             f"typeof({name}) IN ({', '.join(repr(t) for t in _SQL_TYPE[kind])})" for name, kind in sql_checked
         )
         types = " || ',' || ".join(f"typeof({name})" for name in names)
-        order = "NULL" if at is not None else f"CAST({key} AS BLOB)" if table in WITHOUT_ROWID else "rowid"
-        check = f"CASE WHEN {ok} THEN NULL ELSE {types} END" if ok else "NULL"
-        sql = f"SELECT {check}, {order}, {', '.join(values)} FROM {table} NOT INDEXED"
+        order = None if at is not None else f"CAST({key} AS BLOB)" if table in WITHOUT_ROWID else "rowid"
+        check = f"CASE WHEN {ok} THEN NULL ELSE {types} END" if ok else None
+        # a lead column that would be NULL in every row is not read (its column is made below)
+        lead = [c for c in (check, order) if c is not None]
+        sql = f"SELECT {', '.join(lead + values)} FROM {table} NOT INDEXED"
         try:
             _require_plan(self.conn, sql, f"SCAN {table}", where=self.label)
             rows = self.conn.execute(sql).fetchall()
@@ -601,6 +603,9 @@ class Cartridge:
         if not rows:
             return []
         cols = list(zip(*rows, strict=True))
+        for i, c in enumerate((check, order)):
+            if c is None:
+                cols.insert(i, (None,) * len(rows))
         del rows
         self._check_types(table, spec, in_sql, cols)
         ordered = cols[1] if at is None else cols[at]
