@@ -34,6 +34,7 @@ from acxoci.cartridge.constants import (
     MAX_VALUE_BYTES,
     PORTABLE_RE,
     ZONE_ROM,
+    ZONE_SAVE,
     portable_path_problem,
 )
 from acxoci.cartridge.romhash import OPEN_LOCK, Expected, Hashed, RomPass
@@ -703,7 +704,9 @@ class Cartridge:
                 and all(map(fullmatch, names))
                 and not any(map(mode_problem, set(cols[1])))
             ):
-                zones = [n.partition("/")[0] for n in names]
+                # a portable name is `rom/…` or `save/…`: its fourth character tells which (the
+                # zone is then one shared string, not a new one per row)
+                zones = [ZONE_ROM if n[3] == "/" else ZONE_SAVE for n in names]
                 return list(map(_NEW_SQLAR_INFO, zip(*cols, zones, strict=True)))
         rows = list(zip(*cols, strict=True))
         out: list[SqlarInfo] = []
