@@ -11,10 +11,10 @@ SAVE rows never read beyond their key and size.
 from __future__ import annotations
 
 import hashlib
-import operator
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import compress, islice
+from itertools import compress
 from operator import attrgetter, itemgetter
 from typing import Any, NamedTuple
 
@@ -30,6 +30,7 @@ from acxoci.cartridge.constants import (
     REF_META,
     ZONE_ROM,
 )
+from acxoci.cartridge.order import strictly_rising
 from acxoci.cartridge.reader import BadEntry, Cartridge, MemoryRow, ObjectRow, RomHashing, SqlarInfo
 from acxoci.cartridge.romhash import expected
 from acxoci.gcpause import paused_gc
@@ -92,12 +93,12 @@ def utf16_key(s: str) -> bytes:
     return s.encode("utf-16-be", "surrogatepass")
 
 
-def _bmp_only(texts: list[str]) -> bool:
+def _bmp_only(texts: Sequence[str]) -> bool:
     """True when no string has a code point above U+FFFF: then str order is UTF-16 order."""
     return "".join(texts).isascii() or all(t.isascii() or max(t) <= "\uffff" for t in texts)
 
 
-def sort_utf16(texts: list[str]) -> list[str]:
+def sort_utf16(texts: Sequence[str]) -> list[str]:
     """`texts` sorted by UTF-16 code units (plain str order when all are inside the BMP)."""
     return sorted(texts) if _bmp_only(texts) else sorted(texts, key=utf16_key)
 
@@ -327,23 +328,18 @@ def compute_rom_manifest(cart: Cartridge, *, strict: bool = True) -> RomManifest
         return _compute_rom_manifest(cart, strict=strict)
 
 
-def _checksum_hash(rows: list[ObjectRow]) -> str:
+def _checksum_hash(oids: Sequence[str], refs: Sequence[str]) -> str:
     """sha256 of the ROM objects' checksum lines (`oid  sourceRef`, UTF-16 order), joined by
-    newlines. The rows come in the objects b-tree's order, oids strictly rising: when every oid
-    is ASCII and of one length, the oids alone order the lines, which are then already in UTF-16
-    order and are written a column at a time."""
-    if not rows:
+    newlines. The columns come in the objects b-tree's order, oids strictly rising: when every
+    oid is ASCII and of one length, the oids alone order the lines, which are then already in
+    UTF-16 order and are written a column at a time."""
+    if not oids:
         return "sha256:" + hashlib.sha256(b"").hexdigest()
-    oids, refs = [r.oid for r in rows], [r.source_ref for r in rows]
-    if (
-        len(set(map(len, oids))) == 1
-        and "".join(oids).isascii()
-        and all(map(operator.lt, oids, islice(oids, 1, None)))
-    ):
-        parts = ["  "] * (4 * len(rows))
+    if len(set(map(len, oids))) == 1 and "".join(oids).isascii() and strictly_rising(oids):
+        parts = ["  "] * (4 * len(oids))
         parts[0::4] = oids
         parts[2::4] = refs
-        parts[3::4] = ["\n"] * len(rows)
+        parts[3::4] = ["\n"] * len(oids)
         text = "".join(parts[:-1])
     else:
         text = "\n".join(sort_utf16(["  ".join(pair) for pair in zip(oids, refs, strict=True)]))
@@ -371,13 +367,16 @@ def _compute_rom_manifest(cart: Cartridge, *, strict: bool) -> RomManifest:
     try:
         meta = cart.meta()
         rows = [r for r in cart.objects() if r.zone == ZONE_ROM]
-        checksum = _checksum_hash(rows)
-        if _bmp_only([r.kind for r in rows]) and _bmp_only([r.source_ref for r in rows]):
+        # the columns in the objects b-tree's (oid) order, for the checksum and the sort's choice
+        by_oid = list(zip(*rows, strict=True)) if rows else [()] * 6
+        checksum = _checksum_hash(by_oid[0], by_oid[2])
+        if _bmp_only(by_oid[1]) and _bmp_only(by_oid[2]):
             # by (kind, source_ref): two stable sorts on one string each cost a third of one on pairs
             rows.sort(key=attrgetter("source_ref"))
             rows.sort(key=attrgetter("kind"))
         else:
             rows.sort(key=sort_key)
+        del by_oid
         src = _Sources(cart, meta, rom_hashes)
         oids, kinds, refs, canons, _, sizes = map(list, zip(*rows, strict=True)) if rows else ([],) * 6
         _check_inflate_budget(src, refs)

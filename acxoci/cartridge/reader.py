@@ -13,14 +13,12 @@ import atexit
 import contextlib
 import functools
 import hashlib
-import operator
 import os
 import sqlite3
 import stat
 import sys
 import threading
 from collections.abc import Callable, Iterator
-from itertools import islice
 from pathlib import Path
 from types import TracebackType
 from typing import Any, NamedTuple
@@ -37,6 +35,7 @@ from acxoci.cartridge.constants import (
     ZONE_SAVE,
     portable_path_problem,
 )
+from acxoci.cartridge.order import strictly_rising
 from acxoci.cartridge.romhash import OPEN_LOCK, Expected, Hashed, RomPass
 from acxoci.cartridge.schema import (
     KEY_COLUMNS,
@@ -612,7 +611,7 @@ class Cartridge:
         ordered = cols[1] if at is None else cols[at]
         # strictly rising: unique and in order in one pass (then a key that is the b-tree's own
         # needs no set of its own)
-        rising = all(map(operator.lt, ordered, islice(ordered, 1, None)))
+        rising = strictly_rising(ordered)
         if key in names:
             keys = cols[names.index(key) + 2]
             if not (rising and keys is ordered) and len(set(keys)) != len(keys):

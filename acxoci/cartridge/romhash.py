@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import operator
 import os
 import select
 import sqlite3
@@ -38,10 +37,10 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from itertools import islice
 from pathlib import Path
 from typing import NamedTuple
 
+from acxoci.cartridge.order import strictly_falling, strictly_rising
 from acxoci.fsutil import FileIdentity, identity_of
 
 # rowid -> (sha256:…, length, sz) of each raw `rom/` row hashed by the pass
@@ -167,7 +166,7 @@ def _falling(records: bytes) -> bool:
     if not records:
         return True
     rowids, lengths, _ = zip(*_RECORD.iter_unpack(records), strict=True)
-    return all(map(operator.gt, rowids, rowids[1:])) and min(lengths) >= _NOT_HASHED
+    return strictly_falling(rowids) and min(lengths) >= _NOT_HASHED
 
 
 class Expected(NamedTuple):
@@ -188,7 +187,7 @@ def expected(rowids: Sequence[int], oids: Sequence[str], sizes: Sequence[int]) -
         raise ValueError("expected: columns of different lengths")
     if not n:
         return Expected(b"", b"")
-    if not all(map(operator.lt, rowids, islice(rowids, 1, None))):
+    if not strictly_rising(rowids):
         order = sorted(range(n), key=rowids.__getitem__)
         rowids, oids, sizes = [rowids[i] for i in order], [oids[i] for i in order], [sizes[i] for i in order]
     # each oid 71 characters (the total alone would let one oid's digits run into the next)
