@@ -1238,8 +1238,8 @@ class Cartridge:
                 yield info.name
 
 
-# Cartridges opened early (`open_early`), by resolved path: (file identity, limits, cartridge).
-_EARLY: dict[Path, tuple[FileIdentity, tuple[int, int], Cartridge]] = {}
+# Cartridges opened early (`open_early`), by resolved path: (limits, cartridge).
+_EARLY: dict[Path, tuple[tuple[int, int], Cartridge]] = {}
 _EARLY_OK = True  # tests turn early opens off to compare
 
 
@@ -1263,19 +1263,19 @@ def open_early(
         cart.close()
         return
     with contextlib.suppress(Exception):
-        real, identity = cart._source
+        real, _ = cart._source
         cart.begin_rom_hashing()
         stale = _EARLY.pop(real, None)
-        _EARLY[real] = (identity, (max_entry_bytes, max_decompressed), cart)
+        _EARLY[real] = ((max_entry_bytes, max_decompressed), cart)
         if stale is not None:
-            stale[2].close()
+            stale[1].close()
         if len(_EARLY) == 1:
             atexit.register(_close_early)
 
 
 def _close_early() -> None:
     while _EARLY:
-        _, (_, _, cart) = _EARLY.popitem()
+        _, (_, cart) = _EARLY.popitem()
         cart.close()
 
 
@@ -1291,9 +1291,10 @@ def _take_early(p: Path, limits: tuple[int, int]) -> Cartridge | None:
     early = _EARLY.pop(real, None)
     if early is None:
         return None
-    identity, opened_with, cart = early
+    opened_with, cart = early
     try:
-        same = opened_with == limits and identity_of(os.stat(real)) == identity
+        same = opened_with == limits
+        cart.require_unchanged()  # the file it opened (a write, rename or swap changes it)
         check_no_sidecars(p)
     except (OSError, InvalidInput):
         same = False

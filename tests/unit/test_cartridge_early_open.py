@@ -6,6 +6,7 @@ a file changed in between is judged as it is now."""
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -61,7 +62,7 @@ def test_the_guess_reads_only_the_verify_command(argv: list[str], guess: object)
 def test_the_command_s_open_takes_the_early_cartridge(sample: Path) -> None:
     open_early(sample)
     assert len(reader._EARLY) == 1
-    ((_, _, early),) = reader._EARLY.values()
+    ((_, early),) = reader._EARLY.values()
     assert early._early is not None, "the ROM hashing pass did not start early"
     with open_cartridge(sample) as cart:
         assert cart is early and not reader._EARLY
@@ -69,20 +70,35 @@ def test_the_command_s_open_takes_the_early_cartridge(sample: Path) -> None:
 
 def test_a_file_written_after_the_early_open_is_opened_again_and_judged_as_it_is(sample: Path) -> None:
     open_early(sample)
-    ((_, _, early),) = reader._EARLY.values()
+    ((_, early),) = reader._EARLY.values()
     conn = sqlite3.connect(sample)
     (rowid, data) = conn.execute("SELECT rowid, data FROM sqlar WHERE name LIKE 'rom/%' LIMIT 1").fetchone()
     conn.execute("UPDATE sqlar SET data = ? WHERE rowid = ?", (bytes([data[0] ^ 1]) + data[1:], rowid))
     conn.commit()
     conn.close()
+    with open_cartridge(sample) as cart:
+        assert cart is not early, "the early cartridge of the file before the write was handed out"
+    assert not reader._EARLY and early._early is None, "the stale early cartridge was not closed"
+    open_early(sample)  # and once more, through the command's own verify
     v = verify_cartridge(sample, registry=None, now=NOW)
     assert v.trust == "tampered", v
-    assert not reader._EARLY and early._early is None, "the stale early cartridge was not closed"
+    assert not reader._EARLY
+
+
+def test_a_file_replaced_after_the_early_open_is_opened_again(sample: Path, tmp_path: Path) -> None:
+    open_early(sample)
+    ((_, early),) = reader._EARLY.values()
+    other = tmp_path / "other.acx"
+    shutil.copyfile(sample, other)
+    os.replace(other, sample)  # the same bytes, another inode
+    with open_cartridge(sample) as cart:
+        assert cart is not early
+    assert not reader._EARLY and early._early is None
 
 
 def test_other_limits_get_a_fresh_open(sample: Path) -> None:
     open_early(sample, max_decompressed=5)
-    ((_, _, early),) = reader._EARLY.values()
+    ((_, early),) = reader._EARLY.values()
     with open_cartridge(sample) as cart:
         assert cart is not early and cart.budget.limit != 5
 
@@ -111,7 +127,7 @@ def test_an_early_cartridge_nobody_takes_is_closed_at_exit(
     monkeypatch.setattr(romhash, "HELPER_MIN_BYTES", 0)
     monkeypatch.setattr(romhash, "_HELPER", "import time; time.sleep(60)")
     open_early(sample)
-    ((_, _, early),) = reader._EARLY.values()
+    ((_, early),) = reader._EARLY.values()
     assert early._early is not None and early._early._pass is not None
     helper = early._early._pass._helper
     assert helper is not None
