@@ -457,9 +457,13 @@ class RomPass:
         if stop is None:  # the verifier reached the top itself
             return Hashed(mine, b"")
         conn, inline = self._conn, self._inline
-        if theirs is None:  # the helper failed: the rest is hashed here
-            return Hashed(mine + _hash_rows(conn, inline, "+rowid >= ?", (stop,)), b"")
-        return Hashed(mine, theirs, lambda: _hash_rows(conn, inline, "+rowid >= ?", (stop,)), stop)
+
+        def rest() -> bytes:  # the rows at and above where the two met, hashed here
+            return _hash_rows(conn, inline, "+rowid >= ?", (stop,))
+
+        if theirs is None:  # the helper failed
+            return Hashed(mine + rest(), b"")
+        return Hashed(mine, theirs, rest, stop)  # `rest` again only if its share proves malformed
 
     def _hash_up(self, helper: _Helper) -> tuple[bytes, int | None]:
         """Hash upwards from the lowest rowid until a row the helper has reached: the records,
