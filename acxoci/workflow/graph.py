@@ -24,7 +24,7 @@ from acxoci.fsutil import read_bytes
 from acxoci.workflow import signed
 from acxoci.workflow.issues import Issue, IssueCollector
 from acxoci.workflow.lineage import check_lineage
-from acxoci.workflow.lint import URI_RE, LintResult, gc_paused, publish_profile
+from acxoci.workflow.lint import URI_RE, LintResult, publish_profile
 from acxoci.workflow.model import DIGEST_RE, IDENT_RE, PUBLISHER_RE, SEMVER_RE
 from acxoci.workflow.signed import SignedVerdict
 from attest.canonical import jcs, loads_strict
@@ -1004,11 +1004,9 @@ def lint_graph(doc: Any, *, publish: bool = False) -> LintResult:
         return LintResult(
             (Issue("document", "$", "an agent graph must be a JSON object", type(doc).__name__),), publish
         )
-    with gc_paused():
-        linter = _GraphLinter(doc)
-        issues = linter.run()
-        if publish and not any(i.rule in ("too-deep", "too-large") for i in issues):
-            issues.extend(graph_publish_profile(doc))
+    issues = _GraphLinter(doc).run()
+    if publish and not any(i.rule in ("too-deep", "too-large") for i in issues):
+        issues.extend(graph_publish_profile(doc))
     return LintResult(tuple(issues), publish)
 
 

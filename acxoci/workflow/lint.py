@@ -8,13 +8,11 @@ BFS/DFS (no recursion, so a 100,000-node chain is fine).
 from __future__ import annotations
 
 import bisect
-import gc
 import json
 import math
 import re
 from collections import Counter, deque
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -1053,25 +1051,7 @@ def lint(doc: Any, *, publish: bool = False) -> LintResult:
         return LintResult(
             (Issue("document", "$", "a workflow must be a JSON object", type(doc).__name__),), publish
         )
-    with gc_paused():
-        issues = _Linter(doc).run()
-        if publish:
-            issues.extend(publish_profile(doc))
+    issues = _Linter(doc).run()
+    if publish:
+        issues.extend(publish_profile(doc))
     return LintResult(tuple(issues), publish)
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector for a pass that creates no reference cycles.
-
-    Lint allocates many small containers; each automatic collection rescans the whole (large)
-    document, which makes the run superlinear in document size. Reference counting still frees
-    everything; the collector is re-enabled (if it was on) when the pass ends.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
