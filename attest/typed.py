@@ -21,6 +21,7 @@ Struct = msgspec.Struct
 """The base of every document model (re-exported so models import one module)."""
 
 _AT = re.compile(r" - at `\$(?P<path>[^`]*)`$")
+_MEMBER = re.compile(r"^Object (?:contains unknown|missing required) field `(?P<name>[^`]*)`")
 _STEP = re.compile(r"\.(?P<key>[A-Za-z_$][\w$-]*)|\[(?P<index>\d+|\.\.\.)\]")
 
 
@@ -59,4 +60,7 @@ def decode_as(value: Any, model: type[T], *, document: str) -> T:
         m = _AT.search(text)
         pointer = json_pointer(m.group("path")) if m else ""
         message = text[: m.start()] if m else text
+        member = _MEMBER.match(message)
+        if member:  # name the member itself, not only the object that has (or lacks) it
+            pointer += "/" + member.group("name").replace("~", "~0").replace("/", "~1")
         raise DocumentTypeError(message, document=document, pointer=pointer) from None
