@@ -38,6 +38,10 @@ TABLE: tuple[tuple[str, str, str, str], ...] = (
      "loop + context policy (`acx.loop-context-policy/1` and `/1.1`)"),
     ("resource-limits.schema.json", "acxoci/documents/resource_limits.py", "ResourceLimitsDoc",
      "resource limits (a policy's `budget`, a host's resource-limits.yaml)"),
+    ("resource-limits.schema.json#relaxed", "acxoci/documents/host_limits.py", "HostLimitsDoc",
+     "host resource limits (`resource-limits.yaml`: the budget's shape, every member optional)"),
+    ("acx.policy-trace-1.schema.json", "acxoci/documents/policy_trace.py", "PolicyTraceDoc",
+     "policy trace (the events `acx policy simulate` replays)"),
     ("acx.package-spec-1.schema.json", "acxoci/documents/package_spec.py", "PackageSpecDoc",
      "package spec (`acx.package-spec/1`, `rom/package-spec.json`)"),
     ("acx.cal-skillset-1.schema.json", "acxoci/documents/skillset.py", "SkillsetDoc",
@@ -374,8 +378,20 @@ def _wrap(line: str, width: int = 110) -> str:
     return "\n".join(rows)
 
 
-def generate(schema_file: str, root: str, what: str) -> str:
+def relaxed(schema: Any) -> Any:
+    """`#relaxed`: the schema with no member required (closed objects stay closed)."""
+    if isinstance(schema, dict):
+        return {k: relaxed(v) for k, v in schema.items() if k != "required"}
+    if isinstance(schema, list):
+        return [relaxed(v) for v in schema]
+    return schema
+
+
+def generate(schema_ref: str, root: str, what: str) -> str:
+    schema_file, _, variant = schema_ref.partition("#")
     schema = json.loads((REPO / "schemas" / schema_file).read_text(encoding="utf-8"))
+    if variant == "relaxed":
+        schema = relaxed(schema)
     return Gen(schema, root).module(schema_file, what)
 
 
@@ -385,7 +401,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     stale: list[str] = []
     for schema_file, module, root, what in TABLE:
-        if not (REPO / "schemas" / schema_file).exists():
+        if not (REPO / "schemas" / schema_file.partition("#")[0]).exists():
             continue
         text = generate(schema_file, root, what)
         path = REPO / module

@@ -23,6 +23,8 @@ MODELS: dict[str, str] = {
     "acx.loop-context-policy-1.1.schema.json": "acxoci.documents.loop_policy:LoopPolicyDoc",
     "acx.loop-context-policy-1.schema.json": "acxoci.documents.loop_policy:LoopPolicyDoc",
     "resource-limits.schema.json": "acxoci.documents.resource_limits:ResourceLimitsDoc",
+    "resource-limits.schema.json#relaxed": "acxoci.documents.host_limits:HostLimitsDoc",
+    "acx.policy-trace-1.schema.json": "acxoci.documents.policy_trace:PolicyTraceDoc",
     "acx.package-spec-1.schema.json": "acxoci.documents.package_spec:PackageSpecDoc",
     "acx.cal-skillset-1.schema.json": "acxoci.documents.skillset:SkillsetDoc",
     "acx.memory-record-1.schema.json": "acxoci.documents.memory_record:MemoryRecordDoc",
@@ -85,10 +87,21 @@ def seed_documents() -> dict[str, list[tuple[str, Any]]]:
     out["acx.harness.v1.schema.json"].append(("default harness", default_harness()))
     out["acx.host.v1.schema.json"].append(("test host", host_descriptor()))
     out["acx.loop-context-policy-1.1.schema.json"].append(("default policy", default_policy()))
-    out["acx.loop-context-policy-1.schema.json"].append(("default policy as v1", read_as_v1(default_policy())))
+    out["acx.loop-context-policy-1.schema.json"].append(("policy as v1", read_as_v1(default_policy())))
     out["resource-limits.schema.json"].append(("test budget", BUDGET))
+    out["resource-limits.schema.json#relaxed"] += [
+        ("host limits", {"tokenSpend": {"dailyPerAgent": 100}, "killSwitch": {"enabled": False}}),
+        ("full host limits", BUDGET),
+    ]
+    out["acx.policy-trace-1.schema.json"].append(("trace", {"events": [
+        {"type": "phase", "phase": "plan"},
+        {"type": "phase", "phase": "verify", "passed": True,
+         "regression": {"heldIn": {"baseline": 0.8, "candidate": 0.81}}},
+        {"type": "guardrail", "kind": "milestone"}, {"type": "tokens", "used": 1200},
+        {"type": "condition", "when": "completed"},
+    ]}))
     manifest = vec / "sample" / "sample-agent-package" / "manifest.json"
-    out["acx.agent-package-manifest-1.schema.json"].append(("sample manifest", json.loads(manifest.read_text())))
+    out["acx.agent-package-manifest-1.schema.json"].append(("manifest", json.loads(manifest.read_text())))
     for f in sorted((vec / "workflow").rglob("*.cal.json")) + sorted((vec / "reference").glob("*.cal.json")):
         out["acx.cal-1.schema.json"].append((f.name, json.loads(f.read_text())))
     for f in sorted((vec / "graph").glob("*.json")):
