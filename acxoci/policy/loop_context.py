@@ -332,6 +332,11 @@ def validate_policy(doc: Any, *, harness_scopes: Mapping[str, Iterable[str]] | N
     return _checked(doc, harness_scopes)[0]
 
 
+def decoded_policy(doc: Any) -> LoopPolicyDoc | None:
+    """The policy document as its model, or None when it is not a known, well-typed policy."""
+    return _checked(doc, None)[1]
+
+
 def errors_only(issues: Iterable[Issue]) -> list[Issue]:
     """The issues that make a document invalid (warnings dropped)."""
     return [i for i in issues if i.severity == ERROR]

@@ -13,10 +13,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from msgspec import UnsetType
+
+from acxoci.documents.skillset import SkillsetDoc
 from acxoci.errors import InvalidInput, NotFound
 from acxoci.workflow import calschema
 from attest.canonical import loads_strict
 from attest.errors import MalformedError
+from attest.typed import DocumentTypeError, decode_as
 
 CAL_SCHEMA_VERSION = "acx.cal/1"
 SKILLSET_SCHEMA_VERSION = "acx.cal-skillset/1"
@@ -381,33 +385,32 @@ class CalSkillSet:
 
     @classmethod
     def from_json(cls, doc: Any) -> CalSkillSet:
-        """Parse and check a skillset document; raises InvalidInput naming the field."""
+        """Decode and check a skillset document; raises InvalidInput naming the field."""
         if not isinstance(doc, dict):
             raise InvalidInput("cal-skillset is not a JSON object")
         if doc.get("schemaVersion") != SKILLSET_SCHEMA_VERSION:
             raise InvalidInput(
                 f"cal-skillset schemaVersion is {doc.get('schemaVersion')!r}", where="schemaVersion"
             )
-        unknown = set(doc) - {"schemaVersion", "plays", "references", "processes"}
-        if unknown:
-            raise InvalidInput(f"cal-skillset has unknown keys {sorted(unknown)}")
-        plays: list[Play] = []
-        for i, p in enumerate(doc.get("plays", [])):
-            if not isinstance(p, dict) or not isinstance(p.get("role"), str):
-                raise InvalidInput("play needs a string role", where=f"plays[{i}]")
-            plays.append(Play(p["role"], _strs(p.get("providesCapabilities")), _strs(p.get("canComplete"))))
+        try:
+            m = decode_as(doc, SkillsetDoc, document="cal-skillset")
+        except DocumentTypeError as exc:
+            raise InvalidInput(str(exc), where=exc.pointer or "/", details={"pointer": exc.pointer}) from exc
+        plays = tuple(
+            Play(p.role, _tuple(p.provides_capabilities), _tuple(p.can_complete)) for p in m.plays
+        )
         refs: list[SkillsetReference] = []
-        for i, r in enumerate(doc.get("references", [])):
-            if (
-                not isinstance(r, dict)
-                or not isinstance(r.get("alias"), str)
-                or not DIGEST_RE.fullmatch(str(r.get("romDigest", "")))
-            ):
-                raise InvalidInput(
-                    "reference needs an alias and a sha256 romDigest", where=f"references[{i}]"
-                )
-            refs.append(SkillsetReference(r["alias"], r["romDigest"], _str(r.get("role"))))
-        return cls(tuple(plays), tuple(refs), _strs(doc.get("processes")))
+        for i, r in enumerate(_tuple(m.references)):
+            if not DIGEST_RE.fullmatch(r.rom_digest):
+                why = "reference needs an alias and a sha256 romDigest"
+                raise InvalidInput(why, where=f"references[{i}]")
+            role = None if isinstance(r.role, UnsetType) else r.role
+            refs.append(SkillsetReference(r.alias, r.rom_digest, role))
+        return cls(plays, tuple(refs), _tuple(m.processes))
+
+
+def _tuple(value: tuple[str, ...] | tuple[Any, ...] | UnsetType) -> tuple[Any, ...]:
+    return () if isinstance(value, UnsetType) else value
 
 
 def derive_skillset(

@@ -17,13 +17,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+from acxoci.cartridge.capabilities import read_capability
 from acxoci.cartridge.reader import open_cartridge
 from acxoci.cartridge.verify import CartridgeVerdict, verify_open
 from acxoci.errors import AcxError, Tampered
 from acxoci.workflow.lint import LintResult
 from acxoci.workflow.model import CAREER_TIERS, Participant, Slot, Workflow
 from acxoci.workflow.verify import WorkflowVerdict
-from attest.canonical import loads_strict
 from attest.trust import TrustRegistry
 from attest.trustdecision import Decision, Minimum, SignerFacts, decide
 
@@ -141,16 +141,8 @@ def describe_error(exc: AcxError) -> str:
 
 
 def _capability(json_bytes: bytes) -> CapabilityRecord | None:
-    try:
-        rec = loads_strict(json_bytes)
-    except ValueError:
-        return None
-    if not isinstance(rec, dict) or not isinstance(rec.get("taskType"), str):
-        return None
-    stack = rec.get("stack")
-    return CapabilityRecord(
-        rec["taskType"], tuple(s for s in stack if isinstance(s, str)) if isinstance(stack, list) else ()
-    )
+    rec = read_capability(json_bytes)
+    return None if rec is None else CapabilityRecord(rec.task_type, rec.stack)
 
 
 def load_roster_entry(
