@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 from acxoci.workflow.model import REVERSE_DNS_RE
 
@@ -19,6 +19,12 @@ def show(value: Any) -> str:
     except (TypeError, ValueError):
         text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
+
+
+def one_of(value: Any, allowed: Collection[str]) -> TypeGuard[str]:
+    """True when `value` is one of the `allowed` strings (a value of another JSON type never is,
+    and is never looked up: a list or object is no set member)."""
+    return isinstance(value, str) and value in allowed
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from acxoci.workflow import calschema, conditions
-from acxoci.workflow.issues import Issue, IssueCollector
+from acxoci.workflow.issues import Issue, IssueCollector, one_of
 from acxoci.workflow.lineage import check_lineage
 from acxoci.workflow.model import (
     APPROVALS,
@@ -280,7 +280,7 @@ class _Linter(IssueCollector):
                         "acxLevel must be a non-negative integer",
                         ml["acxLevel"],
                     )
-                if "careerTier" in ml and ml["careerTier"] not in CAREER_TIERS:
+                if "careerTier" in ml and not one_of(ml["careerTier"], CAREER_TIERS):
                     self.add(
                         "career-tier",
                         f"{mp}.careerTier",
@@ -321,7 +321,7 @@ class _Linter(IssueCollector):
                     "a RAC item must not carry content; it is a description only",
                     r["content"],
                 )
-            if r.get("kind") not in RAC_KINDS:
+            if not one_of(r.get("kind"), RAC_KINDS):
                 self.add(
                     "rac-kind",
                     f"{path}.kind",
@@ -341,7 +341,7 @@ class _Linter(IssueCollector):
                     self.add("rac-check", f"{path}.check", "check must be an object", chk)
                 else:
                     self.closed(chk, RAC_CHECK_KEYS, f"{path}.check", "RAC check")
-                    if chk.get("type") not in RAC_CHECK_TYPES:
+                    if not one_of(chk.get("type"), RAC_CHECK_TYPES):
                         self.add(
                             "rac-check",
                             f"{path}.check.type",
@@ -361,7 +361,7 @@ class _Linter(IssueCollector):
             keys=VARIABLE_KEYS, id_key="name", id_noun="variable name", dup_rule="duplicate-variable",
             ids=names, optional=True,
         ):
-            if v.get("type") not in VARIABLE_TYPES:
+            if not one_of(v.get("type"), VARIABLE_TYPES):
                 self.add(
                     "variable-type",
                     f"{path}.type",
@@ -399,7 +399,7 @@ class _Linter(IssueCollector):
                 continue
             ntype = n.get("type")
             kind = "?"
-            if ntype not in NODE_TYPES:
+            if not one_of(ntype, NODE_TYPES):
                 self.add("node-type", f"{path}.type", "type must be task, gateway or event", ntype)
             else:
                 self.closed(n, NODE_KEYS[ntype], path, f"{ntype} node")
@@ -408,7 +408,7 @@ class _Linter(IssueCollector):
                     self.task(n, path, aliases, rac_ids)
                 elif ntype == "gateway":
                     kind = "gateway"
-                    if n.get("gateway") not in GATEWAY_KINDS:
+                    if not one_of(n.get("gateway"), GATEWAY_KINDS):
                         self.add(
                             "gateway-kind",
                             f"{path}.gateway",
@@ -417,7 +417,7 @@ class _Linter(IssueCollector):
                         )
                 else:
                     ev = n.get("event")
-                    if ev not in EVENT_KINDS:
+                    if not one_of(ev, EVENT_KINDS):
                         self.add(
                             "event-kind",
                             f"{path}.event",
@@ -480,7 +480,7 @@ class _Linter(IssueCollector):
         cp = f"{path}.completion"
         if comp is None:
             self.add("completion-missing", cp, f"task {nid} has no completion condition", None)
-        elif not isinstance(comp, dict) or comp.get("type") not in COMPLETION_TYPES:
+        elif not isinstance(comp, dict) or not one_of(comp.get("type"), COMPLETION_TYPES):
             self.add(
                 "completion-type",
                 f"{cp}.type",
@@ -505,14 +505,14 @@ class _Linter(IssueCollector):
                 v = comp.get(key)
                 if not isinstance(v, str) or not v.strip():
                     self.add("completion-field", f"{cp}.{key}", f"{ctype} completion needs {key}", v)
-        if "sideEffects" in n and n["sideEffects"] not in SIDE_EFFECTS:
+        if "sideEffects" in n and not one_of(n["sideEffects"], SIDE_EFFECTS):
             self.add(
                 "task-side-effects",
                 f"{path}.sideEffects",
                 f"sideEffects must be one of {', '.join(sorted(SIDE_EFFECTS))}",
                 n["sideEffects"],
             )
-        if "approval" in n and n["approval"] not in APPROVALS:
+        if "approval" in n and not one_of(n["approval"], APPROVALS):
             self.add(
                 "task-approval",
                 f"{path}.approval",
