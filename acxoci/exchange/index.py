@@ -17,6 +17,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from acxoci.documents.exchange_index import ExchangeIndexDoc
 from acxoci.errors import AcxError, InvalidInput
 from acxoci.exchange import graphs as G
 from acxoci.exchange.errors import GraphSupportPending
@@ -35,6 +36,7 @@ from acxoci.exchange.walk import Walk, walk
 from acxoci.fsutil import read_bytes
 from attest.canonical import loads_strict
 from attest.errors import AttestError
+from attest.typed import DocumentTypeError, decode_as
 
 INDEX_SCHEMA = "acx.registry-index/1"
 INDEX_FILE = "index.json"
@@ -120,14 +122,28 @@ def _js_number(v: float) -> str:
 
 
 def _floats_as_js(value: Any) -> Any:
-    """Floats that JavaScript prints as integers (`28.0` → `28`) become ints."""
-    if isinstance(value, float):
-        return int(value) if value == int(value) and abs(value) < 1e21 else value
-    if isinstance(value, list):
-        return [_floats_as_js(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _floats_as_js(v) for k, v in value.items()}
-    return value
+    """Floats that JavaScript prints as integers (`28.0` → `28`) become ints (iterative: the
+    index holds values read from artifacts, so its depth is theirs)."""
+
+    def conv(v: Any) -> Any:
+        if isinstance(v, float):
+            return int(v) if v == int(v) and abs(v) < 1e21 else v
+        if isinstance(v, list):
+            return list(v)
+        if isinstance(v, dict):
+            return dict(v)
+        return v
+
+    root = conv(value)
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+        for k, v in list(items):
+            node[k] = conv(v)
+            if isinstance(node[k], dict | list):
+                stack.append(node[k])
+    return root
 
 
 def index_bytes(index: dict[str, Any]) -> bytes:
@@ -701,6 +717,10 @@ def compare(derived: dict[str, Any], committed: Any) -> tuple[list[str], list[di
     """(differences as JSON paths, coordinates whose bytes changed) between the derived and the
     committed index. A coordinate changed when the same publisher/id/version has another digest or
     size: an immutable release was overwritten."""
+    try:
+        decode_as(committed, ExchangeIndexDoc, document="index.json")
+    except DocumentTypeError as exc:  # not an acx.registry-index/1 document: nothing to compare
+        return [str(exc)], []
     diffs: list[str] = []
     _diff(derived, committed, "$", diffs)
     changed: list[dict[str, Any]] = []
@@ -733,23 +753,22 @@ def compare(derived: dict[str, Any], committed: Any) -> tuple[list[str], list[di
 
 
 def _diff(a: Any, b: Any, path: str, out: list[str], limit: int = 200) -> None:
-    if len(out) >= limit:
-        return
-    if isinstance(a, dict) and isinstance(b, dict):
-        if list(a) != list(b):
-            for k in [k for k in a if k not in b]:
-                out.append(f"{path}.{k}: missing from the committed index")
-            for k in [k for k in b if k not in a]:
-                out.append(f"{path}.{k}: not derivable from the artifacts")
-            if set(a) == set(b):
-                out.append(f"{path}: keys in another order")
-        for k in a:
-            if k in b:
-                _diff(a[k], b[k], f"{path}.{k}", out, limit)
-    elif isinstance(a, list) and isinstance(b, list):
-        if len(a) != len(b):
-            out.append(f"{path}: {len(a)} derived, {len(b)} committed")
-        for i, (x, y) in enumerate(zip(a, b, strict=False)):
-            _diff(x, y, f"{path}[{i}]", out, limit)
-    elif a != b or type(a) is not type(b):
-        out.append(f"{path}: derived {json.dumps(a)[:120]}, committed {json.dumps(b)[:120]}")
+    """Every difference between two JSON trees, as JSON paths (iterative, at most `limit`)."""
+    stack: list[tuple[Any, Any, str]] = [(a, b, path)]
+    while stack and len(out) < limit:
+        x, y, p = stack.pop()
+        if isinstance(x, dict) and isinstance(y, dict):
+            if list(x) != list(y):
+                out.extend(f"{p}.{k}: missing from the committed index" for k in x if k not in y)
+                out.extend(f"{p}.{k}: not derivable from the artifacts" for k in y if k not in x)
+                if set(x) == set(y):
+                    out.append(f"{p}: keys in another order")
+            stack.extend((x[k], y[k], f"{p}.{k}") for k in reversed(list(x)) if k in y)
+        elif isinstance(x, list) and isinstance(y, list):
+            if len(x) != len(y):
+                out.append(f"{p}: {len(x)} derived, {len(y)} committed")
+            pairs = list(enumerate(zip(x, y, strict=False)))
+            stack.extend((u, w, f"{p}[{i}]") for i, (u, w) in reversed(pairs))
+        elif x != y or type(x) is not type(y):
+            out.append(f"{p}: derived {json.dumps(x)[:120]}, committed {json.dumps(y)[:120]}")
+    del out[limit:]
