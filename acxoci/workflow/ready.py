@@ -21,6 +21,7 @@ from acxoci.cartridge.capabilities import read_capability
 from acxoci.cartridge.reader import open_cartridge
 from acxoci.cartridge.verify import CartridgeVerdict, verify_open
 from acxoci.errors import AcxError, Tampered
+from acxoci.fsutil import walk_files
 from acxoci.workflow.lint import LintResult
 from acxoci.workflow.model import CAREER_TIERS, Participant, Slot, Workflow
 from acxoci.workflow.verify import WorkflowVerdict
@@ -34,8 +35,9 @@ STAFFABLE_TRUST = frozenset({"trusted", "local", "portable"})
 
 
 def directory_roster(root: Path) -> list[tuple[str, Path]]:
-    """Every `*.acx` under `root`, recursively, in sorted path order (deterministic 'first')."""
-    return [(str(p.relative_to(root)), p) for p in sorted(root.rglob("*.acx")) if p.is_file()]
+    """Every `*.acx` under `root`, in sorted path order (deterministic 'first'): a bounded,
+    iterative walk that never follows a symlink (`acxoci.fsutil.walk_files`)."""
+    return [(str(p.relative_to(root)), p) for p in walk_files(root, suffix=".acx")]
 
 
 @dataclass(frozen=True)
