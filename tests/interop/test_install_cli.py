@@ -144,8 +144,8 @@ def test_sigkill_never_leaves_a_half_installed_item(sample: dict[str, Any], stag
     store = Path(sample["store"])
     marker = sample["tmp"] / "paused"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.harness.install_child", sample["ref"], str(sample["policy"]), str(store),
-         stage, str(marker)],
+        [sys.executable, "-m", "tests.harness.install_child", sample["ref"], str(sample["policy"]),
+         str(store), stage, str(marker)],
         cwd=REPO,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

@@ -292,7 +292,8 @@ def measured_bench(competence: float) -> tuple[Any, Any]:
     from acxoci.level.benchmark import BenchmarkSuite, Task
     from acxoci.level.solver import CallableSolver, ReferenceSolver, SolveRequest
 
-    tasks = tuple(Task(f"etl-task-{i:03d}", 15 + i % 34, f"load and validate partition {i}") for i in range(160))
+    tasks = tuple(Task(f"etl-task-{i:03d}", 15 + i % 34, f"load and validate partition {i}")
+                  for i in range(160))
     suite = BenchmarkSuite("acx-bench-etl-test", "2026.12.1", "ETL test suite", tasks, 0.6, "etl-test-seal")
     by_id = {t.id: t for t in tasks}
     ref = ReferenceSolver(competence)
