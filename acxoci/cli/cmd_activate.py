@@ -22,12 +22,12 @@ PROJECT_OPT = typer.Option(None, "--project", help="Project scope: the host's fo
 
 def run_activation(
     store: Store, name: str, host: str | None, skills_dir: Path | None, project: Path | None, force: bool,
-    policy: Path | None = None,
+    policy: Path | None = None, now: datetime | None = None,
 ) -> ActivationResult:
     """Resolve the folder, judge the item now and activate."""
     root = skills_root(host, home=Path.home(), project=project, skills_dir=skills_dir)
-    return activate(store, name, root, host=host, now=datetime.now(UTC), force=force, policy_file=policy,
-                    remote=active_options())
+    return activate(store, name, root, host=host, now=now or datetime.now(UTC), force=force,
+                    policy_file=policy, remote=active_options())
 
 
 def render_activation(res: ActivationResult) -> None:
@@ -49,10 +49,13 @@ def cmd_activate(
     policy: Path | None = typer.Option(None, "--policy", help="Judge under this policy (default: the one "
                                        "recorded at install, read as it is now)."),
     store: Path | None = STORE_OPT,
+    now: str | None = typer.Option(None, "--now", help="Judge at this RFC 3339 time instead of the clock."),
 ) -> None:
     """Write an installed cartridge's skills into a host's skills folder, from bytes the one acceptance
     decision accepts NOW (signer, level, revocation, lifecycle), never on the install record's word."""
-    res = run_activation(Store(store), name, host, skills_dir, project, force, policy)
+    from acxoci.cli.common import parse_now
+
+    res = run_activation(Store(store), name, host, skills_dir, project, force, policy, parse_now(now))
     emit(res.to_json(), lambda: render_activation(res))
 
 

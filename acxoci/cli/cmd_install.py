@@ -13,7 +13,8 @@ import yaml
 from rich.markup import escape
 
 from acxoci.cli.apps import installed_app, policy_app
-from acxoci.cli.common import transport_options
+from acxoci.cli.common import parse_now, transport_options
+from acxoci.cli.judging import MARK as _MARK
 from acxoci.cli.output import console, emit
 from acxoci.errors import NotFound, RefusedByPolicy, UsageError
 from acxoci.fsutil import atomic_write
@@ -24,11 +25,8 @@ from acxoci.install.store import Store
 from acxoci.install.vpolicy import load_policy, policy_from_json, starter_template
 from acxoci.oci.settings import active_options
 
-_MARK = {"pass": "[green]✓[/green]", "skip": "[dim]-[/dim]", "fail": "[red]✗[/red]",
-         "unavailable": "[red]?[/red]"}
-
-
 STORE_OPT = typer.Option(None, "--store", envvar="ACX_STORE", help="Install store folder.")
+NOW_OPT = typer.Option(None, "--now", help="Judge at this RFC 3339 time instead of the clock.")
 
 
 def _now() -> datetime:
@@ -151,13 +149,14 @@ def cmd_show(name: str = typer.Argument(..., help="Install name."),
 def cmd_verify(name: str | None = typer.Argument(None, help="Install name (default: every item)."),
                policy: Path | None = typer.Option(None, "--policy", help="Judge under this policy (default: "
                                                   "the one recorded at install, read as it is now)."),
-               store: Path | None = STORE_OPT) -> None:
+               store: Path | None = STORE_OPT,
+               now_: str | None = NOW_OPT) -> None:
     """Judge installed items NOW (the decision `install` made, with today's trust registries, status
     lists and lifecycle records), and report activations that are orphaned, edited, or of items that
     no longer pass. Exit 1 when anything is out of line."""
     from acxoci.install.activate import activation_problems, activations
 
-    now = _now()
+    now = parse_now(now_)
     st = _store(store)
     items = [st.require(name)] if name else st.list()
     results = [verify_installed(item, policy, now, store=st, remote=active_options()) for item in items]
@@ -204,13 +203,14 @@ def cmd_verify(name: str | None = typer.Argument(None, help="Install name (defau
 def cmd_sync(dry_run: bool = typer.Option(False, "--dry-run", help="Say what would change; change nothing."),
              policy: Path | None = typer.Option(None, "--policy", help="Judge under this policy (default: "
                                                 "each item's recorded policy, read as it is now)."),
-             store: Path | None = STORE_OPT) -> None:
+             store: Path | None = STORE_OPT,
+             now_: str | None = NOW_OPT) -> None:
     """Deactivate every activation whose item is gone, was replaced, or no longer passes its policy
     now (run it on a timer). Edited files are never removed: such an activation is reported. Exit 1
     when something out of line could not be deactivated."""
     from acxoci.install.sync import sync
 
-    steps = sync(_store(store), _now(), policy_file=policy, dry_run=dry_run, remote=active_options())
+    steps = sync(_store(store), parse_now(now_), policy_file=policy, dry_run=dry_run, remote=active_options())
     stuck = [s for s in steps if s.action == "deactivate" and (s.done or "").startswith("failed")]
     data = {"ok": not stuck, "dryRun": dry_run, "steps": [s.to_json() for s in steps]}
 

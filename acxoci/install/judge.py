@@ -798,6 +798,27 @@ def judge_reference(ref_text: str, ctx: Context) -> Judgement:
         return judge_descriptor(target, desc, ref, ref_text, resolved, ctx, Path(tmp), lifecycle)
 
 
+def signed_version(path: Path, kind: str) -> str | None:
+    """The version an artifact file's signature covers (a cartridge's `acx.artifact_version`, a
+    signed workflow's or graph's `version`), read without judging trust; None when unsigned."""
+    if kind == "cartridge":
+        from acxoci.cartridge.reader import open_cartridge
+
+        with open_cartridge(path) as cart:
+            return cart.meta().get("acx.artifact_version")
+    doc = _json_content(path, kind, MAX_DOC_BYTES)
+    if not isinstance(doc, dict) or not isinstance(doc.get("integrity"), dict):
+        return None
+    version = doc.get("version")
+    return version if isinstance(version, str) else None
+
+
+def tag_decision(path: Path, kind: str, tag: str | None) -> C.CheckResult:
+    """The version check `install` makes, asked at publish time: a SemVer-shaped tag must name the
+    artifact's signed version (a tag that does not is a rollback to every consumer)."""
+    return C.check_version(C.VersionEvidence(signed_version(path, kind), tag))
+
+
 def _file_kind(path: Path) -> Kind:
     from acxoci.artifact import detect_kind
 
