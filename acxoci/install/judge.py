@@ -544,6 +544,7 @@ class Context:
     allow_downgrade: bool = False
     remote: RemoteOptions | None = None
     levels: bool = False  # gather level credentials even when the policy requires no level (staffing)
+    pulled: tuple[Any, ...] = ()  # roster entries pulled from registries, for a workflow's staffing
 
 
 def gather(kind: Kind | None, path: Path | None, src: Source, ctx: Context, *, repository: str,
@@ -664,13 +665,18 @@ class JudgedLevels:
         return None if got is None else ProvenLevel(got[0], got[1], got[2])
 
 
-def staffing_roster(ctx: Context) -> tuple[list[Any], JudgedLevels]:
-    """The cartridges a workflow may be staffed from (the store's, plus `host.roster`), each judged
-    now under the workflow's policy: a refused one stays on the roster as unstaffable, with why."""
+def staffing_roster(ctx: Context, pulled: Sequence[Any] = ()) -> tuple[list[Any], JudgedLevels]:
+    """The cartridges a team may be staffed from, each judged now under the team's policy: the
+    store's installed ones, those in `host.roster` (a folder), and `pulled` roster entries (pulled
+    from a registry or layout, judged at the digest they were pulled at). A refused one stays on the
+    roster as unstaffable, with the decision's reasons; a slot's level comes only from the
+    credential the decision relied on (`Judgement.proven_level`)."""
+    from acxoci.oci.reference import parse_reference as parse
     from acxoci.workflow.ready import directory_roster, load_roster_entry
 
     policy, now = ctx.policy, ctx.now
-    member_ctx = replace(ctx, installed=None, name=None, levels=True)
+    member = staffing_policy(policy)
+    member_ctx = replace(ctx, policy=member, installed=None, name=None, levels=True)
     entries: list[Any] = []
     levels: dict[str, tuple[int, str | None, str | None]] = {}
 
@@ -679,7 +685,7 @@ def staffing_roster(ctx: Context) -> tuple[list[Any], JudgedLevels]:
         if not verdict.ok:
             entry = replace(entry, error="refused by the policy: " + "; ".join(verdict.reasons()))
         else:
-            proven = verdict.proven_level(policy)
+            proven = verdict.proven_level(member)
             if proven is not None and proven.level is not None:
                 levels[entry.path] = (proven.level, proven.tier, proven.digest)
         entries.append(entry)
@@ -689,10 +695,16 @@ def staffing_roster(ctx: Context) -> tuple[list[Any], JudgedLevels]:
             continue
         entry = load_roster_entry(f"installed:{item.name}", item.path / CARTRIDGE_FILE,
                                   registry=policy.combined_registry(), now=now)
-        admit(entry, judge_installed(item, member_ctx, staffing_policy(policy)))
+        admit(entry, judge_installed(item, member_ctx))
     for label, path in directory_roster(ctx.host.roster) if ctx.host.roster is not None else []:
         entry = load_roster_entry(label, path, registry=policy.combined_registry(), now=now)
-        admit(entry, judge_file(path, member_ctx, staffing_policy(policy)))
+        admit(entry, judge_file(path, member_ctx))
+    for entry in pulled:
+        if entry.manifest_digest is None:  # it could not be pulled: unstaffable, with its error
+            entries.append(replace(entry, minimum=policy.minimum_trust))
+            continue
+        at_digest = f"{parse(entry.source, require_ref=False).repo_string()}@{entry.manifest_digest}"
+        admit(entry, judge_reference(at_digest, member_ctx))
     return entries, JudgedLevels(levels)
 
 
@@ -709,7 +721,7 @@ def gather_workflow(path: Path, ctx: Context) -> tuple[C.SignatureEvidence, dict
     from acxoci.workflow.ready import assess
 
     sig, meta, doc, verdict = workflow_signature(path, ctx.policy, ctx.now)
-    entries, levels = staffing_roster(ctx)
+    entries, levels = staffing_roster(ctx, ctx.pulled)
     report = assess(Workflow.from_json(doc), entries, workflow_verdict=verdict, level_resolver=levels)
     staffing = report.to_json()
     staffing["ready"] = report.ready
