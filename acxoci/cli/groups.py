@@ -30,6 +30,7 @@ ALL_MODULES = (
     "cmd_roster",
     "cmd_activate",
     "cmd_exchange",
+    "cmd_init",
 )
 
 # top-level command or group name -> the modules that add commands under it
@@ -54,6 +55,7 @@ ENTRY: dict[str, tuple[str, ...]] = {
     "list": ("cmd_roster",),
     **{name: ("cmd_activate",) for name in ("activate", "deactivate")},
     "exchange": ("cmd_exchange",),
+    "init": ("cmd_init",),
 }
 
 _done: set[str] = set()
