@@ -31,6 +31,7 @@ ALL_MODULES = (
     "cmd_activate",
     "cmd_exchange",
     "cmd_init",
+    "cmd_share",
 )
 
 # top-level command or group name -> the modules that add commands under it
@@ -56,6 +57,7 @@ ENTRY: dict[str, tuple[str, ...]] = {
     **{name: ("cmd_activate",) for name in ("activate", "deactivate")},
     "exchange": ("cmd_exchange",),
     "init": ("cmd_init",),
+    "share": ("cmd_share",),
 }
 
 _done: set[str] = set()
