@@ -47,6 +47,7 @@ ENTRY: dict[str, tuple[str, ...]] = {
     "key": ("cmd_key",),
     "policy": ("cmd_policy", "cmd_install"),
     "harness": ("cmd_harness",),
+    "check": ("cmd_harness",),
     "level": ("cmd_level",),
     "status-list": ("cmd_level",),
     "release": ("cmd_release",),
