@@ -32,6 +32,7 @@ ALL_MODULES = (
     "cmd_exchange",
     "cmd_init",
     "cmd_share",
+    "cmd_lance",
 )
 
 # top-level command or group name -> the modules that add commands under it
@@ -59,6 +60,7 @@ ENTRY: dict[str, tuple[str, ...]] = {
     "exchange": ("cmd_exchange",),
     "init": ("cmd_init",),
     "share": ("cmd_share",),
+    "lance": ("cmd_lance",),
 }
 
 _done: set[str] = set()
