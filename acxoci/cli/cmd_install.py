@@ -13,7 +13,7 @@ import yaml
 from rich.markup import escape
 
 from acxoci.cli.apps import installed_app, policy_app
-from acxoci.cli.common import parse_now, transport_options
+from acxoci.cli.common import parse_now, refuse_local_file, transport_options
 from acxoci.cli.judging import MARK as _MARK
 from acxoci.cli.output import console, emit
 from acxoci.errors import NotFound, RefusedByPolicy, UsageError
@@ -78,6 +78,7 @@ def cmd_install(
     harness, policy budget (and staffing for a workflow), version (anti-rollback). A refusal lists
     every failed check and
     exits 8; the store is left byte-identical."""
+    refuse_local_file(ref, "install")
     if policy is None:
         raise UsageError("acx install needs --policy FILE: the publishers and keys this host trusts",
                          hint="make one with `acx policy init -o policy.yaml --publisher ID "

@@ -20,7 +20,7 @@ from rich.markup import escape
 from rich.tree import Tree
 
 from acxoci.cli.apps import manifest_app
-from acxoci.cli.common import load_signing_key, transport_options
+from acxoci.cli.common import load_signing_key, refuse_local_file, transport_options
 from acxoci.cli.output import OPTS, console, emit, err_console, escape_json_controls, info
 from acxoci.errors import InvalidInput, NotFound, UsageError
 from acxoci.oci.descriptor import Descriptor, is_digest, parse_manifest
@@ -252,6 +252,7 @@ def pull_cmd(
     folder -o names, one file per layer title."""
     from acxoci.artifact import pull_file
 
+    refuse_local_file(ref, "pull")
     now = _now()
     r = _ref(ref)
     to_stdout = str(output) == "-"

@@ -54,7 +54,9 @@ def digest_cmd(file: Path = typer.Argument(..., help="The .cal.json workflow."))
 def sign_cmd(
     file: Path = typer.Argument(..., help="The unsigned (or re-signed) .cal.json workflow."),
     publisher: str = typer.Option(..., "--publisher", help="Reverse-DNS publisher id, e.g. io.github.you."),
-    key: Path = typer.Option(..., "--key", help="PKCS#8 PEM Ed25519 private key."),
+    key: Path | None = typer.Option(
+        None, "--key", help="PKCS#8 PEM Ed25519 private key (make one with `acx key generate`)."
+    ),
     out: Path | None = typer.Option(None, "-o", "--out", help="Output (default <name>.signed.cal.json)."),
     password_env: str | None = typer.Option(None, "--password-env", help="Env var holding the key password."),
     now: str | None = typer.Option(None, "--now", help="Signing time (RFC 3339; default: now)."),
@@ -218,7 +220,14 @@ def ready_cmd(
             workflow_verdict=verify_workflow(doc, registry=registry, now=at),
             level_resolver=resolver,
         )
-    data: dict[str, Any] = {"file": str(file), **report.to_json(), "rac": rac_checklist(wf)}
+    view = inspect_workflow(wf)
+    data: dict[str, Any] = {
+        "file": str(file),
+        **report.to_json(),
+        "rac": rac_checklist(wf),
+        "flow": view["flow"],
+        "conditional": view["conditional"],
+    }
 
     def human() -> None:
         if report.ready:
@@ -241,6 +250,12 @@ def ready_cmd(
             for item in wf.rac:
                 mark = "□" if item.required else "·"
                 console.print(f"  {mark} {escape(item.id)} ({item.kind}) {escape(item.description)}")
+        lines = render_lines(view)  # the nodes, the flow and its conditions, as `workflow inspect` shows
+        start = next(i for i, line in enumerate(lines) if line.startswith("Nodes ("))
+        end = next((i for i in range(start, len(lines)) if lines[i].startswith("Limits")), len(lines))
+        for line in lines[start:end]:
+            if line:
+                console.print(escape(line))
 
     emit(data, human)
     _exit(0 if report.ready else 1)
