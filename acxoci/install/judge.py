@@ -455,21 +455,26 @@ def gather_harness(path: Path, host: HostInputs, staged: Path | None) -> C.Harne
 
 
 def gather_budget(path: Path, host: HostInputs) -> C.BudgetEvidence:
-    """The cartridge's loop + context policy findings and budget, with the host's limits."""
+    """The package's problems as `acx cartridge spec` finds them (loop + context policy, harness
+    document, package spec, skill table against the SKILL.md files: one set of checks for spec,
+    `check`, `harness negotiate` and install), its budget, and the host's limits."""
     from acxoci.cartridge.reader import open_cartridge
-    from acxoci.policy.loop_context import ROM_PATH, errors_only, validate_policy
+    from acxoci.cartridge.spec import check_spec
+    from acxoci.policy.loop_context import ROM_PATH
 
     with open_cartridge(path) as cart:
         data = cart.sqlar_read(ROM_PATH)
     if data is None:
         return C.BudgetEvidence(present=False, host=host.limits)
+    errors = tuple(f"{i.path}: {i.message} ({i.rule})" for i in check_spec(path).issues
+                   if i.severity == "error")
     try:
         doc = loads_strict(data)
-    except AttestError as exc:
-        return C.BudgetEvidence(policy_errors=(f"not JSON: {exc}",), host=host.limits)
-    errors = tuple(str(i) for i in errors_only(validate_policy(doc)))
+    except AttestError:
+        return C.BudgetEvidence(policy_errors=errors or ("loop + context policy is not JSON",),
+                                host=host.limits)
     budget = doc.get("budget") if isinstance(doc, dict) else None
-    limits = ResourceLimits.from_json(budget) if isinstance(budget, dict) else None
+    limits = ResourceLimits.from_json(budget) if isinstance(budget, dict) and not errors else None
     return C.BudgetEvidence(errors, limits, host.limits)
 
 
