@@ -347,7 +347,7 @@ def test_install_refuses_what_spec_refuses(tmp_path: Path, capsys: pytest.Captur
     key = generate_ed25519()
     good = _build(tmp_path, key)
     reg = write_registry(tmp_path / "trust.json", [registry_entry(key, PUBLISHER)])
-    pol = write_policy(tmp_path / "p.yaml", {"publishers": [{"id": PUBLISHER, "trustRegistries": [str(reg)]}]})
+    pol = trusting_policy(tmp_path, reg)
     hostile = (_skill_table_disagrees(good, tmp_path), _policy_unknown_schema(good, tmp_path, key))
     for i, bad in enumerate(hostile):
         ref = f"oci-layout:{tmp_path / f'l{i}'}:x"
