@@ -33,6 +33,7 @@ ALL_MODULES = (
     "cmd_init",
     "cmd_share",
     "cmd_lance",
+    "cmd_load",
 )
 
 # top-level command or group name -> the modules that add commands under it
@@ -61,6 +62,7 @@ ENTRY: dict[str, tuple[str, ...]] = {
     "init": ("cmd_init",),
     "share": ("cmd_share",),
     "lance": ("cmd_lance",),
+    "load": ("cmd_load",),
 }
 
 _done: set[str] = set()
