@@ -555,7 +555,8 @@ class Context:
 
 def gather(kind: Kind | None, path: Path | None, src: Source, ctx: Context, *, repository: str,
            content: C.ContentEvidence | None, tag: str | None, lifecycle: C.LifecycleEvidence | None,
-           workdir: Path | None, fallback_name: str) -> tuple[C.Gathered, dict[str, str], str]:
+           workdir: Path | None, fallback_name: str, local_file: bool = False
+           ) -> tuple[C.Gathered, dict[str, str], str]:
     """Everything the checks decide on for one artifact whose content is at `path`."""
     policy, now, host = ctx.policy, ctx.now, ctx.host
     meta: dict[str, str] = {}
@@ -632,7 +633,7 @@ def gather(kind: Kind | None, path: Path | None, src: Source, ctx: Context, *, r
                                     ctx.allow_downgrade)
     gathered = C.Gathered(repository, content, sig, atts, creds, harness, host.descriptor is not None,
                           True, budget, kind=kind, staffing=staffing, version=version, lifecycle=lifecycle,
-                          unavailable=pre)
+                          unavailable=pre, local_file=local_file)
     return gathered, meta, item_name
 
 
@@ -855,7 +856,8 @@ def judge_file(path: Path, ctx: Context, policy: VerificationPolicy | None = Non
         ctx = replace(ctx, policy=policy)
     kind = _file_kind(path)
     gathered, meta, name = gather(kind, path, Source(), ctx, repository=f"file:{path}", content=None,
-                                  tag=None, lifecycle=None, workdir=workdir, fallback_name=path.stem)
+                                  tag=None, lifecycle=None, workdir=workdir, fallback_name=path.stem,
+                                  local_file=True)
     return _decide(f"file:{path}", None, kind, gathered, meta, None, name, ctx)
 
 
