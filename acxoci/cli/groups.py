@@ -30,6 +30,7 @@ ALL_MODULES = (
     "cmd_roster",
     "cmd_activate",
     "cmd_exchange",
+    "cmd_studio",
 )
 
 # top-level command or group name -> the modules that add commands under it
@@ -53,7 +54,8 @@ ENTRY: dict[str, tuple[str, ...]] = {
     "ls": ("cmd_roster",),
     "list": ("cmd_roster",),
     **{name: ("cmd_activate",) for name in ("activate", "deactivate")},
-    "exchange": ("cmd_exchange",),
+    "exchange": ("cmd_exchange", "cmd_studio"),
+    "builder": ("cmd_studio",),
 }
 
 _done: set[str] = set()
