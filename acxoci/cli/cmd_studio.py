@@ -6,14 +6,23 @@ from __future__ import annotations
 import errno
 import sys
 import webbrowser
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.markup import escape
 
+from acxoci.cli.apps import exchange_app
+from acxoci.cli.common import parse_now
 from acxoci.cli.output import console, emit, info
-from acxoci.errors import Blocked
+from acxoci.errors import Blocked, UsageError
+
+if TYPE_CHECKING:
+    from acxoci.install.vpolicy import VerificationPolicy
 
 DEFAULT_PORT = 8799
+LAYOUT = "oci-layout:"
 
 
 def cmd_builder(
@@ -40,6 +49,89 @@ def cmd_builder(
     info("ACX Studio stopped")
 
 
+def _policy_for_registry(path: Path, now: datetime) -> VerificationPolicy:
+    """`--trust-registry F` for a layout: the policy `acx policy init --publisher P --trust-registry
+    F` writes, for every publisher F has a key for (so install judges exactly as with that file)."""
+    from acxoci.cli.common import load_registry
+    from acxoci.install.vpolicy import SCHEMA_VERSION, policy_from_json
+
+    registry = load_registry(path, now)
+    assert registry is not None
+    publishers = sorted({k.publisher_id for k in registry.keys})
+    doc = {"schemaVersion": SCHEMA_VERSION,
+           "publishers": [{"id": p, "trustRegistries": [str(path.resolve())]} for p in publishers]}
+    return policy_from_json(doc, base=Path.cwd(), now=now, source=str(path))
+
+
+def cmd_site(
+    source: str = typer.Argument(..., help="An Exchange folder, or oci-layout:PATH written by "
+                                 "`acx exchange mirror`."),
+    out: Path = typer.Option(..., "--out", help="The catalog folder to write (new, empty, or an "
+                             "earlier catalog)."),
+    trust_registry: Path | None = typer.Option(None, "--trust-registry",
+                                               help="Judge signers against this acx.trust-registry/1."),
+    policy: Path | None = typer.Option(None, "--policy", help="Judge with this verification policy, "
+                                       "as `acx install` does."),
+    title: str = typer.Option("ACX catalog", "--title", help="The catalog's title."),
+    now: str | None = typer.Option(None, "--now", help="Judge as of this RFC 3339 time (default: now); "
+                                   "the same inputs and time give the same files."),
+) -> None:
+    """Write a static catalog: a page per agent, workflow and graph with acx's verdict at build time,
+    and an index with search and filters that needs no server. Exit 0 when written, whatever the
+    verdicts."""
+    from acxoci.catalog.judges import FolderGate, InstallJudge, scratch, trust_option
+    from acxoci.catalog.model import Judge
+    from acxoci.catalog.site import build_site
+    from acxoci.catalog.sources import folder_candidates, layout_candidates
+    from acxoci.cli.common import load_registry
+    from acxoci.cli.groups import ENTRY
+    from acxoci.install.vpolicy import load_policy
+    from acxoci.oci.settings import active_options
+
+    if (trust_registry is None) == (policy is None):
+        raise UsageError("give exactly one of --trust-registry F or --policy F")
+    at = parse_now(now)
+    built = at.isoformat().replace("+00:00", "Z")
+    option = trust_option(str(trust_registry) if trust_registry else None, str(policy) if policy else None)
+    with scratch() as tmp:
+        if source.startswith(LAYOUT):
+            display = source[len(LAYOUT):]
+            if not display:
+                raise UsageError("oci-layout: needs a folder")
+            vpolicy = (load_policy(policy, now=at) if policy
+                       else _policy_for_registry(Path(str(trust_registry)), at))
+            shown = option if policy else "--policy policy.yaml"
+            candidates, findings = layout_candidates(Path(display), display)
+            judge: Judge = InstallJudge(vpolicy, shown, at, Path(tmp), active_options())
+            basis = f"acx install {shown}"
+        else:
+            root = Path(source)
+            registry = (load_registry(trust_registry, at) if trust_registry is not None
+                        else load_policy(policy, now=at).combined_registry())
+            gate = FolderGate(root, source, at, registry, option, load_command="load" in ENTRY)
+            candidates, findings = folder_candidates(root), gate.findings
+            judge = gate
+            basis = f"acx exchange verify + {option}"
+        result = build_site(candidates, judge, out=out, title=title, built=built, basis=basis,
+                            findings=findings)
+    data = {"out": str(result.out), "index": str(result.out / "index.html"), "artifacts": len(result.entries),
+            "verified": result.verified, "findings": list(result.findings),
+            "entries": [{"kind": e.kind, "location": e.candidate.location, "verdict": e.verdict.word,
+                         "verified": e.verdict.verified, "page": e.page} for e in result.entries]}
+
+    def human() -> None:
+        console.print(f"[bold green]BUILT[/bold green] {escape(str(result.out / 'index.html'))}: "
+                      f"{len(result.entries)} artifact(s), {result.verified} verified")
+        for e in result.entries:
+            mark = "[green]✓[/green]" if e.verdict.verified else "[red]✗[/red]"
+            console.print(f"  {mark} {e.verdict.word:10} {escape(e.candidate.location)}")
+        for f in result.findings:
+            console.print(f"  [yellow]-[/yellow] {escape(f)}")
+
+    emit(data, human)
+
+
 def register(app: typer.Typer) -> None:
-    """`builder` at the top level."""
+    """`builder` at the top level, `site` in the `exchange` group."""
     app.command("builder")(cmd_builder)
+    exchange_app.command("site")(cmd_site)
