@@ -213,13 +213,17 @@ class InstallJudge:
         life = o.lifecycle or {}
         lifecycle = (Lifecycle(str(life.get("status")), str(life.get("message") or ""),
                                life.get("successorReference") or None) if life else None)
-        verified = not failed and o.digest is not None
-        content = self._content(cand.location, o.digest, n) if verified and o.digest else None
+        content = self._content(cand.location, o.digest, n) if not failed and o.digest else None
+        verified = content is not None
+        if failed:
+            summary = f"{failed[0].id}: {failed[0].reason}"
+        elif not verified:
+            summary = "the content install verified could not be read again (it changed meanwhile?)"
+        else:
+            summary = "every install check passed" + (
+                " but staffing, which depends on the host's roster" if staffing else "")
         return Verdict(
-            verified and content is not None, "verified" if verified else "refused", trust,
-            (f"{failed[0].id}: {failed[0].reason}" if failed else
-             "every install check passed" + (" but staffing, which depends on the host's roster"
-                                            if staffing else "")),
+            verified, "verified" if verified else "refused", trust, summary,
             command, kind, digest=o.digest, publisher_id=publisher if isinstance(publisher, str) else None,
             key_id=key_id if isinstance(key_id, str) else None, checks=checks,
             level=_install_level(o.checks) if kind == "agent" else None,
