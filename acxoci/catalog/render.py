@@ -154,6 +154,10 @@ def _card_html(c: Card) -> str:
     if c.tags:
         out.append(_row("Tags", ", ".join(c.tags)))
     out.append("</dl>")
+    if c.graph_svg:
+        out.append('<h3 id="graph-title">Graph</h3>'
+                   f'<div class="graph-box" tabindex="0" role="region" aria-labelledby="graph-title">'
+                   f"{c.graph_svg}</div>")
     for s in c.sections:
         out.append(f"<h3>{esc(s.title)}</h3>")
         if not s.items:
@@ -166,10 +170,6 @@ def _card_html(c: Card) -> str:
             out.append(f"<li><strong>{esc(i.name)}</strong>{detail}{extra}</li>")
         out.append("</ul>")
     out.append("</section>")
-    if c.graph_svg:
-        out.append('<section aria-labelledby="graph-title"><h2 id="graph-title">Graph</h2>'
-                   f'<div class="graph-box" tabindex="0" role="region" aria-label="Graph">{c.graph_svg}</div>'
-                   "</section>")
     return "".join(out)
 
 

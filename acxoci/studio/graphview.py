@@ -18,8 +18,9 @@ from acxoci.studio.html import clip, esc
 
 MAX_NODES = 300
 MAX_EDGES = 1200
-NODE_W, NODE_H, GAP_X, GAP_Y, PAD = 180, 56, 80, 28, 24
-LABEL_CHARS, SUB_CHARS, EDGE_CHARS = 24, 28, 28
+NODE_W, NODE_H, GAP_X, GAP_Y, PAD = 180, 56, 110, 28, 24
+LEFT = 90  # room left of the first column for arcs between boxes of one column
+LABEL_CHARS, SUB_CHARS, EDGE_CHARS = 24, 28, 20
 GRAPH_SCHEMA = "acx.agent-graph/1"
 
 
@@ -37,7 +38,7 @@ class Box:
 
     @property
     def x(self) -> int:
-        return PAD + self.col * (NODE_W + GAP_X)
+        return LEFT + self.col * (NODE_W + GAP_X)
 
     @property
     def y(self) -> int:
@@ -65,7 +66,7 @@ class GraphView:
     @property
     def width(self) -> int:
         cols = max((b.col for b in self.boxes), default=0) + 1
-        return 2 * PAD + cols * NODE_W + (cols - 1) * GAP_X + 60
+        return LEFT + PAD + cols * NODE_W + (cols - 1) * GAP_X
 
     @property
     def height(self) -> int:
@@ -280,11 +281,11 @@ def _path(a: Arrow, boxes: Mapping[str, Box]) -> tuple[str, int, int]:
         x1, y1, x2, y2 = s.x + NODE_W, s.y + NODE_H // 2, d.x, d.y + NODE_H // 2
         mx = (x1 + x2) // 2
         return f"M{x1},{y1} C{mx},{y1} {mx},{y2} {x2},{y2}", mx, (y1 + y2) // 2 - 4
-    if d.col == s.col and d.row != s.row:  # same column: an arc on the right
-        x1, y1 = s.x + NODE_W, s.y + NODE_H // 2 + (6 if d.row > s.row else -6)
-        x2, y2 = d.x + NODE_W, d.y + NODE_H // 2
-        bulge = x1 + 40 + 6 * abs(d.row - s.row)
-        return f"M{x1},{y1} C{bulge},{y1} {bulge},{y2} {x2},{y2}", bulge - 10, (y1 + y2) // 2
+    if d.col == s.col and d.row != s.row:  # same column: an arc on the left (its label only in the tip)
+        x1, y1 = s.x, s.y + NODE_H // 2 + (6 if d.row > s.row else -6)
+        x2, y2 = d.x, d.y + NODE_H // 2 + (-6 if d.row > s.row else 6)
+        bulge = max(x1 - 30 - 12 * abs(d.row - s.row), 4)
+        return f"M{x1},{y1} C{bulge},{y1} {bulge},{y2} {x2},{y2}", -1, -1
     # back (or to itself): leave at the bottom, come back in at the bottom
     x1, y1 = s.x + NODE_W // 2 + 10, s.y + NODE_H
     x2, y2 = d.x + NODE_W // 2 - 10, d.y + NODE_H
@@ -309,7 +310,7 @@ def render_svg(view: GraphView, *, title: str) -> str:
         tip = f"{a.src} → {a.dst}" + (f": {a.label}" if a.label else "")
         parts.append(f'<g class="edge edge-{a.kind}"><title>{esc(clip(tip, 300))}</title>'
                      f'<path d="{d}" marker-end="url(#arrowhead)"/>')
-        if a.label:
+        if a.label and lx >= 0:
             parts.append(f'<text class="edge-label" x="{lx}" y="{ly}" text-anchor="middle">'
                          f"{esc(clip(a.label, EDGE_CHARS))}</text>")
         parts.append("</g>")

@@ -51,7 +51,8 @@ const GRAPH = {
   routes: [
     { id: "lead-asks", from: "lead", to: ["helpers"], intent: "request", obligation: "must",
       purpose: "Ask the helpers for the work.", carries: ["brief"], returns: ["report"],
-      triggers: [{ type: "event", events: ["work.requested"] }] },
+      triggers: [{ type: "event", events: ["work.requested"] }],
+      expects: { via: "helpers-report", withinMs: 3600000 } },
     { id: "helpers-report", from: "helpers", to: ["lead"], intent: "report", obligation: "must",
       purpose: "Return the results to the lead.", carries: ["report"],
       triggers: [{ type: "event", events: ["work.completed"] }] },
@@ -152,32 +153,32 @@ function changed({ structure = false } = {}) {
 let uid = 0;
 const fieldId = () => `f${++uid}`;
 
-function scalarInput(label, value, onValue, { optional = false, long = false } = {}) {
+function scalarInput(label, value, onValue, { optional = false, long = false, name = label } = {}) {
   const id = fieldId();
   let input;
   if (typeof value === "boolean") {
-    input = el("input", { id, type: "checkbox" });
+    input = el("input", { id, name, type: "checkbox" });
     input.checked = value;
     input.addEventListener("change", () => onValue(input.checked));
     return el("div", { class: "field check" }, input, el("label", { for: id, text: label }));
   }
   if (typeof value === "number") {
-    input = el("input", { id, type: "number", step: "any" });
+    input = el("input", { id, name, type: "number", step: "any" });
     input.value = String(value);
     input.addEventListener("input", () => {
       if (input.value !== "" && Number.isFinite(Number(input.value))) onValue(Number(input.value));
     });
   } else {
-    input = long ? el("textarea", { id, rows: 3 }) : el("input", { id, type: "text" });
+    input = long ? el("textarea", { id, name, rows: 3 }) : el("input", { id, name, type: "text" });
     input.value = value == null ? "" : String(value);
     input.addEventListener("input", () => onValue(optional && input.value === "" ? undefined : input.value));
   }
   return el("div", { class: "field" }, el("label", { for: id, text: label }), input);
 }
 
-function jsonInput(label, value, onValue) {
+function jsonInput(label, value, onValue, name = label) {
   const id = fieldId();
-  const area = el("textarea", { id, class: "mono", rows: 3, spellcheck: "false" });
+  const area = el("textarea", { id, name, class: "mono", rows: 3, spellcheck: "false" });
   area.value = JSON.stringify(value, null, 1);
   const problem = el("span", { class: "error", role: "alert" });
   area.addEventListener("input", () => {
@@ -193,9 +194,10 @@ function jsonInput(label, value, onValue) {
   return el("div", { class: "field" }, el("label", { for: id, text: `${label} (JSON)` }), area, problem);
 }
 
-function valueEditor(label, value, onValue) {
-  if (value === null || typeof value === "object") return jsonInput(label, value, onValue);
-  return scalarInput(label, value, onValue, { long: typeof value === "string" && value.length > 60 });
+// `name` is the field's JSON path (`start`, `nodes[2].action`): what it edits, for people and tests.
+function valueEditor(label, value, onValue, name = label) {
+  if (value === null || typeof value === "object") return jsonInput(label, value, onValue, name);
+  return scalarInput(label, value, onValue, { long: typeof value === "string" && value.length > 60, name });
 }
 
 function itemEditor(listName, list, index) {
@@ -210,10 +212,10 @@ function itemEditor(listName, list, index) {
         if (v === undefined) delete item[key];
         else item[key] = v;
         changed();
-      }));
+      }, `${listName}[${index}].${key}`));
     }
   } else {
-    box.append(valueEditor("value", item, (v) => { list[index] = v; changed(); }));
+    box.append(valueEditor("value", item, (v) => { list[index] = v; changed(); }, `${listName}[${index}]`));
   }
   box.append(el("button", {
     type: "button", class: "remove", "aria-label": `Remove ${title}`, text: "Remove",
@@ -278,7 +280,7 @@ function renderForm() {
       if (list.length) doc.tags = list;
       else delete doc.tags;
       changed();
-    }, { optional: true }));
+    }, { optional: true, name: "tags" }));
   }
   for (const key of spec.objects) {
     if (doc[key] !== undefined) main.append(jsonInput(key, doc[key], (v) => { doc[key] = v; changed(); }));
