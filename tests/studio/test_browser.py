@@ -202,11 +202,20 @@ def test_studio_shows_a_hostile_document_as_text(driver: Any, builder: Builder, 
 # ---- the catalog --------------------------------------------------------------------------------
 
 
-def build(capsys: pytest.CaptureFixture[str], source: str, out: Path, *opts: str) -> dict[str, Any]:
-    code, report = acx_json(capsys, "exchange", "site", source, "--out", str(out), "--now", NOW, *opts)
+def build(capsys: pytest.CaptureFixture[str], source: str, out: str, *opts: str) -> dict[str, Any]:
+    """`acx exchange site`, run where the Exchange's folder is (relative paths, as an operator
+    would type them: the pages, and so the screenshots, name no machine path)."""
+    code, report = acx_json(capsys, "exchange", "site", source, "--out", out, "--now", NOW, *opts)
     assert code == 0, report
-    doc: dict[str, Any] = json.loads((out / "catalog.json").read_text())
+    doc: dict[str, Any] = json.loads(Path(out, "catalog.json").read_text())
     return doc
+
+
+@pytest.fixture
+def at_exchange(ex: CatalogExchange, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The working directory is the folder that holds the Exchange (`registry/`, `trust.json`)."""
+    monkeypatch.chdir(ex.root.parent)
+    return ex.root.parent
 
 
 def cards(driver: Any) -> dict[str, tuple[str, bool]]:
@@ -219,13 +228,14 @@ def cards(driver: Any) -> dict[str, tuple[str, bool]]:
 
 
 def test_catalog_of_the_folder_shows_the_cli_verdicts_and_filters_offline(
-    driver: Any, ex: CatalogExchange, work: Path, capsys: pytest.CaptureFixture[str]
+    driver: Any, ex: CatalogExchange, at_exchange: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.keys import Keys
 
-    out = work / "site-folder"
-    doc = build(capsys, str(ex.root), out, "--trust-registry", str(ex.trust), "--title", "Exchange catalog")
+    out = at_exchange / "site-folder"
+    doc = build(capsys, "registry", "site-folder", "--trust-registry", "trust.json",
+                "--title", "Exchange catalog")
     expected: dict[str, str] = {}
     for a in doc["artifacts"]:
         code, cli = acx_json(capsys, VERIFY[a["kind"]], "verify", str(ex.root / a["location"]),
@@ -255,21 +265,21 @@ def test_catalog_of_the_folder_shows_the_cli_verdicts_and_filters_offline(
     page = next(a["page"] for a in doc["artifacts"] if "vector-team" in a["location"])
     driver.get((out / page).as_uri())
     assert driver.find_elements("css selector", ".graph-box svg .node-gateway")
+    driver.execute_script("document.getElementById('about-title').scrollIntoView()")
     screenshot(driver, "catalog-workflow")
     no_console_errors(driver)
 
 
 def test_catalog_of_the_mirror_shows_the_install_verdicts(
-    driver: Any, ex: CatalogExchange, work: Path, capsys: pytest.CaptureFixture[str]
+    driver: Any, ex: CatalogExchange, at_exchange: Path, work: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    clean = work / "clean"
-    shutil.copytree(ex.root, clean)
-    (clean / ex.tampered.relative_to(ex.root)).unlink()
-    mirror = work / "mirror"
-    code, res = acx_json(capsys, "exchange", "mirror", str(clean), f"oci-layout:{mirror}")
+    shutil.copytree(ex.root, "clean")
+    Path("clean", ex.tampered.relative_to(ex.root)).unlink()
+    code, res = acx_json(capsys, "exchange", "mirror", "clean", "oci-layout:mirror")
     assert code == 0, res
-    out = work / "site-mirror"
-    doc = build(capsys, f"oci-layout:{mirror}", out, "--policy", str(ex.policy), "--title", "Mirror catalog")
+    out = at_exchange / "site-mirror"
+    doc = build(capsys, "oci-layout:mirror", "site-mirror", "--policy", "policy.yaml",
+                "--title", "Mirror catalog")
     expected: dict[str, str] = {}
     for n, a in enumerate(doc["artifacts"]):
         code, cli = acx_json(capsys, "install", a["location"], "--policy", str(ex.policy),
@@ -291,10 +301,10 @@ def test_catalog_of_the_mirror_shows_the_install_verdicts(
 
 
 def test_both_pages_read_well_on_a_narrow_screen(
-    driver: Any, builder: Builder, work: Path, capsys: pytest.CaptureFixture[str], ex: CatalogExchange
+    driver: Any, builder: Builder, at_exchange: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    out = work / "site-narrow"
-    doc = build(capsys, str(ex.root), out, "--trust-registry", str(ex.trust))
+    out = at_exchange / "site-narrow"
+    doc = build(capsys, "registry", "site-narrow", "--trust-registry", "trust.json")
     driver.set_window_size(390, 844)
     try:
         open_studio(driver, builder)
