@@ -72,6 +72,8 @@ def cmd_site(
                                                help="Judge signers against this acx.trust-registry/1."),
     policy: Path | None = typer.Option(None, "--policy", help="Judge with this verification policy, "
                                        "as `acx install` does."),
+    mirror: str | None = typer.Option(None, "--mirror", help="For a folder: where it is mirrored "
+                                      "(REGISTRY/PREFIX or oci-layout:DIR); pages show the install command."),
     title: str = typer.Option("ACX catalog", "--title", help="The catalog's title."),
     now: str | None = typer.Option(None, "--now", help="Judge as of this RFC 3339 time (default: now); "
                                    "the same inputs and time give the same files."),
@@ -79,12 +81,11 @@ def cmd_site(
     """Write a static catalog: a page per agent, workflow and graph with acx's verdict at build time,
     and an index with search and filters that needs no server. Exit 0 when written, whatever the
     verdicts."""
-    from acxoci.catalog.judges import FolderGate, InstallJudge, scratch, trust_option
+    from acxoci.catalog.judges import DecisionJudge, FolderGate, scratch, trust_option
     from acxoci.catalog.model import Judge
     from acxoci.catalog.site import build_site
     from acxoci.catalog.sources import folder_candidates, layout_candidates
     from acxoci.cli.common import load_registry
-    from acxoci.cli.groups import ENTRY
     from acxoci.install.vpolicy import load_policy
     from acxoci.oci.settings import active_options
 
@@ -102,16 +103,19 @@ def cmd_site(
                        else _policy_for_registry(Path(str(trust_registry)), at))
             shown = option if policy else "--policy policy.yaml"
             candidates, findings = layout_candidates(Path(display), display)
-            judge: Judge = InstallJudge(vpolicy, shown, at, Path(tmp), active_options())
-            basis = f"acx install {shown}"
+            if mirror is not None:
+                raise UsageError("--mirror is for an Exchange folder; a layout's pages name the layout")
+            # the one acceptance decision, as `acx verify REF --policy` and `acx install` ask it
+            judge: Judge = DecisionJudge(vpolicy, shown, at, Path(tmp), active_options())
+            basis = f"acx verify REF {shown} (the install decision)"
         else:
             root = Path(source)
-            registry = (load_registry(trust_registry, at) if trust_registry is not None
-                        else load_policy(policy, now=at).combined_registry())
-            gate = FolderGate(root, source, at, registry, option, load_command="load" in ENTRY)
+            fpolicy = load_policy(policy, now=at) if policy is not None else None
+            registry = load_registry(trust_registry, at) if fpolicy is None else fpolicy.combined_registry()
+            gate = FolderGate(root, source, at, registry, option, fpolicy, mirror)
             candidates, findings = folder_candidates(root), gate.findings
             judge = gate
-            basis = f"acx exchange verify + {option}"
+            basis = f"acx exchange verify {option}" + (" and the install decision" if fpolicy else "")
         result = build_site(candidates, judge, out=out, title=title, built=built, basis=basis,
                             findings=findings)
     data = {"out": str(result.out), "index": str(result.out / "index.html"), "artifacts": len(result.entries),

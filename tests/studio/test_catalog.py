@@ -52,6 +52,18 @@ class Tags(HTMLParser):
         self.handlers += [(tag, k) for k, _ in attrs if k.lower().startswith("on")]
 
 
+def coordinate(location: str) -> tuple[str, str, str, str]:
+    """(kind, publisher, id, version) of a folder path or of a mirror reference."""
+    if location.startswith("oci-layout:"):
+        repo, version = location.rsplit(":", 1)
+        kind, publisher, aid = repo.split("/")[-3:]
+        return kind, publisher, aid, version
+    folder, publisher, aid, rest = location.split("/", 3)
+    kind = {"cartridges": "agent", "cals": "workflow", "graphs": "agent-graph"}[folder]
+    version = rest.split("/")[0].removesuffix(".cal.json").removesuffix(".agent-graph.json")
+    return kind, publisher, aid, version
+
+
 def tamper_content(layout: Path) -> str:
     """Flip one byte of the content layer of the layout's only manifest; returns its digest."""
     index = json.loads((layout / "index.json").read_text())
@@ -79,6 +91,9 @@ def test_folder_catalog_shows_every_artifact_with_the_cli_verdict(
         _, cli = acx_json(capsys, VERIFY[a["kind"]], "verify", str(path), "--trust-registry", str(ex.trust))
         if a["location"] in rejected:
             assert not a["verified"] and a["verdict"] == "rejected" and cli["trust"] == "tampered"
+            continue
+        if a["lifecycle"] == "withdrawn":  # accepted by the gate, but never offered as verified
+            assert not a["verified"] and a["verdict"] == "withdrawn" and a["trust"] == cli["trust"]
             continue
         assert a["verified"] and a["trust"] == cli["trust"] == a["verdict"], a["location"]
         assert a["digest"] == (cli.get("romDigest") or cli["digest"]), a["location"]
@@ -108,10 +123,11 @@ def test_mirror_catalog_shows_the_install_verdict(
     for n, a in enumerate(doc["artifacts"]):
         code, cli = acx_json(capsys, "install", a["location"], "--policy", str(ex.policy),
                              "--store", str(tmp_path / f"store-{n}"))
-        if code == 8 and "checks" not in cli and cli["error"]["kind"] == "refused_by_policy":
-            assert a["verdict"] == "withdrawn" and not a["verified"] and a["lifecycle"] == "withdrawn"
-            continue
         failed = [c["id"] for c in cli["checks"] if c["status"] in ("fail", "unavailable")]
+        if "lifecycle" in failed:  # install refuses a withdrawn release before pulling it
+            assert code == 8 and a["verdict"] == "withdrawn" and not a["verified"]
+            assert a["lifecycle"] == "withdrawn"
+            continue
         assert a["verified"] == (failed in ([], ["staffing"])), (a["location"], failed)
         assert a["digest"] == cli["digest"]
         if failed == ["staffing"]:  # a workflow: the host's roster decides, not the artifact
@@ -124,6 +140,19 @@ def test_mirror_catalog_shows_the_install_verdict(
     doc2 = site(capsys, f"oci-layout:{mirror}", tmp_path / "site2", "--trust-registry", str(ex.trust))
     assert [(a["location"], a["verdict"]) for a in doc2["artifacts"]] == \
         [(a["location"], a["verdict"]) for a in doc["artifacts"]]
+    # the folder judged under the same policy says what the mirror says, release by release (but
+    # for the release whose bytes the mirror changed), and its pages name the mirror's coordinates
+    folder = site(capsys, str(clean), tmp_path / "site3", "--policy", str(ex.policy),
+                  "--mirror", f"oci-layout:{mirror}")
+    from_folder = {coordinate(a["location"]): a for a in folder["artifacts"]}
+    for a in doc["artifacts"]:
+        f = from_folder[coordinate(a["location"])]
+        if a["location"] == ref:
+            assert f["verified"]
+            continue
+        assert (f["verdict"], f["verified"]) == (a["verdict"], a["verified"]), a["location"]
+        if f["verified"]:
+            assert f["install"] == a["install"]
 
 
 def test_nothing_unverified_is_shown_and_every_string_is_escaped(
