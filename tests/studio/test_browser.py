@@ -236,12 +236,18 @@ def test_catalog_of_the_folder_shows_the_cli_verdicts_and_filters_offline(
     out = at_exchange / "site-folder"
     doc = build(capsys, "registry", "site-folder", "--trust-registry", "trust.json",
                 "--title", "Exchange catalog")
+    ledger = json.loads((ex.root / "status.json").read_text())["entries"]
+    withdrawn = {e["artifact"]["digest"] for e in ledger if e["status"] == "withdrawn"}
     expected: dict[str, str] = {}
     for a in doc["artifacts"]:
         code, cli = acx_json(capsys, VERIFY[a["kind"]], "verify", str(ex.root / a["location"]),
                              "--trust-registry", str(ex.trust))
-        # the gate rejects what does not verify; what it accepts carries the verifier's trust word
-        expected[a["page"].removeprefix("items/")] = cli["trust"] if code == 0 else "rejected"
+        # the gate rejects what does not verify; what it accepts carries the verifier's trust word,
+        # unless the folder's ledger withdrew it
+        word = cli["trust"] if code == 0 else "rejected"
+        if cli.get("romDigest", cli.get("digest")) in withdrawn:
+            word = "withdrawn"
+        expected[a["page"].removeprefix("items/")] = word
     driver.get((out / "index.html").as_uri())
     wait_for(lambda: driver.execute_script("return document.body.dataset.ready") == "true", what="the index")
     assert {k: v for k, (v, _) in cards(driver).items()} == expected
