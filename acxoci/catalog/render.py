@@ -145,7 +145,7 @@ def _row(label: str, value: str, *, mono: bool = False) -> str:
 
 def _card_html(c: Card) -> str:
     out = ['<section aria-labelledby="about-title"><h2 id="about-title">About</h2>',
-           f'<p class="desc">{esc(c.description)}</p><dl class="facts">']
+           f'<p class="desc">{esc(clip(c.description, 5000))}</p><dl class="facts">']
     out.append(_row("Coordinate", f"{c.publisher}/{c.id}@{c.version}", mono=True))
     if c.role:
         out.append(_row("Role", c.role))
@@ -165,9 +165,9 @@ def _card_html(c: Card) -> str:
             continue
         out.append('<ul class="items">')
         for i in s.items:
-            detail = f' <span class="muted">— {esc(i.detail)}</span>' if i.detail else ""
+            detail = f' <span class="muted">— {esc(clip(i.detail, 300))}</span>' if i.detail else ""
             extra = f'<br><span class="extra">{esc(clip(i.extra, 600))}</span>' if i.extra else ""
-            out.append(f"<li><strong>{esc(i.name)}</strong>{detail}{extra}</li>")
+            out.append(f"<li><strong>{esc(clip(i.name, 200))}</strong>{detail}{extra}</li>")
         out.append("</ul>")
     out.append("</section>")
     return "".join(out)

@@ -37,9 +37,8 @@ def cmd_builder(
     try:
         server = StudioServer(port)
     except OSError as exc:
-        if exc.errno == errno.EADDRINUSE:
-            raise Blocked(f"port {port} on 127.0.0.1 is in use", hint="pass --port N (or 0 for any)") from exc
-        raise
+        why = "is in use" if exc.errno == errno.EADDRINUSE else f"cannot be used: {exc.strerror or exc}"
+        raise Blocked(f"port {port} on 127.0.0.1 {why}", hint="pass --port N (or 0 for any)") from exc
     emit({"url": server.url, "host": "127.0.0.1", "port": server.port},
          lambda: console.print(f"ACX Studio on {escape(server.url)} (loopback only; Ctrl-C to stop)"))
     sys.stdout.flush()

@@ -33,6 +33,12 @@ class BadRequest(Exception):
     message: str
 
 
+def _issue(issue: dict[str, Any]) -> dict[str, Any]:
+    """An issue as the page shows it: its rule, path, message and `text` (the CLI's line, whose
+    value is already cut short), without the raw offending value (which can be most of the body)."""
+    return {k: issue[k] for k in ("rule", "path", "message", "severity", "text")}
+
+
 def headline(result: LintResult, publish: bool) -> str:
     """The verdict line `acx … lint` prints (without its colours)."""
     if result.ok:
@@ -98,7 +104,8 @@ def analyse(body: bytes, *, publish: bool, relation: str | None, now: datetime) 
     title = name if isinstance(name, str) else str(doc.get("id", kind))
     answer: dict[str, Any] = {
         "kind": kind,
-        "lint": {**lint_json, "issues": lint_json["issues"][:MAX_ISSUES], "issueCount": len(result.issues)},
+        "lint": {**lint_json, "issues": [_issue(i) for i in lint_json["issues"][:MAX_ISSUES]],
+                 "issueCount": len(result.issues)},
         "headline": headline(result, publish),
         "digest": digest,
         "signature": signature,

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import signal
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -97,8 +98,13 @@ class StudioHandler(BaseHTTPRequestHandler):
         self.close_connection = True
         self._send(status, body, "application/json")
 
+    def _one(self, name: str) -> str | None:
+        """The header's value when it is sent exactly once (None when absent or repeated)."""
+        values = self.headers.get_all(name) or []
+        return values[0] if len(values) == 1 else None
+
     def _host_ok(self) -> bool:
-        host = self.headers.get("Host")
+        host = self._one("Host")
         if host is None or host not in allowed_hosts(self.server.port):
             self._refuse(HTTPStatus.MISDIRECTED_REQUEST, "this builder answers only to its own address")
             return False
@@ -131,12 +137,15 @@ class StudioHandler(BaseHTTPRequestHandler):
         if problem is not None:
             self._refuse(*problem)
             return
-        length = int(self.headers["Content-Length"])
-        body = self.rfile.read(length)
-        if len(body) != length:
-            self._refuse(HTTPStatus.BAD_REQUEST, "the body ended early", "invalid_input")
+        body = self._body(int(self.headers["Content-Length"]))
+        if body is None:
+            self._refuse(HTTPStatus.REQUEST_TIMEOUT, "the body did not arrive in time", "invalid_input")
             return
-        query = parse_qs(url.query, max_num_fields=4)
+        try:
+            query = parse_qs(url.query, max_num_fields=4, strict_parsing=False)
+        except ValueError:
+            self._refuse(HTTPStatus.BAD_REQUEST, "too many query parameters", "invalid_input")
+            return
         publish = query.get("publish", ["0"])[-1] == "1"
         relation = query.get("remix", [None])[-1]
         try:
@@ -148,10 +157,28 @@ class StudioHandler(BaseHTTPRequestHandler):
         data = json.dumps(answer, ensure_ascii=False).encode("utf-8")
         self._send(HTTPStatus.OK, data, "application/json; charset=utf-8")
 
+    def _body(self, length: int) -> bytes | None:
+        """Exactly `length` bytes, within REQUEST_TIMEOUT in all (None when too slow or cut short)."""
+        deadline = time.monotonic() + REQUEST_TIMEOUT
+        parts: list[bytes] = []
+        left = length
+        while left > 0:
+            if time.monotonic() > deadline:
+                return None
+            try:
+                chunk = self.rfile.read1(min(left, 64 * 1024))
+            except (TimeoutError, OSError):
+                return None
+            if not chunk:
+                return None
+            parts.append(chunk)
+            left -= len(chunk)
+        return b"".join(parts)
+
     def _api_problem(self) -> tuple[HTTPStatus, str] | None:
         """Why this POST is not the builder's own page asking (None when it is)."""
         h = self.headers
-        if h.get("Origin") != f"http://{h.get('Host')}":
+        if self._one("Origin") != f"http://{self._one('Host')}":
             return HTTPStatus.FORBIDDEN, "cross-origin request refused: the Origin must be this builder"
         if h.get("Sec-Fetch-Site", "same-origin") != "same-origin":
             return HTTPStatus.FORBIDDEN, "cross-site request refused"

@@ -11,6 +11,7 @@ import json
 import os
 import signal
 import socket
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -140,6 +141,55 @@ def test_body_limits_are_checked_before_reading(builder: Builder) -> None:
     assert status == 400 and "relation" in answer["error"]["message"]
 
 
+def test_a_repeated_host_or_origin_is_refused(builder: Builder) -> None:
+    mine = f"127.0.0.1:{builder.port}"
+    conn = http.client.HTTPConnection("127.0.0.1", builder.port, timeout=10)
+    conn.putrequest("GET", "/", skip_host=True)
+    conn.putheader("Host", mine)
+    conn.putheader("Host", "evil.example")
+    conn.endheaders()
+    assert conn.getresponse().status == 421
+    conn.close()
+    body = b"{}"
+    conn = http.client.HTTPConnection("127.0.0.1", builder.port, timeout=10)
+    conn.putrequest("POST", "/api/lint", skip_host=True)
+    for k, v in (("Host", mine), ("Origin", f"http://{mine}"), ("Origin", "http://evil.example"),
+                 ("Content-Type", "application/json"), ("Content-Length", "2")):
+        conn.putheader(k, v)
+    conn.endheaders(body)
+    assert conn.getresponse().status == 403
+    conn.close()
+
+
+def test_a_body_that_trickles_in_is_given_up_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The whole body must arrive within the request deadline (here shortened), however slowly
+    each byte comes; the server (in this process, on a real socket) answers 408 and goes on."""
+    import threading
+
+    from acxoci.studio import server as S
+
+    monkeypatch.setattr(S, "REQUEST_TIMEOUT", 0.6)
+    monkeypatch.setattr(S.StudioHandler, "timeout", 0.3)
+    srv = S.StudioServer(0)
+    t = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    t.start()
+    try:
+        with socket.create_connection(("127.0.0.1", srv.port), timeout=5) as s:
+            head = (b"POST /api/lint HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nOrigin: http://127.0.0.1:%d\r\n"
+                    b"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
+            s.sendall(head % (srv.port, srv.port))
+            for _ in range(3):
+                time.sleep(0.25)
+                s.sendall(b" ")
+            answer = s.recv(4096)
+        assert answer.startswith(b"HTTP/1.0 408"), answer[:80]
+        b = Builder(srv.url, srv.port, None, Path())  # type: ignore[arg-type]
+        assert request(b, "GET", "/")[0] == 200
+    finally:
+        srv.shutdown()
+        srv.server_close()
+
+
 def test_a_slow_client_does_not_hold_the_builder(builder: Builder) -> None:
     """A client that sends half a request and waits does not stop the next one being served."""
     with socket.create_connection(("127.0.0.1", builder.port), timeout=5) as slow:
@@ -162,6 +212,7 @@ def test_lint_answers_as_the_command_line(builder: Builder, vectors_dir: Path, t
         assert status == 200
         assert answer["kind"] == ("agent-graph" if graph else "workflow")
         assert [i["text"] for i in answer["lint"]["issues"]] == [i["text"] for i in cli["issues"]], f.name
+        assert all("value" not in i for i in answer["lint"]["issues"])  # the text carries it, cut short
         assert answer["lint"]["ok"] == cli["ok"] == (code == 0), f.name
         _, digest = acx_json(capsys, "graph" if graph else "workflow", "digest", str(f))
         assert answer["digest"] == digest["digest"]
@@ -223,6 +274,12 @@ def test_builder_writes_nothing_and_stops_on_sigterm(tmp_path: Path, vectors_dir
             socket.create_connection(("127.0.0.1", b.port), timeout=2).close()
     finally:
         b.stop()
+    c = start_builder(work)  # Ctrl-C ends it the same way
+    try:
+        os.kill(c.proc.pid, signal.SIGINT)
+        assert c.proc.wait(timeout=10) == 0
+    finally:
+        c.stop()
 
 
 def test_a_busy_port_is_a_typed_error(builder: Builder, capsys: pytest.CaptureFixture[str]) -> None:
