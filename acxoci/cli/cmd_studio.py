@@ -39,12 +39,14 @@ def cmd_builder(
     except OSError as exc:
         why = "is in use" if exc.errno == errno.EADDRINUSE else f"cannot be used: {exc.strerror or exc}"
         raise Blocked(f"port {port} on 127.0.0.1 {why}", hint="pass --port N (or 0 for any)") from exc
-    emit({"url": server.url, "host": "127.0.0.1", "port": server.port},
-         lambda: console.print(f"ACX Studio on {escape(server.url)} (loopback only; Ctrl-C to stop)"))
-    sys.stdout.flush()
-    if open_browser:
-        webbrowser.open(server.url)
-    serve(server)
+    def announce() -> None:
+        emit({"url": server.url, "host": "127.0.0.1", "port": server.port},
+             lambda: console.print(f"ACX Studio on {escape(server.url)} (loopback only; Ctrl-C to stop)"))
+        sys.stdout.flush()
+        if open_browser:
+            webbrowser.open(server.url)
+
+    serve(server, announce)
     info("ACX Studio stopped")
 
 

@@ -215,10 +215,12 @@ def _stop_on_sigterm() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def serve(server: StudioServer) -> None:
-    """Serve until SIGINT or SIGTERM (in the main thread), then close the socket."""
+def serve(server: StudioServer, announce: Callable[[], None] = lambda: None) -> None:
+    """Serve until SIGINT or SIGTERM (in the main thread), then close the socket. `announce` runs
+    once both signals already stop the server (so a signal right after it is a clean stop)."""
     try:
         with _stop_on_sigterm():
+            announce()
             server.serve_forever(poll_interval=0.2)
     except (KeyboardInterrupt, _Stop):
         pass
