@@ -33,6 +33,7 @@ ALL_MODULES = (
     "cmd_init",
     "cmd_share",
     "cmd_lance",
+    "cmd_load",
     "cmd_studio",
 )
 
@@ -62,6 +63,7 @@ ENTRY: dict[str, tuple[str, ...]] = {
     "init": ("cmd_init",),
     "share": ("cmd_share",),
     "lance": ("cmd_lance",),
+    "load": ("cmd_load",),
     "builder": ("cmd_studio",),
 }
 

@@ -455,21 +455,26 @@ def gather_harness(path: Path, host: HostInputs, staged: Path | None) -> C.Harne
 
 
 def gather_budget(path: Path, host: HostInputs) -> C.BudgetEvidence:
-    """The cartridge's loop + context policy findings and budget, with the host's limits."""
+    """The package's problems as `acx cartridge spec` finds them (loop + context policy, harness
+    document, package spec, skill table against the SKILL.md files: one set of checks for spec,
+    `check`, `harness negotiate` and install), its budget, and the host's limits."""
     from acxoci.cartridge.reader import open_cartridge
-    from acxoci.policy.loop_context import ROM_PATH, errors_only, validate_policy
+    from acxoci.cartridge.spec import check_spec
+    from acxoci.policy.loop_context import ROM_PATH
 
     with open_cartridge(path) as cart:
         data = cart.sqlar_read(ROM_PATH)
     if data is None:
         return C.BudgetEvidence(present=False, host=host.limits)
+    errors = tuple(f"{i.path}: {i.message} ({i.rule})" for i in check_spec(path).issues
+                   if i.severity == "error")
     try:
         doc = loads_strict(data)
-    except AttestError as exc:
-        return C.BudgetEvidence(policy_errors=(f"not JSON: {exc}",), host=host.limits)
-    errors = tuple(str(i) for i in errors_only(validate_policy(doc)))
+    except AttestError:
+        return C.BudgetEvidence(policy_errors=errors or ("loop + context policy is not JSON",),
+                                host=host.limits)
     budget = doc.get("budget") if isinstance(doc, dict) else None
-    limits = ResourceLimits.from_json(budget) if isinstance(budget, dict) else None
+    limits = ResourceLimits.from_json(budget) if isinstance(budget, dict) and not errors else None
     return C.BudgetEvidence(errors, limits, host.limits)
 
 
@@ -545,6 +550,7 @@ class Context:
     remote: RemoteOptions | None = None
     levels: bool = False  # gather level credentials even when the policy requires no level (staffing)
     pulled: tuple[Any, ...] = ()  # roster entries pulled from registries, for a workflow's staffing
+    source: str | None = None  # where the artifact is recorded as coming from (`file:PATH` for load)
 
 
 def gather(kind: Kind | None, path: Path | None, src: Source, ctx: Context, *, repository: str,
@@ -744,9 +750,10 @@ def judge_descriptor(target: Target, desc: Descriptor, ref: Reference, ref_text:
     manifest_digest = sha256_digest(pulled.manifest_bytes) if pulled.manifest_bytes is not None else None
     content = C.ContentEvidence(resolved, manifest_digest, pulled.error, tuple(pulled.blobs))
     src = Source(target, desc, str(ref))
-    gathered, meta, name = gather(pulled.kind, pulled.content_path, src, ctx, repository=ref.repo_string(),
-                                  content=content, tag=ref.tag, lifecycle=lifecycle, workdir=workdir,
-                                  fallback_name=ref.repo_string())
+    repository = ctx.source or ref.repo_string()
+    gathered, meta, name = gather(pulled.kind, pulled.content_path, src, ctx, repository=repository,
+                                  content=content, tag=None if ctx.source else ref.tag, lifecycle=lifecycle,
+                                  workdir=workdir, fallback_name=repository)
     return _decide(ref_text, resolved, pulled.kind, gathered, meta, pulled, name, ctx)
 
 
@@ -766,10 +773,10 @@ def registry_refusal(ref_text: str, repository: str, policy: VerificationPolicy)
 
 
 def resolve_and_gate(target: Target, ref: Reference, ref_text: str, ctx: Context
-                     ) -> tuple[Descriptor, str, C.LifecycleEvidence] | Judgement:
+                     ) -> tuple[Descriptor, str, C.LifecycleEvidence | None] | Judgement:
     """One GET resolves the reference; then the lifecycle gate. A refusal comes back as a Judgement
     (a pinned digest answered with other bytes, a withdrawn release)."""
-    reg = C.check_registry(ref.repo_string(), ctx.policy)
+    reg = C.check_registry(ctx.source or ref.repo_string(), ctx.policy)
     try:
         desc = resolve_manifest(target, ref.reference or "latest")
     except TruncatedBody as exc:  # the manifest GET was cut: a transport failure, not a verdict
@@ -779,6 +786,8 @@ def resolve_and_gate(target: Target, ref: Reference, ref_text: str, ctx: Context
         return Judgement(ref_text, ref.digest, None,
                          tuple(not_attempted([reg, bad], "nothing verifiable was pulled")))
     resolved = ref.digest if ref.digest is not None and desc.digest != ref.digest else desc.digest
+    if ctx.source is not None:  # a local file staged in a scratch layout: no Exchange lifecycle
+        return desc, resolved, None
     lifecycle = gather_lifecycle(target, desc, ref_text, ctx.policy, ctx.now)
     if lifecycle.error is not None:  # the registry served altered referrer bytes: a content refusal
         bad = C.check_content(C.ContentEvidence(resolved, None, lifecycle.message))
@@ -797,7 +806,7 @@ def judge_reference(ref_text: str, ctx: Context) -> Judgement:
     `ref_text` judged exactly as `install` would, writing nothing but a scratch folder."""
     import tempfile
 
-    repository = parse_reference(ref_text, require_ref=False).repo_string()
+    repository = ctx.source or parse_reference(ref_text, require_ref=False).repo_string()
     early = registry_refusal(ref_text, repository, ctx.policy)
     if early is not None:
         return early

@@ -178,6 +178,11 @@ def test_every_command_json_validates_against_its_schema(
     acx("activate", done["name"], "--skills-dir", f"{r}/skills", "--store", f"{r}/st")
     acx("deactivate", done["name"], "--skills-dir", f"{r}/skills", "--store", f"{r}/st")
     acx("uninstall", done["name"], "--store", f"{r}/st")
+    acx("load", f"{r}/agent.acx", "--skills-dir", f"{r}/loaded", "--policy", f"{r}/policy.yaml",
+        "--print-only")
+    acx("load", f"{r}/agent.acx", "--skills-dir", f"{r}/loaded", "--policy", f"{r}/policy.yaml",
+        "--store", f"{r}/st")
+    acx("verify", f"{layout}:1.0.0", "--policy", f"{r}/policy.yaml")
     # the Exchange: one cartridge at its coordinate, indexed, verified, mirrored
     coord = tmp_path / "exchange" / "cartridges" / "dev.example.out" / "pr-reviewer" / "1.0.0"
     coord.mkdir(parents=True)
