@@ -102,15 +102,19 @@ class FolderGate:
         self.findings += [f"{r.path}: {r.reason}" for r in d.rejected if r.type in ("policy", "status")]
         self.findings += [f"{g}: left out, graph support pending" for g in d.pending_graphs]
 
+    def _path(self, rel: str) -> str:
+        return shlex.quote(f"{self.display.rstrip('/')}/{rel}")
+
     def _command(self, kind: str, rel: str) -> str:
-        path = shlex.quote(f"{self.display.rstrip('/')}/{rel}")
-        if self.policy is not None:
-            return f"acx exchange verify {shlex.quote(self.display)}; the one decision {self.option}"
-        return f"{VERIFY_COMMAND[kind]} {path} {self.option}"
+        if self.policy is None:
+            return f"{VERIFY_COMMAND[kind]} {self._path(rel)} {self.option}"
+        if kind == "agent":  # the command that judges a local cartridge under a policy
+            return f"acx load {self._path(rel)} --host claude --print-only {self.option}"
+        return f"acx exchange verify {shlex.quote(self.display)}; the install decision {self.option}"
 
     def _install(self, r: Release) -> str | None:
         if self.mirror is None:
-            return None
+            return f"acx load {self._path(r.rel)} --host claude {self.option}" if r.kind == "agent" else None
         repo = repository_path(r.kind, r.publisher, r.id)
         ref = f"{self.mirror.rstrip('/')}/{repo}:{version_tag(r.version)}"
         option = self.option if self.policy is not None else "--policy policy.yaml"

@@ -6,9 +6,7 @@ from __future__ import annotations
 import errno
 import sys
 import webbrowser
-from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import typer
 from rich.markup import escape
@@ -17,9 +15,6 @@ from acxoci.cli.apps import exchange_app
 from acxoci.cli.common import parse_now
 from acxoci.cli.output import console, emit, info
 from acxoci.errors import Blocked, UsageError
-
-if TYPE_CHECKING:
-    from acxoci.install.vpolicy import VerificationPolicy
 
 DEFAULT_PORT = 8799
 LAYOUT = "oci-layout:"
@@ -50,20 +45,6 @@ def cmd_builder(
     info("ACX Studio stopped")
 
 
-def _policy_for_registry(path: Path, now: datetime) -> VerificationPolicy:
-    """`--trust-registry F` for a layout: the policy `acx policy init --publisher P --trust-registry
-    F` writes, for every publisher F has a key for (so install judges exactly as with that file)."""
-    from acxoci.cli.common import load_registry
-    from acxoci.install.vpolicy import SCHEMA_VERSION, policy_from_json
-
-    registry = load_registry(path, now)
-    assert registry is not None
-    publishers = sorted({k.publisher_id for k in registry.keys})
-    doc = {"schemaVersion": SCHEMA_VERSION,
-           "publishers": [{"id": p, "trustRegistries": [str(path.resolve())]} for p in publishers]}
-    return policy_from_json(doc, base=Path.cwd(), now=now, source=str(path))
-
-
 def cmd_site(
     source: str = typer.Argument(..., help="An Exchange folder, or oci-layout:PATH written by "
                                  "`acx exchange mirror`."),
@@ -87,6 +68,7 @@ def cmd_site(
     from acxoci.catalog.site import build_site
     from acxoci.catalog.sources import folder_candidates, layout_candidates
     from acxoci.cli.common import load_registry
+    from acxoci.install.load import trust_registry_policy
     from acxoci.install.vpolicy import load_policy
     from acxoci.oci.settings import active_options
 
@@ -100,8 +82,9 @@ def cmd_site(
             display = source[len(LAYOUT):]
             if not display:
                 raise UsageError("oci-layout: needs a folder")
+            # `--trust-registry F` stands for the policy `acx load --trust-registry F` uses
             vpolicy = (load_policy(policy, now=at) if policy
-                       else _policy_for_registry(Path(str(trust_registry)), at))
+                       else trust_registry_policy(Path(str(trust_registry)), at))
             shown = option if policy else "--policy policy.yaml"
             candidates, findings = layout_candidates(Path(display), display)
             if mirror is not None:

@@ -153,6 +153,13 @@ def test_mirror_catalog_shows_the_install_verdict(
         assert (f["verdict"], f["verified"]) == (a["verdict"], a["verified"]), a["location"]
         if f["verified"]:
             assert f["install"] == a["install"]
+    # a folder's cartridge, judged as `acx load FILE --print-only` judges it
+    for f in folder["artifacts"]:
+        if f["kind"] == "agent" and f["verdict"] in ("verified", "refused"):
+            code, out = acx_json(capsys, "load", str(clean / f["location"]), "--print-only",
+                                 "--skills-dir", str(tmp_path / "skills"), "--policy", str(ex.policy))
+            assert (code == 0) == f["verified"], (f["location"], out)
+            assert f["judgedAs"].startswith("acx load ")
 
 
 def test_nothing_unverified_is_shown_and_every_string_is_escaped(
