@@ -58,7 +58,7 @@ def _badges(v: Verdict) -> str:
     out = [_badge("verified" if v.verified and v.word in ("trusted", "verified") else v.word)]
     if v.verified and v.word not in ("trusted", "portable"):
         out.append(_badge(v.trust, "signer "))
-    if v.lifecycle is not None:
+    if v.lifecycle is not None and v.lifecycle.status != v.word:
         out.append(_badge(v.lifecycle.status))
     return " ".join(out)
 
