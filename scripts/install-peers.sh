@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Install the interop peers (distribution registry, oras 1.2/1.3, cosign 2.5/3.x, crane,
-# acx-refreg) from Debian packages into a git-ignored folder, without touching the system's
-# apt sources, and the reference MCP filesystem server from the npm registry (the boot
-# handshake's real MCP server). Idempotent: a second run only re-checks what is there.
+# acx-refreg, chromium and chromium-driver for the browser tests) from Debian packages into a
+# git-ignored folder, without touching the system's apt sources, and the reference MCP filesystem
+# server from the npm registry (the boot handshake's real MCP server). Idempotent: a second run
+# only re-checks what is there.
 #   ACX_PEERS_DIR  target folder (default: <repo>/.peers)
 #   PEERS_FORCE=1  re-extract everything
 set -euo pipefail
@@ -21,6 +22,8 @@ have_all() {
   done
   command -v docker-registry >/dev/null || return 1
   command -v tmux >/dev/null || return 1
+  command -v chromium >/dev/null || return 1
+  command -v chromedriver >/dev/null || return 1
 }
 if [ -z "${PEERS_FORCE:-}" ] && have_all; then
   echo "peers: all present in $PEERS"
@@ -123,6 +126,13 @@ install_mcp_fs() {
   echo "peers: @modelcontextprotocol/server-filesystem $MCP_FS_VERSION (npm)"
 }
 install_mcp_fs
+
+# chromium + chromium-driver drive the web pages' browser tests (tests/studio/test_browser.py,
+# `make screenshots`; required in CI). Debian's own packages, no browser download at test time.
+if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
+  apt-get update -q >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium chromium-driver >/dev/null
+fi
 
 have_all || { echo "peers: some peers are missing after install" >&2; exit 1; }
 echo "peers: installed in $PEERS"
