@@ -91,8 +91,12 @@ def cmd_install(
         from acxoci.install.activate import skills_root
 
         request = ActivateRequest(skills_root(activate, home=Path.home()), activate)
-    outcome = install(ref, policy=vpolicy, store=_store(store), now=now, host=hosts,
-                      remote=active_options(), name=name, allow_downgrade=allow_downgrade, activate=request)
+    from acxoci.cli.judging import steps
+
+    with steps("install") as note:
+        outcome = install(ref, policy=vpolicy, store=_store(store), now=now, host=hosts,
+                          remote=active_options(), name=name, allow_downgrade=allow_downgrade,
+                          activate=request, note=note)
 
     def human() -> None:
         render_outcome(outcome)

@@ -4,13 +4,16 @@ render its checks the same way. A refusal exits 8, like install's."""
 
 from __future__ import annotations
 
+import contextlib
+import sys
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from rich.markup import escape
 
-from acxoci.cli.output import console
+from acxoci.cli.output import OPTS, console, err_console
 
 MARK = {"pass": "[green]✓[/green]", "skip": "[dim]-[/dim]", "fail": "[red]✗[/red]",
         "unavailable": "[red]?[/red]"}
@@ -46,3 +49,18 @@ def render(j: Any, *, header: str = "") -> None:
     for c in j.checks:
         kind = f" \\[{escape(c.kind)}]" if c.kind else ""
         console.print(f"  {MARK[c.status]} {c.order}. {c.id}{kind}: {escape(c.reason)}")
+
+
+@contextlib.contextmanager
+def steps(label: str) -> Iterator[Callable[[str], None] | None]:
+    """A one-line status on a terminal (stderr) saying what a long judgement or install is doing
+    now, with the real names and digests; nothing under --json, -q or when stderr is no terminal."""
+    if OPTS.json or OPTS.quiet or not sys.stderr.isatty():
+        yield None
+        return
+    with err_console.status(f"{label}…") as status:
+
+        def note(what: str) -> None:
+            status.update(f"{label}: {escape(what)}")
+
+        yield note
