@@ -97,6 +97,8 @@ class LevelCredentialDocResult(Struct, frozen=True, kw_only=True):
     acx_benchmark_version: str = field(name="acx:benchmarkVersion")
     acx_benchmark_digest: str = field(name="acx:benchmarkDigest")
     acx_held_out_slice_digest: str = field(name="acx:heldOutSliceDigest")
+    acx_solver: str | UnsetType = field(default=UNSET, name="acx:solver")
+    acx_verifier: str | UnsetType = field(default=UNSET, name="acx:verifier")
 
 
 class LevelCredentialDocCredentialSubjectAchievement(Struct, frozen=True, kw_only=True):

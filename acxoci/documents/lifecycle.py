@@ -13,7 +13,7 @@ class LifecycleRecordDoc(Struct, frozen=True, kw_only=True, forbid_unknown_field
     """ACX lifecycle record, acx.registry-lifecycle/1"""
 
     schema_version: str = field(name="schemaVersion")
-    artifact: LifecycleRecordDocIdentity
+    artifact: LifecycleRecordDocIdentity | UnsetType = UNSET
     status: str
     reason: str
     recorded_at: str = field(name="recordedAt")

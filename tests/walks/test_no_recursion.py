@@ -23,9 +23,11 @@ ALLOWED_RECURSION = {
     # walks of our own schemas (package data), never of a document
     ("acxoci/policy/limits.py", "_relaxed"): "relaxes acx's own resource-limits schema",
 }
-#: Per-level recursive library walks, allowed only over acx's own store (never a user's folder).
+#: Per-level recursive library walks, allowed only over folders acx itself wrote (its install
+#: store, a staging folder, the catalog it just generated), never over a folder a user hands it.
 ALLOWED_TREE_WALKS = {
     "acxoci/install/reverify.py", "acxoci/install/activate.py", "acxoci/install/store.py",
+    "acxoci/catalog/site.py",
 }
 
 
