@@ -60,7 +60,8 @@ SOAK_RUNS ?= 1000
 
 fuzz: venv
 	$(BIN)/python scripts/fuzz.py --seconds $(FUZZ_SECONDS)
-	if [ "$(FUZZ_PROPERTY)" != 0 ]; then $(BIN)/python scripts/fuzz.py --property; fi
+	if [ "$(FUZZ_PROPERTY)" != 0 ]; then $(BIN)/python scripts/fuzz.py --property && \
+	  FUZZ_EXHAUSTIVE=1 $(BIN)/pytest -q -p no:cacheprovider tests/documents; fi
 
 soak: venv peers
 	$(BIN)/python scripts/soak.py --runs $(SOAK_RUNS)
