@@ -366,7 +366,9 @@ VERIFY = Reader("cartridge verify", lambda e, p: ["cartridge", "verify", str(p),
 INSPECT = Reader("cartridge inspect", lambda e, p: ["cartridge", "inspect", str(p)])
 SPEC = Reader("cartridge spec", lambda e, p: ["cartridge", "spec", str(p)], validates=True)
 SKILLSET = Reader("cartridge skillset", lambda e, p: ["cartridge", "skillset", str(p)])
-HARNESS_CHECK = Reader("harness check", lambda e, p: ["harness", "check", str(p)], validates=True)
+HARNESS_CHECK = Reader("harness lint", lambda e, p: ["harness", "lint", str(p)], validates=True)
+PREFLIGHT = Reader("check", lambda e, p: ["check", str(p), "--host", str(e.host), *_reg(e)])
+PREFLIGHT_ALL = Reader("check --all-tools", lambda e, p: ["check", str(p), "--all-tools", *_reg(e)])
 NEGOTIATE = Reader("harness negotiate",
                    lambda e, p: ["harness", "negotiate", str(p), "--host", str(e.host), *_reg(e)])
 POLICY_CHECK = Reader("policy check", lambda e, p: ["policy", "check", str(p)], validates=True)
@@ -598,6 +600,8 @@ TRUST_READERS = (
 HOST_READERS = (
     Reader("harness negotiate", lambda e, p: ["harness", "negotiate", str(e.cartridges["sample.acx"]),
                                               "--host", str(p), *_reg(e)], validates=True),
+    Reader("check", lambda e, p: ["check", str(e.cartridges["sample.acx"]), "--host", str(p), *_reg(e)],
+           validates=True),
 )
 
 
@@ -700,7 +704,8 @@ def kinds() -> tuple[Kind, ...]:
     return (
         _rom_kind("package-spec", "rom/package-spec.json", ROM_READERS),
         _rom_kind("harness", "rom/manifest/harness-requirements.json",
-                  (*ROM_READERS, HARNESS_CHECK, NEGOTIATE, POLICY_CHECK, INSTALL, ACTIVATE)),
+                  (*ROM_READERS, HARNESS_CHECK, NEGOTIATE, PREFLIGHT, PREFLIGHT_ALL, POLICY_CHECK, INSTALL,
+                   ACTIVATE)),
         _rom_kind("policy", "rom/policy/loop-context-policy.json", (*ROM_READERS, POLICY_CHECK, INSTALL)),
         _rom_kind("lance", "rom/schema/lance-memory.json", ROM_READERS),
         _rom_kind("skillset", "rom/cal/skillset.json", (*ROM_READERS, SKILLSET)),
