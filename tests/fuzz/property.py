@@ -112,10 +112,11 @@ def _names(out: str, where: str) -> bool:
         seg = raw.replace("~1", "/").replace("~0", "~")
         parts.append(int(seg) if seg.isdigit() else seg)
     path = tuple(parts)
-    candidates = {resign.pointer(path), resign.dollar_path(path)}
-    if path:
-        parent = path[:-1]
-        candidates |= {resign.dollar_path(parent)} | ({resign.pointer(parent)} if parent else set())
+    def forms(p: resign.JsonPath) -> set[str]:
+        plain = "$" + "".join(f"[{k}]" if isinstance(k, int) else f".{k}" for k in p)
+        return {resign.dollar_path(p), plain} | ({resign.pointer(p)} if p else set())
+
+    candidates = forms(path) | (forms(path[:-1]) if len(path) > 1 else set())
     return any(c in text for c in candidates if c)
 
 
