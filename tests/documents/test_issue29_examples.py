@@ -1,0 +1,85 @@
+"""The cases issue 29 reports, each re-signed by a publisher the trust registry vouches for: the
+cartridge verifies TRUSTED, and every command reading the document answers with a typed finding
+naming it (never exit 70); a ROM document that is JSON `null` is a document that is not an object,
+never "absent" (so `cartridge spec` is not CLEAN)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.fuzz import resign
+
+HARNESS = "rom/manifest/harness-requirements.json"
+POLICY = "rom/policy/loop-context-policy.json"
+
+
+@pytest.fixture(scope="module")
+def env() -> resign.Env:
+    return resign.make_env()
+
+
+def _run_all(env: resign.Env, kind_name: str, doc: Any) -> dict[str, resign.Ran]:
+    kind = resign.BY_KIND[kind_name]
+    results = resign.run_readers(env, kind, "sample.acx", doc)
+    assert results is not None
+    return {r.name: ran for r, ran in results}
+
+
+def _harness(env: resign.Env) -> Any:
+    from tests.unit.test_install_support import valid_harness
+
+    return valid_harness()
+
+
+@pytest.mark.parametrize(
+    ("kind", "change", "where"),
+    [
+        ("cartridge.harness", lambda d: d["requiredTools"][0].__setitem__("capabilityScopes", -1),
+         "requiredTools[0].capabilityScopes"),
+        ("cartridge.harness", lambda d: d["requiredTools"][0]["inputSchema"].__setitem__("required", [{}]),
+         "requiredTools[0].inputSchema.required"),
+        ("cartridge.policy", lambda d: d["loop"]["stopConditions"][0].__setitem__("action", []),
+         "loop.stopConditions[0].action"),
+    ],
+)
+def test_a_signed_document_with_a_wrong_type_is_a_typed_finding(
+    env: resign.Env, kind: str, change: Any, where: str
+) -> None:
+    seed = dict(resign.BY_KIND[kind].seeds(env)[0][1])
+    doc = json.loads(json.dumps(_harness(env) if kind == "cartridge.harness" else seed))
+    change(doc)
+    ran = _run_all(env, kind, doc)
+    assert ran["cartridge verify"].code == 0 and json.loads(ran["cartridge verify"].out)["trust"] == "trusted"
+    assert not [n for n, r in ran.items() if r.crashed], {n: r.out[:300] for n, r in ran.items() if r.crashed}
+    spec = json.loads(ran["cartridge spec"].out)
+    assert ran["cartridge spec"].code == 1 and not spec["clean"]
+    assert any(where in i["path"] for i in spec["issues"]), spec["issues"]
+    install = ran["install"]
+    assert install.code in (3, 8), install.out[:500]  # refused, typed; never installed
+    assert where.split("[")[0] in install.out
+
+
+@pytest.mark.parametrize("path", ["rom/package-spec.json", HARNESS, POLICY, "rom/schema/lance-memory.json",
+                                  "rom/cal/skillset.json"])
+def test_a_rom_document_that_is_null_is_not_clean(env: resign.Env, path: str, tmp_path: Path) -> None:
+    kind = next(k for k in resign.kinds() if k.name.startswith("cartridge.") and
+                resign.BY_KIND[k.name].seeds(env) and path.endswith(_file_of(k.name)))
+    p = kind.materialize(env, "sample.acx", None, tmp_path)
+    verify = resign.run(["cartridge", "verify", str(p), "--trust-registry", str(env.registry)])
+    assert json.loads(verify.out)["trust"] == "trusted"
+    spec = resign.run(["cartridge", "spec", str(p)])
+    report = json.loads(spec.out)
+    assert spec.code == 1 and not report["clean"], report
+    assert any(i["path"].startswith(path) and i["severity"] == "error" for i in report["issues"]), report
+
+
+def _file_of(kind: str) -> str:
+    return {
+        "cartridge.package-spec": "package-spec.json", "cartridge.harness": "harness-requirements.json",
+        "cartridge.policy": "loop-context-policy.json", "cartridge.lance": "lance-memory.json",
+        "cartridge.skillset": "skillset.json",
+    }.get(kind, "\0")
