@@ -212,8 +212,11 @@ def capability_issues(cap_id: str, json_text: bytes, content_hash: str) -> list[
         out.append(f"domain {rec.domain!r} is not one of {sorted(DOMAINS)}")
     if not all(math.isfinite(v) for v in (prof.mu, prof.sigma, prof.score, prof.confidence)):
         out.append("proficiency numbers must be numbers")
-    elif prof.sigma < 0 or not 0 <= prof.score <= 1 or not 0 <= prof.confidence <= 1:
-        out.append("proficiency sigma must be >= 0, score and confidence within 0..1")
+    else:
+        if prof.sigma < 0:
+            out.append(f"$.proficiency.sigma: {prof.sigma} must be >= 0")
+        out += [f"$.proficiency.{k}: {v} must be within 0..1"
+                for k, v in (("score", prof.score), ("confidence", prof.confidence)) if not 0 <= v <= 1]
     if rec.sample_count < 0:
         out.append("sampleCount must be a non-negative integer")
     for k, v in (("lastDemonstratedAt", rec.last_demonstrated_at), ("createdAt", rec.created_at),

@@ -119,7 +119,7 @@ def ledger_issues(doc: Any) -> list[str]:
     named; the rest is decoded into the ledger's model (a wrong type names its JSON pointer) and
     its values checked."""
     if not isinstance(doc, dict):
-        return ["registry status must be an object"]
+        return ["$: registry status must be an object"]
     issues: list[str] = []
     known = _named(doc, issues)
     entries_raw = known.get("entries")
