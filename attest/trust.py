@@ -312,7 +312,7 @@ class TrustRegistry:
         raises MalformedError naming the field (a DocumentTypeError, with its JSON pointer, for a
         value of the wrong type). With `now`, a namespace proof verified in the future is refused."""
         if not isinstance(doc, dict):
-            raise MalformedError("trust registry: document is not a JSON object")
+            raise MalformedError("trust registry: $: the document is not a JSON object")
         for s in _walk_strings(doc):
             if "PRIVATE KEY" in s:
                 raise MalformedError("trust registry: contains private key material")

@@ -114,7 +114,10 @@ def _names(out: str, where: str) -> bool:
     path = tuple(parts)
     def forms(p: resign.JsonPath) -> set[str]:
         plain = "$" + "".join(f"[{k}]" if isinstance(k, int) else f".{k}" for k in p)
-        return {resign.dollar_path(p), plain} | ({resign.pointer(p)} if p else set())
+        out = {resign.dollar_path(p), plain} | ({resign.pointer(p)} if p else set())
+        if len(p) >= 2:  # `keys[0].status`, as messages that name a member inside the document say
+            out.add(plain.removeprefix("$."))
+        return out
 
     candidates = forms(path) | (forms(path[:-1]) if len(path) > 1 else set())
     return any(c in text for c in candidates if c)

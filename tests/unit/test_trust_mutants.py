@@ -200,7 +200,7 @@ def test_publisher_root_txt_record_and_github_owner() -> None:
 
 
 def test_top_level_refusals() -> None:
-    assert refusal([]) == "trust registry: document is not a JSON object"
+    assert refusal([]) == "trust registry: $: the document is not a JSON object"
     assert refusal({"keys": []}) == "trust registry: missing field(s) ['schemaVersion']"
     assert refusal({"schemaVersion": "acx.trust-registry/1"}) == "trust registry: missing field(s) ['keys']"
     assert refusal({}) == "trust registry: missing field(s) ['keys', 'schemaVersion']"
