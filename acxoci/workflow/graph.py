@@ -1124,14 +1124,15 @@ def load_graph(path: Path) -> dict[str, Any]:
     except MalformedError as exc:
         raise InvalidInput(str(exc), where=str(path)) from exc
     if not isinstance(doc, dict):
-        raise InvalidInput(f"an agent graph is a JSON object, found a {type(doc).__name__}", where=str(path))
+        found_type = type(doc).__name__
+        raise InvalidInput(f"$: an agent graph is a JSON object, found a {found_type}", where=str(path))
     if not is_graph(doc):
         found = doc.get("schemaVersion")
         shown = (
             found[:80] if isinstance(found, str) else type(found).__name__ if found is not None else "none"
         )
         raise InvalidInput(
-            f"not an agent graph: schemaVersion is {shown!r}, expected {GRAPH_SCHEMA_VERSION!r}",
+            f"not an agent graph: $.schemaVersion is {shown!r}, expected {GRAPH_SCHEMA_VERSION!r}",
             where=str(path),
         )
     return doc

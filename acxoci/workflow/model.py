@@ -72,7 +72,7 @@ def load_document(path: Path) -> dict[str, Any]:
     except MalformedError as exc:
         raise InvalidInput(str(exc), where=str(path)) from exc
     if not isinstance(doc, dict):
-        raise InvalidInput("workflow document is not a JSON object", where=str(path))
+        raise InvalidInput("$: the workflow document is not a JSON object", where=str(path))
     if doc.get("schemaVersion") == "acx.agent-graph/1":
         raise InvalidInput(
             "this is an Agent Graph (acx.agent-graph/1), not a workflow",
