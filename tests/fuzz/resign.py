@@ -57,6 +57,14 @@ class Ran:
     def crashed(self) -> bool:
         return self.code == 70
 
+    def typed_error(self) -> bool:
+        """The command answered with one typed error object (`{"error": {"kind": …}}`)."""
+        try:
+            doc = json.loads(self.out)
+        except ValueError:
+            return False
+        return isinstance(doc, dict) and set(doc) == {"error"} and isinstance(doc["error"], dict)
+
     def signature(self) -> str:
         """What makes two crashes the same: the command and the error message without paths."""
         m = re.search(r'"message": "([^"]*)"', self.out)

@@ -410,6 +410,8 @@ def _resign_run(kind_name: str) -> Callable[[Seeds, Any], str]:
         _, ran = results[0]
         if ran.crashed:
             raise Crash(ran.signature())
+        if ran.typed_error():  # an `{"error": {...}}` answer: counted as a typed error
+            raise AcxError(ran.signature())
         return "accepted" if ran.code == 0 else "refused"
 
     return run
