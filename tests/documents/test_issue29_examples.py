@@ -83,3 +83,13 @@ def _file_of(kind: str) -> str:
         "cartridge.policy": "loop-context-policy.json", "cartridge.lance": "lance-memory.json",
         "cartridge.skillset": "skillset.json",
     }.get(kind, "\0")
+
+
+def test_a_committed_index_that_is_null_is_a_difference(env: resign.Env, tmp_path: Path) -> None:
+    """`exchange verify` compared nothing when index.json held `null` (read as "no index") and
+    passed; `null` is a document, and no index."""
+    root = resign.BY_KIND["exchange-index"].materialize(env, "index.json", None, tmp_path)
+    ran = resign.run(["exchange", "verify", str(root), "--now", resign.NOW_TEXT])
+    report = json.loads(ran.out)
+    assert ran.code == 1 and not report["ok"], report
+    assert any("Expected `object`, got `null`" in d for d in report["differences"]), report

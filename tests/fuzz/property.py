@@ -120,6 +120,8 @@ def _names(out: str, where: str) -> bool:
         return out
 
     candidates = forms(path) | (forms(path[:-1]) if len(path) > 1 else set())
+    if not path:  # the whole document: `$`, or the root pointer as a DocumentTypeError prints it
+        candidates.add(": /: ")
     return any(c in text for c in candidates if c)
 
 
