@@ -26,7 +26,7 @@ from acxoci.documents.agent_graph import AgentGraphDoc
 from acxoci.errors import InvalidInput
 from acxoci.fsutil import read_bytes
 from acxoci.workflow import signed
-from acxoci.workflow.issues import Issue, IssueCollector, one_of
+from acxoci.workflow.issues import ABSENT, Issue, IssueCollector, one_of
 from acxoci.workflow.lineage import check_lineage
 from acxoci.workflow.lint import URI_RE, LintResult, publish_profile
 from acxoci.workflow.model import DIGEST_RE, IDENT_RE, PUBLISHER_RE, SEMVER_RE
@@ -328,7 +328,7 @@ class _GraphLinter(IssueCollector):
             if key in d and not isinstance(d[key], list):
                 self.add("collection", f"$.{key}", f"{key} must be an array", d[key])
         max_fanout = self._limits(d.get("limits"))
-        self.extensions(d.get("extensions"))
+        self.extensions(d.get("extensions", ABSENT))
         if "integrity" in d and not isinstance(d["integrity"], Mapping):
             self.add("integrity", "$.integrity", "integrity must be an object", d["integrity"])
 

@@ -21,6 +21,16 @@ def show(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
+class _Absent:
+    """The marker of a member the document does not have (JSON `null` is a value, not absence)."""
+
+    def __repr__(self) -> str:
+        return "ABSENT"
+
+
+ABSENT: Any = _Absent()
+
+
 def one_of(value: Any, allowed: Collection[str]) -> TypeGuard[str]:
     """True when `value` is one of the `allowed` strings (a value of another JSON type never is,
     and is never looked up: a list or object is no set member)."""
@@ -72,7 +82,7 @@ class IssueCollector:
 
     def extensions(self, ext: Any) -> None:
         """`$.extensions`, when present: an object whose keys are reverse-DNS namespaces."""
-        if ext is None:
+        if ext is ABSENT:
             return
         if not isinstance(ext, Mapping):
             self.add("extensions", "$.extensions", "extensions must be an object", ext)

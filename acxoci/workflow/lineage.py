@@ -10,7 +10,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from acxoci.errors import InvalidInput, Tampered
-from acxoci.workflow.issues import Issue, one_of
+from acxoci.workflow.issues import ABSENT, Issue, one_of
 from acxoci.workflow.model import DIGEST_RE, IDENT_RE, PUBLISHER_RE, SEMVER_RE
 from attest.canonical import jcs_digest as canonical_digest
 
@@ -43,7 +43,7 @@ def check_lineage(
 ) -> list[Issue]:
     """Every lineage rule. `publisher_id` is the artifact's own publisher (None for an unsigned
     draft, in which case the self-collision rule cannot apply yet)."""
-    if lineage is None:
+    if lineage is ABSENT:
         return []
     issues: list[Issue] = []
     if not isinstance(lineage, dict):

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from acxoci.workflow import calschema, conditions
-from acxoci.workflow.issues import Issue, IssueCollector, one_of
+from acxoci.workflow.issues import ABSENT, Issue, IssueCollector, one_of
 from acxoci.workflow.lineage import check_lineage
 from acxoci.workflow.model import (
     APPROVALS,
@@ -146,11 +146,11 @@ class _Linter(IssueCollector):
             )
         if not isinstance(d.get("id"), str) or not IDENT_RE.fullmatch(d["id"]):
             self.add("workflow-id", "$.id", "workflow id must match ^[a-z][a-z0-9._-]{0,127}$", d.get("id"))
-        self.extensions(d.get("extensions"))
-        aliases = self.participants(d.get("participants"))
-        rac_ids = self.rac(d.get("rac"))
-        variables = self.variables(d.get("variables"))
-        max_steps = self.limits(d.get("limits"))
+        self.extensions(d.get("extensions", ABSENT))
+        aliases = self.participants(d.get("participants", ABSENT))
+        rac_ids = self.rac(d.get("rac", ABSENT))
+        variables = self.variables(d.get("variables", ABSENT))
+        max_steps = self.limits(d.get("limits", ABSENT))
         nodes = self.nodes(d.get("nodes"), aliases, rac_ids)
         edges = self.edges(d.get("edges"), nodes, variables, rac_ids)
         start = d.get("start")
@@ -162,7 +162,7 @@ class _Linter(IssueCollector):
         publisher = integrity.get("publisherId") if isinstance(integrity, dict) else None
         self.issues.extend(
             check_lineage(
-                d.get("lineage"),
+                d.get("lineage", ABSENT),
                 artifact_type="workflow",
                 publisher_id=publisher if isinstance(publisher, str) else None,
                 artifact_id=d.get("id"),
@@ -189,7 +189,7 @@ class _Linter(IssueCollector):
         """Yield `(path, item)` for each object in the array at `$.field` after the checks every
         keyed list shares: array shape, object items, closed keys, identifier syntax and
         uniqueness (identifiers are collected into `ids`)."""
-        if value is None and optional:
+        if value is ABSENT and optional:
             return
         if not isinstance(value, list):
             self.add(array_rule, f"$.{field}", f"{field} must be an array", value)
@@ -371,7 +371,7 @@ class _Linter(IssueCollector):
         return names
 
     def limits(self, value: Any) -> int | None:
-        if value is None:
+        if value is ABSENT:
             return None
         if not isinstance(value, dict):
             self.add("limits", "$.limits", "limits must be an object", value)
@@ -458,8 +458,8 @@ class _Linter(IssueCollector):
             )
         if "action" in n and not isinstance(n["action"], str):
             self.add("task", f"{path}.action", "action must be a string", n["action"])
-        req = n.get("requires")
-        if req is not None:
+        req = n.get("requires", ABSENT)
+        if req is not ABSENT:
             if not isinstance(req, dict):
                 self.add("requires", f"{path}.requires", "requires must be an object", req)
             else:

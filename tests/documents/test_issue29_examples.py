@@ -93,3 +93,15 @@ def test_a_committed_index_that_is_null_is_a_difference(env: resign.Env, tmp_pat
     report = json.loads(ran.out)
     assert ran.code == 1 and not report["ok"], report
     assert any("Expected `object`, got `null`" in d for d in report["differences"]), report
+
+
+@pytest.mark.parametrize("member", ["rac", "variables", "limits", "lineage", "extensions"])
+def test_a_workflow_member_that_is_null_is_no_absent_member(env: resign.Env, member: str) -> None:
+    """Workflow lint read `"rac": null` as "no RAC list" (and the same for the other optional
+    members); null is a value of the wrong type, named at its path."""
+    from acxoci.workflow.lint import lint
+
+    seed = resign.BY_KIND["workflow"].seeds(env)[0][1]
+    result = lint({**seed, member: None})
+    assert not result.ok
+    assert any(i.path == f"$.{member}" for i in result.errors), [i.text() for i in result.issues]
