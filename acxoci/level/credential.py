@@ -224,7 +224,7 @@ def verify_credential(doc: Any, *, issuers: IssuerRegistry, expected_rom_digest:
 
     Never raises for a bad credential: the verdict carries the state and every reason."""
     if not isinstance(doc, dict):
-        return LevelVerdict("invalid", ("credential is not a JSON object",))
+        return LevelVerdict("invalid", ("$: the credential is not a JSON object",))
     shape = schema_errors(doc)
     if shape:
         return LevelVerdict("invalid", tuple(f"schema {e}" for e in shape[:10]))

@@ -97,7 +97,7 @@ def verify_status_list(doc: Any, *, issuers: IssuerRegistry, now: datetime) -> V
 
     Raises VerificationFailed (tampered / untrusted) or InvalidInput (malformed)."""
     if not isinstance(doc, dict):
-        raise InvalidInput("status list credential is not a JSON object")
+        raise InvalidInput("$: the status list credential is not a JSON object")
     try:
         decode_as(doc, StatusListDoc, document="status list credential")
     except DocumentTypeError as exc:
