@@ -33,7 +33,6 @@ from acxoci.oci.descriptor import (
     OCI_INDEX,
     Descriptor,
     Manifest,
-    filter_referrers,
     is_digest,
     manifest_bytes,
     parse_manifest,
@@ -55,6 +54,7 @@ from acxoci.oci.errors import (
     Unsupported,
     UploadFailed,
 )
+from acxoci.oci.listing import SOURCE_API, SOURCE_TAG, ReferrerListing, check_candidates
 from acxoci.oci.reference import Reference, fallback_tag, valid_tag
 from acxoci.oci.retry import retry_after_seconds
 from acxoci.oci.session import RawReader, error_text, read_capped, registry_error_text
@@ -76,6 +76,7 @@ MANIFEST_ACCEPT = ", ".join(
     ]
 )
 TAG_PAGE_LIMIT = 4 * 1024 * 1024
+MANIFEST_CACHE_BYTES = 32 * 1024 * 1024
 
 
 def use_plain_http(host: str, plain_http: bool | None) -> bool | None:
@@ -517,27 +518,41 @@ class RegistryTarget(UploadsMixin):
         self._remember(actual, data)
         return dict(m.raw), desc
 
-    def referrers(self, desc: Descriptor, artifact_type: str | None = None) -> list[Descriptor]:
-        """Referrers API if served, else the `sha256-<hex>` tag. The artifactType filter is applied
-        here, looking into a referrer's manifest when the listing carries only the config type."""
-        entries = self._referrers_via_api(desc) if self._referrers_api is not False else None
-        if entries is None:
-            raw, _ = self._fallback_index(desc)
-            entries = list(raw.get("manifests") or []) if raw else []
-        _check_referrer_count(len(entries), self.options.max_referrers, self._where(desc.digest))
-        out: list[Descriptor] = []
-        seen: set[str] = set()
-        for i, e in enumerate(entries):
-            d = Descriptor.from_json(e, f"{self._where(desc.digest)} referrers[{i}]")
-            if d.digest not in seen:
-                seen.add(d.digest)
-                out.append(d)
-        return filter_referrers(out, artifact_type, self._fetch_manifest)
+    def referrer_listing(self, desc: Descriptor) -> ReferrerListing:
+        """The one listing (listing.py): candidates from the Referrers API (when served) and from
+        the `sha256-<hex>` fallback tag (always: a tool or a mirror may have written only the
+        tag), each kept only when its manifest's subject is `desc`."""
+        where = self._where(desc.digest)
+        api = self._referrers_via_api(desc) if self._referrers_api is not False else None
+        raw, _ = self._fallback_index(desc)
+        tagged = list(raw.get("manifests") or []) if raw else []
+        for entries in (api or [], tagged):
+            _check_referrer_count(len(entries), self.options.max_referrers, where)
+        warnings: tuple[str, ...] = ()
+        if api is None:
+            warnings = (f"{self.name} does not serve the Referrers API; referrers were read from the "
+                        f"fallback tag (a cache or mirror in between may hide referrers)",)
+        candidates = [(Descriptor.from_json(e, f"{where} referrers[{i}]"), SOURCE_API)
+                      for i, e in enumerate(api or [])]
+        candidates += [(Descriptor.from_json(e, f"{where} {fallback_tag(desc.digest)}.manifests[{i}]"),
+                        SOURCE_TAG) for i, e in enumerate(tagged)]
+        return check_candidates(desc, candidates, self._manifest_bytes, where=where,
+                                max_entries=self.options.max_referrers, warnings=warnings)
 
-    def _fetch_manifest(self, desc: Descriptor) -> Manifest:
+    def referrers(self, desc: Descriptor, artifact_type: str | None = None) -> list[Descriptor]:
+        """The referrers of `desc` (referrer_listing), of `artifact_type` as their manifests say."""
+        return self.referrer_listing(desc).of_type(artifact_type)
+
+    def _manifest_bytes(self, desc: Descriptor) -> bytes:
+        """A manifest's digest-verified bytes (≤ 4 MiB), remembered by digest."""
         with self.fetch(desc) as reader:
             data = reader.read_all()
-        return parse_manifest(data, media_type=desc.media_type, where=self._where(desc.digest))
+        self._remember(desc.digest, data)
+        return data
+
+    def _fetch_manifest(self, desc: Descriptor) -> Manifest:
+        return parse_manifest(self._manifest_bytes(desc), media_type=desc.media_type,
+                              where=self._where(desc.digest))
 
     def _fallback_add(self, subject: Descriptor, entry: Descriptor) -> None:
         """Read-modify-write the `sha256-<hex>` index, keeping every other entry; re-read to
@@ -613,7 +628,10 @@ class RegistryTarget(UploadsMixin):
             self._fallback_add(m.subject, referrer_entry(desc.plain(), m))
 
     def _remember(self, digest: str, data: bytes) -> None:
-        if len(self._manifest_cache) > 256:
+        """Keep a manifest's verified bytes by digest (content-addressed: never stale), at most
+        256 of them and MANIFEST_CACHE_BYTES in all."""
+        held = sum(len(v) for v in self._manifest_cache.values())
+        if len(self._manifest_cache) > 256 or held + len(data) > MANIFEST_CACHE_BYTES:
             self._manifest_cache.clear()
         self._manifest_cache[digest] = data
 
