@@ -8,11 +8,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import typer
-from rich.markup import escape
 
 from acxoci.cartridge.trust_file import load_trust_registry
 from acxoci.cli.apps import harness_app
-from acxoci.cli.output import console, emit
+from acxoci.cli.output import Markup, emit, say
 from acxoci.errors import InvalidInput, NotFound, RefusedByPolicy
 from acxoci.fsutil import atomic_write
 from acxoci.policy import harness as h
@@ -61,19 +60,16 @@ def negotiate(
 
     def human() -> None:
         if descriptor.accepted:
-            console.print(
-                f"harness: [green]ACCEPT[/green]  revision {descriptor.protocol_revision}  "
-                f"(cartridge {verdict.trust})"
-            )
+            say("harness: [green]ACCEPT[/green]  revision {}  (cartridge {})",
+                descriptor.protocol_revision, verdict.trust)
         else:
-            console.print("harness: [red]REFUSE[/red]  -32602 Unsupported harness  (ROM not activated)")
+            say("harness: [red]REFUSE[/red]  -32602 Unsupported harness  (ROM not "
+                "activated)")
         for b in descriptor.bindings:
             mark = "ok" if b.satisfied else ("--" if b.tier == "optional" else "XX")
-            console.print(
-                f"  {mark} {b.role:<18} -> {escape(str(b.bound_tool))}  scopes {list(b.scopes_granted)}"
-            )
+            say("  {} {:<18} -> {}  scopes {}", mark, b.role, str(b.bound_tool), list(b.scopes_granted))
         for u in descriptor.unmet:
-            console.print(f"  unmet: {escape(u)}")
+            say("  unmet: {}", u)
 
     emit(data, human)
     raise SystemExit(0 if descriptor.accepted else RefusedByPolicy.exit_code)
@@ -87,12 +83,10 @@ def check(file: Path = typer.Argument(..., help="A harness-requirements JSON fil
     valid = not h.errors_only(issues)
 
     def human() -> None:
-        console.print(
-            f"harness: {'[green]VALID[/green]' if valid else '[red]INVALID[/red]'}  "
-            f"({escape(loaded.source)})"
-        )
+        say("harness: {}  ({})", Markup("[green]VALID[/green]") if valid else Markup("[red]INVALID[/red]"),
+            loaded.source)
         for i in issues:
-            console.print(f"  - {escape(str(i))}" + (" (warning)" if i.severity == "warning" else ""))
+            say("  - {}{}", str(i), " (warning)" if i.severity == "warning" else "")
 
     emit(
         {

@@ -10,11 +10,10 @@ from pathlib import Path
 
 import typer
 import yaml
-from rich.markup import escape
 
 from acxoci.cli.apps import installed_app, policy_app
 from acxoci.cli.common import transport_options
-from acxoci.cli.output import console, emit
+from acxoci.cli.output import Markup, emit, say
 from acxoci.errors import InvalidInput, NotFound, RefusedByPolicy, UsageError
 from acxoci.fsutil import atomic_write
 from acxoci.install.install import HostInputs, InstallOutcome, install
@@ -25,8 +24,8 @@ from acxoci.oci.settings import active_options
 from attest.canonical import loads_strict, sha256_digest
 from attest.errors import AttestError
 
-_MARK = {"pass": "[green]✓[/green]", "skip": "[dim]-[/dim]", "fail": "[red]✗[/red]",
-         "unavailable": "[red]?[/red]"}
+_MARK = {"pass": Markup("[green]✓[/green]"), "skip": Markup("[dim]-[/dim]"), "fail": Markup("[red]✗[/red]"),
+         "unavailable": Markup("[red]?[/red]")}
 
 
 STORE_OPT = typer.Option(None, "--store", envvar="ACX_STORE", help="Install store folder.")
@@ -70,23 +69,21 @@ def _host_inputs(host: Path | None, host_limits: Path | None, roster: Path | Non
 
 def _render(outcome: InstallOutcome) -> None:
     if outcome.lifecycle is not None:  # deprecated or superseded in the Exchange it came from
-        console.print(f"[bold yellow]WARNING[/bold yellow] {escape(str(outcome.lifecycle.get('message')))}")
+        say("[bold yellow]WARNING[/bold yellow] {}", str(outcome.lifecycle.get('message')))
     if outcome.status == "refused":
         failed = outcome.failed
-        console.print(f"[bold red]REFUSED[/bold red] {escape(outcome.reference)} — {len(failed)} check(s) "
-                      "failed; nothing was installed")
+        say("[bold red]REFUSED[/bold red] {} — {} check(s) failed; nothing was "
+            "installed", outcome.reference, len(failed))
         for c in failed:
-            console.print(f"  {_MARK[c.status]} {c.order}. {c.id} \\[{escape(c.kind or '')}]: "
-                          f"{escape(c.reason)}")
+            say("  {} {}. {} \\[{}]: {}", _MARK[c.status], c.order, c.id, c.kind or '', c.reason)
         return
     if outcome.status == "already-installed":
-        console.print(f"[green]ALREADY INSTALLED[/green] {escape(outcome.name or '')} @ {outcome.digest} "
-                      "(no change)")
+        say("[green]ALREADY INSTALLED[/green] {} @ {} (no change)", outcome.name or '', outcome.digest)
         return
-    console.print(f"[bold green]INSTALLED[/bold green] {escape(outcome.name or '')} @ {outcome.digest}")
+    say("[bold green]INSTALLED[/bold green] {} @ {}", outcome.name or '', outcome.digest)
     for c in outcome.checks:
-        console.print(f"  {_MARK[c.status]} {c.order}. {c.id}: {escape(c.reason)}")
-    console.print(f"  at {escape(outcome.path or '')}")
+        say("  {} {}. {}: {}", _MARK[c.status], c.order, c.id, c.reason)
+    say("  at {}", outcome.path or '')
 
 
 def cmd_install(
@@ -141,10 +138,10 @@ def cmd_list(store: Path | None = STORE_OPT) -> None:
 
     def human() -> None:
         if not items:
-            console.print("nothing installed")
+            say("nothing installed")
         for i in items:
             s = i.summary()
-            console.print(f"{escape(i.name)}  {s['kind']}  {i.digest}  {s['trust']}  {s['installedAt']}")
+            say("{}  {}  {}  {}  {}", i.name, s['kind'], i.digest, s['trust'], s['installedAt'])
 
     emit(data, human)
 
@@ -159,18 +156,17 @@ def cmd_show(name: str = typer.Argument(..., help="Install name."),
 
     def human() -> None:
         r = item.record
-        console.print(f"[bold]{escape(item.name)}[/bold] ({r.get('kind')}) @ {item.digest}")
-        console.print(f"  from {escape(str(r.get('reference')))}, installed {r.get('installedAt')}, "
-                      f"trust {r.get('trust')}, publisher {escape(str(r.get('publisherId')))}")
-        console.print(f"  policy {escape(str(r.get('policy', {}).get('source')))} "
-                      f"{r.get('policy', {}).get('digest')}")
+        say("[bold]{}[/bold] ({}) @ {}", item.name, r.get('kind'), item.digest)
+        say("  from {}, installed {}, trust {}, publisher {}",
+            str(r.get('reference')), r.get('installedAt'), r.get('trust'), str(r.get('publisherId')))
+        say("  policy {} {}", str(r.get('policy', {}).get('source')), r.get('policy', {}).get('digest'))
         for c in r.get("checks", []):
-            console.print(f"  {_MARK.get(c.get('status'), '?')} {c.get('order')}. {c.get('id')}: "
-                          f"{escape(str(c.get('reason')))}")
-        console.print(f"  {len(r.get('files', []))} file(s) at {escape(str(item.path))}")
+            say("  {} {}. {}: {}",
+                _MARK.get(c.get('status'), '?'), c.get('order'), c.get('id'), str(c.get('reason')))
+        say("  {} file(s) at {}", len(r.get('files', [])), str(item.path))
         for a in acts:
-            console.print(f"  activated ({a['host'] or 'custom'}) in {escape(str(a['root']))}: "
-                          + ", ".join(escape(str(s)) for s in a["skills"] or []))
+            say("  activated ({}) in {}: {}", a["host"] or "custom", str(a["root"]),
+                ", ".join(str(s) for s in a["skills"] or []))
 
     emit({"path": str(item.path), "record": item.record, "activations": acts}, human)
 
@@ -198,16 +194,16 @@ def cmd_verify(name: str | None = typer.Argument(None, help="Install name (defau
                                 for r in results]}
 
     def human() -> None:
-        head = "[bold green]OK[/bold green]" if ok else "[bold red]PROBLEMS[/bold red]"
-        console.print(f"{head} {len(results)} installed item(s) checked")
+        head = Markup("[bold green]OK[/bold green]") if ok else Markup("[bold red]PROBLEMS[/bold red]")
+        say("{} {} installed item(s) checked", head, len(results))
         for r in results:
             mark = _MARK["pass"] if r.ok and not activated.get(r.name) else _MARK["fail"]
             files = "ok" if r.files_ok else "CHANGED"
             acts = ", activated files CHANGED" if activated.get(r.name) else ""
-            console.print(f"  {mark} {escape(r.name)} @ {r.digest}: files {files}, revocation {r.revocation}"
-                          f"{acts}")
+            say("  {} {} @ {}: files {}, revocation {}{}",
+                mark, r.name, r.digest, files, r.revocation, acts)
             for p in [*r.problems, *activated.get(r.name, [])]:
-                console.print(f"      - {escape(p)}")
+                say("      - {}", p)
 
     emit(data, human)
     if not ok:
@@ -223,8 +219,7 @@ def cmd_uninstall(name: str = typer.Argument(..., help="Install name."),
     with st.transaction() as txn:
         removed = txn.uninstall(name)
     data = {"uninstalled": name, "digests": [i.digest for i in removed]}
-    emit(data, lambda: console.print(f"[green]UNINSTALLED[/green] {escape(name)} "
-                                     f"({', '.join(i.digest for i in removed)})"))
+    emit(data, lambda: say("[green]UNINSTALLED[/green] {} ({})", name, ', '.join(i.digest for i in removed)))
 
 
 def _relative_to(path: Path, folder: Path) -> str:
@@ -295,7 +290,7 @@ def cmd_policy_init(
     atomic_write(output, text.encode("utf-8"), mode=0o644)
     trusted = ", ".join(publisher) or "nobody yet: edit `publishers` before installing anything"
     emit({"written": str(output), "publishers": publisher},
-         lambda: console.print(f"wrote {escape(str(output))} (trusts {escape(trusted)})"))
+         lambda: say("wrote {} (trusts {})", str(output), trusted))
 
 
 def register(app: typer.Typer) -> None:

@@ -133,8 +133,6 @@ def _value(value: object) -> object:
 def render(template: str, /, *args: object, **values: object) -> str:
     """The markup of `template` (ours: its markup and line breaks are kept) with each `{}` field
     filled by the escaped value (`shown`); format specs and conversions work as in str.format."""
-    if not args and not values:
-        return template
     return template.format(*(_value(a) for a in args), **{k: _value(v) for k, v in values.items()})
 
 
@@ -143,7 +141,7 @@ def cell(template: str, /, *args: object, **values: object) -> Text:
     return Text.from_markup(render(template, *args, **values), emoji=False)
 
 
-def _cell(value: Text | str) -> Text:
+def _cell(value: object) -> Text:
     return value if isinstance(value, Text) else Text(one_line(value))
 
 
@@ -170,7 +168,7 @@ class Tree:
         console.print(self._node)
 
 
-def show_table(columns: Iterable[str], rows: Iterable[Iterable[Text | str]]) -> None:
+def show_table(columns: Iterable[str], rows: Iterable[Iterable[object]]) -> None:
     """A borderless table with a bold header; every cell a `cell(...)` or a plain value (escaped)."""
     table = _Table(show_header=True, header_style="bold", box=None)
     for col in columns:
@@ -184,6 +182,15 @@ def show_lines(block: str) -> None:
     """Our own multi-line text (a PEM key we encoded): each line printed as a value."""
     for line in block.splitlines():
         console.print(shown(line))
+
+
+def show_traceback() -> None:
+    """The exception being handled, for -v: each line of the traceback shown as a value (the
+    exception's message may carry a registry's or a document's text)."""
+    import traceback
+
+    for line in traceback.format_exc().splitlines():
+        err_console.print(shown(line))
 
 
 def write_artifact(fh: IO[bytes]) -> None:
