@@ -53,7 +53,15 @@ from acxoci.oci.errors import (
     SizeMismatch,
     Unsupported,
 )
-from acxoci.oci.listing import SOURCE_INDEX, SOURCE_TAG, ReferrerListing, Source, check_candidates
+from acxoci.oci.listing import (
+    SOURCE_INDEX,
+    SOURCE_TAG,
+    ReferrerListing,
+    Source,
+    check_candidates,
+    index_entries,
+    listed_candidates,
+)
 from acxoci.oci.reference import fallback_tag, valid_tag
 from acxoci.oci.settings import RemoteOptions, active_options
 from attest.canonical import loads_strict
@@ -467,29 +475,28 @@ class LayoutStore:
         lists them), and the entries of a `sha256-<hex>` fallback tag if the layout carries one
         (skopeo copies do), each kept only when its manifest's subject is `desc`."""
         entries = self.entries()
-        candidates: list[tuple[Descriptor, Source]] = [
+        found: list[tuple[Descriptor, Source]] = [
             (e, SOURCE_INDEX) for e in self._subject_map(entries).get(desc.digest, [])]
-        candidates += [(e, SOURCE_TAG) for e in self._fallback_entries(desc, entries)]
-        return check_candidates(desc, candidates, self._manifest_bytes, where=self.name,
-                                max_entries=MAX_REFERRERS)
+        tagged, bad = listed_candidates(self._fallback_entries(desc, entries), SOURCE_TAG,
+                                        f"{self.name}:{fallback_tag(desc.digest)}")
+        return check_candidates(desc, found + tagged, self._manifest_bytes, where=self.name,
+                                max_entries=MAX_REFERRERS, strays=bad)
 
     def referrers(self, desc: Descriptor, artifact_type: str | None = None) -> list[Descriptor]:
         """The referrers of `desc` (referrer_listing), of `artifact_type` as their manifests say."""
         return self.referrer_listing(desc).of_type(artifact_type)
 
-    def _fallback_entries(self, subject: Descriptor, entries: list[Descriptor]) -> list[Descriptor]:
+    def _fallback_entries(self, subject: Descriptor, entries: list[Descriptor]) -> list[Any]:
+        """The raw entries of a `sha256-<hex>` tag's index, if the layout has that tag."""
         tag = fallback_tag(subject.digest)
         found = [e for e in entries if e.annotations.get(ANNOTATION_REF_NAME) == tag]
         if not found or not self.exists(found[-1]):
             return []
-        index = parse_manifest(self._manifest_bytes(found[-1].plain()), media_type=found[-1].media_type,
-                               where=f"{self.name}:{tag}")
         where = f"{self.name}:{tag}"
-        if not index.is_index:
-            raise MalformedManifest("referrers fallback tag does not hold an index", where=where)
-        if len(index.manifests) > MAX_REFERRERS:
+        listed = index_entries(self._manifest_bytes(found[-1].plain()), where)
+        if len(listed) > MAX_REFERRERS:
             raise LimitExceeded(f"more than {MAX_REFERRERS} referrers listed", where=where)
-        return list(index.manifests)
+        return listed
 
     def delete(self, desc: Descriptor) -> None:
         """Remove a manifest's index entries and its blob (blobs it references are left)."""

@@ -15,8 +15,18 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from acxoci.errors import InvalidInput, NotFound, Tampered
-from acxoci.oci.descriptor import MANIFEST_LIMIT, MANIFEST_TYPES, Descriptor, parse_manifest, referrer_entry
-from acxoci.oci.errors import LimitExceeded
+from acxoci.oci.descriptor import (
+    INDEX_TYPES,
+    MANIFEST_LIMIT,
+    MANIFEST_TYPES,
+    Descriptor,
+    is_digest,
+    parse_manifest,
+    referrer_entry,
+)
+from acxoci.oci.errors import LimitExceeded, MalformedManifest
+from attest.canonical import loads_strict
+from attest.errors import MalformedError
 
 Source = Literal["referrers-api", "fallback-tag", "layout-index"]
 SOURCE_API: Source = "referrers-api"
@@ -66,6 +76,41 @@ class ReferrerListing:
         return [r for r in self.referrers if r.artifact_type == artifact_type]
 
 
+def index_entries(data: bytes, where: str) -> list[Any]:
+    """The raw `manifests` of a listing index (a Referrers API page, a fallback tag's index): the
+    index itself must be strict JSON of the index shape (MalformedManifest otherwise); its
+    entries are checked one by one (`candidates`), so one bad entry is a stray, not a failure."""
+    try:
+        obj = loads_strict(data, max_bytes=MANIFEST_LIMIT)
+    except MalformedError as exc:
+        raise MalformedManifest(str(exc), where=where) from exc
+    if not isinstance(obj, dict) or obj.get("schemaVersion") != 2:
+        raise MalformedManifest("a referrers listing is not an image index (schemaVersion 2)", where=where)
+    mt = obj.get("mediaType")
+    if mt is not None and mt not in INDEX_TYPES:
+        raise MalformedManifest(f"a referrers listing has mediaType {str(mt)[:80]!r}", where=where)
+    entries = obj.get("manifests")
+    if not isinstance(entries, list):
+        raise MalformedManifest("a referrers listing has no manifests list", where=where)
+    return entries
+
+
+def listed_candidates(entries: Iterable[Any], source: Source, where: str
+               ) -> tuple[list[tuple[Descriptor, Source]], list[Stray]]:
+    """Each listed entry as a candidate, or as a stray when it is not a descriptor of our grammar
+    (its digest named when it has a well-formed one)."""
+    out: list[tuple[Descriptor, Source]] = []
+    strays: list[Stray] = []
+    for i, e in enumerate(entries):
+        try:
+            out.append((Descriptor.from_json(e, f"{where}.manifests[{i}]"), source))
+        except MalformedManifest as exc:
+            digest = e.get("digest") if isinstance(e, dict) else None
+            named = digest if isinstance(digest, str) and is_digest(digest) else f"manifests[{i}]"
+            strays.append(Stray(named, source, exc.kind, exc.message))
+    return out, strays
+
+
 def check_candidates(
     subject: Descriptor,
     candidates: Iterable[tuple[Descriptor, Source]],
@@ -74,13 +119,14 @@ def check_candidates(
     where: str,
     max_entries: int,
     warnings: tuple[str, ...] = (),
+    strays: Iterable[Stray] = (),
 ) -> ReferrerListing:
     """Apply the rule to `candidates` (first source wins for a digest listed twice). `read(desc)`
     returns the digest-verified bytes of a manifest of at most MANIFEST_LIMIT bytes; NotFound,
     Tampered and InvalidInput from it make a stray, anything else (transport, auth) propagates."""
     seen: set[str] = set()
     kept: list[Descriptor] = []
-    strays: list[Stray] = []
+    out_strays: list[Stray] = list(strays)
     spent = 0
     for desc, source in candidates:
         if desc.digest in seen:
@@ -91,7 +137,7 @@ def check_candidates(
                                 hint="a subject with this many referrers is refused (options.max_referrers)")
 
         def stray(kind: str, reason: str, d: Descriptor = desc, s: Source = source) -> None:
-            strays.append(Stray(d.digest, s, kind, reason, d.artifact_type))
+            out_strays.append(Stray(d.digest, s, kind, reason, d.artifact_type))
 
         if desc.media_type not in MANIFEST_TYPES:
             stray("not_a_manifest", f"listed with media type {desc.media_type}")
@@ -116,4 +162,4 @@ def check_candidates(
             stray("subject_mismatch", f"its manifest's subject is {m.subject.digest}")
             continue
         kept.append(replace(referrer_entry(desc.plain(), m), data=data))
-    return ReferrerListing(subject, tuple(kept), tuple(strays), warnings)
+    return ReferrerListing(subject, tuple(kept), tuple(out_strays), warnings)

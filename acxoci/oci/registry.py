@@ -54,7 +54,14 @@ from acxoci.oci.errors import (
     Unsupported,
     UploadFailed,
 )
-from acxoci.oci.listing import SOURCE_API, SOURCE_TAG, ReferrerListing, check_candidates
+from acxoci.oci.listing import (
+    SOURCE_API,
+    SOURCE_TAG,
+    ReferrerListing,
+    check_candidates,
+    index_entries,
+    listed_candidates,
+)
 from acxoci.oci.reference import Reference, fallback_tag, valid_tag
 from acxoci.oci.retry import retry_after_seconds
 from acxoci.oci.session import RawReader, error_text, read_capped, registry_error_text
@@ -439,12 +446,6 @@ class RegistryTarget(UploadsMixin):
         return sorted(out)
 
     # -- referrers -------------------------------------------------------------------------------
-    def _index_entries(self, data: bytes, where: str) -> list[dict[str, Any]]:
-        m = parse_manifest(data, where=where)
-        if not m.is_index:
-            raise MalformedManifest("referrers answer is not an image index", where=where)
-        return [dict(d.raw or d.to_json()) for d in m.manifests]
-
     def referrers_api(self, subject: Descriptor) -> bool:
         """Does this registry serve the Referrers API? (probed once per repository)."""
         if self._referrers_api is None:
@@ -488,7 +489,7 @@ class RegistryTarget(UploadsMixin):
                     raise ManifestTooLarge(
                         "referrers index exceeds the 4 MiB limit", where=self.name
                     ) from None
-            out.extend(self._index_entries(data, f"{where} referrers"))
+            out.extend(index_entries(data, f"{where} referrers"))
             _check_referrer_count(len(out), self.options.max_referrers, where)
             if nxt == url:
                 raise RegistryProtocolError("referrers pages loop", where=where)
@@ -501,7 +502,7 @@ class RegistryTarget(UploadsMixin):
         from the bytes and must match the registry's Docker-Content-Digest when it sends one."""
         tag = fallback_tag(subject.digest)
         try:
-            data, mt, said = self._get_manifest(tag)
+            data, _, said = self._get_manifest(tag)
         except ManifestNotFound:
             return None, None
         hasher = new_hasher(said or "sha256:")
@@ -511,12 +512,11 @@ class RegistryTarget(UploadsMixin):
             raise DigestMismatch(
                 f"fallback index hashes to {actual}, registry said {said}", where=self._where(tag)
             )
-        m = parse_manifest(data, media_type=mt if mt in MANIFEST_TYPES else None, where=self._where(tag))
-        if not m.is_index:
-            raise MalformedManifest("referrers fallback tag does not hold an index", where=self._where(tag))
-        desc = Descriptor(m.media_type, actual, len(data))
+        index_entries(data, self._where(tag))  # the index's shape; its entries are checked one by one
+        raw = loads_strict(data)
+        desc = Descriptor(str(raw.get("mediaType") or OCI_INDEX), actual, len(data))
         self._remember(actual, data)
-        return dict(m.raw), desc
+        return raw, desc
 
     def referrer_listing(self, desc: Descriptor) -> ReferrerListing:
         """The one listing (listing.py): candidates from the Referrers API (when served) and from
@@ -532,12 +532,11 @@ class RegistryTarget(UploadsMixin):
         if api is None:
             warnings = (f"{self.name} does not serve the Referrers API; referrers were read from the "
                         f"fallback tag (a cache or mirror in between may hide referrers)",)
-        candidates = [(Descriptor.from_json(e, f"{where} referrers[{i}]"), SOURCE_API)
-                      for i, e in enumerate(api or [])]
-        candidates += [(Descriptor.from_json(e, f"{where} {fallback_tag(desc.digest)}.manifests[{i}]"),
-                        SOURCE_TAG) for i, e in enumerate(tagged)]
-        return check_candidates(desc, candidates, self._manifest_bytes, where=where,
-                                max_entries=self.options.max_referrers, warnings=warnings)
+        from_api, bad_api = listed_candidates(api or [], SOURCE_API, f"{where} referrers")
+        from_tag, bad_tag = listed_candidates(tagged, SOURCE_TAG, f"{where} {fallback_tag(desc.digest)}")
+        return check_candidates(desc, from_api + from_tag, self._manifest_bytes, where=where,
+                                max_entries=self.options.max_referrers, warnings=warnings,
+                                strays=bad_api + bad_tag)
 
     def referrers(self, desc: Descriptor, artifact_type: str | None = None) -> list[Descriptor]:
         """The referrers of `desc` (referrer_listing), of `artifact_type` as their manifests say."""
