@@ -1,8 +1,8 @@
 """An OCI layout is untrusted input, like a registry (issue 30): for every trait of the hostile
 layout kit (tests/harness/hostilelayout.py), built at test time into a layout holding two signed
 cartridges, each of `discover`, `verify`, `cp -r`, `install`, `pull`, `tags` and `attach` ends in
-its typed refusal or drops the hostile entry, never exit 70, within 5 s and 150 MB of Python
-allocations. The table below says which, per trait and command."""
+its typed refusal or drops the hostile entry, never exit 70, within 5 s and 150 MB of peak
+resident memory. The table below says which, per trait and command."""
 
 from __future__ import annotations
 
@@ -52,7 +52,8 @@ READS_OK = {"discover": OK, "verify": NO_ATTESTATION, "tags": OK, "attach": OK}
 (no attestation to check S's content against), the tags, and a referrer attached to S."""
 TRAITS: dict[str, Trait] = {
     # listings: entries that name another subject, or are gone, are left out and reported
-    "stray-in-fallback-tag": Trait(H.stray_in_fallback_tag, _all(OK, verify=NO_ATTESTATION), "subject_mismatch"),
+    "stray-in-fallback-tag": Trait(H.stray_in_fallback_tag, _all(OK, verify=NO_ATTESTATION),
+                                   "subject_mismatch"),
     "withdrawn-record-of-another": Trait(H.withdrawn_on_other, _all(OK, verify=NO_ATTESTATION),
                                          "subject_mismatch"),
     "gone-in-fallback-tag": Trait(H.gone_in_fallback_tag, _all(OK, verify=NO_ATTESTATION), "not_found"),
