@@ -209,10 +209,24 @@ def write_document(data: bytes) -> None:
 
 
 def escape_json_controls(text: str) -> str:
-    """JSON text with every terminal control inside its strings written as a `\\uNNNN` escape:
-    the same JSON value, nothing a terminal acts on (these characters never occur outside
-    strings in JSON, and a raw C0 control cannot occur in valid JSON at all)."""
-    return TERMINAL_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    """JSON text with every terminal control and every UNSHOWN_CATEGORIES character inside its
+    strings written as a `\\uNNNN` escape: the same JSON value, nothing a terminal acts on or
+    hides (these characters never occur outside strings in JSON, and a raw C0 control cannot
+    occur in valid JSON at all, so the layout's newlines and indentation stay)."""
+    text = TERMINAL_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    if text.isascii():
+        return text
+    return "".join(_json_escape(c) if ord(c) > 0x7F and unicodedata.category(c) in UNSHOWN_CATEGORIES
+                   else c for c in text)
+
+
+def _json_escape(c: str) -> str:
+    """`c` as JSON `\\u` escapes (a surrogate pair past the BMP)."""
+    code = ord(c)
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    code -= 0x10000
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
 
 
 def json_text(value: Any, *, indent: int | None = 2) -> str:
