@@ -99,7 +99,8 @@ def test_the_check_catches_each_way_around_it(tmp_path: Path) -> None:
         assert needle in kinds, (needle, found)
 
 
-EVIL = "ok\nFAKE: verified by trusted key\r\x1b[2J\x1b]0;t\x07\t\u202e\u2066\u200b\u2028\x85\udcff[bold]x[/bold]"
+EVIL = ("ok\nFAKE: verified by trusted key\r\x1b[2J\x1b]0;t\x07\t\u202e\u2066\u200b\u2028\x85\udcff"
+        "[bold]x[/bold]")
 
 
 @pytest.mark.parametrize("ch", ["\n", "\r", "\t", "\x1b", "\x07", "\x85", "\x9b", "\u202e", "\u2066",
@@ -121,6 +122,7 @@ def test_templates_keep_their_lines_and_values_add_none() -> None:
 
 
 def test_markup_of_our_own_is_kept_and_numbers_keep_their_format() -> None:
-    assert output.render("{} {:3d} {:<4}|", output.Markup("[red]x[/red]"), 7, "ab") == "[red]x[/red]   7 ab  |"
+    got = output.render("{} {:3d} {:<4}|", output.Markup("[red]x[/red]"), 7, "ab")
+    assert got == "[red]x[/red]   7 ab  |"
     assert output.render("{}", "[red]x[/red]") == "\\[red]x\\[/red]"
     assert output.render("braces {{}}") == "braces {}"  # str.format's rule, with or without values
