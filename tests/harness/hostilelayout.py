@@ -99,11 +99,18 @@ class Kit:
         self.write_index(doc)
 
     def fallback_index(self, subject: Descriptor, entries: list[dict[str, Any]]) -> Descriptor:
-        """A `sha256-<hex>` tag for `subject` holding an index of `entries` (as skopeo leaves one)."""
-        data = _bytes({"schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": entries})
+        """A `sha256-<hex>` tag for `subject` holding an index of its present entries and `entries`
+        (as skopeo leaves one)."""
+        tag = fallback_tag(subject.digest)
+        doc = self.index()
+        held = [e for e in doc["manifests"] if (e.get("annotations") or {}).get(ANNOTATION_REF_NAME) == tag]
+        before = json.loads(self.blob(held[-1]["digest"]).read_bytes())["manifests"] if held else []
+        data = _bytes({"schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": [*before, *entries]})
         desc = Descriptor(OCI_INDEX, self.put_blob(data), len(data))
+        doc["manifests"] = [e for e in doc["manifests"] if e not in held]
+        self.write_index(doc)
         self.add_entry({"mediaType": OCI_INDEX, "digest": desc.digest, "size": desc.size,
-                        "annotations": {ANNOTATION_REF_NAME: fallback_tag(subject.digest)}})
+                        "annotations": {ANNOTATION_REF_NAME: tag}})
         return desc
 
 
