@@ -127,11 +127,18 @@ def push_cmd(
         DEFAULT_PUSH_CONCURRENCY, "--concurrency", min=1, max=MAX_CONCURRENCY,
         help="Blobs uploaded at a time (the manifest goes last).",
     ),
+    policy: Path | None = typer.Option(None, "--policy", help="Then judge the pushed copy as `acx install` "
+                                       "would under this policy (exit 8 when it would refuse)."),
+    allow_tag_mismatch: bool = typer.Option(False, "--allow-tag-mismatch", help="Push to a SemVer tag "
+                                            "that is not the artifact's signed version."),
     remote: RemoteOptions = REMOTE,
 ) -> None:
     """Push a cartridge, workflow or agent graph as an OCI artifact; prints the manifest digest.
 
-    With `--sign --key K` the pushed manifest is attested in the same step (as `acx attest`)."""
+    A SemVer-shaped tag must name the artifact's signed version (install refuses any other as a
+    rollback), unless --allow-tag-mismatch. With `--sign --key K` the pushed manifest is attested in
+    the same step (as `acx attest`); with `--policy P` the registry copy is then judged as `acx
+    install` would judge it, so a publisher learns at publish time what a consumer would refuse."""
     from acxoci.artifact import detect_kind, push_path
 
     now = _now()
@@ -140,7 +147,15 @@ def push_cmd(
         raise UsageError("push needs a :tag (or @digest to push untagged); it never picks :latest for you",
                          where=ref, hint=f"acx push {file} {ref}:1.0.0")
     _require_file(file)
-    detect_kind(file)  # refuse a non-ACX file before any target is opened
+    kind = detect_kind(file)  # refuse a non-ACX file before any target is opened
+    if not allow_tag_mismatch and r.tag is not None:
+        from acxoci.errors import RefusedByPolicy
+        from acxoci.install.judge import tag_decision
+
+        verdict = tag_decision(file, kind, r.tag)
+        if verdict.failed:
+            raise RefusedByPolicy(f"{verdict.reason}; nothing was pushed", where=ref,
+                                  hint="tag it with its signed version, or pass --allow-tag-mismatch")
     if sign and key is None:
         raise UsageError("--sign needs --key")
     if key is not None and not sign:
@@ -183,12 +198,25 @@ def push_cmd(
         "attestation": attested,
     }
 
+    judged = None
+    if policy is not None:
+        from acxoci.cli.judging import judge_ref, verdict_json
+
+        judged = judge_ref(data["reference"] if r.tag is None else str(r), policy, now=now)
+        data["acceptance"] = verdict_json(judged, policy)
+
     def human() -> None:
         say("{}", desc.digest)
         if attested is not None:
             info("attested {} as {}", attested.get("predicateType"), attested.get("signerKeyId"))
+        if judged is not None:
+            from acxoci.cli.judging import render
+
+            render(judged, header=f" (as `acx install --policy {policy}` would judge it)")
 
     emit(data, human, quiet_line=desc.digest)
+    if judged is not None and not judged.ok:
+        raise typer.Exit(8)
 
 
 def pull_cmd(

@@ -2,18 +2,20 @@
 referrer of the release's manifest (artifactType `application/vnd.acx.registry-status.v1`, one JSON
 layer), so a status can be added after publication without touching the release's digest.
 
-`lifecycle_gate` is the one hook `acx install` calls: it reads those referrers and applies
-`status.decide` (withdrawn refuses, deprecated warns, superseded warns and names the successor).
+`lifecycle_verdict` is what the one acceptance decision reads (acxoci/install/judge.py): those
+referrers, never older than the newest record seen, through `status.decide` (withdrawn refuses,
+deprecated warns, superseded warns and names the successor).
 """
 
 from __future__ import annotations
 
 import io
+from datetime import UTC, datetime
 from typing import Any
 
 from acxoci.errors import AcxError, InvalidInput, NotFound
-from acxoci.exchange.errors import ReleaseWithdrawn
 from acxoci.exchange.status import LifecycleVerdict, decide
+from acxoci.freshness import HighWater
 from acxoci.oci.descriptor import EMPTY_DATA, Descriptor, descriptor_for, parse_manifest
 from acxoci.oci.reference import parse_reference
 from acxoci.oci.shapes import referrer_manifest
@@ -119,20 +121,32 @@ def _successor_reference(record: dict[str, Any], reference: str) -> str | None:
     return f"{repo[: -len(tail)]}/{path}" if repo.endswith(tail) else None
 
 
-def lifecycle_gate(target: Target, subject: Descriptor, name: str) -> LifecycleVerdict:
-    """The install hook: the release's lifecycle verdict; ReleaseWithdrawn when it must not be
-    installed. `name` is the reference as typed."""
+def lifecycle_verdict(target: Target, subject: Descriptor, name: str, high_water: HighWater | None,
+                      now: datetime | None = None) -> LifecycleVerdict:
+    """The release's lifecycle verdict (withdrawn refuses, deprecated/superseded warn), never older
+    than the newest record `high_water` has seen for it. `name` is the reference as typed."""
     records = read_lifecycle(target, subject)
+    if high_water is not None:
+        records = high_water.lifecycle(subject.digest, records, now or datetime.now(UTC))
+    return _decide(records, name)
+
+
+def lifecycle_from_high_water(subject_digest: str, name: str, high_water: HighWater,
+                              now: datetime, max_age: float | None) -> LifecycleVerdict | None:
+    """The verdict from the newest record seen, when the registry cannot be read: None when nothing
+    was ever seen, or when it was checked longer than `max_age` seconds ago (None: any age)."""
+    seen = high_water.lifecycle_seen(subject_digest)
+    if seen is None:
+        return None
+    records, checked = seen
+    if max_age is not None and now.timestamp() - checked > max_age:
+        return None
+    return _decide(records, name)
+
+
+def _decide(records: list[dict[str, Any]], name: str) -> LifecycleVerdict:
     for r in records:
         ref = _successor_reference(r, name)
         if ref is not None:
             r["successorReference"] = ref
-    verdict = decide(records, name)
-    if verdict.action == "refuse":
-        raise ReleaseWithdrawn(
-            verdict.message,
-            where=f"{name}@{subject.digest}",
-            hint="install its successor or another version",
-            details={"lifecycle": verdict.to_json()},
-        )
-    return verdict
+    return decide(records, name)

@@ -164,6 +164,8 @@ def test_every_command_json_validates_against_its_schema(
     acx("installed", "list", "--store", f"{r}/st")
     acx("installed", "show", done["name"], "--store", f"{r}/st")
     acx("installed", "verify", "--store", f"{r}/st")
+    acx("installed", "sync", "--dry-run", "--store", f"{r}/st")
+    acx("installed", "sync", "--store", f"{r}/st")
     acx("activate", done["name"], "--skills-dir", f"{r}/skills", "--store", f"{r}/st")
     acx("deactivate", done["name"], "--skills-dir", f"{r}/skills", "--store", f"{r}/st")
     acx("uninstall", done["name"], "--store", f"{r}/st")
