@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from acxoci.errors import InvalidInput
+from acxoci.errors import DISK_SAID_NO, InvalidInput
 from acxoci.fsutil import atomic_write
 from acxoci.oci.descriptor import (
     ANNOTATION_REF_NAME,
@@ -46,6 +46,7 @@ from acxoci.oci.digest import Readable, VerifyingReader
 from acxoci.oci.errors import (
     BlobNotFound,
     DeadlineExceeded,
+    DiskFull,
     LimitExceeded,
     MalformedManifest,
     ManifestNotFound,
@@ -108,6 +109,20 @@ class _Timed:
 
     def close(self) -> None:
         self._fh.close()
+
+
+@contextlib.contextmanager
+def _writing(where: str) -> Iterator[None]:
+    """A write to the layout whose OS failure is typed: a full disk (or quota, file-size limit,
+    read-only filesystem) is DiskFull, anything else (a folder where a file goes, no permission)
+    InvalidInput naming the layout."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.errno in DISK_SAID_NO:
+            raise DiskFull(f"writing failed: {exc.strerror}", where=where,
+                           hint="free disk space or raise the file-size limit, then retry") from None
+        raise InvalidInput(f"cannot write into the layout: {exc.strerror or exc}", where=where) from None
 
 
 class LayoutStore:
@@ -210,10 +225,11 @@ class LayoutStore:
     @contextlib.contextmanager
     def _dir(self, *parts: str) -> Iterator[int]:
         """An fd of the folder root/parts..., each part created if missing and never a symlink."""
-        fds = [os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)]
+        with _writing(str(self.root)):
+            fds = [os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)]
         try:
             for part in parts:
-                with contextlib.suppress(FileExistsError):
+                with _writing(str(self.root)), contextlib.suppress(FileExistsError):
                     os.mkdir(part, 0o755, dir_fd=fds[-1])
                 try:
                     fds.append(os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC,
@@ -233,10 +249,12 @@ class LayoutStore:
             return
         if not self._create:
             raise ManifestNotFound("not an OCI layout (no oci-layout file)", where=str(self.root))
-        self.root.mkdir(parents=True, exist_ok=True)
+        with _writing(str(self.root)):
+            self.root.mkdir(parents=True, exist_ok=True)
         with self._dir("blobs", "sha256"):
             pass
-        atomic_write(self.root / LAYOUT_FILE, json.dumps(LAYOUT_VERSION).encode())
+        with _writing(str(self.root)):
+            atomic_write(self.root / LAYOUT_FILE, json.dumps(LAYOUT_VERSION).encode())
         if not (self.root / "index.json").exists():
             self._write_index({"schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": []})
 
@@ -267,7 +285,8 @@ class LayoutStore:
         data = _index_bytes(index)
         if len(data) > INDEX_LIMIT:
             raise LimitExceeded(f"index.json would pass the {INDEX_LIMIT}-byte cap", where=self.name)
-        atomic_write(self.root / "index.json", data)
+        with _writing(str(self.root / "index.json")):
+            atomic_write(self.root / "index.json", data)
         self._subjects = None
 
     def _update_index(self, change: Callable[[list[dict[str, Any]]], list[dict[str, Any]] | None]) -> None:
@@ -388,14 +407,17 @@ class LayoutStore:
         symlink), then rename it to its digest once the reader proved it."""
         self._blob_path(desc.digest)  # a well-formed digest names the file
         alg, _, hexpart = desc.digest.partition(":")
+        where = f"{self.name}@{desc.digest}"
         with self._dir("blobs", alg) as dfd:
             tmp = f".{hexpart[:16]}.{os.getpid()}.{time.monotonic_ns()}.part"
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644,
-                         dir_fd=dfd)
+            with _writing(where):
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644,
+                             dir_fd=dfd)
             try:
                 with os.fdopen(fd, "wb") as fh:
                     reader.copy_to(fh)
-                os.replace(tmp, hexpart, src_dir_fd=dfd, dst_dir_fd=dfd)
+                with _writing(where):
+                    os.replace(tmp, hexpart, src_dir_fd=dfd, dst_dir_fd=dfd)
             except BaseException:
                 with contextlib.suppress(OSError):
                     os.unlink(tmp, dir_fd=dfd)
@@ -505,7 +527,7 @@ class LayoutStore:
         self._update_index(lambda entries: [e for e in entries if e.get("digest") != desc.digest])
         self._blob_path(desc.digest)
         alg, _, hexpart = desc.digest.partition(":")
-        with self._dir("blobs", alg) as dfd, contextlib.suppress(FileNotFoundError):
+        with self._dir("blobs", alg) as dfd, _writing(self.name), contextlib.suppress(FileNotFoundError):
             os.unlink(hexpart, dir_fd=dfd)
 
 

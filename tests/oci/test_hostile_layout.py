@@ -201,3 +201,34 @@ def test_concurrent_writers_through_the_hardened_lock_keep_every_entry(tmp_path:
     assert len(kit.store.referrers(kit.subject)) == 12
     assert json.loads((kit.root / "index.json").read_text())["manifests"]
     shutil.rmtree(kit.root)
+
+
+def test_a_folder_where_a_blob_goes_ends_a_copy_typed(
+    carts: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Writing into a layout whose blob name is taken by a folder: typed, never exit 70."""
+    src = H.build(tmp_path / "a", carts["S"], carts["X"])
+    dst = H.build(tmp_path / "b")
+    m = json.loads(src.blob(src.subject.digest).read_bytes())
+    dst.blob(m["layers"][0]["digest"]).mkdir(parents=True)
+    with H.bounded():
+        code, res = acx_json(capsys, "cp", f"{src.ref}:v1", f"{dst.ref}:copied")
+    assert (code, res["error"]["kind"]) == (3, "invalid_input"), res
+
+
+def test_an_index_child_naming_a_subject_is_not_copied(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An index whose child manifest names X as its subject: copying the index would make the
+    child a referrer of X in the destination, so the copy refuses it (typed)."""
+    kit = H.build(tmp_path)
+    child = kit.manifest(artifact_type="application/x.child", subject=kit.other, listed=False)
+    index = json.dumps({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json",
+                        "manifests": [child.to_json()]}).encode()
+    digest = kit.put_blob(index)
+    kit.add_entry({"mediaType": "application/vnd.oci.image.index.v1+json", "digest": digest,
+                   "size": len(index), "annotations": {"org.opencontainers.image.ref.name": "idx"}})
+    with H.bounded():
+        code, res = acx_json(capsys, "cp", f"{kit.ref}:idx", f"oci-layout:{tmp_path / 'dst'}:idx")
+    assert (code, res["error"]["kind"]) == (3, "malformed_manifest"), res
+    assert "subject" in res["error"]["message"]
