@@ -59,7 +59,8 @@ def test_discover_lists_each_subject_once(
     assert by_digest[c["referrers"][0]["digest"]] == "D"
     assert by_digest[c["referrers"][0]["referrers"][0]["digest"]] == "E"
     assert tops["B"]["referrers"] == []
-    strays = [(by_digest[s["subject"]], by_digest[s["digest"]], s["kind"], s["source"]) for s in res["strays"]]
+    strays = [(by_digest[s["subject"]], by_digest[s["digest"]], s["kind"], s["source"])
+              for s in res["strays"]]
     assert strays == [("B", "C", "subject_mismatch", "referrers-api")]
 
 
