@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install the interop peers (distribution registry, oras 1.2/1.3, cosign 2.5/3.x, crane,
 # acx-refreg) from Debian packages into a git-ignored folder, without touching the system's
-# apt sources. Idempotent: a second run only re-checks what is there.
+# apt sources, and the reference MCP filesystem server from the npm registry (the boot
+# handshake's real MCP server). Idempotent: a second run only re-checks what is there.
 #   ACX_PEERS_DIR  target folder (default: <repo>/.peers)
 #   PEERS_FORCE=1  re-extract everything
 set -euo pipefail
@@ -9,10 +10,13 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 PEERS=${ACX_PEERS_DIR:-$here/.peers}
 mkdir -p "$PEERS/apt"
+MCP_FS_VERSION=2026.8.31
+MCP_FS_BIN=mcp-filesystem/node_modules/.bin/mcp-server-filesystem
 
 have_all() {
   for b in cosign2/usr/bin/cosign cosign3/usr/bin/cosign oras12/usr/bin/oras \
-           oras13/usr/bin/oras crane/usr/bin/crane refreg/acx-refreg; do
+           oras13/usr/bin/oras crane/usr/bin/crane refreg/acx-refreg \
+           "$MCP_FS_BIN"; do
     [ -x "$PEERS/$b" ] || return 1
   done
   command -v docker-registry >/dev/null || return 1
@@ -105,6 +109,20 @@ if ! command -v tmux >/dev/null; then
   apt-get update -q >/dev/null
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q tmux >/dev/null
 fi
+
+# The reference MCP filesystem server (npm), pinned; needs Node.js >= 18 (Debian's nodejs).
+install_mcp_fs() {
+  [ -x "$PEERS/$MCP_FS_BIN" ] && [ -z "${PEERS_FORCE:-}" ] && return 0
+  if ! command -v npm >/dev/null; then
+    apt-get update -q >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q nodejs npm >/dev/null
+  fi
+  rm -rf "$PEERS/mcp-filesystem"; mkdir -p "$PEERS/mcp-filesystem"
+  npm install --prefix "$PEERS/mcp-filesystem" --no-audit --no-fund --silent \
+    "@modelcontextprotocol/server-filesystem@$MCP_FS_VERSION" >/dev/null
+  echo "peers: @modelcontextprotocol/server-filesystem $MCP_FS_VERSION (npm)"
+}
+install_mcp_fs
 
 have_all || { echo "peers: some peers are missing after install" >&2; exit 1; }
 echo "peers: installed in $PEERS"

@@ -33,7 +33,7 @@ from acxoci.attestation.verify import VerifyReport, pulled_content_path, verify_
 from acxoci.cartridge.constants import SQLITE_MAGIC
 from acxoci.cartridge.trust_file import load_trust_registry
 from acxoci.cli.common import exit_with as _exit
-from acxoci.cli.common import load_signing_key, transport_options
+from acxoci.cli.common import load_signing_key, refuse_local_file, transport_options
 from acxoci.cli.common import parse_now as _now
 from acxoci.cli.output import emit, say
 from acxoci.errors import AcxError, UsageError
@@ -228,6 +228,7 @@ def verify_cmd(
     (which installs nothing here). Without it, a narrower check: the attestations (cosign legacy +
     bundle) and their binding to the content, not the artifact's own signature; with
     --require-level also its level credential (issuer, ROM binding, revocation)."""
+    refuse_local_file(ref, "verify")
     now = _now(now_)
     if policy is not None:
         narrower = [key, trust_registry, identity, identity_regexp, issuer, issuer_regexp, trusted_root,

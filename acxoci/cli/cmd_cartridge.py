@@ -98,8 +98,16 @@ def _render_inspect(d: dict[str, Any]) -> None:
     for s in d["signatures"]:
         say("  signature {} keyid {} at {}{}", s["sigId"], s["keyid"], s["createdAt"],
             "" if s["publicKeyPresent"] else " (no public key)")
+    say("  metadata ({}):", len(meta))
+    for k in sorted(meta):
+        v = str(meta[k])
+        say("    {} = {}", k, v if len(v) <= 200 else v[:200] + '…')
+    say("  attestations ({}):{}", len(d["attestations"]), "" if d["attestations"] else " none")
     for a in d["attestations"]:
-        say("  attestation {} {} {}", a['attId'], a['type'], a['mediaType'])
+        extra = "".join(
+            f" {k}={a[k]}" for k in ("createdAt", "statusUrl") if a.get(k) is not None
+        )
+        say("    {} {} {}{}", a['attId'], a['type'], a['mediaType'], extra)
     c = d["consistency"]
     if c["mismatches"] or c["uncovered"]:
         say("  [red]inconsistent:[/red] {} mismatches, {} uncovered (run `acx "

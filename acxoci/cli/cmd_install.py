@@ -12,7 +12,7 @@ import typer
 import yaml
 
 from acxoci.cli.apps import installed_app, policy_app
-from acxoci.cli.common import parse_now, transport_options
+from acxoci.cli.common import parse_now, refuse_local_file, transport_options
 from acxoci.cli.judging import MARK as _MARK
 from acxoci.cli.output import Markup, emit, say
 from acxoci.errors import NotFound, RefusedByPolicy, UsageError
@@ -36,7 +36,7 @@ def _store(path: Path | None) -> Store:
     return Store(path)
 
 
-def _render(outcome: InstallOutcome) -> None:
+def render_outcome(outcome: InstallOutcome) -> None:
     if outcome.lifecycle is not None:  # deprecated or superseded in the Exchange it came from
         say("[bold yellow]WARNING[/bold yellow] {}", str(outcome.lifecycle.get('message')))
     if outcome.status == "refused":
@@ -75,6 +75,7 @@ def cmd_install(
     harness, policy budget (and staffing for a workflow), version (anti-rollback). A refusal lists
     every failed check and
     exits 8; the store is left byte-identical."""
+    refuse_local_file(ref, "install")
     if policy is None:
         raise UsageError("acx install needs --policy FILE: the publishers and keys this host trusts",
                          hint="make one with `acx policy init -o policy.yaml --publisher ID "
@@ -91,7 +92,7 @@ def cmd_install(
                       remote=active_options(), name=name, allow_downgrade=allow_downgrade, activate=request)
 
     def human() -> None:
-        _render(outcome)
+        render_outcome(outcome)
         if outcome.activation is not None:
             from acxoci.cli.cmd_activate import render_activation
 

@@ -16,7 +16,7 @@ from typing import Any
 import typer
 
 from acxoci.cli.apps import manifest_app
-from acxoci.cli.common import load_signing_key, transport_options
+from acxoci.cli.common import load_signing_key, refuse_local_file, transport_options
 from acxoci.cli.output import (
     OPTS,
     Tree,
@@ -235,6 +235,7 @@ def pull_cmd(
     folder -o names, one file per layer title."""
     from acxoci.artifact import pull_file
 
+    refuse_local_file(ref, "pull")
     now = _now()
     r = _ref(ref)
     to_stdout = str(output) == "-"

@@ -12,7 +12,7 @@ each with a JSON Schema in `schemas/output/`:
 Field names are one vocabulary everywhere (`keyId`, `publisherId`, `digest`, `reference`, …):
 `canonical_fields` renames the few old spellings, outside documents embedded verbatim.
 
-Human output has one rule (docs/decisions/0030-untrusted-text-in-human-output.md): a line is a
+Human output has one rule (docs/decisions/0034-untrusted-text-in-human-output.md): a line is a
 *template* of ours (a literal in the code: its markup and its line breaks are ours) filled with
 *values*, and every value is shown escaped (`shown`): controls including newline, carriage
 return and tab, Unicode format characters (bidi embeddings, overrides and isolates, zero-width
@@ -21,7 +21,7 @@ characters), line and paragraph separators and lone surrogates each become a vis
 a layout, a document, a file name or a certificate can neither add a line nor steer the
 terminal. Commands print only through `say`/`info`/`warn`/`debug`/`say_error` (template first,
 a string literal), build tree labels and table cells with `cell(...)`, and mark markup of their own
-kept in a variable with `Markup("literal")`; tests/unit/test_output_layer.py proves by the AST
+kept in a variable with `Markup("literal")`; tests/cli/test_output_layer.py proves by the AST
 that no command prints any other way. Both consoles also neutralise terminal controls as they
 render (a second net). JSON output keeps every value exact and writes terminal controls as
 JSON `\\u` escapes (`json_text`).
@@ -179,7 +179,8 @@ def show_table(columns: Iterable[str], rows: Iterable[Iterable[object]]) -> None
 
 
 def show_lines(block: str) -> None:
-    """Our own multi-line text (a PEM key we encoded): each line printed as a value."""
+    """A block of text to copy (a PEM key we encoded, a pull-request body we wrote): each of its
+    lines printed as a value, so a line keeps no control and no markup acts."""
     for line in block.splitlines():
         console.print(shown(line))
 
@@ -279,7 +280,7 @@ COMMAND_KINDS: dict[str, ResultKind] = {
     "acx graph lint": "verdict", "acx exchange verify": "verdict",
     "acx push": "transfer", "acx pull": "transfer", "acx cp": "transfer", "acx attach": "transfer",
     "acx status-list publish": "transfer",
-    "acx install": "install",
+    "acx install": "install", "acx load": "install",
 }
 
 

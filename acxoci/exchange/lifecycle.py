@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from acxoci.errors import AcxError, InvalidInput, NotFound
+from acxoci.exchange.coordinates import KINDS, repository_path
 from acxoci.exchange.status import LifecycleVerdict, decide
 from acxoci.freshness import HighWater
 from acxoci.oci.descriptor import EMPTY_DATA, Descriptor, descriptor_for, parse_manifest
@@ -35,7 +36,7 @@ OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
 
 def lifecycle_record(entry: dict[str, Any], successor_path: str | None) -> bytes:
     """The referrer's layer: the ledger entry as is, plus where the successor sits relative to the
-    mirror's prefix (`<publisher>/<id>:<tag>`, so the record names no registry host and a copied
+    mirror's prefix (`<kind>/<publisher>/<id>:<tag>`, so the record names no registry host and a copied
     mirror stays right). JCS: the same entry always gives the same bytes."""
     doc: dict[str, Any] = {
         "schemaVersion": RECORD_SCHEMA,
@@ -111,15 +112,15 @@ def read_lifecycle(target: Target, subject: Descriptor) -> list[dict[str, Any]]:
 
 def _successor_reference(record: dict[str, Any], reference: str) -> str | None:
     """Where the successor is in the mirror `reference` came from: its repository with the last
-    `<publisher>/<id>` replaced by the record's successor path."""
+    `<kind>/<publisher>/<id>` replaced by the record's successor path."""
     path, art = record.get("successorPath"), record.get("artifact")
-    if not isinstance(path, str) or not isinstance(art, dict):
+    if not isinstance(path, str) or not isinstance(art, dict) or art.get("artifactType") not in KINDS:
         return None
     try:
         repo = parse_reference(reference, require_ref=False).repo_string()
     except AcxError:
         return None
-    tail = f"/{art.get('publisherId')}/{art.get('id')}"
+    tail = "/" + repository_path(str(art["artifactType"]), str(art.get("publisherId")), str(art.get("id")))
     return f"{repo[: -len(tail)]}/{path}" if repo.endswith(tail) else None
 
 

@@ -33,7 +33,8 @@ CHECK_DOC: dict[str, str] = {
     "level": "a level credential from an accepted issuer proves the required level for this ROM",
     "revocation": "the relied-on credential is not revoked, per a fresh enough status list",
     "harness": "the host descriptor satisfies the cartridge's harness requirements",
-    "policy-budget": "the loop + context policy is valid and its budget fits the host's limits",
+    "policy-budget": "the package passes `acx cartridge spec` (loop + context policy, harness document, "
+                     "skills) and its budget fits the host's limits",
     "staffing": "a workflow's team can be staffed from the installed cartridges (workflow `ready`)",
     "version": "a SemVer tag names the signed version, and no newer version of the name is replaced",
     "lifecycle": "the release is not withdrawn in the Exchange it came from (newest record seen)",
@@ -477,7 +478,7 @@ def check_budget(ev: BudgetEvidence | None, policy: VerificationPolicy) -> Check
     if not ev.present:
         return _fail(cid, K_POLICY_INVALID, "the cartridge has no loop + context policy")
     if ev.policy_errors:
-        return _fail(cid, K_POLICY_INVALID, "loop + context policy is invalid: "
+        return _fail(cid, K_POLICY_INVALID, "the package is invalid (as `acx cartridge spec` says): "
                      + "; ".join(ev.policy_errors), errors=list(ev.policy_errors))
     if ev.host is None:
         if policy.require_host_limits:

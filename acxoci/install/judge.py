@@ -455,21 +455,26 @@ def gather_harness(path: Path, host: HostInputs, staged: Path | None) -> C.Harne
 
 
 def gather_budget(path: Path, host: HostInputs) -> C.BudgetEvidence:
-    """The cartridge's loop + context policy findings and budget, with the host's limits."""
+    """The package's problems as `acx cartridge spec` finds them (loop + context policy, harness
+    document, package spec, skill table against the SKILL.md files: one set of checks for spec,
+    `check`, `harness negotiate` and install), its budget, and the host's limits."""
     from acxoci.cartridge.reader import open_cartridge
-    from acxoci.policy.loop_context import ROM_PATH, errors_only, validate_policy
+    from acxoci.cartridge.spec import check_spec
+    from acxoci.policy.loop_context import ROM_PATH
 
     with open_cartridge(path) as cart:
         data = cart.sqlar_read(ROM_PATH)
     if data is None:
         return C.BudgetEvidence(present=False, host=host.limits)
+    errors = tuple(f"{i.path}: {i.message} ({i.rule})" for i in check_spec(path).issues
+                   if i.severity == "error")
     try:
         doc = loads_strict(data)
-    except AttestError as exc:
-        return C.BudgetEvidence(policy_errors=(f"not JSON: {exc}",), host=host.limits)
-    errors = tuple(str(i) for i in errors_only(validate_policy(doc)))
+    except AttestError:
+        return C.BudgetEvidence(policy_errors=errors or ("loop + context policy is not JSON",),
+                                host=host.limits)
     budget = doc.get("budget") if isinstance(doc, dict) else None
-    limits = ResourceLimits.from_json(budget) if isinstance(budget, dict) else None
+    limits = ResourceLimits.from_json(budget) if isinstance(budget, dict) and not errors else None
     return C.BudgetEvidence(errors, limits, host.limits)
 
 
@@ -544,6 +549,8 @@ class Context:
     allow_downgrade: bool = False
     remote: RemoteOptions | None = None
     levels: bool = False  # gather level credentials even when the policy requires no level (staffing)
+    pulled: tuple[Any, ...] = ()  # roster entries pulled from registries, for a workflow's staffing
+    source: str | None = None  # where the artifact is recorded as coming from (`file:PATH` for load)
 
 
 def gather(kind: Kind | None, path: Path | None, src: Source, ctx: Context, *, repository: str,
@@ -664,13 +671,18 @@ class JudgedLevels:
         return None if got is None else ProvenLevel(got[0], got[1], got[2])
 
 
-def staffing_roster(ctx: Context) -> tuple[list[Any], JudgedLevels]:
-    """The cartridges a workflow may be staffed from (the store's, plus `host.roster`), each judged
-    now under the workflow's policy: a refused one stays on the roster as unstaffable, with why."""
+def staffing_roster(ctx: Context, pulled: Sequence[Any] = ()) -> tuple[list[Any], JudgedLevels]:
+    """The cartridges a team may be staffed from, each judged now under the team's policy: the
+    store's installed ones, those in `host.roster` (a folder), and `pulled` roster entries (pulled
+    from a registry or layout, judged at the digest they were pulled at). A refused one stays on the
+    roster as unstaffable, with the decision's reasons; a slot's level comes only from the
+    credential the decision relied on (`Judgement.proven_level`)."""
+    from acxoci.oci.reference import parse_reference as parse
     from acxoci.workflow.ready import directory_roster, load_roster_entry
 
     policy, now = ctx.policy, ctx.now
-    member_ctx = replace(ctx, installed=None, name=None, levels=True)
+    member = staffing_policy(policy)
+    member_ctx = replace(ctx, policy=member, installed=None, name=None, levels=True)
     entries: list[Any] = []
     levels: dict[str, tuple[int, str | None, str | None]] = {}
 
@@ -679,7 +691,7 @@ def staffing_roster(ctx: Context) -> tuple[list[Any], JudgedLevels]:
         if not verdict.ok:
             entry = replace(entry, error="refused by the policy: " + "; ".join(verdict.reasons()))
         else:
-            proven = verdict.proven_level(policy)
+            proven = verdict.proven_level(member)
             if proven is not None and proven.level is not None:
                 levels[entry.path] = (proven.level, proven.tier, proven.digest)
         entries.append(entry)
@@ -689,10 +701,16 @@ def staffing_roster(ctx: Context) -> tuple[list[Any], JudgedLevels]:
             continue
         entry = load_roster_entry(f"installed:{item.name}", item.path / CARTRIDGE_FILE,
                                   registry=policy.combined_registry(), now=now)
-        admit(entry, judge_installed(item, member_ctx, staffing_policy(policy)))
+        admit(entry, judge_installed(item, member_ctx))
     for label, path in directory_roster(ctx.host.roster) if ctx.host.roster is not None else []:
         entry = load_roster_entry(label, path, registry=policy.combined_registry(), now=now)
-        admit(entry, judge_file(path, member_ctx, staffing_policy(policy)))
+        admit(entry, judge_file(path, member_ctx))
+    for entry in pulled:
+        if entry.manifest_digest is None:  # it could not be pulled: unstaffable, with its error
+            entries.append(replace(entry, minimum=policy.minimum_trust))
+            continue
+        at_digest = f"{parse(entry.source, require_ref=False).repo_string()}@{entry.manifest_digest}"
+        admit(entry, judge_reference(at_digest, member_ctx))
     return entries, JudgedLevels(levels)
 
 
@@ -709,7 +727,7 @@ def gather_workflow(path: Path, ctx: Context) -> tuple[C.SignatureEvidence, dict
     from acxoci.workflow.ready import assess
 
     sig, meta, doc, verdict = workflow_signature(path, ctx.policy, ctx.now)
-    entries, levels = staffing_roster(ctx)
+    entries, levels = staffing_roster(ctx, ctx.pulled)
     report = assess(Workflow.from_json(doc), entries, workflow_verdict=verdict, level_resolver=levels)
     staffing = report.to_json()
     staffing["ready"] = report.ready
@@ -732,9 +750,10 @@ def judge_descriptor(target: Target, desc: Descriptor, ref: Reference, ref_text:
     manifest_digest = sha256_digest(pulled.manifest_bytes) if pulled.manifest_bytes is not None else None
     content = C.ContentEvidence(resolved, manifest_digest, pulled.error, tuple(pulled.blobs))
     src = Source(target, desc, str(ref))
-    gathered, meta, name = gather(pulled.kind, pulled.content_path, src, ctx, repository=ref.repo_string(),
-                                  content=content, tag=ref.tag, lifecycle=lifecycle, workdir=workdir,
-                                  fallback_name=ref.repo_string())
+    repository = ctx.source or ref.repo_string()
+    gathered, meta, name = gather(pulled.kind, pulled.content_path, src, ctx, repository=repository,
+                                  content=content, tag=None if ctx.source else ref.tag, lifecycle=lifecycle,
+                                  workdir=workdir, fallback_name=repository)
     return _decide(ref_text, resolved, pulled.kind, gathered, meta, pulled, name, ctx)
 
 
@@ -754,10 +773,10 @@ def registry_refusal(ref_text: str, repository: str, policy: VerificationPolicy)
 
 
 def resolve_and_gate(target: Target, ref: Reference, ref_text: str, ctx: Context
-                     ) -> tuple[Descriptor, str, C.LifecycleEvidence] | Judgement:
+                     ) -> tuple[Descriptor, str, C.LifecycleEvidence | None] | Judgement:
     """One GET resolves the reference; then the lifecycle gate. A refusal comes back as a Judgement
     (a pinned digest answered with other bytes, a withdrawn release)."""
-    reg = C.check_registry(ref.repo_string(), ctx.policy)
+    reg = C.check_registry(ctx.source or ref.repo_string(), ctx.policy)
     try:
         desc = resolve_manifest(target, ref.reference or "latest")
     except TruncatedBody as exc:  # the manifest GET was cut: a transport failure, not a verdict
@@ -767,6 +786,8 @@ def resolve_and_gate(target: Target, ref: Reference, ref_text: str, ctx: Context
         return Judgement(ref_text, ref.digest, None,
                          tuple(not_attempted([reg, bad], "nothing verifiable was pulled")))
     resolved = ref.digest if ref.digest is not None and desc.digest != ref.digest else desc.digest
+    if ctx.source is not None:  # a local file staged in a scratch layout: no Exchange lifecycle
+        return desc, resolved, None
     lifecycle = gather_lifecycle(target, desc, ref_text, ctx.policy, ctx.now)
     if lifecycle.error is not None:  # the registry served altered referrer bytes: a content refusal
         bad = C.check_content(C.ContentEvidence(resolved, None, lifecycle.message))
@@ -785,7 +806,7 @@ def judge_reference(ref_text: str, ctx: Context) -> Judgement:
     `ref_text` judged exactly as `install` would, writing nothing but a scratch folder."""
     import tempfile
 
-    repository = parse_reference(ref_text, require_ref=False).repo_string()
+    repository = ctx.source or parse_reference(ref_text, require_ref=False).repo_string()
     early = registry_refusal(ref_text, repository, ctx.policy)
     if early is not None:
         return early

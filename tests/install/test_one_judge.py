@@ -336,3 +336,23 @@ def test_push_policy_says_at_publish_time_what_install_would_refuse(
     assert code == 8 and out["acceptance"]["ok"] is False, out
     assert [c["id"] for c in out["acceptance"]["checks"] if c["status"] == "fail"] == ["attestations"]
     shutil.rmtree(layout)
+
+
+def test_install_refuses_what_spec_refuses(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """One set of package checks: a cartridge whose signature holds but whose skill table disagrees
+    with its SKILL.md, or whose signed policy has an unknown schemaVersion, is refused by install
+    (and `verify --policy`) as `spec`, `check` and `harness negotiate` refuse it."""
+    from tests.policy.test_boot_handshake import _build, _policy_unknown_schema, _skill_table_disagrees
+
+    key = generate_ed25519()
+    good = _build(tmp_path, key)
+    reg = write_registry(tmp_path / "trust.json", [registry_entry(key, PUBLISHER)])
+    pol = trusting_policy(tmp_path, reg)
+    hostile = (_skill_table_disagrees(good, tmp_path), _policy_unknown_schema(good, tmp_path, key))
+    for i, bad in enumerate(hostile):
+        ref = f"oci-layout:{tmp_path / f'l{i}'}:x"
+        push_cartridge(tmp_path / f"l{i}", bad, "x")
+        out = install(ref, policy=load_policy(pol, now=NOW), store=Store(tmp_path / f"s{i}"), now=NOW)
+        assert out.status == "refused" and [c.id for c in out.failed] == ["policy-budget"], out.to_json()
+        code, res = acx_json(capsys, "verify", ref, "--policy", str(pol), "--now", NOW.isoformat())
+        assert code == 8 and _shape(res["checks"]) == _shape(out.checks), res

@@ -553,7 +553,7 @@ def test_budget_equal_to_the_host_is_within_it() -> None:
         {"tokenSpend": {"dailyPerAgent": 100}})), pol(budget_above_host="cap"))
     assert capped.reason == "budget capped to the host's limits: tokenSpend.dailyPerAgent 500 > host 100"
     bad = C.check_budget(C.BudgetEvidence(("a", "b"), budget, None), pol())
-    assert bad.reason == "loop + context policy is invalid: a; b"
+    assert bad.reason == "the package is invalid (as `acx cartridge spec` says): a; b"
     assert dict(bad.details) == {"errors": ["a", "b"]}
 
 
