@@ -4,19 +4,14 @@ render its checks the same way. A refusal exits 8, like install's."""
 
 from __future__ import annotations
 
-import contextlib
-import sys
-from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from rich.markup import escape
+from acxoci.cli.output import Markup, say
 
-from acxoci.cli.output import OPTS, console, err_console
-
-MARK = {"pass": "[green]✓[/green]", "skip": "[dim]-[/dim]", "fail": "[red]✗[/red]",
-        "unavailable": "[red]?[/red]"}
+MARK = {"pass": Markup("[green]✓[/green]"), "skip": Markup("[dim]-[/dim]"), "fail": Markup("[red]✗[/red]"),
+        "unavailable": Markup("[red]?[/red]")}
 
 
 def judge_ref(ref: str, policy: Path, *, host: Path | None = None, host_limits: Path | None = None,
@@ -39,28 +34,13 @@ def verdict_json(j: Any, policy: Path) -> dict[str, Any]:
             + f" under {policy}"}
 
 
-def render(j: Any, *, header: str = "") -> None:
-    """ACCEPTED / REFUSED with every check, as `install` prints them."""
+def render_judgement(j: Any, *, header: str = "") -> None:
+    """ACCEPTED / REFUSED with every check, as `install` prints them (`header`: plain text after
+    the verdict line, shown escaped like any value)."""
     if j.ok:
-        console.print(f"[bold green]ACCEPTED[/bold green] {escape(j.reference)} @ {j.digest}{header}")
+        say("[bold green]ACCEPTED[/bold green] {} @ {}{}", j.reference, j.digest, header)
     else:
-        console.print(f"[bold red]REFUSED[/bold red] {escape(j.reference)} — {len(j.failed)} check(s) "
-                      f"failed{header}")
+        say("[bold red]REFUSED[/bold red] {} — {} check(s) failed{}", j.reference, len(j.failed), header)
     for c in j.checks:
-        kind = f" \\[{escape(c.kind)}]" if c.kind else ""
-        console.print(f"  {MARK[c.status]} {c.order}. {c.id}{kind}: {escape(c.reason)}")
-
-
-@contextlib.contextmanager
-def steps(label: str) -> Iterator[Callable[[str], None] | None]:
-    """A one-line status on a terminal (stderr) saying what a long judgement or install is doing
-    now, with the real names and digests; nothing under --json, -q or when stderr is no terminal."""
-    if OPTS.json or OPTS.quiet or not sys.stderr.isatty():
-        yield None
-        return
-    with err_console.status(f"{label}…") as status:
-
-        def note(what: str) -> None:
-            status.update(f"{label}: {escape(what)}")
-
-        yield note
+        kind = f" [{c.kind}]" if c.kind else ""
+        say("  {} {}. {}{}: {}", MARK[c.status], c.order, c.id, kind, c.reason)
