@@ -222,6 +222,10 @@ def verify_cmd(
                                        "policy, exactly as `acx install` would (exit 8 when refused)."),
     host: Path | None = typer.Option(None, "--host", help="With --policy: the host descriptor."),
     host_limits: Path | None = typer.Option(None, "--host-limits", help="With --policy: host limits."),
+    store: Path | None = typer.Option(None, "--store", envvar="ACX_STORE", help="With --policy: the install "
+                                      "store a workflow is staffed from (read only; default: install's)."),
+    roster: Path | None = typer.Option(None, "--roster", help="With --policy: more cartridges for a "
+                                       "workflow's staffing (as install's --roster)."),
 ) -> None:
     """May I trust this artifact? With --policy: the artifact's own signature and trust, its
     attestations, level, revocation and lifecycle, judged by the same decision as `acx install`
@@ -238,12 +242,12 @@ def verify_cmd(
                              "check", hint="put keys, identities and the level in the policy file")
         from acxoci.cli.judging import judge_ref, render_judgement, verdict_json
 
-        j = judge_ref(ref, policy, host=host, host_limits=host_limits, now=now)
+        j = judge_ref(ref, policy, host=host, host_limits=host_limits, now=now, store=store, roster=roster)
         emit(verdict_json(j, policy), lambda: render_judgement(j))
         _exit(0 if j.ok else 8)
         return
-    if host is not None or host_limits is not None:
-        raise UsageError("--host and --host-limits go with --policy")
+    if host is not None or host_limits is not None or roster is not None:
+        raise UsageError("--host, --host-limits and --roster go with --policy")
     sig = _sigstore(identity, identity_regexp, issuer, issuer_regexp, trusted_root, staging)
     keys: list[TrustedKey] = []
     if key is not None or trust_registry is not None or sig is None or not sig.rules:

@@ -14,6 +14,7 @@ import yaml
 from acxoci.cli.apps import installed_app, policy_app
 from acxoci.cli.common import parse_now, refuse_local_file, transport_options
 from acxoci.cli.judging import MARK as _MARK
+from acxoci.cli.judging import show_checks
 from acxoci.cli.output import Markup, emit, say
 from acxoci.errors import NotFound, RefusedByPolicy, UsageError
 from acxoci.fsutil import atomic_write
@@ -43,15 +44,13 @@ def render_outcome(outcome: InstallOutcome) -> None:
         failed = outcome.failed
         say("[bold red]REFUSED[/bold red] {} — {} check(s) failed; nothing was "
             "installed", outcome.reference, len(failed))
-        for c in failed:
-            say("  {} {}. {} \\[{}]: {}", _MARK[c.status], c.order, c.id, c.kind or '', c.reason)
+        show_checks(outcome.checks, accepted=False)
         return
     if outcome.status == "already-installed":
         say("[green]ALREADY INSTALLED[/green] {} @ {} (no change)", outcome.name or '', outcome.digest)
         return
     say("[bold green]INSTALLED[/bold green] {} @ {}", outcome.name or '', outcome.digest)
-    for c in outcome.checks:
-        say("  {} {}. {}: {}", _MARK[c.status], c.order, c.id, c.reason)
+    show_checks(outcome.checks, accepted=True)
     say("  at {}", outcome.path or '')
 
 
@@ -186,7 +185,7 @@ def cmd_verify(name: str | None = typer.Argument(None, help="Install name (defau
             mark = _MARK["pass"] if r.ok and not activated.get(r.name) else _MARK["fail"]
             verdict = "accepted" if r.ok else "REFUSED"
             files = "ok" if r.files_ok else "CHANGED"
-            acts = ", activated files CHANGED" if activated.get(r.name) else ""
+            acts = ", activations out of line" if activated.get(r.name) else ""
             say("  {} {} @ {}: {}; files {}, revocation {}{}",
                 mark, r.name, r.digest, verdict, files, r.revocation, acts)
             for prob in [*r.problems, *activated.get(r.name, [])]:

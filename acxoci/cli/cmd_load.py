@@ -39,12 +39,19 @@ def load_cmd(
         raise NotFound("file not found", where=str(file))
     if host is None and skills_dir is None:
         raise UsageError("name a host (--host claude|codex|cursor) or a folder (--skills-dir DIR)")
+    from acxoci.artifact import detect_kind
+
+    if detect_kind(file) != "cartridge":
+        raise UsageError(f"{file} is a {detect_kind(file)}; acx load takes a cartridge (.acx)",
+                         hint="install a workflow or graph from a registry with `acx install REF`")
     at = parse_now(now)
     st = Store(store)
     root = skills_root(host, home=Path.home(), skills_dir=skills_dir)
     if print_only:
-        if (policy is None) == (trust_registry is None):
-            raise UsageError("acx load needs --policy FILE or --trust-registry FILE (one of them)")
+        if policy is not None and trust_registry is not None:
+            raise UsageError("give --policy FILE or --trust-registry FILE, not both")
+        if policy is None and trust_registry is None:
+            raise UsageError("acx load needs --policy FILE or --trust-registry FILE: whom you trust")
         from acxoci.install.load import trust_registry_policy
 
         if policy is not None:

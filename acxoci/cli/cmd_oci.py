@@ -154,8 +154,11 @@ def push_cmd(
 
         verdict = tag_decision(file, kind, r.tag)
         if verdict.failed:
-            raise RefusedByPolicy(f"{verdict.reason}; nothing was pushed", where=ref,
-                                  hint="tag it with its signed version, or pass --allow-tag-mismatch")
+            how = {"cartridge": "acx cartridge sign", "workflow": "acx workflow sign",
+                   "agent-graph": "acx graph sign"}[kind]
+            hint = (f"sign it first ({how})" if "unsigned" in verdict.reason
+                    else "tag it with its signed version, or pass --allow-tag-mismatch")
+            raise RefusedByPolicy(f"{verdict.reason}; nothing was pushed", where=ref, hint=hint)
     if sign and key is None:
         raise UsageError("--sign needs --key")
     if key is not None and not sign:

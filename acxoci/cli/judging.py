@@ -15,15 +15,18 @@ MARK = {"pass": Markup("[green]✓[/green]"), "skip": Markup("[dim]-[/dim]"), "f
 
 
 def judge_ref(ref: str, policy: Path, *, host: Path | None = None, host_limits: Path | None = None,
-              now: datetime | None = None) -> Any:
-    """`ref` judged under the policy file, writing nothing (a scratch folder aside)."""
+              now: datetime | None = None, store: Path | None = None, roster: Path | None = None) -> Any:
+    """`ref` judged under the policy file as `acx install` would judge it into `store` (default: the
+    same store install uses; read only, for a workflow's staffing and the version check), writing
+    nothing (a scratch folder aside)."""
     from acxoci.install.hostfiles import host_inputs
     from acxoci.install.judge import Context, judge_reference
+    from acxoci.install.store import Store
     from acxoci.install.vpolicy import load_policy
     from acxoci.oci.settings import active_options
 
     at = now or datetime.now(UTC)
-    ctx = Context(load_policy(policy, now=at), at, host_inputs(host, host_limits, None),
+    ctx = Context(load_policy(policy, now=at), at, host_inputs(host, host_limits, roster), Store(store),
                   remote=active_options())
     return judge_reference(ref, ctx)
 
@@ -41,6 +44,12 @@ def render_judgement(j: Any, *, header: str = "") -> None:
         say("[bold green]ACCEPTED[/bold green] {} @ {}{}", j.reference, j.digest, header)
     else:
         say("[bold red]REFUSED[/bold red] {} — {} check(s) failed{}", j.reference, len(j.failed), header)
-    for c in j.checks:
+    show_checks(j.checks, accepted=j.ok)
+
+
+def show_checks(checks: Any, *, accepted: bool) -> None:
+    """The one way checks are shown: every check of an accepting decision, the failed ones of a
+    refusal (each with its kind); `--json` always has them all."""
+    for c in checks if accepted else [c for c in checks if c.failed]:
         kind = f" [{c.kind}]" if c.kind else ""
         say("  {} {}. {}{}: {}", MARK[c.status], c.order, c.id, kind, c.reason)

@@ -309,13 +309,9 @@ class Activation:
 def read_activation(path: Path) -> Activation:
     """Parse and check one manifest (paths re-checked, so a corrupt manifest cannot point outside
     its skills folder)."""
-    try:
-        with path.open("rb") as fh:
-            data = fh.read(MAX_MANIFEST_BYTES + 1)
-    except OSError as exc:
-        raise InvalidInput(f"cannot read activation manifest: {exc}", where=str(path)) from exc
-    if len(data) > MAX_MANIFEST_BYTES:
-        raise InvalidInput("activation manifest too large", where=str(path))
+    from acxoci.fsutil import read_bytes
+
+    data = read_bytes(path, "activation manifest", limit=MAX_MANIFEST_BYTES, nofollow=True)
     try:
         doc = loads_strict(data)
     except AttestError as exc:

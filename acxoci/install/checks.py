@@ -460,8 +460,8 @@ def check_harness(ev: HarnessEvidence | None, policy: VerificationPolicy, *, hos
     cid = "harness"
     if not host_given:
         if policy.require_host:
-            return _fail(cid, K_HARNESS, "the policy requires a host descriptor (--host) and none was given")
-        return _skip(cid, "no host descriptor given (--host)")
+            return _fail(cid, K_HARNESS, "the policy requires a host descriptor and none was given")
+        return _skip(cid, "no host descriptor given")
     if not available or ev is None:
         return unavailable(cid, "harness negotiation is not available")
     if not ev.accepted:

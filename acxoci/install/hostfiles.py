@@ -18,7 +18,11 @@ def host_inputs(host: Path | None, host_limits: Path | None, roster: Path | None
     limits = None
     if host is not None:
         if not host.exists():
-            raise NotFound(f"host descriptor not found: {host}")
+            from acxoci.install.activate import HOSTS
+
+            hint = (f"to activate its skills for {host}, pass --activate {host}" if str(host) in HOSTS
+                    else "pass the host descriptor's file (acx.host.v1 JSON)")
+            raise NotFound(f"host descriptor not found: {host}", hint=hint)
         data = read_bytes(host, "host descriptor", limit=1 << 20)
         try:
             descriptor = loads_strict(data)

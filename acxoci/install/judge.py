@@ -848,7 +848,12 @@ def signed_version(path: Path, kind: str) -> str | None:
 def tag_decision(path: Path, kind: str, tag: str | None) -> C.CheckResult:
     """The version check `install` makes, asked at publish time: a SemVer-shaped tag must name the
     artifact's signed version (a tag that does not is a rollback to every consumer)."""
-    return C.check_version(C.VersionEvidence(signed_version(path, kind), tag))
+    signed = signed_version(path, kind)
+    verdict = C.check_version(C.VersionEvidence(signed, tag))
+    if verdict.failed and signed is None:  # say what is wrong: there is no signed version at all
+        return replace(verdict, reason=f"{path.name} is an unsigned {kind}: a version tag ({tag}) names a "
+                       "signed version, and install refuses an unsigned artifact anyway")
+    return verdict
 
 
 def _file_kind(path: Path) -> Kind:
@@ -897,6 +902,8 @@ def judge_installed(item: Any, ctx: Context, policy: VerificationPolicy | None =
     lifecycle: C.LifecycleEvidence | None = None
     if not from_file and not problems:
         lifecycle = _installed_lifecycle(item, ctx)
+    elif from_file and not problems:  # no registry to ask, but a withdrawal seen for this digest holds
+        lifecycle = _seen_lifecycle(item, ctx)
     src = Source(kept=item.path, kept_subject=item.digest)
     gathered, meta, _ = gather(kind, path, src, replace(ctx, name=item.name), repository=repository,
                                content=evidence, tag=None, lifecycle=lifecycle, workdir=None,
@@ -929,22 +936,34 @@ def _chain_problems(item: Any, kind: str, manifest_digest: str | None) -> list[s
 
 
 def file_sha256(path: Path) -> str | None:
-    """`sha256:<hex>` of a regular file (None when missing)."""
+    """`sha256:<hex>` of a regular file (None when missing or not a regular file)."""
     import hashlib
-    import os
-    import stat
+
+    from acxoci.fsutil import open_regular
 
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-    except OSError:
+        fh = open_regular(path, "installed file", nofollow=True)
+    except AcxError:
         return None
-    with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-            return None
+    with fh:
         h = hashlib.sha256()
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             h.update(chunk)
     return "sha256:" + h.hexdigest()
+
+
+def _seen_lifecycle(item: Any, ctx: Context) -> C.LifecycleEvidence | None:
+    """For an item loaded from a file: the lifecycle records ever seen for its digest (any age),
+    or None when none were (a record naming `file:` cannot wave a withdrawal away)."""
+    from acxoci.exchange.lifecycle import lifecycle_from_high_water
+    from acxoci.freshness import HighWater
+
+    verdict = lifecycle_from_high_water(item.digest, str(item.record.get("reference") or item.name),
+                                        HighWater(status_cache_dir(ctx.policy)), ctx.now, None)
+    if verdict is None or verdict.action == "allow":
+        return None
+    return C.LifecycleEvidence(verdict.action, f"{verdict.message} (seen before for this digest)",
+                               verdict.to_json())
 
 
 def _installed_lifecycle(item: Any, ctx: Context) -> C.LifecycleEvidence:

@@ -384,9 +384,9 @@ def test_check_result_json_view() -> None:
 
 
 def test_harness_reasons() -> None:
-    assert C.check_harness(None, pol(), host_given=False).reason == "no host descriptor given (--host)"
+    assert C.check_harness(None, pol(), host_given=False).reason == "no host descriptor given"
     assert C.check_harness(None, pol(require_host=True), host_given=False).reason == (
-        "the policy requires a host descriptor (--host) and none was given"
+        "the policy requires a host descriptor and none was given"
     )
     for r in (C.check_harness(None, pol(), host_given=True),
               C.check_harness(C.HarnessEvidence(True), pol(), host_given=True, available=False)):
