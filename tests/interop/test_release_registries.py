@@ -17,7 +17,7 @@ from acxoci.oci.descriptor import EMPTY_DIGEST, OCI_INDEX, OCI_MANIFEST
 from acxoci.oci.reference import fallback_tag
 from acxoci.oci.target import open_target, push_bytes
 from acxoci.release.interpreter import goal_status, run_goal
-from acxoci.release.journal import Journal
+from acxoci.release.journal import Journal, RunEntry
 from acxoci.release.plan import load_plan
 from tests.harness.faultproxy import FaultProxy, Rule
 from tests.harness.servers import Registry
@@ -46,9 +46,9 @@ def _referrer_digests(reg: Registry, repo: str, subject: str) -> list[str]:
     return sorted(m["digest"] for m in r.json().get("manifests", []))
 
 
-def _run_counts(state: Path, goal: str) -> list[dict[str, object]]:
+def _run_counts(state: Path, goal: str) -> list[RunEntry]:
     return [e for e in Journal(state / goal / "journal.jsonl").entries()
-            if e["type"] == "run" and e["event"] == "end"]
+            if isinstance(e, RunEntry) and e.event == "end"]
 
 
 @pytest.mark.parametrize("kind", ["distribution", "refreg"])
@@ -77,7 +77,7 @@ def test_release_reads_back_and_rerun_writes_nothing(kind: str, request: pytest.
         rerun = json.loads(again.stdout)
         assert rerun["executed"] == 0 and rerun["writes"] == 0
         assert not [e for e in proxy.log.entries if e[0] in WRITES], proxy.log.entries
-        assert _run_counts(w.state, "sample-1")[-1]["executed"] == 0
+        assert _run_counts(w.state, "sample-1")[-1].executed == 0
         assert _tags(reg.url, "acx/sample") == tags_before
         assert _referrer_digests(reg, "acx/sample", subject) == refs_before
         assert f"sha256-{subject.split(':')[1]}.att" in tags_before and "v1" in tags_before
