@@ -1153,7 +1153,7 @@ class _Run:
 
     # -- the loop ------------------------------------------------------------------------------
     def loop(self) -> None:
-        deadline = time.monotonic() + max(0.0, self.goal.wait_seconds)
+        deadline = self.now() + timedelta(seconds=max(0.0, self.goal.wait_seconds))
         bound = 4 * (len(self.goal.effects) + 1) + 1000
         for _ in range(bound):
             st = self.status()
@@ -1177,10 +1177,9 @@ class _Run:
             if not nxt:
                 return
             at = min(parse_iso(m.next_at or "", m.effect_id) for m in nxt)
-            wait = (at - self.now()).total_seconds()
-            if wait > deadline - time.monotonic():
-                return
-            self.sleep(max(0.0, wait))
+            if at > deadline:
+                return  # waiting: the next observation is for a later run
+            self.sleep(max(0.0, (at - self.now()).total_seconds()))
         raise InvalidInput("the run loop did not settle", where=self.goal.goal)
 
     def progress(self) -> Progress:

@@ -100,7 +100,8 @@ class MonitorStatus:
                 "nextObservationAt": self.next_at, "satisfiedAt": self.satisfied_at,
                 "freshnessSeconds": self.spec.freshness_seconds, "escalateAfter": self.spec.escalate_after,
                 "escalate": self.spec.escalate, "escalated": self.escalated, "approvedBy": self.approved_by,
-                "targets": [plain(t) for t in self.targets]}
+                "targets": [{"target": t.target, "value": t.value, "ok": t.ok, "changed": t.changed,
+                             "noChange": t.no_change, "error": t.error} for t in self.targets]}
 
 
 @dataclass(frozen=True)
