@@ -49,6 +49,7 @@ from acxoci.release.audit import Audit, stale_monitors, terminal_audit
 from acxoci.release.effects import Continuation, Effect, plan_effects
 from acxoci.release.failures import (
     REOPEN_ON_RESUME,
+    EffectFailed,
     Failure,
     FailureClass,
     classify,
@@ -1091,6 +1092,7 @@ class _Run:
         """The terminal audit: stale observations are made again, stale acceptance verdicts judged
         again, then every check of `audit.terminal_audit`; DONE only if it passes."""
         self.append(CloseoutEntry(event="begin"))
+        self.attempted += 1
         now = self.now()
         try:
             reopened = [mid for mid in stale_monitors(st, now) if not self.reobserve(mid)]
@@ -1145,6 +1147,11 @@ class _Run:
                 self.ctx.recorder.begin()
                 try:
                     out[es.effect.id] = judge(self.ctx, es.effect)
+                except EffectFailed as exc:  # judged, and refused before any reference was asked
+                    f = exc.failure
+                    out[es.effect.id] = [Verdict(es.effect.repository or es.effect.id, "", False, "",
+                                                 failed=({"id": f.cls, "reason": f.message},),
+                                                 mismatch=f.cls == "readback_mismatch")]
                 finally:
                     seen = self.ctx.recorder.end()
                     self.book(f"{self.instance}:{es.effect.id}~audit{len(self.journal.entries())}", es.effect.id,

@@ -15,11 +15,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from acxoci.errors import NotFound
+from acxoci.errors import AcxError, AuthError, NotFound, TransientError
 from acxoci.install.vpolicy import VerificationPolicy
 from acxoci.oci.reference import parse_reference
 from acxoci.oci.settings import RemoteOptions
-from acxoci.oci.target import Target
+from acxoci.oci.target import Target, open_target
 from attest.canonical import jcs_digest
 
 
@@ -53,8 +53,21 @@ def accept(reference: str, digest: str, policy: VerificationPolicy, *, remote: R
     from acxoci.install.install import install
     from acxoci.install.store import Store
 
-    with tempfile.TemporaryDirectory(prefix="acx-release-accept-") as tmp:
-        outcome = install(reference, policy=policy, store=Store(Path(tmp) / "store"), now=now, remote=remote)
+    ref = parse_reference(reference)
+    if ref.tag is not None and ref.digest is None:  # the consumer's tag must hold the released digest
+        target, _ = open_target(ref.repo_string(), remote, create=False)
+        got = resolve_digest(target, ref.tag)
+        if got != digest:
+            return Verdict(reference, digest, False, policy.digest, {}, ({
+                "id": "content-digest", "reason": f"{reference} resolves to {got or 'nothing'}, not the released "
+                f"{digest}"},), mismatch=True)
+    try:
+        with tempfile.TemporaryDirectory(prefix="acx-release-accept-") as tmp:
+            outcome = install(reference, policy=policy, store=Store(Path(tmp) / "store"), now=now, remote=remote)
+    except (TransientError, AuthError):
+        raise  # the registry could not be asked: no verdict
+    except AcxError as exc:  # what the reference holds is no installable artifact: a refusal
+        return Verdict(reference, digest, False, policy.digest, {}, ({"id": exc.kind, "reason": exc.one_line()},))
     checks: dict[str, str] = {c.id: str(c.status) for c in outcome.checks}
     failed = tuple(c.to_json() for c in outcome.failed)
     got = outcome.digest
