@@ -299,13 +299,14 @@ def entry_json(entry: Entry) -> dict[str, Any]:
 def journal_schema() -> dict[str, Any]:
     """The JSON Schema of one journal line, generated from the entry models (the checked-in copy,
     schemas/acx.release-journal-1.schema.json, must equal this: tests/release checks it)."""
-    return {"$schema": "https://json-schema.org/draft/2020-12/schema",
+    doc: dict[str, Any] = plain({"$schema": "https://json-schema.org/draft/2020-12/schema",
             "$id": "https://acx.dev/schemas/acx.release-journal-1.schema.json",
             "title": "acx release journal entry (one line of .acx-release/<goal>/journal.jsonl)",
             "description": "Each line of a release goal's journal is one of these entries, told apart by "
                            "`type`. The first line is the `goal` entry. Generated from the typed models in "
                            "acxoci/release/journal.py, which decode every line.",
-            **msgspec.json.schema(Entry)}
+            **msgspec.json.schema(Entry)})
+    return doc
 
 
 # ---- the file ------------------------------------------------------------------------------------

@@ -1,0 +1,110 @@
+"""`acx release status` is the projection of the journal: its --json validates against
+schemas/output/release-status.schema.json (quota state, monitors, gates, spend, next transition,
+goal identity), its human form says the same, and the journal itself is typed: the checked-in
+journal schema is the one the entry models generate, every line of a real journal validates
+against it, and hostile lines are refused by the schema and by the decoder alike."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from acxoci.errors import InvalidInput
+from acxoci.release.interpreter import goal_status, run_goal
+from acxoci.release.journal import Journal, decode_entry, journal_schema
+from acxoci.release.plan import load_plan
+from tests.harness.env import REPO
+from tests.release.support import GOAL, check_status_json
+from tests.unit.test_release_support import acx, make_world
+
+JOURNAL_SCHEMA = REPO / "schemas" / "acx.release-journal-1.schema.json"
+
+
+def test_status_projection_json_and_human(tmp_path: Path, vectors_dir: Path) -> None:
+    layout = tmp_path / "layout"
+    w = make_world(tmp_path / "w", vectors_dir, [f"oci-layout:{layout}"], extra={"observe": {
+        "approvals": [{"id": "go-live", "blocks": ["tag:latest"]}]}})
+    (tmp_path / "w" / "CHANGELOG.md").write_text("1.0.0: first\n")
+    doc = w.plan_doc()
+    doc["goal"].update(vision="the sample agent, installable by every consumer",
+                       nonGoals=["never move :latest without go-live"],
+                       authority=[{"role": "changelog", "source": "CHANGELOG.md"}])
+    doc["acceptance"]["criteria"] = ["a consumer under policy.yaml installs :v1"]
+    w.write_plan(doc)
+    assert run_goal(load_plan(w.plan), root=w.state).exit_code() == 9
+    res = acx("--json", "release", "status", GOAL, "--state-dir", str(w.state))
+    assert res.returncode == 0, res.stderr
+    out = json.loads(res.stdout)
+    check_status_json(out)
+    assert out["quota"]["state"] == "operator_gate"
+    assert out["gates"][0]["blocks"] == [f"tag:latest:agent@oci-layout:{layout}"]
+    assert out["identity"]["vision"].startswith("the sample agent")
+    roles = [a["role"] for a in out["identity"]["authority"]]
+    assert roles == ["plan", "policy", "trust-registry", "changelog"]
+    assert all(a["digest"].startswith("sha256:") for a in out["identity"]["authority"])
+    assert out["nextTransition"]["command"] == f"acx release approve {GOAL} go-live --by NAME"
+    assert out["quota"]["spend"]["total"] == {"requests": 0, "bytes": 0, "publishes": 0}  # a layout: no registry
+    human = acx("release", "status", GOAL, "--state-dir", str(w.state))
+    text = human.stdout
+    assert text.startswith("BLOCKED release sample-1") or text.startswith("OPEN release sample-1"), text
+    for needle in ("vision: the sample agent", "non-goal: never move :latest", "acceptance: a consumer",
+                   "authority: plan", "quota: operator_gate", "spent so far: 0 request(s)",
+                   "gate approval:go-live (approval)", "next: decide"):
+        assert needle in text, (needle, text)
+
+
+def test_status_projection_the_journal_schema_is_the_models(tmp_path: Path, vectors_dir: Path) -> None:
+    checked_in = json.loads(JOURNAL_SCHEMA.read_text())
+    assert checked_in == journal_schema(), ("regenerate schemas/acx.release-journal-1.schema.json from "
+                                            "acxoci.release.journal.journal_schema()")
+    w = make_world(tmp_path / "w", vectors_dir, [f"oci-layout:{tmp_path / 'layout'}"])
+    assert run_goal(load_plan(w.plan), root=w.state).exit_code() == 0
+    validator = jsonschema.Draft202012Validator(checked_in)
+    lines = (w.state / GOAL / "journal.jsonl").read_text().splitlines()
+    kinds = set()
+    for n, line in enumerate(lines, 1):
+        obj = json.loads(line)
+        validator.validate(obj)
+        decode_entry(obj, f"line {n}")
+        kinds.add(obj["type"])
+    assert {"goal", "run", "effect", "closeout"} <= kinds
+    assert len(Journal(w.state / GOAL / "journal.jsonl").entries()) == len(lines)
+
+
+@pytest.mark.parametrize("line", [
+    {"type": "effect", "seq": 2, "at": "x", "effect": "e", "from": "open", "to": "claimed"},  # no fifth state
+    {"type": "effect", "seq": "2", "at": "x", "effect": "e", "from": "open", "to": "done"},  # no coercion
+    {"type": "spend", "seq": 2, "at": "x", "key": "k", "attemptKey": "a", "instance": "i", "window": "w",
+     "registry": "r", "effect": "e", "publishes": True},  # true is no number
+    {"type": "stop", "seq": 2, "at": "x", "class": "gate", "reason": "r"},  # only two stop classes
+    {"type": "run", "seq": 2, "at": "x", "event": "start", "runner": "r", "sudo": True},  # unknown field
+    {"type": "teleport", "seq": 2, "at": "x"},
+    {"type": "approval", "seq": 2, "at": "x", "approval": "a", "by": None},
+])
+def test_status_projection_hostile_lines_are_refused_by_schema_and_models(line: dict[str, Any]) -> None:
+    validator = jsonschema.Draft202012Validator(journal_schema())
+    assert list(validator.iter_errors(line)), line
+    with pytest.raises(InvalidInput):
+        decode_entry(line, "line 2")
+
+
+def test_status_projection_refuses_a_journal_line_of_another_shape(tmp_path: Path, vectors_dir: Path) -> None:
+    w = make_world(tmp_path / "w", vectors_dir, [f"oci-layout:{tmp_path / 'layout'}"])
+    assert run_goal(load_plan(w.plan), root=w.state).exit_code() == 0
+    path = w.state / GOAL / "journal.jsonl"
+    instance = goal_status(GOAL, root=w.state).instance
+    spend = {"type": "spend", "seq": 99, "at": "x", "key": "k", "attemptKey": "a", "instance": instance,
+             "window": "w", "registry": "r", "effect": "e", "requests": -5}
+    with path.open("ab") as fh:  # well-formed lines the ledger must not count: a negative spend, another
+        fh.write(json.dumps(spend).encode() + b"\n")  # instance's spend
+        fh.write(json.dumps({**spend, "seq": 100, "key": "k2", "instance": "old/1", "requests": 7}).encode() + b"\n")
+    ledger = goal_status(GOAL, root=w.state).ledger
+    assert (ledger.rejected, ledger.foreign, ledger.net().requests) == (1, 1, 0)
+    with path.open("ab") as fh:
+        fh.write(b'{"type":"effect","seq":101,"at":"x","effect":"prepare:agent","from":"open","to":1}\n')
+    bad = acx("release", "status", GOAL, "--state-dir", str(w.state))
+    assert bad.returncode == 3 and "line" in bad.stderr and "/to" in bad.stderr
