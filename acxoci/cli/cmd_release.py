@@ -66,7 +66,8 @@ def _render_status(status: GoalStatus, headline: str) -> None:
     for g in status.gates:
         console.print(f"gate {escape(g.id)} ({g.kind}): {escape(g.reason)} → {escape(g.action)}")
     if status.stop is not None:
-        console.print(f"[bold red]stopped[/bold red]: {escape(status.stop.cls)}: {escape(status.stop.reason)}")
+        console.print(f"[bold red]stopped[/bold red]: {escape(status.stop.cls)}: "
+                      f"{escape(status.stop.reason)}")
     t = status.next_transition
     console.print(f"next: {escape(t.action)}" + (f" — {escape(t.command)}" if t.command else "")
                   + f" ({escape(t.why)})" + (f" not before {escape(t.at)}" if t.at else ""))
@@ -116,8 +117,8 @@ def register(app: typer.Typer) -> None:
                           f"(acceptance policy {escape(str(plan.policy))})")
             index = {e.id: i for i, e in enumerate(effects, 1)}
             for i, e in enumerate(effects, 1):
-                mark = ("write" if e.writes else "local" if e.kind == "prepare" else "watch" if e.kind == "monitor"
-                        else "check")
+                mark = ("write" if e.writes else "local" if e.kind == "prepare"
+                        else "watch" if e.kind == "monitor" else "check")
                 deps = f"  [dim]after {', '.join(str(index[d]) for d in e.deps)}[/dim]" if e.deps else ""
                 console.print(f"{i:3d}. {escape(f'[{mark}]')} {escape(e.describe())}{deps}")
 

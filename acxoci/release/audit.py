@@ -115,9 +115,10 @@ def terminal_audit(s: GoalStatus, verdicts: Mapping[str, Sequence[Verdict]], now
         gate_problems.append("the goal is paused")
     if s.stop is not None:
         gate_problems.append(f"the goal stopped: {s.stop.cls}")
-    pending_successors = [f"{e.effect.id} declared successor {succ}, which is {states.get(succ, 'missing')}"
-                          for e in s.effects if e.state == "done" and e.effect.continuation.mode == "successor"
-                          for succ in e.effect.continuation.successors if states.get(succ) != "done"]
+    declared = [(e.effect.id, succ) for e in s.effects if e.state == "done"
+                and e.effect.continuation.mode == "successor" for succ in e.effect.continuation.successors]
+    pending_successors = [f"{eid} declared successor {succ}, which is {states.get(succ, 'missing')}"
+                          for eid, succ in declared if states.get(succ) != "done"]
     ledger_problems = [f"attempt {o.key} did remote work and its spend is not booked"
                        for o in s.orphans if not o.booked and s.effect(o.effect).effect.registry]
     if s.ledger.foreign:

@@ -209,8 +209,8 @@ def plan_effects(plan: ReleasePlan) -> list[Effect]:
                 tags.append(eff.id)
             tag_effects[(name, repo)] = tags or [man.id]
             for fmt in plan.formats:
-                eff = Effect(id=f"attest:{fmt}:{at}", kind="attach_attestation", artifact=name, repository=repo,
-                             params={"format": fmt}, deps=(man.id,))
+                eff = Effect(id=f"attest:{fmt}:{at}", kind="attach_attestation", artifact=name,
+                             repository=repo, params={"format": fmt}, deps=(man.id,))
                 out.append(eff)
                 after.append(eff.id)
             if plan.envelope and rel.input.artifact_kind == "cartridge":
@@ -235,7 +235,8 @@ def plan_effects(plan: ReleasePlan) -> list[Effect]:
             name = rel.input.name
             out.append(Effect(id=f"monitor:mirror:{name}@{m.repository}", kind="monitor", artifact=name,
                               deps=tuple(tag_effects[(name, m.of)]),
-                              monitor=_monitor("mirror", m.repository, m.cadence, of=m.of, tags=mirrored.tags)))
+                              monitor=_monitor("mirror", m.repository, m.cadence, of=m.of,
+                                               tags=mirrored.tags)))
     for w in plan.observe.status_lists:
         out.append(Effect(id=f"monitor:status-list:{w.url}", kind="monitor",
                           deps=(status_id,) if status_id is not None else (),

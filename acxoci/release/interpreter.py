@@ -52,6 +52,7 @@ from acxoci.release.failures import (
     EffectFailed,
     Failure,
     FailureClass,
+    State,
     classify,
     decide,
     fail,
@@ -348,7 +349,8 @@ def _prepare(ctx: Context, e: Effect) -> Result:
     # read-back: every frozen object re-hashes to its digest
     materials = Materials(kind=facts.kind, file=file_digest, policy_digest=policy.digest,
                           manifest=Ref(digest=subject.digest, size=subject.size),
-                          content=ContentRef(digest=layer.digest, size=layer.size, media_type=layer.media_type),
+                          content=ContentRef(digest=layer.digest, size=layer.size,
+                                             media_type=layer.media_type),
                           attestations=attestations, envelope=envelope, credential=credential,
                           predicate_type=predicate_type, attestation_key_id=key_id)
     frozen = [file_digest, subject.digest]
@@ -708,11 +710,12 @@ def _verify(ctx: Context, e: Effect) -> Result:
     return Result(False, {"acceptance": "installable", "policy": {"source": str(ctx.plan.policy),
                                                                   "digest": first.policy_digest},
                           "checks": first.checks, "attestations": first.found,
-                          "tags": [t for t in e.params.get("tags", "").split(",") if t], "digest": subject.digest,
+                          "tags": [t for t in e.params.get("tags", "").split(",") if t],
+                          "digest": subject.digest,
                           "judgedAt": iso(ctx.clock()),
                           "verdicts": [{"reference": v.reference, "accepted": v.accepted} for v in verdicts],
-                          "proof": "every published reference accepted by the acceptance decision (acx install's "
-                                   "checks against the registry copy)"})
+                          "proof": "every published reference accepted by the acceptance decision (acx "
+                                   "install's checks against the registry copy)"})
 
 
 EXECUTORS: dict[str, Callable[[Context, Effect], Result]] = {
@@ -754,7 +757,8 @@ def authority_sources(plan: ReleasePlan, now: datetime) -> tuple[AuthoritySource
     return tuple(out)
 
 
-def open_goal(plan: ReleasePlan, journal: Journal, now: datetime, observers: Sequence[RunObserver] = ()) -> GoalEntry:
+def open_goal(plan: ReleasePlan, journal: Journal, now: datetime,
+              observers: Sequence[RunObserver] = ()) -> GoalEntry:
     """The goal entry: written on the first run; later runs check the plan is still the same one
     (a changed plan stops the goal with replan_required: its route is no longer the plan's)."""
     entries = journal.entries()
@@ -763,9 +767,11 @@ def open_goal(plan: ReleasePlan, journal: Journal, now: datetime, observers: Seq
         entry = GoalEntry(goal=plan.goal_id, instance=f"{plan.goal_id}/{uuid.uuid4().hex[:16]}",
                           plan_path=str(plan.path), plan_digest=plan.digest, created_at=iso(now),
                           identity=GoalIdentity(vision=ident.vision, criteria=ident.criteria,
-                                                non_goals=ident.non_goals, authority=authority_sources(plan, now)),
-                          quota=tuple(QuotaRecord(host=q.host, window_seconds=q.window_seconds, requests=q.requests,
-                                                  bytes=q.bytes, publishes=q.publishes) for q in plan.quotas),
+                                                non_goals=ident.non_goals,
+                                                authority=authority_sources(plan, now)),
+                          quota=tuple(QuotaRecord(host=q.host, window_seconds=q.window_seconds,
+                                                  requests=q.requests, bytes=q.bytes, publishes=q.publishes)
+                                      for q in plan.quotas),
                           wait_seconds=plan.observe.wait_seconds, effects=tuple(plan_effects(plan)))
         out = journal.append(entry, now=now)
         assert isinstance(out, GoalEntry)
@@ -842,15 +848,17 @@ class _Run:
         return project(self.journal.entries(), str(self.journal.path), now=self.now())
 
     # -- the ledger --------------------------------------------------------------------------
-    def book(self, attempt_key: str, effect: str, seen: list[dict[str, Any]], *, delivered_at: str | None) -> None:
+    def book(self, attempt_key: str, effect: str, seen: list[dict[str, Any]], *,
+             delivered_at: str | None) -> None:
         """Book what one attempt/observation/probe asked of each registry (publishes: one when it
         stored something at `delivered_at`)."""
         now = self.now()
         for host, amount in spend_by_host(seen).items():
             pub = 1 if host == delivered_at and amount["writes2xx"] > 0 else 0
-            self.append(SpendEntry(key=f"{attempt_key}@{host}", attempt_key=attempt_key, instance=self.instance,
-                                   window=spend_window(self.goal.quota, host, now), registry=host, effect=effect,
-                                   requests=amount["requests"], bytes=amount["bytes"], publishes=pub))
+            self.append(SpendEntry(key=f"{attempt_key}@{host}", attempt_key=attempt_key,
+                                   instance=self.instance, window=spend_window(self.goal.quota, host, now),
+                                   registry=host, effect=effect, requests=amount["requests"],
+                                   bytes=amount["bytes"], publishes=pub))
 
     def void_delivery(self, spends: Iterable[SpendEntry], reason: str) -> None:
         for s in spends:
@@ -870,7 +878,8 @@ class _Run:
                                     detail=f"429 Retry-After {last.get('Retry-After')}"))
             return True
         status = int(last["status"]) if last is not None and isinstance(last.get("status"), int) else None
-        detail = f"HTTP {status}" if status is not None and status >= 500 else "no answer: " + failure.message[:200]
+        detail = (f"HTTP {status}" if status is not None and status >= 500
+                  else "no answer: " + failure.message[:200])
         self.append(SignalEntry(registry=registry, signal="unhealthy", status=status, detail=detail))
         return False
 
@@ -891,7 +900,8 @@ class _Run:
             except AcxError as exc:
                 ok, why = False, exc.one_line()
             seen = self.ctx.recorder.end()
-            self.book(f"{self.instance}:probe:{reg}:{len(self.journal.entries())}", "probe", seen, delivered_at=None)
+            key = f"{self.instance}:probe:{reg}:{len(self.journal.entries())}"
+            self.book(key, "probe", seen, delivered_at=None)
             if ok:
                 self.append(SignalEntry(registry=reg, signal="healthy", detail=why))
             else:
@@ -912,11 +922,12 @@ class _Run:
                                    window=spend_window(self.goal.quota, reg, self.now()), registry=reg,
                                    effect=o.effect, requests=1, bytes=size,
                                    publishes=1 if es.effect.writes else 0, estimated=True))
-            failure = Failure("quota_spend_failed", f"attempt {o.attempt} of {o.effect} did its remote work and "
-                              "died before booking it: an estimate is booked and the effect is re-observed",
-                              {"attempt": o.attempt, "key": o.key})
-            self.append(EffectEntry(effect=o.effect, from_=es.state, to="open" if es.state != "done" else "done",
-                                    failure=failure, reason="reconcile the ledger"))
+            failure = Failure("quota_spend_failed", f"attempt {o.attempt} of {o.effect} did its remote work "
+                              "and died before booking it: an estimate is booked and the effect is "
+                              "re-observed", {"attempt": o.attempt, "key": o.key})
+            to: State = "open" if es.state != "done" else "done"
+            self.append(EffectEntry(effect=o.effect, from_=es.state, to=to, failure=failure,
+                                    reason="reconcile the ledger"))
 
     def _planned_bytes(self, e: Effect) -> int:
         if e.kind == "push_blob" and e.artifact in self.ctx.materials and e.params.get("role") == "content":
@@ -978,8 +989,8 @@ class _Run:
             self.book(key, e.id, seen, delivered_at=e.registry)
             if result is not None:
                 if result.wrote and estimates:
-                    self.void_delivery(estimates, "the orphaned attempt's write had not landed: this attempt had "
-                                       "to write it")
+                    self.void_delivery(estimates, "the orphaned attempt's write had not landed: this attempt "
+                                       "had to write it")
                 self.append(EffectEntry(effect=e.id, from_="open", to="done", attempt=n, wrote=result.wrote,
                                         receipt={**result.receipt, **receipt}, evidence=result.evidence,
                                         continuation=e.continuation))
@@ -1036,9 +1047,10 @@ class _Run:
         self.book(f"{self.instance}:{e.id}~obs{k}", e.id, requests, delivered_at=None)
         targets = compare(previous_targets(st, e.id), seen)
         j = judge_observation(spec, targets, now)
+        still = None if j.satisfied or j.escalate else Continuation("active_goal")
         self.append(ObservationEntry(effect=e.id, targets=targets, satisfied=j.satisfied,
-                                     next_at=iso(j.next_at) if j.next_at else None, escalated=j.escalate,  # type: ignore[arg-type]
-                                     continuation=None if j.satisfied or j.escalate else Continuation("active_goal")))
+                                     next_at=iso(j.next_at) if j.next_at else None,
+                                     escalated=j.escalate, continuation=still))  # type: ignore[arg-type]
         if j.satisfied:
             self.append(EffectEntry(effect=e.id, from_=st.effect(e.id).state, to="done",
                                     evidence={"targets": [plain(t) for t in targets],
@@ -1048,7 +1060,8 @@ class _Run:
             self.progress_after_done(st, e)
         elif j.escalate == "gate":
             self.append(EffectEntry(effect=e.id, from_=st.effect(e.id).state, to="blocked", failure=Failure(
-                "gate", f"{spec.target}: {j.why}; a person must look, then `acx release resume {self.goal.goal}`",
+                "gate", f"{spec.target}: {j.why}; a person must look, then "
+                f"`acx release resume {self.goal.goal}`",
                 {"escalated": "gate"})))
         elif j.escalate == "replan":
             failure = Failure("replan_required", f"{spec.target}: {j.why}: the plan's route no longer holds")
@@ -1117,7 +1130,8 @@ class _Run:
         for eid, judged in verdicts.items():
             refused = [v for v in judged if not v.accepted]
             if refused:
-                cls: FailureClass = "readback_mismatch" if any(v.mismatch for v in refused) else "validation_failed"
+                cls: FailureClass = ("readback_mismatch" if any(v.mismatch for v in refused)
+                                     else "validation_failed")
                 self.append(EffectEntry(effect=eid, from_="done", to="blocked", failure=Failure(
                     cls, "the terminal audit's acceptance read-back refused "
                     + "; ".join(f"{v.reference}: {v.reasons()}" for v in refused))))
@@ -1141,8 +1155,10 @@ class _Run:
             if es.effect.kind != "verify" or es.state != "done":
                 continue
             ev = _acceptance(es.evidence, es.effect.id)
-            if ev is not None and (now - parse_iso(ev.judged_at, es.effect.id)).total_seconds() <= st.freshness_seconds:
-                out[es.effect.id] = [Verdict(v.reference, ev.digest, v.accepted, ev.policy.digest) for v in ev.verdicts]
+            age = (now - parse_iso(ev.judged_at, es.effect.id)).total_seconds() if ev is not None else None
+            if ev is not None and age is not None and age <= st.freshness_seconds:
+                out[es.effect.id] = [Verdict(v.reference, ev.digest, v.accepted, ev.policy.digest)
+                                     for v in ev.verdicts]
             else:
                 self.ctx.recorder.begin()
                 try:
@@ -1154,8 +1170,8 @@ class _Run:
                                                  mismatch=f.cls == "readback_mismatch")]
                 finally:
                     seen = self.ctx.recorder.end()
-                    self.book(f"{self.instance}:{es.effect.id}~audit{len(self.journal.entries())}", es.effect.id,
-                              seen, delivered_at=None)
+                    key = f"{self.instance}:{es.effect.id}~audit{len(self.journal.entries())}"
+                    self.book(key, es.effect.id, seen, delivered_at=None)
         return out
 
     # -- the loop ------------------------------------------------------------------------------
@@ -1271,14 +1287,15 @@ def run_goal(plan: ReleasePlan, *, root: Path | None = None, runner: str | None 
                                  details={"failures": [f.to_json() for f in run.failures[:10]]}))
             final = run.status()
         write_status_cache(folder, final)
-        return RunReport(final, run.executed, run.writes, run.http_writes, previous.runner if previous else None)
+        return RunReport(final, run.executed, run.writes, run.http_writes,
+                         previous.runner if previous else None)
     finally:
         lease.release()
 
 
 def resume_goal(goal_id: str, *, root: Path | None = None, runner: str | None = None,
-                allow_retag: bool = False, clock: Clock = utc_now, sleep: Callable[[float], None] = time.sleep,
-                repaired: str | None = None) -> RunReport:
+                allow_retag: bool = False, clock: Clock = utc_now,
+                sleep: Callable[[float], None] = time.sleep, repaired: str | None = None) -> RunReport:
     """Resume a goal from its journal: reload the plan it was opened with and run it again."""
     folder = goal_dir(goal_id, root)
     journal = Journal.for_goal(folder)
@@ -1303,7 +1320,8 @@ def goal_status(goal_id: str, *, root: Path | None = None, refresh_cache: bool =
     return status
 
 
-def operator_entry(goal_id: str, entry: Entry, *, root: Path | None = None, clock: Clock = utc_now) -> GoalStatus:
+def operator_entry(goal_id: str, entry: Entry, *, root: Path | None = None,
+                   clock: Clock = utc_now) -> GoalStatus:
     """Append an operator's word (approve, pause, unpause) to a goal's journal — under the journal's
     lock, without the lease, so it reaches a goal while a runner holds it — and return the projection."""
     folder = goal_dir(goal_id, root)

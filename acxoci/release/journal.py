@@ -374,7 +374,8 @@ class Journal:
             n = len(self._cache) + 1
             where = f"{self.path}: line {n}"
             if len(line) > MAX_LINE_BYTES:
-                raise InvalidInput(f"journal line {n} is longer than {MAX_LINE_BYTES} bytes", where=str(self.path))
+                raise InvalidInput(f"journal line {n} is longer than {MAX_LINE_BYTES} bytes",
+                                   where=str(self.path))
             try:
                 obj = loads_strict(line)
             except (AttestError, ValueError) as exc:

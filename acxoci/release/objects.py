@@ -146,7 +146,8 @@ class Recorder:
         item: dict[str, Any] = {"method": req.method, "host": url.netloc, "path": url.path,
                                 "status": resp.status_code,
                                 "sent": _length(req.headers.get("Content-Length")),
-                                "received": 0 if req.method == "HEAD" else _length(resp.headers.get("Content-Length"))}
+                                "received": (0 if req.method == "HEAD"
+                                             else _length(resp.headers.get("Content-Length")))}
         for h in RECEIPT_HEADERS:
             v = resp.headers.get(h)
             if v:

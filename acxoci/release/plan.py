@@ -501,7 +501,8 @@ def _observe(d: PlanDoc, releases: list[Release], path: Path) -> Observe:
         repo = _check_repository(m.repository, where)
         _check_repository(m.of, where)
         if m.of not in dests:
-            raise InvalidInput(f"mirror of {m.of!r}, which is not a destination of goal.artifacts", where=where)
+            raise InvalidInput(f"mirror of {m.of!r}, which is not a destination of goal.artifacts",
+                               where=where)
         if repo in dests:
             raise InvalidInput(f"{repo} is a destination: a mirror is a replica the release does not "
                                "push to", where=where)
@@ -514,7 +515,8 @@ def _observe(d: PlanDoc, releases: list[Release], path: Path) -> Observe:
             raise InvalidInput("a status list watch needs validFrom or digest (or goal.statusList, whose "
                                "validFrom it then waits for)", where=f"{path}: observe.statusLists[{i}]")
         if any(x.url == s.url for x in lists):
-            raise InvalidInput(f"status list {s.url} is watched twice", where=f"{path}: observe.statusLists[{i}]")
+            raise InvalidInput(f"status list {s.url} is watched twice",
+                               where=f"{path}: observe.statusLists[{i}]")
         lists.append(StatusWatch(s.url, s.valid_from, s.digest, _cadence(o, s)))
     approvals: list[Approval] = []
     for i, a in enumerate(o.approvals):
@@ -529,8 +531,8 @@ def _quotas(d: PlanDoc, path: Path) -> tuple[RegistryQuota, ...]:
     for i, q in enumerate(d.quota.registries):
         if any(x.host == q.host for x in out):
             raise InvalidInput(f"quota for {q.host} is listed twice", where=f"{path}: quota.registries[{i}]")
-        out.append(RegistryQuota(q.host, q.requests, q.bytes, q.publishes,
-                                 q.window_seconds if q.window_seconds is not None else d.quota.window_seconds))
+        seconds = q.window_seconds if q.window_seconds is not None else d.quota.window_seconds
+        out.append(RegistryQuota(q.host, q.requests, q.bytes, q.publishes, seconds))
     return tuple(out)
 
 

@@ -58,26 +58,29 @@ def accept(reference: str, digest: str, policy: VerificationPolicy, *, remote: R
         target, _ = open_target(ref.repo_string(), remote, create=False)
         got = resolve_digest(target, ref.tag)
         if got != digest:
-            return Verdict(reference, digest, False, policy.digest, {}, ({
-                "id": "content-digest", "reason": f"{reference} resolves to {got or 'nothing'}, not the released "
-                f"{digest}"},), mismatch=True)
+            why = f"{reference} resolves to {got or 'nothing'}, not the released {digest}"
+            return Verdict(reference, digest, False, policy.digest, {},
+                           ({"id": "content-digest", "reason": why},), mismatch=True)
     try:
         with tempfile.TemporaryDirectory(prefix="acx-release-accept-") as tmp:
-            outcome = install(reference, policy=policy, store=Store(Path(tmp) / "store"), now=now, remote=remote)
+            outcome = install(reference, policy=policy, store=Store(Path(tmp) / "store"), now=now,
+                              remote=remote)
     except (TransientError, AuthError):
         raise  # the registry could not be asked: no verdict
     except AcxError as exc:  # what the reference holds is no installable artifact: a refusal
-        return Verdict(reference, digest, False, policy.digest, {}, ({"id": exc.kind, "reason": exc.one_line()},))
+        return Verdict(reference, digest, False, policy.digest, {},
+                       ({"id": exc.kind, "reason": exc.one_line()},))
     checks: dict[str, str] = {c.id: str(c.status) for c in outcome.checks}
     failed = tuple(c.to_json() for c in outcome.failed)
     got = outcome.digest
     if got is not None and got != digest:
-        return Verdict(reference, digest, False, policy.digest, checks, failed + (
-            {"id": "content-digest", "reason": f"{reference} resolves to {got}, not the released {digest}"},),
-            mismatch=True)
+        moved = {"id": "content-digest",
+                 "reason": f"{reference} resolves to {got}, not the released {digest}"}
+        return Verdict(reference, digest, False, policy.digest, checks, (*failed, moved), mismatch=True)
     found = next((c.details.get("found") for c in outcome.checks if c.id == "attestations"), None)
     mismatch = any(c.id == "content-digest" for c in outcome.failed)
-    return Verdict(reference, digest, outcome.status == "installed", policy.digest, checks, failed, mismatch, found)
+    return Verdict(reference, digest, outcome.status == "installed", policy.digest, checks, failed, mismatch,
+                   found)
 
 
 def resolve_digest(target: Target, reference: str) -> str | None:

@@ -51,10 +51,12 @@ class Amount:
     publishes: int = 0
 
     def __add__(self, other: Amount) -> Amount:
-        return Amount(self.requests + other.requests, self.bytes + other.bytes, self.publishes + other.publishes)
+        return Amount(self.requests + other.requests, self.bytes + other.bytes,
+                      self.publishes + other.publishes)
 
     def __sub__(self, other: Amount) -> Amount:
-        return Amount(self.requests - other.requests, self.bytes - other.bytes, self.publishes - other.publishes)
+        return Amount(self.requests - other.requests, self.bytes - other.bytes,
+                      self.publishes - other.publishes)
 
     def clamp(self, ceiling: Amount) -> Amount:
         """Each field within [0, ceiling's]."""
@@ -263,8 +265,8 @@ def blocker(t: Todo, done: set[str], q: QuotaInputs) -> Blocker | None:
     if t.registry is not None:
         sig = q.signals.get(t.registry)
         if sig is not None and sig.throttled_until is not None and sig.throttled_until > q.now:
-            return Blocker("throttled", f"{t.registry} said 429: Retry-After until {iso(sig.throttled_until)}",
-                           sig.throttled_until)
+            return Blocker("throttled", f"{t.registry} said 429: Retry-After until "
+                           f"{iso(sig.throttled_until)}", sig.throttled_until)
         quota = next((x for x in q.quotas if x.host == t.registry), None)
         if quota is not None:
             b = budget(q.ledger, quota, q.now)
@@ -295,8 +297,8 @@ def decide_state(q: QuotaInputs) -> QuotaDecision:
     for t in pending:
         sig = q.signals.get(t.registry) if t.registry else None
         if sig is not None and sig.unhealthy:
-            return QuotaDecision("blocked_health", f"{t.registry} is unhealthy ({sig.unhealthy}); the next run "
-                                 "probes it before any work there", t.id)
+            return QuotaDecision("blocked_health", f"{t.registry} is unhealthy ({sig.unhealthy}); the next "
+                                 "run probes it before any work there", t.id)
     for t in pending:
         if t.gate is not None:
             return QuotaDecision("operator_gate", t.gate, t.id)
@@ -306,8 +308,8 @@ def decide_state(q: QuotaInputs) -> QuotaDecision:
         blocked_dep = next((d for d in focus.deps if d not in done
                             and any(x.id == d and x.state == "blocked" for x in q.todos)), None)
         if blocked_dep is not None:
-            return QuotaDecision("focus_wait", f"the focus {focus.id} waits on {blocked_dep}, which is blocked",
-                                 focus.id)
+            return QuotaDecision("focus_wait", f"the focus {focus.id} waits on {blocked_dep}, which is "
+                                 "blocked", focus.id)
     elif pending:
         stuck = pending[0]
         return QuotaDecision("focus_wait", f"nothing can be selected: {stuck.id} is blocked"

@@ -96,7 +96,8 @@ class MonitorStatus:
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.effect_id, "kind": self.spec.kind, "target": self.spec.target, "state": self.state,
-                "satisfied": self.state == "done", "observations": self.observations, "lastObservedAt": self.last_at,
+                "satisfied": self.state == "done", "observations": self.observations,
+                "lastObservedAt": self.last_at,
                 "nextObservationAt": self.next_at, "satisfiedAt": self.satisfied_at,
                 "freshnessSeconds": self.spec.freshness_seconds, "escalateAfter": self.spec.escalate_after,
                 "escalate": self.spec.escalate, "escalated": self.escalated, "approvedBy": self.approved_by,
@@ -137,7 +138,8 @@ class RunSummary:
     @property
     def without_progress(self) -> bool:
         """It tried effects, resolved nothing, and met a failure that is not a person's gate."""
-        return (self.ended_at is not None and bool(self.attempted) and not (self.progress and self.progress.any)
+        progressed = self.progress is not None and self.progress.any
+        return (self.ended_at is not None and bool(self.attempted) and not progressed
                 and any(f.cls != "gate" for f in self.failures))
 
     def to_json(self) -> dict[str, Any]:
@@ -197,20 +199,20 @@ class GoalStatus:
     effects: tuple[EffectStatus, ...]
     runs: tuple[RunSummary, ...]
     instance: str = ""
-    identity: GoalIdentity = GoalIdentity()
+    identity: GoalIdentity = field(default_factory=GoalIdentity)
     monitors: tuple[MonitorStatus, ...] = ()
     gates: tuple[Gate, ...] = ()
     ledger: Ledger = field(default_factory=lambda: Ledger(""))
     signals: dict[str, RegistrySignal] = field(default_factory=dict)
     quotas: tuple[QuotaRecord, ...] = ()
-    quota: QuotaDecision = QuotaDecision("waiting", "")
+    quota: QuotaDecision = field(default_factory=lambda: QuotaDecision("waiting", ""))
     paused: PauseEntry | None = None
     stop: StopEntry | None = None
-    closeout: Closeout = Closeout("none")
+    closeout: Closeout = field(default_factory=lambda: Closeout("none"))
     orphans: tuple[Orphan, ...] = ()
     no_progress_runs: int = 0
     approvals: dict[str, ApprovalEntry] = field(default_factory=dict)
-    next_transition: Transition = Transition("none", None, "")
+    next_transition: Transition = field(default_factory=lambda: Transition("none", None, ""))
     wait_seconds: float = 0.0
     freshness_seconds: float = 600.0
     now: datetime | None = None
@@ -242,7 +244,8 @@ class GoalStatus:
             sig = self.signals.get(reg, RegistrySignal())
             row: dict[str, Any] = {"host": reg, "health": "unhealthy" if sig.unhealthy else "ok",
                                    "unhealthy": sig.unhealthy,
-                                   "throttledUntil": iso(sig.throttled_until) if sig.throttled_until else None,
+                                   "throttledUntil": (iso(sig.throttled_until) if sig.throttled_until
+                                                      else None),
                                    "spent": self.ledger.net(reg).to_json()}
             q = next((x for x in self.quotas if x.host == reg), None)
             if q is not None and self.now is not None:
@@ -252,7 +255,8 @@ class GoalStatus:
                 row["budget"] = {"requests": q.requests, "bytes": q.bytes, "publishes": q.publishes}
             rows.append(row)
         d = self.quota
-        return {"state": d.state, "reason": d.reason, "focus": d.focus, "until": iso(d.until) if d.until else None,
+        return {"state": d.state, "reason": d.reason, "focus": d.focus,
+                "until": iso(d.until) if d.until else None,
                 "paused": self.paused is not None, "registries": rows, "spend": self.ledger.to_json()}
 
     def to_json(self) -> dict[str, Any]:
@@ -346,7 +350,8 @@ def _replay(g: GoalEntry, entries: Sequence[Entry], where: str) -> _Replay:
         elif isinstance(ent, ObservationEntry):
             check(ent.effect, ent.seq)
             if known[ent.effect].monitor is None:
-                raise InvalidInput(f"journal entry {ent.seq} observes {ent.effect}, which is no monitor", where=where)
+                raise InvalidInput(f"journal entry {ent.seq} observes {ent.effect}, which is no monitor",
+                                   where=where)
             r.observations.setdefault(ent.effect, []).append(ent)
         elif isinstance(ent, SignalEntry):
             cur = r.signals.get(ent.registry, RegistrySignal())
@@ -466,8 +471,10 @@ def project(entries: Sequence[Entry], where: str = "journal", *, now: datetime |
                               f"acx release run {g.plan_path} --allow-retag"))
         todos.append(Todo(e.id, r.state[e.id], e.deps, e.registry, e.writes, f.cls if f else None, gate,
                           not_before, monitor=e.monitor is not None))
-    paused = (f"paused by {r.paused.by or 'the operator'}" + (f": {r.paused.reason}" if r.paused.reason else "")
-              if r.paused else None)
+    paused = None
+    if r.paused is not None:
+        paused = f"paused by {r.paused.by or 'the operator'}"
+        paused += f": {r.paused.reason}" if r.paused.reason else ""
     stopped = f"stopped: {r.stop.cls}: {r.stop.reason}" if r.stop else None
     decision = decide_state(QuotaInputs(todos, r.signals, g.quota, ledger, when, paused, stopped,
                                         closeout_due=all_done and closeout.state != "done"))
@@ -487,9 +494,9 @@ def project(entries: Sequence[Entry], where: str = "journal", *, now: datetime |
         overall = "deferred"
     else:
         overall = "open"
-    status = GoalStatus(g.goal, g.plan_path, g.plan_digest, g.created_at, overall, tuple(views), tuple(r.runs),
-                        instance, g.identity, monitors, tuple(gates), ledger, r.signals, g.quota, decision,
-                        r.paused, r.stop, closeout, orphans, no_progress, r.approvals,
+    status = GoalStatus(g.goal, g.plan_path, g.plan_digest, g.created_at, overall, tuple(views),
+                        tuple(r.runs), instance, g.identity, monitors, tuple(gates), ledger, r.signals,
+                        g.quota, decision, r.paused, r.stop, closeout, orphans, no_progress, r.approvals,
                         wait_seconds=g.wait_seconds, freshness_seconds=g.freshness_seconds, now=when,
                         todos=tuple(todos))
     return _with_transition(status)
@@ -510,7 +517,8 @@ def next_transition(s: GoalStatus) -> Transition:
         return Transition("none", None, "the terminal audit passed: the goal is done")
     if s.stop is not None:
         cmd = f'{resume} --repaired "WHAT WAS FIXED"' if s.stop.cls == "repair_required" else None
-        return Transition(s.stop.cls, cmd, f"{s.stop.reason}; {NEXT_ACTION[s.stop.cls].replace('GOAL', goal)}")
+        recovery = NEXT_ACTION[s.stop.cls].replace("GOAL", goal)
+        return Transition(s.stop.cls, cmd, f"{s.stop.reason}; {recovery}")
     if d.state == "blocked_health":
         return Transition("probe", resume, d.reason)
     if d.state == "operator_gate":

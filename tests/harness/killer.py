@@ -8,7 +8,7 @@ import os
 import signal
 from collections.abc import Callable
 
-from acxoci.release.journal import Entry, EffectEntry
+from acxoci.release.journal import EffectEntry, Entry
 
 
 class Killer:

@@ -37,7 +37,15 @@ from acxoci.release.status import project
 from tests.harness.faultproxy import FaultProxy, Rule
 from tests.harness.killer import Killer
 from tests.harness.servers import Registry
-from tests.release.support import GOAL, FakeTime, entries, net_publishes_by_effect, referrer_digests, status, tags
+from tests.release.support import (
+    GOAL,
+    FakeTime,
+    entries,
+    net_publishes_by_effect,
+    referrer_digests,
+    status,
+    tags,
+)
 from tests.unit.test_release_support import ReleaseWorld, kill_chain, make_world, run_forked
 
 pytestmark = pytest.mark.interop
@@ -85,7 +93,8 @@ def test_closeout_killed_after_spend_is_terminal_closeout_failed_and_only_the_cl
 
 
 def _kill_before_closeout(w: ReleaseWorld) -> None:
-    last = Killer(1, matches=lambda e: isinstance(e, EffectEntry) and e.effect.startswith("verify:") and e.to == "done")
+    last = Killer(1, matches=lambda e: isinstance(e, EffectEntry) and e.effect.startswith("verify:")
+                  and e.to == "done")
     assert run_forked(lambda: run_goal(load_plan(w.plan), root=w.state).exit_code(), last) == -9
 
 
@@ -100,7 +109,8 @@ def test_closeout_meets_a_5xx_storm_fails_then_is_redone(proxied: FaultProxy, tm
     assert report.exit_code() == 6 and report.executed == 0
     s = report.status
     assert s.closeout.state == "failed" and s.closeout.failure is not None
-    assert s.closeout.failure.cls == "terminal_closeout_failed" and "host_failure" in s.closeout.failure.message
+    assert s.closeout.failure.cls == "terminal_closeout_failed"
+    assert "host_failure" in s.closeout.failure.message
     assert s.state == "deferred" and s.ledger.net().publishes == len(_writers(w))
     storm.times = 0
     done = run_goal(load_plan(w.plan), root=w.state, clock=t.clock, sleep=t.sleep)
@@ -109,14 +119,14 @@ def test_closeout_meets_a_5xx_storm_fails_then_is_redone(proxied: FaultProxy, tm
     assert audit["ok"] and all(v["accepted"] and v["checks"] for v in audit["acceptance"])  # judged again
 
 
-def test_closeout_refuses_done_when_the_published_tag_moved(proxied: FaultProxy, distribution_registry: Registry,
-                                                            tmp_path: Path, vectors_dir: Path) -> None:
+def test_closeout_refuses_done_when_the_published_tag_moved(
+        proxied: FaultProxy, distribution_registry: Registry, tmp_path: Path, vectors_dir: Path) -> None:
     w = _world(tmp_path, vectors_dir, proxied.host)
     _kill_before_closeout(w)
     target, _ = open_target(f"{distribution_registry.host}/acx/c")  # someone moves :v1 meanwhile
-    other = push_bytes(target, json.dumps({"schemaVersion": 2, "mediaType": OCI_MANIFEST, "config": {
-        "mediaType": "application/vnd.oci.empty.v1+json", "digest": EMPTY_DIGEST, "size": 2}, "layers": []}).encode(),
-        OCI_MANIFEST)
+    empty = {"mediaType": "application/vnd.oci.empty.v1+json", "digest": EMPTY_DIGEST, "size": 2}
+    other = push_bytes(target, json.dumps({"schemaVersion": 2, "mediaType": OCI_MANIFEST, "config": empty,
+                                           "layers": []}).encode(), OCI_MANIFEST)
     target.tag(other, "v1")
     t = FakeTime()
     t.advance(3600)
@@ -126,7 +136,8 @@ def test_closeout_refuses_done_when_the_published_tag_moved(proxied: FaultProxy,
     s = report.status
     assert s.closeout.state != "done"
     verify = s.effect(f"verify:agent@{proxied.host}/acx/c")
-    assert verify.state == "blocked" and verify.failure is not None and verify.failure.cls == "readback_mismatch"
+    assert verify.state == "blocked" and verify.failure is not None
+    assert verify.failure.cls == "readback_mismatch"
     assert "v1" in verify.failure.message
 
 
@@ -134,14 +145,16 @@ def test_closeout_quota_spend_failed_books_an_estimate_and_never_twice(proxied: 
                                                                         vectors_dir: Path) -> None:
     w = _world(tmp_path, vectors_dir, proxied.host)
     # killed after the config blob's push and before anything about it was journaled
-    assert run_forked(lambda: run_goal(load_plan(w.plan), root=w.state).exit_code(), Killer(2, after_work=True)) == -9
+    assert run_forked(lambda: run_goal(load_plan(w.plan), root=w.state).exit_code(),
+                      Killer(2, after_work=True)) == -9
     s = goal_status(GOAL, root=w.state)
     blob = f"blob:config:agent@{proxied.host}/acx/c"
     assert [(o.effect, o.booked) for o in s.orphans] == [(blob, False)]
     done = run_goal(load_plan(w.plan), root=w.state)
     assert done.exit_code() == 0
     es = entries(w.state)
-    reconciled = [e for e in es if isinstance(e, EffectEntry) and e.failure and e.failure.cls == "quota_spend_failed"]
+    reconciled = [e for e in es if isinstance(e, EffectEntry) and e.failure
+                  and e.failure.cls == "quota_spend_failed"]
     assert [e.effect for e in reconciled] == [blob]
     estimate = [e for e in es if isinstance(e, SpendEntry) and e.estimated]
     assert [(e.effect, e.publishes) for e in estimate] == [(blob, 1)]
@@ -154,7 +167,8 @@ def test_closeout_quota_spend_failed_voids_the_estimate_when_the_write_had_not_l
         proxied: FaultProxy, tmp_path: Path, vectors_dir: Path) -> None:
     w = _world(tmp_path, vectors_dir, proxied.host)
     proxied.add(Rule("PUT", r"/blobs/uploads/", "reset_body", times=1))  # the first upload is cut
-    assert run_forked(lambda: run_goal(load_plan(w.plan), root=w.state).exit_code(), Killer(2, after_work=True)) == -9
+    assert run_forked(lambda: run_goal(load_plan(w.plan), root=w.state).exit_code(),
+                      Killer(2, after_work=True)) == -9
     done = run_goal(load_plan(w.plan), root=w.state)
     assert done.exit_code() == 0
     voids = [e for e in entries(w.state) if isinstance(e, VoidEntry)]
@@ -163,9 +177,9 @@ def test_closeout_quota_spend_failed_voids_the_estimate_when_the_write_had_not_l
 
 
 @pytest.mark.parametrize("after_write", [False, True], ids=["after-journal", "between-work-and-journal"])
-def test_closeout_sigkill_at_every_effect_never_spends_twice(proxied: FaultProxy, distribution_registry: Registry,
-                                                             tmp_path: Path, vectors_dir: Path,
-                                                             after_write: bool) -> None:
+def test_closeout_sigkill_at_every_effect_never_spends_twice(
+        proxied: FaultProxy, distribution_registry: Registry, tmp_path: Path, vectors_dir: Path,
+        after_write: bool) -> None:
     w = _world(tmp_path, vectors_dir, proxied.host)
     plan = load_plan(w.plan)
     kills = kill_chain(lambda: run_goal(plan, root=w.state).exit_code(), after_write=after_write)

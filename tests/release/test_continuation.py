@@ -49,7 +49,8 @@ def test_continuation_is_declared_on_every_todo(tmp_path: Path, vectors_dir: Pat
     assert by_id["approval:go"].continuation.successors == (f"tag:latest:agent@{repo}",)
     mirror = by_id["monitor:mirror:agent@127.0.0.1:5001/acx/a"]
     assert mirror.deps == (f"tag:v1:agent@{repo}", f"tag:latest:agent@{repo}")
-    assert {e.id for e in effects if e.continuation.mode == "no_followup"} == {f"verify:agent@{repo}", mirror.id}
+    leaves = {e.id for e in effects if e.continuation.mode == "no_followup"}
+    assert leaves == {f"verify:agent@{repo}", mirror.id}
 
 
 def test_continuation_done_is_the_audit_not_the_last_effect(tmp_path: Path, vectors_dir: Path) -> None:
@@ -71,16 +72,16 @@ def test_continuation_done_is_the_audit_not_the_last_effect(tmp_path: Path, vect
     report = run_goal(load_plan(w.plan), root=cut)
     assert report.exit_code() == 0 and report.executed == 0 and report.writes == 0
     audit = report.status.closeout.audit or {}
-    assert [f["check"] for f in audit["findings"]] == ["todos", "read-back", "monitors", "gates", "successors",
-                                                        "ledger", "acceptance"]
+    assert [f["check"] for f in audit["findings"]] == ["todos", "read-back", "monitors", "gates",
+                                                        "successors", "ledger", "acceptance"]
     assert all(f["ok"] for f in audit["findings"])
     assert report.status.runs[-1].progress is not None and report.status.runs[-1].progress.closeout
 
 
 def _journal(tmp: Path, effects: list[Effect]) -> Journal:
     j = Journal(tmp / "journal.jsonl")
-    j.append(GoalEntry(goal="g", plan_path="/p", plan_digest="sha256:00", created_at="2026-11-30T12:00:00.000Z",
-                       instance="g/1", effects=tuple(effects)), now=T0)
+    j.append(GoalEntry(goal="g", plan_path="/p", plan_digest="sha256:00",
+                       created_at="2026-11-30T12:00:00.000Z", instance="g/1", effects=tuple(effects)), now=T0)
     return j
 
 
@@ -109,12 +110,14 @@ def test_continuation_audit_refuses_a_successor_never_done(tmp_path: Path) -> No
 
 def test_continuation_audit_refuses_unbooked_remote_work_and_a_refused_verdict(tmp_path: Path) -> None:
     b = Effect(id="blob:config:x@reg.example/r", kind="push_blob", artifact="x", repository="reg.example/r")
-    v = Effect(id="verify:x@reg.example/r", kind="verify", artifact="x", repository="reg.example/r", deps=(b.id,))
+    v = Effect(id="verify:x@reg.example/r", kind="verify", artifact="x", repository="reg.example/r",
+               deps=(b.id,))
     j = _journal(tmp_path, [b, v])
     j.append(AttemptEntry(effect=b.id, attempt=1, key="g/1:blob#1"), now=T0)  # it died after this
     j.append(EffectEntry(effect=b.id, from_="open", to="done", attempt=2, evidence={"proof": "x"}), now=T0)
     _done(j, v.id)
-    refused = {v.id: [Verdict("reg.example/r:v1", "sha256:00", False, "p", failed=({"id": "trust", "reason": "no"},))]}
+    no = ({"id": "trust", "reason": "no"},)
+    refused = {v.id: [Verdict("reg.example/r:v1", "sha256:00", False, "p", failed=no)]}
     audit = terminal_audit(project(j.entries()), refused, T0)
     failed = {f.check: f.detail for f in audit.failed()}
     assert set(failed) == {"ledger", "acceptance"}
@@ -130,10 +133,12 @@ def test_continuation_unsatisfied_observation_keeps_the_goal_active_and_stale_on
         freshness_seconds=60, escalate_after=5))
     j = _journal(tmp_path, [m])
     miss = TargetObservation(target="m/r:v1", value=None, ok=False, changed=True, no_change=0)
-    j.append(ObservationEntry(effect=m.id, targets=(miss,), satisfied=False, next_at="2026-11-30T12:00:01.000Z",
+    later = "2026-11-30T12:00:01.000Z"
+    j.append(ObservationEntry(effect=m.id, targets=(miss,), satisfied=False, next_at=later,
                               continuation=Continuation("active_goal")), now=T0)
     s = project(j.entries(), now=T0)
-    assert s.state == "open" and s.quota.state == "waiting" and s.monitor(m.id).next_at == "2026-11-30T12:00:01.000Z"
+    assert s.state == "open" and s.quota.state == "waiting"
+    assert s.monitor(m.id).next_at == "2026-11-30T12:00:01.000Z"
     hit = TargetObservation(target="m/r:v1", value="sha256:00", ok=True, changed=True, no_change=0)
     j.append(ObservationEntry(effect=m.id, targets=(hit,), satisfied=True), now=T0)
     j.append(EffectEntry(effect=m.id, from_="open", to="done", evidence={"proof": "observed"}), now=T0)

@@ -38,11 +38,13 @@ def _mirrored(tmp: Path, vectors: Path, primary: str, mirrors: list[str], **obse
 
 
 def _observations(w: ReleaseWorld, mirror: str) -> list[ObservationEntry]:
-    return [e for e in entries(w.state) if isinstance(e, ObservationEntry) and e.effect.endswith(f"@{mirror}/acx/m")]
+    return [e for e in entries(w.state)
+            if isinstance(e, ObservationEntry) and e.effect.endswith(f"@{mirror}/acx/m")]
 
 
 def test_monitor_two_mirrors_the_second_lags_and_the_goal_waits_for_it(
-        distribution_registry: Registry, pull_through: list[Registry], tmp_path: Path, vectors_dir: Path) -> None:
+        distribution_registry: Registry, pull_through: list[Registry], tmp_path: Path,
+        vectors_dir: Path) -> None:
     primary = distribution_registry.host
     with FaultProxy(primary) as link:
         lag = link.add(Rule("*", r"/manifests/v1$", "status", times=100_000, status=404))
@@ -89,12 +91,14 @@ def test_monitor_two_mirrors_the_second_lags_and_the_goal_waits_for_it(
 
 
 def test_monitor_escalates_to_a_gate_then_resumes_after_a_person_looked(
-        distribution_registry: Registry, pull_through: list[Registry], tmp_path: Path, vectors_dir: Path) -> None:
+        distribution_registry: Registry, pull_through: list[Registry], tmp_path: Path,
+        vectors_dir: Path) -> None:
     primary = distribution_registry.host
     with FaultProxy(primary) as link:
         stuck = link.add(Rule("*", r"/manifests/v1$", "status", times=100_000, status=404))
         far = cache_of(pull_through, tmp_path / "far", link.host)
-        w, t = _mirrored(tmp_path, vectors_dir, primary, [far.host], escalateAfter=2, waitSeconds=600), FakeTime()
+        w = _mirrored(tmp_path, vectors_dir, primary, [far.host], escalateAfter=2, waitSeconds=600)
+        t = FakeTime()
         report = run_goal(load_plan(w.plan), root=w.state, clock=t.clock, sleep=t.sleep)
         assert report.exit_code() == 9
         s = report.status

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from acxoci.release.failures import CLASSES, NEXT_ACTION, NO_SPEND_CLASSES, Failure, decide, stop_class
-from acxoci.release.journal import QuotaRecord, SpendEntry, VoidEntry
+from acxoci.release.journal import Entry, QuotaRecord, SpendEntry, VoidEntry
 from acxoci.release.plan import Budget
 from acxoci.release.quota import (
     QUOTA_STATE_ORDER,
@@ -29,17 +29,19 @@ T0 = datetime(2026, 11, 30, 12, 30, tzinfo=UTC)
 W = "2026-11-30T12:00:00.000Z"
 
 
-def _spend(key: str, instance: str = "g/1", **kw: int) -> SpendEntry:
+def _spend(key: str, instance: str = "g/1", requests: int = 0, bytes: int = 0,
+           publishes: int = 0) -> SpendEntry:
     return SpendEntry(key=key, attempt_key=key.split("@")[0], instance=instance, window=W, registry="reg",
-                      effect="blob", **kw)
+                      effect="blob", requests=requests, bytes=bytes, publishes=publishes)
 
 
 def test_quota_ledger_replayed_spend_counts_once_and_void_corrects() -> None:
     s = _spend("a#1@reg", requests=5, bytes=100, publishes=1)
-    entries = [s, s, _spend("a#2@reg", requests=2),
+    entries: list[Entry] = [s, s, _spend("a#2@reg", requests=2),
                VoidEntry(key="void:a#1@reg", voids="a#1@reg", instance="g/1", reason="lost", publishes=1),
                VoidEntry(key="void:a#1@reg", voids="a#1@reg", instance="g/1", reason="lost", publishes=1),
-               VoidEntry(key="void:x", voids="a#1@reg", instance="g/1", reason="again", publishes=5, bytes=500),
+               VoidEntry(key="void:x", voids="a#1@reg", instance="g/1", reason="again", publishes=5,
+                         bytes=500),
                VoidEntry(key="void:none", voids="nothing", instance="g/1", reason="?", requests=1),
                _spend("b#1@reg", instance="g/0", requests=99, publishes=9),
                _spend("c#1@reg", requests=-1)]
@@ -64,7 +66,8 @@ def test_quota_windows_are_aligned_and_budgets_say_what_is_spent() -> None:
 
 
 def _inputs(todos: list[Todo], **kw: object) -> QuotaInputs:
-    return QuotaInputs(todos, kw.pop("signals", {}), kw.pop("quotas", ()), Ledger("g/1"), T0, **kw)  # type: ignore[arg-type]
+    signals = kw.pop("signals", {})
+    return QuotaInputs(todos, signals, (), Ledger("g/1"), T0, **kw)  # type: ignore[arg-type]
 
 
 READY = Todo("tag:v1", "open", (), "reg", True)
@@ -77,8 +80,8 @@ LATER = Todo("monitor:m", "open", (), "mirror", False, not_before=T0 + timedelta
 @pytest.mark.parametrize(("todos", "kw", "state"), [
     ([READY, GATED], {"signals": SICK}, "blocked_health"),        # health first, before any gate
     ([READY, GATED], {"paused": "paused by ops"}, "operator_gate"),  # a gate is a person's, paused or not
-    ([Todo("a", "blocked", (), "reg", True, failure="writeback_failed"), Todo("b", "open", ("a",), "reg", True)],
-     {}, "focus_wait"),
+    ([Todo("a", "blocked", (), "reg", True, failure="writeback_failed"),
+      Todo("b", "open", ("a",), "reg", True)], {}, "focus_wait"),
     ([READY, LATER], {}, "eligible"),
     ([LATER], {}, "waiting"),
     ([READY], {"signals": SLOW}, "throttled"),
@@ -109,4 +112,5 @@ def test_quota_failure_classes_each_have_their_recovery() -> None:
     assert not decide(Failure("host_failure", ""), 1, b, throttled=True).retry  # a 429 said when to come back
     assert decide(Failure("host_failure", ""), 1, b, throttled=True).state == "deferred"
     assert stop_class([Failure("host_failure", "")]) == "repair_required"
-    assert stop_class([Failure("writeback_failed", ""), Failure("validation_failed", "")]) == "replan_required"
+    route = [Failure("writeback_failed", ""), Failure("validation_failed", "")]
+    assert stop_class(route) == "replan_required"

@@ -23,8 +23,8 @@ from tests.unit.test_release_support import acx, make_world
 pytestmark = pytest.mark.interop
 
 
-def test_replan_repair_two_runs_without_progress_stop_with_repair_required(proxied: FaultProxy, tmp_path: Path,
-                                                                          vectors_dir: Path) -> None:
+def test_replan_repair_two_runs_without_progress_stop_with_repair_required(
+        proxied: FaultProxy, tmp_path: Path, vectors_dir: Path) -> None:
     broken = proxied.add(Rule("PUT", r"/manifests/sha256:", "status", times=100_000, status=503))
     w = make_world(tmp_path / "w", vectors_dir, [f"{proxied.host}/acx/r"])
     doc = w.plan_doc()
@@ -52,7 +52,8 @@ def test_replan_repair_two_runs_without_progress_stop_with_repair_required(proxi
     assert json.loads(out.stdout)["stop"]["class"] == "repair_required"
 
     broken.times = 0  # a person repairs the registry and says so
-    res = acx("--json", "release", "resume", GOAL, "--state-dir", str(w.state), "--repaired", "registry fixed")
+    res = acx("--json", "release", "resume", GOAL, "--state-dir", str(w.state), "--repaired",
+              "registry fixed")
     assert res.returncode == 0, res.stdout + res.stderr
     assert json.loads(res.stdout)["state"] == "done"
 
@@ -74,17 +75,19 @@ def test_replan_a_changed_plan_stops_the_goal(tmp_path: Path, vectors_dir: Path)
     w.plan.write_bytes(original)  # putting the old plan back does not revive the route
     again = run_goal(load_plan(w.plan), root=w.state, repaired="I put it back")
     assert again.executed == 0 and again.exit_code() == 9 and again.status.stop is not None
-    assert [e for e in entries(w.state) if isinstance(e, StopEntry)][0].cls == "replan_required"
+    assert next(e for e in entries(w.state) if isinstance(e, StopEntry)).cls == "replan_required"
 
 
-def test_replan_a_monitor_that_escalates_to_replan(distribution_registry: Registry, pull_through: list[Registry],
-                                                   tmp_path: Path, vectors_dir: Path) -> None:
+def test_replan_a_monitor_that_escalates_to_replan(
+        distribution_registry: Registry, pull_through: list[Registry], tmp_path: Path,
+        vectors_dir: Path) -> None:
     primary = distribution_registry.host
     with FaultProxy(primary, [Rule("*", r"/manifests/v1$", "status", times=100_000, status=404)]) as link:
         far = cache_of(pull_through, tmp_path / "far", link.host)
         repo = f"{primary}/acx/p"
         w = make_world(tmp_path / "w", vectors_dir, [repo], tags=("v1",), extra={"observe": {
-            "mirrors": [{"repository": f"{far.host}/acx/p", "of": repo, "escalate": "replan", "escalateAfter": 1}],
+            "mirrors": [{"repository": f"{far.host}/acx/p", "of": repo, "escalate": "replan",
+                         "escalateAfter": 1}],
             "intervalSeconds": 1, "waitSeconds": 60}})
         t = FakeTime()
         report = run_goal(load_plan(w.plan), root=w.state, clock=t.clock, sleep=t.sleep)
@@ -93,4 +96,5 @@ def test_replan_a_monitor_that_escalates_to_replan(distribution_registry: Regist
     assert s.stop is not None and s.stop.cls == "replan_required" and far.host in s.stop.reason
     m = s.monitor(f"monitor:mirror:agent@{far.host}/acx/p")
     assert m.state == "blocked" and m.observations == 2 and m.escalated == "replan"
-    assert s.effect(f"monitor:mirror:agent@{far.host}/acx/p").failure.cls == "replan_required"  # type: ignore[union-attr]
+    failure = s.effect(f"monitor:mirror:agent@{far.host}/acx/p").failure
+    assert failure is not None and failure.cls == "replan_required"

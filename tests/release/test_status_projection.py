@@ -47,7 +47,7 @@ def test_status_projection_json_and_human(tmp_path: Path, vectors_dir: Path) -> 
     assert roles == ["plan", "policy", "trust-registry", "changelog"]
     assert all(a["digest"].startswith("sha256:") for a in out["identity"]["authority"])
     assert out["nextTransition"]["command"] == f"acx release approve {GOAL} go-live --by NAME"
-    assert out["quota"]["spend"]["total"] == {"requests": 0, "bytes": 0, "publishes": 0}  # a layout: no registry
+    assert out["quota"]["spend"]["total"] == {"requests": 0, "bytes": 0, "publishes": 0}  # a layout
     human = acx("release", "status", GOAL, "--state-dir", str(w.state))
     text = human.stdout
     assert text.startswith("BLOCKED release sample-1") or text.startswith("OPEN release sample-1"), text
@@ -101,7 +101,8 @@ def test_status_projection_refuses_a_journal_line_of_another_shape(tmp_path: Pat
              "window": "w", "registry": "r", "effect": "e", "requests": -5}
     with path.open("ab") as fh:  # well-formed lines the ledger must not count: a negative spend, another
         fh.write(json.dumps(spend).encode() + b"\n")  # instance's spend
-        fh.write(json.dumps({**spend, "seq": 100, "key": "k2", "instance": "old/1", "requests": 7}).encode() + b"\n")
+        old = {**spend, "seq": 100, "key": "k2", "instance": "old/1", "requests": 7}
+        fh.write(json.dumps(old).encode() + b"\n")
     ledger = goal_status(GOAL, root=w.state).ledger
     assert (ledger.rejected, ledger.foreign, ledger.net().requests) == (1, 1, 0)
     with path.open("ab") as fh:

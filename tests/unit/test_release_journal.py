@@ -24,8 +24,8 @@ from acxoci.release.status import project
 
 T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 EFFECTS = [Effect(id="prepare:a", kind="prepare", artifact="a"),
-           Effect(id="blob:content:a@r", kind="push_blob", artifact="a", repository="r", params={"role": "content"},
-                  deps=("prepare:a",)),
+           Effect(id="blob:content:a@r", kind="push_blob", artifact="a", repository="r",
+                  params={"role": "content"}, deps=("prepare:a",)),
            Effect(id="tag:v1:a@r", kind="tag", artifact="a", repository="r", params={"tag": "v1"},
                   deps=("blob:content:a@r",)),
            Effect(id="verify:a@r", kind="verify", artifact="a", repository="r", deps=("tag:v1:a@r",))]

@@ -41,7 +41,7 @@ def test_effects_are_pure_ordered_and_typed(tmp_path: Path, vectors_dir: Path) -
                 f"attest:legacy:agent@{repo}", f"attest:bundle:agent@{repo}", f"envelope:agent@{repo}"}
         assert set(verify.deps) == want
         assert ids.index(f"verify:agent@{repo}") > max(ids.index(d) for d in verify.deps)
-    assert [decode_as(e.to_json(), Effect, document="effect") for e in first] == first  # the journal's round trip
+    assert [decode_as(e.to_json(), Effect, document="effect") for e in first] == first  # journal round trip
     assert not next(e for e in first if e.kind == "verify").writes
     assert next(e for e in first if e.kind == "tag").writes
 

@@ -98,7 +98,8 @@ def test_sigkill_at_every_effect_then_resume(tmp_path: Path, vectors_dir: Path, 
     if after_write:  # the re-run after a lost journal entry found the write and did not repeat it
         entries = Journal(w.state / "sample-1" / "journal.jsonl").entries()
         done = [e for e in entries if isinstance(e, EffectEntry) and e.to == "done"]
-        assert all(not e.wrote for e in done if e.effect != "prepare:agent"), [e.effect for e in done if e.wrote]
+        wrote = [e.effect for e in done if e.wrote and e.effect != "prepare:agent"]
+        assert not wrote, wrote
 
 
 def test_tampered_input_blocks_before_any_write_and_is_not_retried(tmp_path: Path, vectors_dir: Path) -> None:
