@@ -2,24 +2,22 @@
 lists) and to JUDGE what it published. They normalise what they see into small typed facts; they
 decide nothing about the goal (the kernel does: monitors.py, quota.py, audit.py).
 
-`accept` is the acceptance read-back: one call, (reference, digest, consumer policy) → verdict.
-It judges the published reference the way a consumer will (today: `acx install`'s checks into a
-throwaway store, reached through the tag exactly as a consumer reaches it); it is the one place
-to wire the project's single acceptance decision into the release."""
+`accept` is the acceptance read-back: one call, (reference, digest, consumer policy) → verdict,
+asking the project's one acceptance decision (`acxoci/install/judge.py: judge_reference`, the
+same one `acx install` and `acx verify REF --policy` ask) about the published reference, reached
+through the tag exactly as a consumer reaches it."""
 
 from __future__ import annotations
 
-import tempfile
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 from acxoci.errors import AcxError, AuthError, NotFound, TransientError
 from acxoci.install.vpolicy import VerificationPolicy
 from acxoci.oci.reference import parse_reference
 from acxoci.oci.settings import RemoteOptions
-from acxoci.oci.target import Target, open_target
+from acxoci.oci.target import Target
 from attest.canonical import jcs_digest
 
 
@@ -48,39 +46,40 @@ class Verdict:
 
 def accept(reference: str, digest: str, policy: VerificationPolicy, *, remote: RemoteOptions,
            now: datetime) -> Verdict:
-    """Would a consumer under `policy` accept `reference` (REPO:TAG, or REPO@DIGEST), and is it the
-    released `digest`? Registry trouble raises its AcxError (the caller classifies it)."""
-    from acxoci.install.install import install
-    from acxoci.install.store import Store
+    """Does the project's one acceptance decision (`install.judge.judge_reference`, what `acx install`
+    and `acx verify --policy` ask) accept `reference` (REPO:TAG, or REPO@DIGEST) under the consumer
+    `policy`, and does the reference hold the released `digest`? Registry trouble raises its AcxError
+    (the caller classifies it)."""
+    from acxoci.install.judge import Context, judge_reference
 
-    ref = parse_reference(reference)
-    if ref.tag is not None and ref.digest is None:  # the consumer's tag must hold the released digest
-        target, _ = open_target(ref.repo_string(), remote, create=False)
-        got = resolve_digest(target, ref.tag)
-        if got != digest:
-            why = f"{reference} resolves to {got or 'nothing'}, not the released {digest}"
-            return Verdict(reference, digest, False, policy.digest, {},
-                           ({"id": "content-digest", "reason": why},), mismatch=True)
     try:
-        with tempfile.TemporaryDirectory(prefix="acx-release-accept-") as tmp:
-            outcome = install(reference, policy=policy, store=Store(Path(tmp) / "store"), now=now,
-                              remote=remote)
+        j = judge_reference(reference, Context(policy, now, remote=remote))
     except (TransientError, AuthError):
         raise  # the registry could not be asked: no verdict
     except AcxError as exc:  # what the reference holds is no installable artifact: a refusal
+        held = _held(reference, remote)
         return Verdict(reference, digest, False, policy.digest, {},
-                       ({"id": exc.kind, "reason": exc.one_line()},))
-    checks: dict[str, str] = {c.id: str(c.status) for c in outcome.checks}
-    failed = tuple(c.to_json() for c in outcome.failed)
-    got = outcome.digest
-    if got is not None and got != digest:
+                       ({"id": exc.kind, "reason": exc.one_line()},), mismatch=held not in (None, digest))
+    checks: dict[str, str] = {c.id: str(c.status) for c in j.checks}
+    failed = tuple(c.to_json() for c in j.failed)
+    if j.digest is not None and j.digest != digest:
         moved = {"id": "content-digest",
-                 "reason": f"{reference} resolves to {got}, not the released {digest}"}
+                 "reason": f"{reference} resolves to {j.digest}, not the released {digest}"}
         return Verdict(reference, digest, False, policy.digest, checks, (*failed, moved), mismatch=True)
-    found = next((c.details.get("found") for c in outcome.checks if c.id == "attestations"), None)
-    mismatch = any(c.id == "content-digest" for c in outcome.failed)
-    return Verdict(reference, digest, outcome.status == "installed", policy.digest, checks, failed, mismatch,
-                   found)
+    found = next((c.details.get("found") for c in j.checks if c.id == "attestations"), None)
+    mismatch = any(c.id == "content-digest" for c in j.failed)
+    return Verdict(reference, digest, j.ok, policy.digest, checks, failed, mismatch, found)
+
+
+def _held(reference: str, remote: RemoteOptions) -> str | None:
+    """The digest a tag reference resolves to (None for a digest reference, or when absent)."""
+    from acxoci.oci.target import open_target
+
+    ref = parse_reference(reference)
+    if ref.tag is None or ref.digest is not None:
+        return None
+    target, _ = open_target(ref.repo_string(), remote, create=False)
+    return resolve_digest(target, ref.tag)
 
 
 def resolve_digest(target: Target, reference: str) -> str | None:

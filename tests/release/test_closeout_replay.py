@@ -137,7 +137,7 @@ def test_closeout_refuses_done_when_the_published_tag_moved(
     assert s.closeout.state != "done"
     verify = s.effect(f"verify:agent@{proxied.host}/acx/c")
     assert verify.state == "blocked" and verify.failure is not None
-    assert verify.failure.cls == "readback_mismatch"
+    assert verify.failure.cls == "readback_mismatch", verify.failure.message
     assert "v1" in verify.failure.message
 
 
