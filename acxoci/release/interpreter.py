@@ -39,8 +39,17 @@ from typing import Any, Protocol
 
 import msgspec
 
-from acxoci.errors import AcxError, AuthError, Blocked, InvalidInput, NotFound, Tampered, TransientError
-from acxoci.fsutil import require_unchanged
+from acxoci.errors import (
+    AcxError,
+    AuthError,
+    Blocked,
+    InvalidInput,
+    NotFound,
+    Tampered,
+    TransientError,
+    UsageError,
+)
+from acxoci.fsutil import read_bytes, require_unchanged
 from acxoci.oci.descriptor import OCI_MANIFEST, Descriptor, Manifest, parse_manifest
 from acxoci.oci.reference import parse_reference
 from acxoci.oci.retry import retry_after_seconds
@@ -216,6 +225,15 @@ class Context:
         if repo not in self._readers:
             self._readers[repo] = self._open(repo)
         return self._readers[repo]
+
+    def observed(self, repo: str) -> Target:
+        """A target the release only observes (a mirror): opened read-only, never created."""
+        key = f"observe:{repo}"
+        if key not in self._readers:
+            target, _ = open_target(repo, self.plan.remote_options(repo), create=False)
+            self.recorder.attach(target)
+            self._readers[key] = target
+        return self._readers[key]
 
     def release(self, name: str) -> Release:
         for rel in self.plan.releases:
@@ -728,11 +746,16 @@ EXECUTORS: dict[str, Callable[[Context, Effect], Result]] = {
 # ---- opening a goal ----------------------------------------------------------------------------
 
 
+MAX_AUTHORITY_BYTES = 16 * 1024 * 1024
+
+
 def _file_digest(path: Path) -> tuple[str | None, str | None]:
+    """The digest of an authority document (bounded), or why it could not be read."""
     try:
-        return "sha256:" + sha256(path.read_bytes()).hexdigest(), None
-    except OSError as exc:
-        return None, f"unreadable: {exc.strerror or exc}"
+        data = read_bytes(path, "authority source", limit=MAX_AUTHORITY_BYTES)
+    except AcxError as exc:
+        return None, exc.message
+    return "sha256:" + sha256(data).hexdigest(), None
 
 
 def authority_sources(plan: ReleasePlan, now: datetime) -> tuple[AuthoritySource, ...]:
@@ -1082,7 +1105,7 @@ class _Run:
             for target in targets_of(spec, digest):
                 ref = target[len(spec.target) + 1:]
                 try:
-                    got = resolve_digest(self.ctx.reader(spec.target), ref)
+                    got = resolve_digest(self.ctx.observed(spec.target), ref)
                     out.append(Seen(target, got, got == digest))
                 except AcxError as exc:
                     out.append(Seen(target, None, False, exc.one_line()[:300]))
@@ -1269,7 +1292,7 @@ def run_goal(plan: ReleasePlan, *, root: Path | None = None, runner: str | None 
         try:
             st = run.status()
             if repaired is not None:
-                run.append(RepairEntry(note=repaired, by=lease.runner))
+                run.append(RepairEntry(note=repaired[:MAX_OPERATOR_TEXT], by=lease.runner))
                 st = run.status()
             if st.stop is None and st.paused is None:
                 ctx.materials = materials_of(st)
@@ -1324,6 +1347,17 @@ def goal_status(goal_id: str, *, root: Path | None = None, refresh_cache: bool =
     return status
 
 
+MAX_OPERATOR_TEXT = 2000
+
+
+def _operator_words(entry: Entry) -> list[str]:
+    if isinstance(entry, ApprovalEntry):
+        return [entry.approval, entry.by, entry.note or ""]
+    if isinstance(entry, PauseEntry | UnpauseEntry):
+        return [entry.by or "", entry.reason or ""]
+    return []
+
+
 def operator_entry(goal_id: str, entry: Entry, *, root: Path | None = None,
                    clock: Clock = utc_now) -> GoalStatus:
     """Append an operator's word (approve, pause, unpause) to a goal's journal — under the journal's
@@ -1332,6 +1366,9 @@ def operator_entry(goal_id: str, entry: Entry, *, root: Path | None = None,
     journal = Journal.for_goal(folder)
     if not journal.exists:
         raise NotFound(f"no release goal {goal_id!r}", where=str(folder))
+    for text in _operator_words(entry):
+        if len(text) > MAX_OPERATOR_TEXT:
+            raise UsageError(f"at most {MAX_OPERATOR_TEXT} characters, please (a journal line stays small)")
     st = project(journal.entries(), str(journal.path), now=clock())
     if isinstance(entry, ApprovalEntry):
         known = [m.spec.target for m in st.monitors if m.spec.kind == "approval"]

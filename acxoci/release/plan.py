@@ -492,6 +492,15 @@ def _cadence(o: ObserveDoc, e: MirrorDoc | StatusWatchDoc) -> Cadence:
                    pick(e.escalate_after, o.escalate_after), pick(e.escalate, o.escalate))
 
 
+def _rfc3339(text: str, where: str) -> None:
+    from attest.trust import parse_rfc3339
+
+    try:
+        parse_rfc3339(text, where=where)
+    except AttestError as exc:
+        raise InvalidInput(f"not an RFC 3339 time: {text!r}", where=where) from exc
+
+
 def _observe(d: PlanDoc, releases: list[Release], path: Path) -> Observe:
     o = d.observe
     dests = {dest.repository for rel in releases for dest in rel.to}
@@ -514,6 +523,8 @@ def _observe(d: PlanDoc, releases: list[Release], path: Path) -> Observe:
         if s.valid_from is None and s.digest is None and d.goal.status_list is None:
             raise InvalidInput("a status list watch needs validFrom or digest (or goal.statusList, whose "
                                "validFrom it then waits for)", where=f"{path}: observe.statusLists[{i}]")
+        if s.valid_from is not None:
+            _rfc3339(s.valid_from, f"{path}: observe.statusLists[{i}].validFrom")
         if any(x.url == s.url for x in lists):
             raise InvalidInput(f"status list {s.url} is watched twice",
                                where=f"{path}: observe.statusLists[{i}]")

@@ -6,6 +6,7 @@ with replan_required, which nothing lifts (release the changed plan under a new 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -98,3 +99,22 @@ def test_replan_a_monitor_that_escalates_to_replan(
     assert m.state == "blocked" and m.observations == 2 and m.escalated == "replan"
     failure = s.effect(f"monitor:mirror:agent@{far.host}/acx/p").failure
     assert failure is not None and failure.cls == "replan_required"
+
+
+def test_replan_validation_failed_writes_nothing_and_is_never_retried(proxied: FaultProxy, tmp_path: Path,
+                                                                      vectors_dir: Path) -> None:
+    """A tampered input (the real signal: the bytes) blocks `prepare` before one request reaches the
+    registry; later runs neither retry it nor count as runs without progress (so it never stops)."""
+    w = make_world(tmp_path / "w", vectors_dir, [f"{proxied.host}/acx/v"])
+    shutil.copyfile(vectors_dir / "sample" / "tampered" / "rom-data.acx", w.cartridge)
+    for _ in range(3):
+        report = run_goal(load_plan(w.plan), root=w.state)
+        assert report.exit_code() == 9
+    s = report.status
+    prep = s.effect("prepare:agent")
+    assert prep.failure is not None and prep.failure.cls == "validation_failed" and prep.attempts == 1
+    assert not proxied.log.entries  # nothing was asked of the registry
+    assert s.no_progress_runs == 1  # the first run; the later ones attempted nothing, so they do not count
+    assert s.stop is None and s.ledger.net().requests == 0
+    assert s.quota.state == "focus_wait" and "prepare:agent" in s.quota.reason
+    assert "new goal id" in s.next_transition.why
