@@ -875,11 +875,11 @@ class _Run:
     # -- the ledger --------------------------------------------------------------------------
     def book(self, attempt_key: str, effect: str, seen: list[dict[str, Any]], *,
              delivered_at: str | None) -> None:
-        """Book what one attempt/observation/probe asked of each registry (publishes: one when it
-        stored something at `delivered_at`)."""
+        """Book what one attempt/observation/probe asked of each registry (publishes: one at
+        `delivered_at`, the registry a read-back proved the effect stored something at)."""
         now = self.now()
         for host, amount in spend_by_host(seen).items():
-            pub = 1 if host == delivered_at and amount["writes2xx"] > 0 else 0
+            pub = 1 if host == delivered_at else 0
             self.append(SpendEntry(key=f"{attempt_key}@{host}", attempt_key=attempt_key,
                                    instance=self.instance, window=spend_window(self.goal.quota, host, now),
                                    registry=host, effect=effect, requests=amount["requests"],
@@ -1011,7 +1011,9 @@ class _Run:
                 o.after_work(e.id)
             receipt = http_receipt(seen)
             self.http_writes += int(receipt["httpWrites"])
-            self.book(key, e.id, seen, delivered_at=e.registry)
+            # a delivery is booked only when the read-back proved it (a 201 is a receipt, not proof)
+            delivered = e.registry if result is not None and result.wrote else None
+            self.book(key, e.id, seen, delivered_at=delivered)
             if result is not None:
                 if result.wrote and estimates:
                     self.void_delivery(estimates, "the orphaned attempt's write had not landed: this attempt "
@@ -1024,9 +1026,6 @@ class _Run:
                 self.progress_after_done(st, e)
                 return
             assert failure is not None
-            if failure.cls == "writeback_failed":
-                self.void_delivery([s for s in self.status().ledger.spends.values() if s.attempt_key == key],
-                                   "the read-back proved the write did not land")
             throttled = False
             if failure.cls == "host_failure" and e.registry is not None:
                 throttled = self._is_429(seen, e.registry)

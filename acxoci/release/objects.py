@@ -179,17 +179,14 @@ def http_receipt(requests_seen: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def spend_by_host(requests_seen: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
-    """What the recorded requests cost each registry host: requests, body bytes (sent and
-    received, by Content-Length), and how many writes it answered with 2xx."""
+    """What the recorded requests cost each registry host: requests and body bytes (sent and
+    received, by Content-Length)."""
     out: dict[str, dict[str, int]] = {}
     for r in requests_seen:
         host = str(r.get("host") or "")
         if not host:
             continue
-        row = out.setdefault(host, {"requests": 0, "bytes": 0, "writes2xx": 0})
+        row = out.setdefault(host, {"requests": 0, "bytes": 0})
         row["requests"] += 1
         row["bytes"] += int(r.get("sent") or 0) + int(r.get("received") or 0)
-        status = r.get("status")
-        if r.get("method") in WRITE_METHODS and isinstance(status, int) and 200 <= status < 300:
-            row["writes2xx"] += 1
     return out
