@@ -106,6 +106,8 @@ from attest.typed import DocumentTypeError, decode_as
 STATUS_CACHE = "status.json"
 Clock = Callable[[], datetime]
 DEFAULT_RETRY_AFTER = 60.0
+MAX_RETRY_AFTER = 24 * 3600.0
+"""A registry's Retry-After is honoured up to a day (a larger one is a registry's mistake or a trap)."""
 
 
 def utc_now() -> datetime:
@@ -898,7 +900,8 @@ class _Run:
         last = mine[-1] if mine else None
         if last is not None and last.get("status") == 429:
             wait = retry_after_seconds(last.get("Retry-After"))
-            until = self.now() + timedelta(seconds=DEFAULT_RETRY_AFTER if wait is None else wait)
+            wait = DEFAULT_RETRY_AFTER if wait is None else min(wait, MAX_RETRY_AFTER)
+            until = self.now() + timedelta(seconds=wait)
             self.append(SignalEntry(registry=registry, signal="throttled", until=iso(until), status=429,
                                     detail=f"429 Retry-After {last.get('Retry-After')}"))
             return True

@@ -54,9 +54,14 @@ def compare(previous: Mapping[str, TargetObservation], seen: Sequence[Seen]) -> 
     return tuple(out)
 
 
+MAX_DELAY = 86400.0
+
+
 def next_delay(spec: MonitorSpec, no_change: int) -> float:
-    """Backoff: the first interval, doubled for each unchanged observation, capped."""
-    return float(min(spec.max_interval_seconds, spec.interval_seconds * (2 ** min(no_change, 30))))
+    """Backoff: the first interval, doubled for each unchanged observation, capped (and never
+    beyond a day nor below zero, whatever a journal says)."""
+    delay = min(spec.max_interval_seconds, spec.interval_seconds * (2 ** max(0, min(no_change, 30))))
+    return float(min(MAX_DELAY, max(0.0, delay)))
 
 
 @dataclass(frozen=True)

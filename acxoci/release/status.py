@@ -423,6 +423,9 @@ def project(entries: Sequence[Entry], where: str = "journal", *, now: datetime |
     g = goal_entry(entries, where)
     effects = list(g.effects)
     check_graph(effects)
+    for q in g.quota:
+        if not 1 <= q.window_seconds <= 366 * 86400:
+            raise InvalidInput(f"quota window of {q.host} is {q.window_seconds} s", where=where)
     r = _replay(g, entries, where)
     instance = g.instance or f"{g.goal}@{g.created_at}"
     when = now or parse_iso(entries[-1].at or g.created_at, where)

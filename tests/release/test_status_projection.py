@@ -7,6 +7,8 @@ against it, and hostile lines are refused by the schema and by the decoder alike
 from __future__ import annotations
 
 import json
+import random
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +19,7 @@ from acxoci.errors import InvalidInput
 from acxoci.release.interpreter import goal_status, run_goal
 from acxoci.release.journal import Journal, decode_entry, journal_schema
 from acxoci.release.plan import load_plan
+from acxoci.release.status import project
 from tests.harness.env import REPO
 from tests.release.support import GOAL, check_status_json
 from tests.unit.test_release_support import acx, make_world
@@ -109,3 +112,60 @@ def test_status_projection_refuses_a_journal_line_of_another_shape(tmp_path: Pat
         fh.write(b'{"type":"effect","seq":101,"at":"x","effect":"prepare:agent","from":"open","to":1}\n')
     bad = acx("release", "status", GOAL, "--state-dir", str(w.state))
     assert bad.returncode == 3 and "line" in bad.stderr and "/to" in bad.stderr
+
+
+def _mutations(value: Any, rng: random.Random) -> Any:
+    """`value` with one leaf somewhere replaced by a hostile one (iteratively, no recursion)."""
+    hostile = [None, True, -1, 0, 2**62, 1e308, -1e308, "", "x" * 300, "9999-99-99T99:99:99Z", [], {},
+               "2026-11-30T12:00:00Z", "open", "done", "blocked", "gate", "\u202e\x1b[2J"]
+    doc = json.loads(json.dumps(value))
+    node: Any = doc
+    for _ in range(rng.randint(1, 4)):
+        if isinstance(node, dict) and node:
+            key = rng.choice(list(node))
+            if isinstance(node[key], dict | list) and node[key] and rng.random() < 0.6:
+                node = node[key]
+                continue
+            node[key] = rng.choice(hostile)
+            return doc
+        if isinstance(node, list) and node:
+            i = rng.randrange(len(node))
+            if isinstance(node[i], dict | list) and node[i] and rng.random() < 0.6:
+                node = node[i]
+                continue
+            node[i] = rng.choice(hostile)
+            return doc
+        break
+    return doc
+
+
+def test_status_projection_hostile_journals_never_crash(tmp_path: Path, vectors_dir: Path) -> None:
+    """A journal rewritten by hand or by an attacker: every projection either succeeds or is a typed
+    InvalidInput naming the journal; never an untyped crash (fixed seed, a few hundred journals)."""
+    w = make_world(tmp_path / "w", vectors_dir, [f"oci-layout:{tmp_path / 'layout'}"], extra={"observe": {
+        "approvals": [{"id": "go", "blocks": ["tag:latest"]}]}, "quota": {"registries": [{"host": "h", "requests": 9}]}})
+    run_goal(load_plan(w.plan), root=w.state)
+    lines = [json.loads(x) for x in (w.state / GOAL / "journal.jsonl").read_text().splitlines()]
+    inst, at = lines[0]["instance"], "2026-11-30T12:00:00.000Z"
+    lines += [{"type": "spend", "seq": 90, "at": at, "key": "k@h", "attemptKey": "k", "instance": inst,
+               "window": at, "registry": "h", "effect": "x", "requests": 3, "publishes": 1, "estimated": True},
+              {"type": "void", "seq": 91, "at": at, "key": "void:k@h", "voids": "k@h", "instance": inst,
+               "reason": "r", "publishes": 1},
+              {"type": "signal", "seq": 92, "at": at, "registry": "h", "signal": "throttled", "until": at},
+              {"type": "signal", "seq": 93, "at": at, "registry": "h", "signal": "unhealthy", "status": 503},
+              {"type": "pause", "seq": 94, "at": at, "by": "ops"},
+              {"type": "stop", "seq": 95, "at": at, "class": "repair_required", "reason": "r"},
+              {"type": "closeout", "seq": 96, "at": at, "event": "failed", "failure": {"class": "gate"}}]
+    rng = random.Random(36)
+    now = datetime(2026, 11, 30, tzinfo=UTC)
+    outcomes = {"ok": 0, "refused": 0}
+    for _ in range(300):
+        mutated = list(lines)
+        i = rng.randrange(len(mutated))
+        mutated[i] = _mutations(mutated[i], rng)
+        try:
+            project([decode_entry(x, f"line {n}") for n, x in enumerate(mutated, 1)], now=now).to_json()
+            outcomes["ok"] += 1
+        except InvalidInput:
+            outcomes["refused"] += 1
+    assert outcomes["ok"] and outcomes["refused"], outcomes
