@@ -116,7 +116,7 @@ def test_status_projection_refuses_a_journal_line_of_another_shape(tmp_path: Pat
 
 def _mutations(value: Any, rng: random.Random) -> Any:
     """`value` with one leaf somewhere replaced by a hostile one (iteratively, no recursion)."""
-    hostile = [None, True, -1, 0, 2**62, 1e308, -1e308, "", "x" * 300, "9999-99-99T99:99:99Z", [], {},
+    hostile: list[Any] = [None, True, -1, 0, 2**62, 1e308, -1e308, "", "x" * 300, "9999-99-99T99:99:99Z", [], {},
                "2026-11-30T12:00:00Z", "open", "done", "blocked", "gate", "\u202e\x1b[2J"]
     doc = json.loads(json.dumps(value))
     node: Any = doc
@@ -142,8 +142,9 @@ def _mutations(value: Any, rng: random.Random) -> Any:
 def test_status_projection_hostile_journals_never_crash(tmp_path: Path, vectors_dir: Path) -> None:
     """A journal rewritten by hand or by an attacker: every projection either succeeds or is a typed
     InvalidInput naming the journal; never an untyped crash (fixed seed, a few hundred journals)."""
-    w = make_world(tmp_path / "w", vectors_dir, [f"oci-layout:{tmp_path / 'layout'}"], extra={"observe": {
-        "approvals": [{"id": "go", "blocks": ["tag:latest"]}]}, "quota": {"registries": [{"host": "h", "requests": 9}]}})
+    extra = {"observe": {"approvals": [{"id": "go", "blocks": ["tag:latest"]}]},
+             "quota": {"registries": [{"host": "h", "requests": 9}]}}
+    w = make_world(tmp_path / "w", vectors_dir, [f"oci-layout:{tmp_path / 'layout'}"], extra=extra)
     run_goal(load_plan(w.plan), root=w.state)
     lines = [json.loads(x) for x in (w.state / GOAL / "journal.jsonl").read_text().splitlines()]
     inst, at = lines[0]["instance"], "2026-11-30T12:00:00.000Z"
