@@ -116,8 +116,8 @@ def test_status_projection_refuses_a_journal_line_of_another_shape(tmp_path: Pat
 
 def _mutations(value: Any, rng: random.Random) -> Any:
     """`value` with one leaf somewhere replaced by a hostile one (iteratively, no recursion)."""
-    hostile: list[Any] = [None, True, -1, 0, 2**62, 1e308, -1e308, "", "x" * 300, "9999-99-99T99:99:99Z", [], {},
-               "2026-11-30T12:00:00Z", "open", "done", "blocked", "gate", "\u202e\x1b[2J"]
+    hostile: list[Any] = [None, True, -1, 0, 2**62, 1e308, -1e308, "", "x" * 300, "9999-99-99T99:99:99Z",
+                          [], {}, "2026-11-30T12:00:00Z", "open", "done", "blocked", "gate", "\u202e\x1b[2J"]
     doc = json.loads(json.dumps(value))
     node: Any = doc
     for _ in range(rng.randint(1, 4)):
