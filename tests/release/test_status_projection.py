@@ -149,7 +149,8 @@ def test_status_projection_hostile_journals_never_crash(tmp_path: Path, vectors_
     lines = [json.loads(x) for x in (w.state / GOAL / "journal.jsonl").read_text().splitlines()]
     inst, at = lines[0]["instance"], "2026-11-30T12:00:00.000Z"
     lines += [{"type": "spend", "seq": 90, "at": at, "key": "k@h", "attemptKey": "k", "instance": inst,
-               "window": at, "registry": "h", "effect": "x", "requests": 3, "publishes": 1, "estimated": True},
+               "window": at, "registry": "h", "effect": "x", "requests": 3, "publishes": 1,
+               "estimated": True},
               {"type": "void", "seq": 91, "at": at, "key": "void:k@h", "voids": "k@h", "instance": inst,
                "reason": "r", "publishes": 1},
               {"type": "signal", "seq": 92, "at": at, "registry": "h", "signal": "throttled", "until": at},
