@@ -18,6 +18,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+import requests
 
 from acxoci.oci.descriptor import EMPTY_DIGEST, OCI_MANIFEST
 from acxoci.oci.target import open_target, push_bytes
@@ -187,9 +188,14 @@ def test_closeout_sigkill_at_every_effect_never_spends_twice(
     assert kills == len(s.effects) and s.state == "done" and s.closeout.state == "done"
     _assert_published_once(w)
     subject = str((s.effect(f"verify:agent@{proxied.host}/acx/c").evidence or {})["digest"])
-    refs = referrer_digests(distribution_registry, "acx/c", subject)
-    assert len(refs) == len(set(refs)) == 2
-    assert "v1" in tags(distribution_registry, "acx/c")
+    refs = referrer_digests(distribution_registry, "acx/c", subject)  # raw fallback index: no duplicate
+    assert len(refs) == len(set(refs)) == 2  # bundle + envelope
+    hexpart = subject.split(":")[1]
+    assert tags(distribution_registry, "acx/c") == sorted(["latest", "v1", f"sha256-{hexpart}",
+                                                           f"sha256-{hexpart}.att"])
+    att = requests.get(f"{distribution_registry.url}/v2/acx/c/manifests/sha256-{hexpart}.att",
+                       headers={"Accept": OCI_MANIFEST}, timeout=10).json()
+    assert len(att["layers"]) == 1  # the legacy attestation merged once
 
 
 def test_closeout_replaying_any_journal_prefix_never_spends_twice_nor_skips_the_audit(
