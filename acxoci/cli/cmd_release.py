@@ -14,12 +14,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.markup import escape
-from rich.table import Table
 
 from acxoci.cli.apps import release_app
 from acxoci.cli.common import transport_options
-from acxoci.cli.output import console, emit
+from acxoci.cli.output import cell, emit, say, show_table
 from acxoci.release.effects import plan_effects
 from acxoci.release.interpreter import RunReport, goal_status, operator_entry, resume_goal, run_goal
 from acxoci.release.journal import ApprovalEntry, PauseEntry, UnpauseEntry
@@ -39,43 +37,39 @@ BY_HELP = "Who says so (default: the runner id)."
 
 def _render_status(status: GoalStatus, headline: str) -> None:
     style = STATE_STYLE.get(status.state, "")
-    console.print(f"[{style}]{escape(status.state.upper())}[/{style}] {escape(headline)}")
+    say("[{}]{}[/{}] {}", style, status.state.upper(), style, headline)
     ident = status.identity
     if ident.vision:
-        console.print(f"vision: {escape(ident.vision)}")
+        say("vision: {}", ident.vision)
     for c in ident.criteria:
-        console.print(f"acceptance: {escape(c)}")
+        say("acceptance: {}", c)
     for n in ident.non_goals:
-        console.print(f"non-goal: {escape(n)}")
+        say("non-goal: {}", n)
     if ident.authority:
-        console.print("authority: " + ", ".join(
-            escape(f"{a.role} {a.source}" + (f" ({a.digest[:19]}…)" if a.digest else f" ({a.problem})"))
-            for a in ident.authority))
+        say("authority: {}", ", ".join(f"{a.role} {a.source}" + (f" ({a.digest[:19]}…)" if a.digest
+                                                                  else f" ({a.problem})")
+                                       for a in ident.authority))
     q = status.quota
     qs = QUOTA_STYLE.get(q.state, "")
-    console.print(f"quota: [{qs}]{escape(q.state)}[/{qs}] — {escape(q.reason)}")
+    say("quota: [{}]{}[/{}] — {}", qs, q.state, qs, q.reason)
     spent = status.ledger.net()
-    console.print(f"spent so far: {spent.requests} request(s), {spent.bytes} byte(s), "
-                  f"{spent.publishes} publish(es)")
+    say("spent so far: {} request(s), {} byte(s), {} publish(es)", spent.requests, spent.bytes,
+        spent.publishes)
     for m in status.monitors:
         if m.state != "done":
             seen = ", ".join(f"{t.target}={t.value or t.error or 'absent'} (unchanged {t.no_change})"
                              for t in m.targets) or "not observed yet"
-            when = f"; next at {m.next_at}" if m.next_at else ""
-            console.print(f"monitor {escape(m.effect_id)}: {escape(seen)}{escape(when)}")
+            say("monitor {}: {}{}", m.effect_id, seen, f"; next at {m.next_at}" if m.next_at else "")
     for g in status.gates:
-        console.print(f"gate {escape(g.id)} ({g.kind}): {escape(g.reason)} → {escape(g.action)}")
+        say("gate {} ({}): {} → {}", g.id, g.kind, g.reason, g.action)
     if status.stop is not None:
-        console.print(f"[bold red]stopped[/bold red]: {escape(status.stop.cls)}: "
-                      f"{escape(status.stop.reason)}")
+        say("[bold red]stopped[/bold red]: {}: {}", status.stop.cls, status.stop.reason)
     t = status.next_transition
-    console.print(f"next: {escape(t.action)}" + (f" — {escape(t.command)}" if t.command else "")
-                  + f" ({escape(t.why)})" + (f" not before {escape(t.at)}" if t.at else ""))
+    say("next: {}{} ({}){}", t.action, f" — {t.command}" if t.command else "", t.why,
+        f" not before {t.at}" if t.at else "")
     counts = status.counts()
-    console.print(", ".join(f"{n} {k}" for k, n in counts.items() if n))
-    table = Table(show_header=True, header_style="bold", box=None)
-    for col in ("state", "effect", "tries", "evidence / next action"):
-        table.add_column(col)
+    say("{}", ", ".join(f"{n} {k}" for k, n in counts.items() if n))
+    rows = []
     for e in status.effects:
         if e.state == "done":
             ev = e.evidence or {}
@@ -83,8 +77,8 @@ def _render_status(status: GoalStatus, headline: str) -> None:
         else:
             note = (f"{e.failure.cls}: {e.failure.message} → " if e.failure else "") + e.next_action
         s = STATE_STYLE.get(e.state, "")
-        table.add_row(f"[{s}]{e.state}[/{s}]", escape(e.effect.describe()), str(e.attempts), escape(note))
-    console.print(table)
+        rows.append([cell("[{}]{}[/{}]", s, e.state, s), e.effect.describe(), str(e.attempts), note])
+    show_table(("state", "effect", "tries", "evidence / next action"), rows)
 
 
 def _finish(report: RunReport) -> None:
@@ -113,14 +107,17 @@ def register(app: typer.Typer) -> None:
                 "effects": [e.to_json() | {"description": e.describe()} for e in effects]}
 
         def human() -> None:
-            console.print(f"[bold]goal {escape(plan.goal_id)}[/bold]: {len(effects)} effects "
-                          f"(acceptance policy {escape(str(plan.policy))})")
+            say("[bold]goal {}[/bold]: {} effects (acceptance policy {})",
+                plan.goal_id, len(effects), str(plan.policy))
             index = {e.id: i for i, e in enumerate(effects, 1)}
             for i, e in enumerate(effects, 1):
                 mark = ("write" if e.writes else "local" if e.kind == "prepare"
                         else "watch" if e.kind == "monitor" else "check")
-                deps = f"  [dim]after {', '.join(str(index[d]) for d in e.deps)}[/dim]" if e.deps else ""
-                console.print(f"{i:3d}. {escape(f'[{mark}]')} {escape(e.describe())}{deps}")
+                if e.deps:
+                    say("{:3d}. {} {}  [dim]after {}[/dim]", i, f"[{mark}]", e.describe(),
+                        ", ".join(str(index[d]) for d in e.deps))
+                else:
+                    say("{:3d}. {} {}", i, f"[{mark}]", e.describe())
 
         emit(data, human)
 
