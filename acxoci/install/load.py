@@ -23,6 +23,7 @@ from acxoci.install import judge as J
 from acxoci.install.install import ActivateRequest, InstallOutcome, install
 from acxoci.install.store import Store
 from acxoci.install.vpolicy import VerificationPolicy, load_policy
+from attest.canonical import loads_strict
 
 LOAD_TAG = "load"
 
@@ -48,7 +49,7 @@ def trust_registry_policy(trust_registry: Path, now: datetime) -> VerificationPo
     """The policy `--trust-registry F` stands for, in memory (for `--print-only`)."""
     from acxoci.install.vpolicy import policy_from_json
 
-    doc = json.loads(_policy_body(trust_registry, now))
+    doc = loads_strict(_policy_body(trust_registry, now))
     return policy_from_json(doc, base=Path.cwd(), now=now, source=f"--trust-registry {trust_registry}")
 
 
