@@ -1230,7 +1230,9 @@ class _Run:
             at = min(parse_iso(m.next_at or "", m.effect_id) for m in nxt)
             if at > deadline:
                 return  # waiting: the next observation is for a later run
-            self.sleep(max(0.0, (at - self.now()).total_seconds()))
+            # never sleep past half the lease: renewed after each wait, so no one takes a live goal over
+            self.sleep(max(0.0, min((at - self.now()).total_seconds(), self.plan.lease_seconds / 2)))
+            self.lease.renew(self.now())
             self.waits += 1
         return  # bounded: a run observing for that long ends; the next run goes on
 
