@@ -23,8 +23,8 @@ def proxied(distribution_registry: Registry) -> Iterator[FaultProxy]:
 
 @pytest.fixture
 def pull_through(tmp_path: Path) -> Iterator[list[Registry]]:
-    """Start pull-through caches on demand: `caches.append(start(upstream))` via the returned list's
-    owner; every cache started is stopped at the end."""
+    """The pull-through caches a test starts with `cache_of(pull_through, ...)`; each is stopped at the
+    end of the test."""
     started: list[Registry] = []
     yield started
     for reg in started:
