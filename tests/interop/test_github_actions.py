@@ -275,9 +275,11 @@ def test_the_example_releases_and_a_rerun_resumes_a_failed_attempt(
     overrides = {"REGISTRY": private_registry.host, "ACXOCI": str(wheel)}
     runner = Runner(tmp_path / "gha", secrets, overrides, wheel)
 
-    # Attempt 1: the release process dies (SIGKILL) after its third journaled effect.
+    # Attempt 1: the release process dies (SIGKILL) after its third journaled effect (a run
+    # observer installed by the test's sitecustomize; the wheel's acx has no kill switch).
+    hook = {"PYTHONPATH": str(REPO / "tests" / "harness" / "killhook"), "ACX_TEST_KILL_AFTER": "3"}
     first = runner.run(runner.make_workspace(1, tmp_path / "keys"),
-                       {"Release (resumable, retried only on exit 6)": {"ACX_RELEASE_KILL_AFTER": "3"}})
+                       {"Release (resumable, retried only on exit 6)": hook})
     log = first.log()
     assert first.step("Install acx").status == "success", log
     assert first.step("Build and sign").status == "success", log

@@ -32,7 +32,11 @@ NOT_RUN: dict[str, str] = {
     "acx release plan": "needs a release plan; tests/interop/test_github_actions.py runs plan/run/status",
     "acx release run": "see acx release plan",
     "acx release resume": "see acx release plan",
-    "acx release status": "see acx release plan",
+    "acx release status": "see acx release plan; tests/release/test_status_projection.py validates its "
+                          "--json against schemas/output/release-status.schema.json",
+    "acx release pause": "see acx release status (tests/release/test_quota_states.py)",
+    "acx release unpause": "see acx release pause",
+    "acx release approve": "see acx release status (tests/release/test_monitor_mirrors.py)",
     "acx level run": "plays a benchmark without issuing; `level issue` runs the same games here",
     "acx attest-blob": "issue 16 reworks blob attestations (verify-blob); covered by test_cosign_blob.py",
     "acx verify-blob": "see attest-blob",
