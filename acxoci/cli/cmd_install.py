@@ -154,7 +154,7 @@ def cmd_verify(name: str | None = typer.Argument(None, help="Install name (defau
     """Judge installed items NOW (the decision `install` made, with today's trust registries, status
     lists and lifecycle records), and report activations that are orphaned, edited, or of items that
     no longer pass. Exit 1 when anything is out of line."""
-    from acxoci.install.activate import activation_problems, activations
+    from acxoci.install.activate import activation_problems, scan_activations
 
     now = parse_now(now_)
     st = _store(store)
@@ -163,7 +163,8 @@ def cmd_verify(name: str | None = typer.Argument(None, help="Install name (defau
     by_name = {r.name: r for r in results}
     installed = {i.name: i for i in st.list()}
     activated: dict[str, list[str]] = {}
-    for act in activations(st):
+    acts, unreadable = scan_activations(st)
+    for act in acts:
         if name is not None and act.name != name:
             continue
         problems = activation_problems(act, installed.get(act.name))
@@ -173,10 +174,11 @@ def cmd_verify(name: str | None = typer.Argument(None, help="Install name (defau
                             "passes its policy (`acx installed sync` deactivates it)")
         activated.setdefault(act.name, []).extend(problems)
     orphans = sorted(n for n in activated if n not in installed)
-    ok = all(r.ok for r in results) and not any(activated.values())
+    ok = all(r.ok for r in results) and not any(activated.values()) and not unreadable
     data = {"ok": ok, "items": [{**r.to_json(), "activationProblems": activated.get(r.name, [])}
                                 for r in results],
-            "orphanedActivations": [{"name": n, "problems": activated[n]} for n in orphans]}
+            "orphanedActivations": [{"name": n, "problems": activated[n]} for n in orphans],
+            "unreadableActivations": unreadable}
 
     def human() -> None:
         head = Markup("[bold green]OK[/bold green]") if ok else Markup("[bold red]PROBLEMS[/bold red]")
@@ -190,6 +192,8 @@ def cmd_verify(name: str | None = typer.Argument(None, help="Install name (defau
                 mark, r.name, r.digest, verdict, files, r.revocation, acts)
             for prob in [*r.problems, *activated.get(r.name, [])]:
                 say("      - {}", prob)
+        for u in unreadable:
+            say("  {} unreadable activation manifest: {}", _MARK["fail"], u)
         for n in orphans:
             say("  {} {}: activated but no longer installed (orphaned)", _MARK['fail'], n)
             for prob in activated[n]:

@@ -32,7 +32,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from acxoci.errors import Blocked, InvalidInput, NotFound, RefusedByPolicy, Tampered, UsageError
+from acxoci.errors import AcxError, Blocked, InvalidInput, NotFound, RefusedByPolicy, Tampered, UsageError
 from acxoci.fsutil import atomic_write
 from acxoci.install.store import InstalledItem, Store, Transaction, file_digest, slug, write_json_atomic
 from acxoci.oci.target import RemoteOptions
@@ -322,19 +322,33 @@ def read_activation(path: Path) -> Activation:
     return Activation(path, doc)
 
 
-def activations(store: Store, name: str | None = None) -> list[Activation]:
-    """Every activation manifest (of `name`), sorted by path."""
+def _manifest_files(store: Store, name: str | None) -> list[Path]:
     folder = activations_dir(store)
     if not folder.is_dir():
         return []
-    out = []
-    for p in sorted(folder.iterdir())[:MAX_FILES]:
-        if p.suffix != ".json" or p.name.startswith(".") or p.is_symlink() or not p.is_file():
-            continue
-        act = read_activation(p)
-        if name is None or act.name == name:
-            out.append(act)
-    return out
+    prefix = f"{slug(name)}@" if name is not None else ""
+    return [p for p in sorted(folder.iterdir())[:MAX_FILES]
+            if p.suffix == ".json" and not p.name.startswith(".") and p.name.startswith(prefix)]
+
+
+def activations(store: Store, name: str | None = None) -> list[Activation]:
+    """Every activation manifest (of `name`: only its own files are read), sorted by path; a bad
+    manifest raises InvalidInput naming it."""
+    out = [read_activation(p) for p in _manifest_files(store, name)]
+    return [a for a in out if name is None or a.name == name]
+
+
+def scan_activations(store: Store) -> tuple[list[Activation], list[str]]:
+    """Every readable activation manifest, and one problem line for each that is not (a bad
+    manifest of one item never stops the others from being judged or deactivated)."""
+    good: list[Activation] = []
+    bad: list[str] = []
+    for p in _manifest_files(store, None):
+        try:
+            good.append(read_activation(p))
+        except AcxError as exc:
+            bad.append(f"{p.name}: {exc.one_line()}")
+    return good, bad
 
 
 # ---- I/O: reading the verified bytes -----------------------------------------------------------

@@ -352,8 +352,8 @@ def measurement_refusal(m: Measurement | None, policy: VerificationPolicy) -> st
     from acxoci.level.constants import is_demo_measurement
 
     m = m or Measurement()
-    if not policy.level_allow_demo and is_demo_measurement(m.solver, m.benchmark_digest):
-        demo_solver = m.solver is not None and m.solver.startswith("reference(")
+    if not policy.level_allow_demo and is_demo_measurement(m.solver, m.benchmark_digest, m.benchmark_id):
+        demo_solver = m.solver is not None and m.solver.strip().lower().startswith("reference(")
         what = f"solver {m.solver}" if demo_solver else "the demo benchmark"
         return (f"level measured by {what}, a demonstration (the policy's level.allowDemo is false)")
     if policy.level_verifiers and m.verifier not in policy.level_verifiers:

@@ -161,6 +161,9 @@ def pull(target: Target, desc: Descriptor, staged: Path) -> Pulled:
             fetch_bytes(target, manifest.config, limit=MAX_DOC_BYTES)
             out.blobs.append(("config", manifest.config.digest))
         layer = content_layer(manifest, kind)
+        if not layer.digest.startswith("sha256:"):  # installed files are held to sha256 digests
+            out.error = f"content layer {layer.digest[:20]}…: only sha256 content is installed"
+            return out
         dest = staged / CONTENT_FILE[kind]
         with target.fetch(layer) as reader:
             copy_verified(reader, dest, fsync=True)
@@ -359,7 +362,7 @@ def _embedded_credential_docs(cartridge: Path) -> list[tuple[str, bytes]]:
 
 
 def gather_credentials(docs: Iterable[tuple[str, bytes]], sig: C.SignatureEvidence,
-                       policy: VerificationPolicy, staged: Path | None, now: datetime
+                       policy: VerificationPolicy, staged: Path | None, now: datetime, cache: Path
                        ) -> list[C.CredentialFound]:
     """Verify every level credential (proof, issuer, gate, ROM binding, how it was measured) with
     the level verifier, then check revocation of each verified one against a fresh status list."""
@@ -390,20 +393,24 @@ def gather_credentials(docs: Iterable[tuple[str, bytes]], sig: C.SignatureEviden
                 folder = staged / "credentials"
                 folder.mkdir(exist_ok=True)
                 (folder / f"{i:02d}-level.json").write_bytes(data)
-            cred = _with_status(cred, doc, policy, issuers, now)
+            cred = _with_status(cred, doc, policy, issuers, now, cache)
         out.append(cred)
     return out
 
 
-def status_cache_dir(policy: VerificationPolicy) -> Path:
-    """Where status lists and the trust documents' high-water marks are cached for this policy."""
+def status_cache_dir(policy: VerificationPolicy, store_root: Path | None = None) -> Path:
+    """Where status lists and the trust documents' high-water marks are kept: the policy's
+    `revocation.statusListCache`, else beside the install store (`STORE/cache`: every judgement of
+    the store's items sees the same marks, whoever runs it), else the user's cache folder."""
     from acxoci.level.status import default_cache_dir
 
-    return Path(policy.status_list_cache) if policy.status_list_cache else default_cache_dir()
+    if policy.status_list_cache:
+        return Path(policy.status_list_cache)
+    return store_root / "cache" if store_root is not None else default_cache_dir()
 
 
 def _with_status(cred: C.CredentialFound, doc: dict[str, Any], policy: VerificationPolicy, issuers: Any,
-                 now: datetime) -> C.CredentialFound:
+                 now: datetime, cache: Path) -> C.CredentialFound:
     from acxoci.level.status import check_status
     from attest.statuslist import StatusEntry
 
@@ -417,7 +424,7 @@ def _with_status(cred: C.CredentialFound, doc: dict[str, Any], policy: Verificat
     source = policy.status_list_sources.get(entry.list_credential, entry.list_credential)
     outcome = check_status(entry, source=source, issuers=issuers, vc_issuer=cred.issuer, now=now,
                            max_age=timedelta(seconds=policy.max_status_list_age),
-                           allow_offline=policy.allow_offline_cached, cache_dir=status_cache_dir(policy))
+                           allow_offline=policy.allow_offline_cached, cache_dir=cache)
     return replace(cred, status_list=entry.list_credential, status_index=entry.index,
                    revoked={"revoked": True, "valid": False}.get(outcome.state),
                    status_list_valid_from=outcome.list_valid_from,
@@ -481,7 +488,7 @@ def gather_budget(path: Path, host: HostInputs) -> C.BudgetEvidence:
 # ---- gathering: lifecycle ----------------------------------------------------------------------
 
 
-def gather_lifecycle(target: Target, desc: Descriptor, ref_text: str, policy: VerificationPolicy,
+def gather_lifecycle(target: Target, desc: Descriptor, ref_text: str, cache: Path,
                      now: datetime) -> C.LifecycleEvidence:
     """The Exchange lifecycle of the release (docs/exchange.md), never older than the newest record
     already seen for it (a registry that drops a `withdrawn` record does not un-withdraw it)."""
@@ -489,7 +496,7 @@ def gather_lifecycle(target: Target, desc: Descriptor, ref_text: str, policy: Ve
     from acxoci.freshness import HighWater
 
     try:
-        verdict = lifecycle_verdict(target, desc, ref_text, HighWater(status_cache_dir(policy)), now)
+        verdict = lifecycle_verdict(target, desc, ref_text, HighWater(cache), now)
     except TruncatedBody as exc:  # a cut transfer is retryable, not a verdict
         raise TransientError(f"transfer cut short: {exc.one_line()}", hint="retry") from exc
     except TransientError:
@@ -552,6 +559,14 @@ class Context:
     pulled: tuple[Any, ...] = ()  # roster entries pulled from registries, for a workflow's staffing
     source: str | None = None  # where the artifact is recorded as coming from (`file:PATH` for load)
     note: Callable[[str], None] | None = None  # told what is being done (progress on a terminal)
+    cache: Path | None = None  # where trust documents are cached (default: `status_cache_dir`)
+
+    def trust_cache(self) -> Path:
+        """The status-list cache and high-water marks this judgement reads and writes."""
+        if self.cache is not None and not self.policy.status_list_cache:
+            return self.cache
+        root = getattr(self.installed, "root", None)
+        return status_cache_dir(self.policy, root if isinstance(root, Path) else None)
 
     def tell(self, what: str) -> None:
         """Say what the judge is doing now (for a progress line; nothing when nobody listens)."""
@@ -589,7 +604,7 @@ def gather(kind: Kind | None, path: Path | None, src: Source, ctx: Context, *, r
                     docs = _referrer_credential_docs(src.target, src.desc) + docs
                 elif src.kept is not None:
                     docs = kept_credential_docs(src.kept) + docs
-                return gather_credentials(docs, s, policy, workdir, now)
+                return gather_credentials(docs, s, policy, workdir, now, ctx.trust_cache())
 
             creds, err = _guard("level", creds_now)
             if err:
@@ -689,7 +704,7 @@ def staffing_roster(ctx: Context, pulled: Sequence[Any] = ()) -> tuple[list[Any]
 
     policy, now = ctx.policy, ctx.now
     member = staffing_policy(policy)
-    member_ctx = replace(ctx, policy=member, installed=None, name=None, levels=True)
+    member_ctx = replace(ctx, policy=member, installed=None, name=None, levels=True, cache=ctx.trust_cache())
     entries: list[Any] = []
     levels: dict[str, tuple[int, str | None, str | None]] = {}
 
@@ -767,8 +782,13 @@ def judge_descriptor(target: Target, desc: Descriptor, ref: Reference, ref_text:
 
 
 def open_reference(ref_text: str, ctx: Context) -> tuple[Target, Reference]:
-    """The reference parsed and its target opened read-only (one referrer listing per subject)."""
+    """The reference parsed (a layout's path made absolute: a record names it from anywhere) and
+    its target opened read-only (one referrer listing per subject)."""
+    import os
+
     ref = parse_reference(ref_text, require_ref=False)
+    if ref.layout_path is not None:
+        ref = replace(ref, layout_path=os.path.abspath(ref.layout_path))
     opened, ref = open_target(ref, ctx.remote or RemoteOptions(), create=False)
     return ReadView(opened), ref
 
@@ -799,7 +819,7 @@ def resolve_and_gate(target: Target, ref: Reference, ref_text: str, ctx: Context
     if ctx.source is not None:  # a local file staged in a scratch layout: no Exchange lifecycle
         return desc, resolved, None
     ctx.tell(f"reading the lifecycle of {resolved}")
-    lifecycle = gather_lifecycle(target, desc, ref_text, ctx.policy, ctx.now)
+    lifecycle = gather_lifecycle(target, desc, ref_text, ctx.trust_cache(), ctx.now)
     if lifecycle.error is not None:  # the registry served altered referrer bytes: a content refusal
         bad = C.check_content(C.ContentEvidence(resolved, None, lifecycle.message))
         return Judgement(ref_text, resolved, None,
@@ -886,6 +906,8 @@ def judge_installed(item: Any, ctx: Context, policy: VerificationPolicy | None =
 
     if policy is not None:
         ctx = replace(ctx, policy=policy)
+    if ctx.installed is None and ctx.cache is None:  # the marks of the store the item lives in
+        ctx = replace(ctx, cache=status_cache_dir(ctx.policy, Path(item.path).parent.parent))
     rec = item.record
     kind = rec.get("kind") if rec.get("kind") in CONTENT_FILE else None
     repository = str(rec.get("repository") or "")
@@ -959,7 +981,7 @@ def _seen_lifecycle(item: Any, ctx: Context) -> C.LifecycleEvidence | None:
     from acxoci.freshness import HighWater
 
     verdict = lifecycle_from_high_water(item.digest, str(item.record.get("reference") or item.name),
-                                        HighWater(status_cache_dir(ctx.policy)), ctx.now, None)
+                                        HighWater(ctx.trust_cache()), ctx.now, None)
     if verdict is None or verdict.action == "allow":
         return None
     return C.LifecycleEvidence(verdict.action, f"{verdict.message} (seen before for this digest)",
@@ -974,13 +996,13 @@ def _installed_lifecycle(item: Any, ctx: Context) -> C.LifecycleEvidence:
 
     rec = item.record
     ref_text = str(rec.get("reference") or "")
-    hw = HighWater(status_cache_dir(ctx.policy))
+    hw = HighWater(ctx.trust_cache())
     try:
         repo = parse_reference(str(rec.get("repository")), require_ref=False)
         target, _ = open_target(replace(repo, digest=item.digest, tag=None), ctx.remote or RemoteOptions(),
                                 create=False)
         desc = ReadView(target).resolve(item.digest)
-        return gather_lifecycle(ReadView(target), desc, ref_text, ctx.policy, ctx.now)
+        return gather_lifecycle(ReadView(target), desc, ref_text, ctx.trust_cache(), ctx.now)
     except AcxError as exc:
         max_age = None if ctx.policy.allow_offline_cached else float(ctx.policy.max_status_list_age)
         verdict = lifecycle_from_high_water(item.digest, ref_text, hw, ctx.now, max_age)

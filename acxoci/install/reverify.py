@@ -113,7 +113,13 @@ def verify_item(item: InstalledItem, policy: VerificationPolicy, now: datetime, 
     except AcxError as exc:
         return ItemCheck(item.name, item.digest, None, (f"host descriptor: {exc.one_line()}",))
     ctx = J.Context(policy, now, host, store, None, False, remote)
-    j = J.judge_installed(item, ctx, content=content)
+    try:
+        j = J.judge_installed(item, ctx, content=content)
+    except AcxError as exc:  # a broken cache or store file of this item: reported, the others go on
+        from acxoci.install.store import record_files_problems
+
+        files = tuple(record_files_problems(item))
+        return ItemCheck(item.name, item.digest, None, (exc.one_line(), *files), files=files)
     return ItemCheck(item.name, item.digest, j, tuple(j.reasons()))
 
 

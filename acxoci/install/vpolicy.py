@@ -197,11 +197,20 @@ def _merged(groups: list[tuple[str, tuple[TrustKey, ...]]], where: str) -> tuple
 
 
 def _source(value: str, base: Path) -> str:
-    """A status-list source: an https URL or an OCI reference (`oci-layout:…`, `oci://…`,
-    `host/repo:tag`) as is, a file path resolved against the policy's folder."""
-    from acxoci.level.oci import looks_like_reference
+    """A status-list source, read against the policy's folder whatever the current one: an https
+    URL or `oci://REF` as is; `oci-layout:PATH[:tag]` with PATH resolved against the folder; a file
+    that exists there; else a registry reference (`host/repo:tag`) when it looks like one."""
+    from acxoci.oci.reference import LAYOUT_PREFIX
 
-    if value.startswith("https://") or looks_like_reference(value):
+    if value.startswith(("https://", "oci://")):
+        return value
+    if value.startswith(LAYOUT_PREFIX):
+        rest = value[len(LAYOUT_PREFIX):]
+        return rest and LAYOUT_PREFIX + (rest if rest.startswith("/") else str(base / rest))
+    if (base / value).exists():
+        return str(base / value)
+    head = value.split("/", 1)[0]
+    if "/" in value and ("." in head or ":" in head or head == "localhost") and head not in (".", ".."):
         return value
     return str(base / value)
 

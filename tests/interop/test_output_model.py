@@ -230,6 +230,9 @@ def test_every_command_json_validates_against_its_schema(
         "--issuer", "did:web:verifier.example", "--issuer-key", f"{r}/verifier.pem",
         "--status-list", f"{r}/status.json", "-o", f"{r}/level.vc.json")
     acx("level", "verify", f"{reg}/out/agent:1.0.0", "--issuers", f"{r}/issuers.json")
+    acx("key", "generate", "-o", f"{r}/old.pem")
+    acx("key", "trust", f"{r}/old.pub.pem", "--publisher", "example.verifier", "-r", f"{r}/issuers.json")
+    acx("key", "revoke", f"{r}/old.pub.pem", "--trust-registry", f"{r}/issuers.json", "--reason", "retired")
     acx("level", "revoke", f"{r}/level.vc.json", "--status-list", f"{r}/status.json",
         "--issuer-key", f"{r}/verifier.pem", "--publish", status_ref)
     acx("level", "verify", f"{reg}/out/agent:1.0.0", "--issuers", f"{r}/issuers.json", code=1)
