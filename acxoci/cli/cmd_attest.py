@@ -33,8 +33,15 @@ from acxoci.attestation.statements import CARTRIDGE_PREDICATE_TYPE, parse_predic
 from acxoci.attestation.verify import VerifyReport, pulled_content_path, verify_artifact
 from acxoci.cartridge.constants import SQLITE_MAGIC
 from acxoci.cartridge.trust_file import load_trust_registry
+from acxoci.cli.common import (
+    KEYLESS_KEY_HELP,
+    TLOG_HELP,
+    TOKEN_HELP,
+    TRUST_CONFIG_HELP,
+    attestation_signer,
+    transport_options,
+)
 from acxoci.cli.common import exit_with as _exit
-from acxoci.cli.common import load_signing_key, transport_options
 from acxoci.cli.common import parse_now as _now
 from acxoci.cli.output import console, emit
 from acxoci.errors import AcxError, UsageError
@@ -90,26 +97,33 @@ _IDENTITY_HELP = "Keyless: the certificate identity (SAN) must be exactly this."
 
 def attest_cmd(
     ref: str = typer.Argument(..., help="host/repo:tag, host/repo@sha256:…, oci-layout:DIR:tag."),
-    key: Path = typer.Option(..., "--key", help="Signing key: cosign.key or PKCS#8 PEM (Ed25519 or P-256)."),
+    key: str | None = typer.Option(None, "--key", help=KEYLESS_KEY_HELP),
     predicate_type: str | None = typer.Option(None, "--predicate-type", help="Attest this predicate type …"),
     predicate: Path | None = typer.Option(None, "--predicate", help="… with this JSON predicate file."),
-    fmt: str = typer.Option("both", "--format", help="legacy (.att tag) | bundle (referrer) | both."),
+    fmt: str | None = typer.Option(None, "--format", help="legacy (.att tag) | bundle (referrer) | both "
+                                   "(default: both with --key, bundle keyless)."),
+    replace: bool = typer.Option(False, "--replace", help="Remove your own earlier attestations of this "
+                                 "predicate type (others' are never touched)."),
     password_env: str | None = typer.Option(None, "--password-env",
                                             help="Env var with the key password (default COSIGN_PASSWORD)."),
+    identity_token_file: Path | None = typer.Option(None, "--identity-token-file", help=TOKEN_HELP),
+    trust_config: Path | None = typer.Option(None, "--trust-config", help=TRUST_CONFIG_HELP),
+    tlog_upload: str = typer.Option("true", "--tlog-upload", help=TLOG_HELP),
     no_envelope: bool = typer.Option(False, "--no-envelope",
                                      help="Do not attach the cartridge's own DSSE envelope as a referrer."),
     now_: str | None = typer.Option(None, "--now", help="RFC 3339 time to use instead of the clock."),
 ) -> None:
-    """Attest an OCI artifact so that stock `cosign verify-attestation --key` accepts it."""
+    """Attest an OCI artifact so that stock cosign accepts it: with --key (`verify-attestation
+    --key`), or keylessly through Sigstore (`--certificate-identity`, `--certificate-oidc-issuer`)."""
     now = _now(now_)
-    formats = parse_format(fmt)
+    formats = parse_format(fmt, keyless=key is None)
     ptype, pred = _predicate(predicate_type, predicate)
-    private = load_signing_key(key, password_env)
+    private = attestation_signer(key, password_env, identity_token_file, trust_config, tlog_upload)
     target, parsed = open_target(parse_reference(ref, require_ref=True))
     subject = target.resolve(parsed.reference or "")
     result = attest_artifact(target, subject, parsed.repo_string(), private, formats=formats,
                              predicate_type=ptype, predicate=pred, attach_cartridge_envelope=not no_envelope,
-                             now=now)
+                             now=now, replace=replace)
     data = result.to_json()
 
     def human() -> None:
@@ -279,20 +293,26 @@ def _is_cartridge(path: Path) -> bool:
 
 def attest_blob_cmd(
     file: Path = typer.Argument(..., help="The file to attest."),
-    key: Path = typer.Option(..., "--key", help="Signing key: cosign.key or PKCS#8 PEM."),
+    key: str | None = typer.Option(None, "--key", help=KEYLESS_KEY_HELP),
     type_: str | None = typer.Option(None, "--type", help="Predicate type (default: cartridge for .acx, "
                                      "else cosign's custom type)."),
     predicate: Path | None = typer.Option(None, "--predicate", help="JSON predicate file."),
     bundle: Path | None = typer.Option(None, "--bundle", help="Write a sigstore bundle v0.3 here."),
     output_signature: Path | None = typer.Option(None, "--output-signature", help="Write a DSSE envelope."),
     password_env: str | None = typer.Option(None, "--password-env", help="Env var with the key password."),
+    identity_token_file: Path | None = typer.Option(None, "--identity-token-file", help=TOKEN_HELP),
+    trust_config: Path | None = typer.Option(None, "--trust-config", help=TRUST_CONFIG_HELP),
+    tlog_upload: str = typer.Option("true", "--tlog-upload", help=TLOG_HELP),
     now_: str | None = typer.Option(None, "--now", help="RFC 3339 time to use instead of the clock."),
 ) -> None:
-    """Attest a file like `cosign attest-blob` (bundle or DSSE envelope, no transparency log)."""
+    """Attest a file like `cosign attest-blob`: with --key a bundle or DSSE envelope and no
+    transparency log; keyless a bundle with a Fulcio certificate, log entry and/or timestamps."""
     if (bundle is None) == (output_signature is None):
         raise UsageError("give exactly one of --bundle OUT or --output-signature OUT")
+    if key is None and output_signature is not None:
+        raise UsageError("a keyless attestation is a sigstore bundle: use --bundle OUT")
     now = _now(now_)
-    private = load_signing_key(key, password_env)
+    private = attestation_signer(key, password_env, identity_token_file, trust_config, tlog_upload)
     if predicate is not None:
         ptype = type_ or DEFAULT_BLOB_PREDICATE_TYPE
         pred = parse_predicate_file(read_bytes(predicate, "predicate"), where=str(predicate))
@@ -304,10 +324,10 @@ def attest_blob_cmd(
         raise UsageError("--predicate FILE is required (only a cartridge gets a default predicate)")
     out = bundle if bundle is not None else output_signature
     assert out is not None
-    data = attest_blob(file, private, ptype, pred, as_bundle=bundle is not None)
+    data, signer = attest_blob(file, private, ptype, pred, as_bundle=bundle is not None)
     atomic_write(out, data)
     emit({"file": str(file), "digest": "sha256:" + file_sha256(file), "predicateType": ptype,
-          "signerKeyId": private.public().keyid(), "format": "bundle" if bundle else "envelope",
+          "signerKeyId": signer, "format": "bundle" if bundle else "envelope",
           "output": str(out)},
          lambda: console.print(f"[bold green]ATTESTED[/bold green] {escape(str(file))} → {escape(str(out))} "
                                f"({'bundle' if bundle else 'DSSE envelope'}, {escape(ptype)})"))

@@ -29,7 +29,7 @@ def sign_and_write(
     *,
     target: Path,
     publisher: str,
-    key: Path,
+    key: str,
     password_env: str | None,
     now: datetime,
 ) -> None:
