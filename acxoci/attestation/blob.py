@@ -47,17 +47,15 @@ def blob_statement(path: Path, predicate_type: str, predicate: dict[str, Any]) -
 
 
 def attest_blob(path: Path, key: PrivateKey | KeylessSigner, predicate_type: str,
-                predicate: dict[str, Any], *, as_bundle: bool) -> tuple[bytes, str]:
-    """Sign a statement about `path`; (bundle JSON (as_bundle, always when keyless) or DSSE
-    envelope JSON, who signed)."""
+                predicate: dict[str, Any], *, as_bundle: bool) -> bytes:
+    """Sign a statement about `path`; return bundle JSON (as_bundle; always when keyless) or
+    DSSE envelope JSON."""
     stmt = blob_statement(path, predicate_type, predicate)
     if isinstance(key, KeylessSigner):
-        sig = key.sign(stmt)
-        return sig.bundle, f"keyless:{sig.identity}"
-    keyid = key.public().keyid()
+        return key.sign(stmt).bundle
     if as_bundle:
-        return bundle_bytes(sign_statement(stmt, key, keyid=None), key.public()), keyid
-    return envelope_bytes(sign_statement(stmt, key, keyid="")), keyid
+        return bundle_bytes(sign_statement(stmt, key, keyid=None), key.public())
+    return envelope_bytes(sign_statement(stmt, key, keyid=""))
 
 
 @dataclass(frozen=True)

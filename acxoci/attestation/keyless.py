@@ -155,11 +155,12 @@ class KeylessSigner:
                              "names none")
         self._token, self.source, self.tlog_upload = token, source, tlog_upload
         self._signer: Any = None
+        self.identity: str | None = None
 
     @property
     def label(self) -> str:
-        """Who signs, before the certificate exists (from the token; Fulcio has the last word)."""
-        return f"keyless:{self._token.identity}"
+        """Who signs: the certificate's identity once one was issued, else the token's."""
+        return f"keyless:{self.identity or self._token.identity}"
 
     def _library_signer(self) -> Any:
         if self._signer is None:
@@ -211,6 +212,7 @@ class KeylessSigner:
         subjects = certificate_subjects(cert)
         vm = doc["verificationMaterial"]
         stamps = (vm.get("timestampVerificationData") or {}).get("rfc3161Timestamps") or []
+        self.identity = subjects[0] if subjects else self._token.identity
         return KeylessSignature(
             bundle=bundle_json,
             envelope=legacy_bytes,

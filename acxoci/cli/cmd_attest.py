@@ -23,6 +23,7 @@ from acxoci.attestation.blob import (
 from acxoci.attestation.content import cartridge_facts
 from acxoci.attestation.identity import rule_from_flags
 from acxoci.attestation.judge import R_LEVEL_NEEDS_ISSUERS, Kind, Sigstore
+from acxoci.attestation.keyless import KeylessSigner
 from acxoci.attestation.signing import (
     TrustedKey,
     load_public_key_file,
@@ -324,7 +325,8 @@ def attest_blob_cmd(
         raise UsageError("--predicate FILE is required (only a cartridge gets a default predicate)")
     out = bundle if bundle is not None else output_signature
     assert out is not None
-    data, signer = attest_blob(file, private, ptype, pred, as_bundle=bundle is not None)
+    data = attest_blob(file, private, ptype, pred, as_bundle=bundle is not None)
+    signer = private.label if isinstance(private, KeylessSigner) else private.public().keyid()
     atomic_write(out, data)
     emit({"file": str(file), "digest": "sha256:" + file_sha256(file), "predicateType": ptype,
           "signerKeyId": signer, "format": "bundle" if bundle else "envelope",
