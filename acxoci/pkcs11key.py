@@ -201,6 +201,11 @@ class _TokenEd25519Key(ed25519.Ed25519PrivateKey):
         return self
 
 
+def is_token_key(key: PrivateKey) -> bool:
+    """True when `key` lives in a PKCS#11 token (its private half cannot be exported)."""
+    return isinstance(key.key, _TokenEcKey | _TokenEd25519Key)
+
+
 #: Sessions stay open for the life of the process (the key objects sign through them); one per
 #: token, since a PKCS#11 login belongs to the whole application.
 _SESSIONS: dict[tuple[str, bytes], Any] = {}

@@ -169,7 +169,7 @@ def pull_layer(target: Target, layer: Descriptor, dest: Path) -> Path:
 
 
 @dataclass(frozen=True)
-class _Signed:
+class SignedStatement:
     """One statement signed for the formats asked: the documents and who signed."""
 
     signer: str
@@ -179,7 +179,8 @@ class _Signed:
     keyless: KeylessSignature | None = None
 
 
-def _sign_for(statement: Statement, signer: AttestationSigner, formats: FormatChoice) -> _Signed:
+def sign_for_formats(statement: Statement, signer: AttestationSigner,
+                     formats: FormatChoice) -> SignedStatement:
     """Sign `statement` once per format with a key (the `.att` envelope keeps the keyid, the bundle
     must not), or once keylessly (both formats carry that one signature)."""
     want_legacy, want_bundle = formats in ("legacy", "both"), formats in ("bundle", "both")
@@ -190,12 +191,12 @@ def _sign_for(statement: Statement, signer: AttestationSigner, formats: FormatCh
             annotations = {COSIGN_CERTIFICATE: sig.certificate_pem}
             if sig.rfc3161_timestamp is not None:
                 annotations[COSIGN_RFC3161] = sig.rfc3161_timestamp
-        return _Signed(f"keyless:{sig.identity}", sig.envelope if want_legacy else None, annotations,
+        return SignedStatement(f"keyless:{sig.identity}", sig.envelope if want_legacy else None, annotations,
                        sig.bundle if want_bundle else None, sig)
     pub = signer.public()
     legacy = envelope_bytes(sign_statement(statement, signer, keyid=pub.keyid())) if want_legacy else None
     bundle = bundle_bytes(sign_statement(statement, signer, keyid=None), pub) if want_bundle else None
-    return _Signed(pub.keyid(), legacy, None, bundle)
+    return SignedStatement(pub.keyid(), legacy, None, bundle)
 
 
 def write_attestation(target: Target, subject: Descriptor, statement: Statement, key: AttestationSigner, *,
@@ -204,7 +205,7 @@ def write_attestation(target: Target, subject: Descriptor, statement: Statement,
     """Sign `statement` and add it in the chosen formats as attestations of `subject`; with
     `replace`, the signer's own earlier ones of the same predicate type go (module docstring)."""
     name = statement.subjects[0].name if statement.subjects else ""
-    signed = _sign_for(statement, key, formats)
+    signed = sign_for_formats(statement, key, formats)
     legacy_fields: dict[str, Any] = {}
     if signed.legacy is not None:
         tag = legacy_tag(subject.digest)
@@ -242,14 +243,15 @@ def write_attestation(target: Target, subject: Descriptor, statement: Statement,
                         sha256_digest(statement.canonical_bytes()), **bundle_fields, **legacy_fields)
 
 
-def _same_keyless_signer(cert: x509.Certificate, signed: _Signed) -> bool:
+def _same_keyless_signer(cert: x509.Certificate, signed: SignedStatement) -> bool:
     """The certificate names the signer of `signed` (same identity, same issuer)."""
     ks = signed.keyless
     return (ks is not None and ks.identity in certificate_subjects(cert)
             and certificate_issuer(cert) == ks.issuer)
 
 
-def _own_legacy_layer(target: Target, layer: LegacyLayer, key: AttestationSigner, signed: _Signed) -> bool:
+def _own_legacy_layer(target: Target, layer: LegacyLayer, key: AttestationSigner,
+                      signed: SignedStatement) -> bool:
     """True if the `.att` layer was signed by this signer (key: the signature verifies; keyless:
     its certificate annotation names the same identity and issuer)."""
     try:
@@ -264,7 +266,8 @@ def _own_legacy_layer(target: Target, layer: LegacyLayer, key: AttestationSigner
         return False
 
 
-def _same_signer_same_type(data: bytes, predicate_type: str, key: AttestationSigner, signed: _Signed) -> bool:
+def _same_signer_same_type(data: bytes, predicate_type: str, key: AttestationSigner,
+                           signed: SignedStatement) -> bool:
     """True if `data` is a bundle by this signer whose statement has `predicate_type`."""
     try:
         bundle = parse_bundle(data)
@@ -285,7 +288,8 @@ def _same_signer_same_type(data: bytes, predicate_type: str, key: AttestationSig
 
 
 def _replace_old_bundles(target: Target, subject: Descriptor, new_digest: str, predicate_type: str,
-                         key: AttestationSigner, signed: _Signed) -> tuple[tuple[str, ...], tuple[str, ...]]:
+                         key: AttestationSigner,
+                         signed: SignedStatement) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """Delete earlier bundle referrers of the same type by the same signer; (deleted, kept)."""
     deleted: list[str] = []
     kept: list[str] = []

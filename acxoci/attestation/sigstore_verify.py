@@ -64,7 +64,14 @@ from sigstore_models.common.v1 import HashAlgorithm
 from sigstore_models.rekor.v1 import TransparencyLogEntry as _ModelEntry
 from sigstore_models.trustroot import v1 as _trustroot
 
-from acxoci.attestation.identity import IdentityRule, certificate_issuer, certificate_subjects, first_match
+from acxoci.attestation.identity import (
+    FulcioFacts,
+    IdentityRule,
+    certificate_issuer,
+    certificate_subjects,
+    first_match,
+    fulcio_facts,
+)
 from acxoci.errors import InvalidInput, UsageError
 from acxoci.fsutil import read_bytes
 from attest.b64 import b64decode_lenient
@@ -124,6 +131,14 @@ def load_trust(path: Path | None, *, staging: bool) -> Trust:
                  f"public-good {instance} root (shipped)", staging)
 
 
+def trust_from_config(path: Path) -> Trust:
+    """`--trust-config FILE` on a verifying command: the ClientTrustConfig's trusted root."""
+    from acxoci.attestation.keyless import trust_config_root_bytes
+
+    return Trust(parse_trusted_root(trust_config_root_bytes(path), where=str(path)),
+                 f"trust config {path.name}", True)
+
+
 @dataclass(frozen=True)
 class SigstoreCheck:
     """Outcome of one bundle verification, with the facts an install record keeps."""
@@ -139,6 +154,7 @@ class SigstoreCheck:
     verified_times: tuple[str, ...] = ()
     payload_type: str | None = None
     payload: bytes | None = field(default=None, repr=False)
+    fulcio: FulcioFacts | None = None
 
     def signer_json(self) -> dict[str, Any]:
         """Who signed and when, as verified (for reports and the install record)."""
@@ -420,7 +436,8 @@ def verify_keyless(data: bytes, rules: list[IdentityRule] | tuple[IdentityRule, 
         return _fail("keyless", why, **who)
     log_index, integrated = _entry_facts(bundle)
     return SigstoreCheck(True, "keyless", (), (f"verified against the {trust.name}",), who["subject"],
-                         issuer, log_index, integrated, _times(verifier.established), ptype, payload)
+                         issuer, log_index, integrated, _times(verifier.established), ptype, payload,
+                         fulcio_facts(cert))
 
 
 # --- key-based (managed keys): gap 3 ---------------------------------------------------------
@@ -684,7 +701,8 @@ def verify_timestamp_only(doc: dict[str, Any], rules: list[IdentityRule] | tuple
         return _fail("keyless", f"sigstore verification failed ({trust.name}): {_short(exc)}", **who)
     return SigstoreCheck(True, "keyless", (), (f"verified against the {trust.name} (signed timestamps, "
                                                "no transparency-log entry)",),
-                         who["subject"], issuer, None, None, _times(times), ptype, payload)
+                         who["subject"], issuer, None, None, _times(times), ptype, payload,
+                         fulcio_facts(cert))
 
 
 def _rekor_set(raw: str, trust: Trust) -> tuple[bytes, int, int]:
@@ -759,7 +777,7 @@ def verify_legacy_keyless(envelope_json: bytes, material: LegacyKeyless,
     return SigstoreCheck(True, "keyless", (), (f"verified against the {trust.name} (Rekor SET, no inclusion "
                                                "proof in a legacy .att layer)",),
                          who["subject"], issuer, log_index, integrated, _times([when]),
-                         str(env.payload_type), bytes(env.payload))
+                         str(env.payload_type), bytes(env.payload), fulcio_facts(cert))
 
 
 def _legacy_timestamped(envelope_json: bytes, material: LegacyKeyless, cert: x509.Certificate,
@@ -782,7 +800,7 @@ def _legacy_timestamped(envelope_json: bytes, material: LegacyKeyless, cert: x50
     return SigstoreCheck(True, "keyless", (), (f"verified against the {trust.name} (signed timestamp, no "
                                                "transparency-log entry in a legacy .att layer)",),
                          who["subject"], who["issuer"], None, None, _times(times), str(env.payload_type),
-                         bytes(env.payload))
+                         bytes(env.payload), fulcio_facts(cert))
 
 
 def _check_dsse_cert_body(raw: bytes, payload: bytes, sigs: list[bytes], cert: x509.Certificate) -> None:

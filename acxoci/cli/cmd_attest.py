@@ -3,6 +3,8 @@ of OCI artifacts and of plain files (verdict first, short)."""
 
 from __future__ import annotations
 
+import json
+import re
 import tempfile
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -24,14 +26,16 @@ from acxoci.attestation.content import cartridge_facts
 from acxoci.attestation.identity import rule_from_flags
 from acxoci.attestation.judge import R_LEVEL_NEEDS_ISSUERS, Kind, Sigstore
 from acxoci.attestation.keyless import KeylessSigner
+from acxoci.attestation.provenance import Requirement, check_provenance
+from acxoci.attestation.provenance import url as provenance_url
 from acxoci.attestation.signing import (
     TrustedKey,
     load_public_key_file,
     trust_registry_keys,
 )
-from acxoci.attestation.sigstore_verify import SigstoreCheck, load_trust
+from acxoci.attestation.sigstore_verify import SigstoreCheck, load_trust, trust_from_config
 from acxoci.attestation.statements import CARTRIDGE_PREDICATE_TYPE, parse_predicate_file
-from acxoci.attestation.verify import VerifyReport, pulled_content_path, verify_artifact
+from acxoci.attestation.verify import VerifyReport, pulled_content_path, verified_provenance, verify_artifact
 from acxoci.cartridge.constants import SQLITE_MAGIC
 from acxoci.cartridge.trust_file import load_trust_registry
 from acxoci.cli.common import (
@@ -84,13 +88,43 @@ def _trusted_keys(key: Path | None, trust_registry: Path | None, now: datetime) 
 
 
 def _sigstore(identity: str | None, identity_regexp: str | None, issuer: str | None,
-              issuer_regexp: str | None, trusted_root: Path | None, staging: bool) -> Sigstore | None:
+              issuer_regexp: str | None, trusted_root: Path | None, staging: bool,
+              trust_config: Path | None = None) -> Sigstore | None:
     """The keyless context from cosign's identity flags and the trusted-root choice (lazy: the
-    shipped root is parsed only when a keyless or tlog check can use it)."""
+    shipped root is parsed only when a keyless or tlog check can use it). `--trust-config` names
+    a ClientTrustConfig whose trusted root is used (not with --trusted-root or --staging)."""
     rule = rule_from_flags(identity, identity_regexp, issuer, issuer_regexp)
+    if trust_config is not None:
+        if trusted_root is not None or staging:
+            raise UsageError("--trust-config already names the trusted root: drop --trusted-root / --staging")
+        return Sigstore((rule,) if rule is not None else (), trust_from_config(trust_config))
     if rule is None and trusted_root is None and not staging:
         return None
     return Sigstore((rule,) if rule is not None else (), load_trust(trusted_root, staging=staging))
+
+
+GITHUB_ACTIONS_ISSUER = "https://token.actions.githubusercontent.com"
+
+
+def _provenance_identity(req: Requirement, identity: str | None, identity_regexp: str | None,
+                         issuer: str | None, issuer_regexp: str | None
+                         ) -> tuple[str | None, str | None, str | None, str | None]:
+    """Like `gh attestation verify`: with --repo / --signer-workflow and no identity flag, the
+    certificate identity must be a workflow of that repository (or that workflow), and the issuer
+    GitHub Actions' unless --certificate-oidc-issuer[-regexp] says otherwise."""
+    if req.empty:
+        return identity, identity_regexp, issuer, issuer_regexp
+    if req.repository is None and req.signer_workflow is None:
+        raise UsageError("--source-ref needs --repo or --signer-workflow (whose workflow built it?)")
+    if identity is None and identity_regexp is None:
+        if req.signer_workflow is not None:
+            base = provenance_url(req.signer_workflow)
+            identity_regexp = re.escape(base) + ("" if "@" in base else "@.+")
+        else:
+            identity_regexp = re.escape(provenance_url(req.repository or "")) + "/.+"
+    if issuer is None and issuer_regexp is None:
+        issuer = GITHUB_ACTIONS_ISSUER
+    return identity, identity_regexp, issuer, issuer_regexp
 
 
 _IDENTITY_HELP = "Keyless: the certificate identity (SAN) must be exactly this."
@@ -220,6 +254,13 @@ def verify_cmd(
     trusted_root: Path | None = typer.Option(None, "--trusted-root", help="Sigstore trusted_root.json "
                                              "(default: the public-good production root, offline)."),
     staging: bool = typer.Option(False, "--staging", help="Use the shipped Sigstore staging root."),
+    trust_config: Path | None = typer.Option(None, "--trust-config", help=TRUST_CONFIG_HELP),
+    repo: str | None = typer.Option(None, "--repo", help="Require SLSA provenance built from this "
+                                    "repository (OWNER/REPO), in the certificate and the predicate."),
+    source_ref: str | None = typer.Option(None, "--source-ref", help="… from this git ref "
+                                          "(e.g. refs/heads/main)."),
+    signer_workflow: str | None = typer.Option(None, "--signer-workflow", help="… signed by this workflow "
+                                               "(OWNER/REPO/.github/workflows/FILE[@REF])."),
     type_: str | None = typer.Option(None, "--type", help="Only attestations of this predicate type count."),
     no_content: bool = typer.Option(False, "--no-content",
                                     help="Skip pulling the artifact to check the attested digests."),
@@ -234,9 +275,13 @@ def verify_cmd(
     now_: str | None = typer.Option(None, "--now", help="RFC 3339 time to use instead of the clock."),
 ) -> None:
     """Verify an artifact's attestations (cosign legacy + bundle) and their binding to the content;
-    with --require-level also its level credential (issuer, ROM binding, revocation)."""
+    with --require-level also its level credential (issuer, ROM binding, revocation); with --repo,
+    --source-ref, --signer-workflow also its SLSA provenance (certificate and predicate)."""
     now = _now(now_)
-    sig = _sigstore(identity, identity_regexp, issuer, issuer_regexp, trusted_root, staging)
+    wanted = Requirement(repo, source_ref, signer_workflow)
+    identity, identity_regexp, issuer, issuer_regexp = _provenance_identity(
+        wanted, identity, identity_regexp, issuer, issuer_regexp)
+    sig = _sigstore(identity, identity_regexp, issuer, issuer_regexp, trusted_root, staging, trust_config)
     keys: list[TrustedKey] = []
     if key is not None or trust_registry is not None or sig is None or not sig.rules:
         keys = _trusted_keys(key, trust_registry, now)
@@ -259,10 +304,16 @@ def verify_cmd(
             registry = load_trust_registry(trust_registry, now=now) if trust_registry is not None else None
             level = _level_gate(target, subject, Path(tmp), required=required, issuers=level_issuers,
                                 registry=registry, now=now, status_check=check)
-    ok = report.ok and (level is None or bool(level["ok"]))
+    prov = None if wanted.empty else check_provenance(wanted, verified_provenance(report))
+    ok = report.ok and (level is None or bool(level["ok"])) and (prov is None or prov.ok)
     if level is not None:  # the level attestations' credentials were checked by the level gate
         report = _level_checked(report)
     data = report.to_json()
+    if prov is not None:
+        data["provenance"] = {"required": wanted.to_json(), **prov.to_json()}
+        data["ok"], data["verdict"] = ok, "verified" if ok else "failed"
+        if not prov.ok:
+            data["reasons"] = [*data["reasons"], *(f"provenance: {r}" for r in prov.reasons)]
     if level is not None:
         data["attestationsOk"] = report.ok
         data["level"] = level
@@ -274,7 +325,15 @@ def verify_cmd(
         if report.ok and level is not None and not level["ok"]:
             console.print(f"[bold red]FAILED[/bold red]: level requirement {required} not met: "
                           f"{escape(str(level['reason']))}")
+        if report.ok and prov is not None and not prov.ok:
+            console.print("[bold red]FAILED[/bold red]: the provenance requirement is not met")
         _render_report(report)
+        if prov is not None:
+            color, word = ("green", "PROVENANCE OK") if prov.ok else ("red", "PROVENANCE FAILED")
+            console.print(f"[bold {color}]{word}[/bold {color}] ({escape(json.dumps(wanted.to_json()))})"
+                          + (f": {escape(prov.matched or '')}" if prov.ok else ""))
+            for why in prov.reasons:
+                console.print(f"  - {escape(why)}")
         if level is not None:
             color, word = ("green", "LEVEL OK") if level["ok"] else ("red", "LEVEL FAILED")
             console.print(f"[bold {color}]{word}[/bold {color}] (required {required}): "
@@ -376,6 +435,7 @@ def verify_blob_cmd(
     trusted_root: Path | None = typer.Option(None, "--trusted-root", help="Sigstore trusted_root.json "
                                              "(default: the public-good production root, offline)."),
     staging: bool = typer.Option(False, "--staging", help="Use the shipped Sigstore staging root."),
+    trust_config: Path | None = typer.Option(None, "--trust-config", help=TRUST_CONFIG_HELP),
     type_: str | None = typer.Option(None, "--type", help="Required predicate type."),
     now_: str | None = typer.Option(None, "--now", help="RFC 3339 time to use instead of the clock."),
 ) -> None:
@@ -384,7 +444,7 @@ def verify_blob_cmd(
     if (bundle is None) == (signature is None):
         raise UsageError("give exactly one of --bundle FILE or --signature FILE")
     now = _now(now_)
-    sig = _sigstore(identity, identity_regexp, issuer, issuer_regexp, trusted_root, staging)
+    sig = _sigstore(identity, identity_regexp, issuer, issuer_regexp, trusted_root, staging, trust_config)
     has_rules = sig is not None and bool(sig.rules)
     keys: list[TrustedKey] = []
     if key is not None or trust_registry is not None or not has_rules:

@@ -30,21 +30,47 @@ SourceKind = Literal["cartridge", "workflow", "agent-graph", "build"]
 
 
 @dataclass(frozen=True)
+class KeylessRef:
+    """Keyless signing (decision 0030): the identity token from the CI's ambient provider (or the
+    file named), the Sigstore deployment of `trust_config` (default: public-good)."""
+
+    trust_config: Path | None = None
+    identity_token_file: Path | None = None
+    tlog_upload: bool = True
+
+
+@dataclass(frozen=True)
 class KeyRef:
-    """A signing key named by a file or an environment variable (PEM or cosign.key); never inline."""
+    """A signing key named by a file, an environment variable (PEM or cosign.key) or a PKCS#11 URI,
+    or keyless signing; never inline."""
 
     file: Path | None = None
     env: str | None = None
     password_env: str | None = None
+    pkcs11: str | None = None
+    keyless: KeylessRef | None = None
 
     def describe(self) -> str:
-        """Where the key comes from (safe to print: no secret)."""
+        """Where the key comes from (safe to print: no secret; a PKCS#11 URI without its PIN)."""
+        if self.keyless is not None:
+            return "keyless (Sigstore)"
+        if self.pkcs11 is not None:
+            from acxoci.pkcs11key import parse_pkcs11_uri
+
+            return parse_pkcs11_uri(self.pkcs11).describe()
         return f"file {self.file}" if self.file is not None else f"env ${self.env}"
 
     def load(self) -> PrivateKey:
         """Read and decrypt the key; a missing or unreadable key is an AuthError (a person must act)."""
         from attest.cosignkey import WrongPassword, load_signing_key
 
+        if self.keyless is not None:
+            raise UsageError("keyless signing makes attestations, not publisher signatures",
+                             where=self.describe())
+        if self.pkcs11 is not None:
+            from acxoci.pkcs11key import load_pkcs11_key
+
+            return load_pkcs11_key(self.pkcs11)
         if self.file is not None:
             try:
                 data = self.file.read_bytes()
@@ -167,6 +193,7 @@ class ReleasePlan:
     path: Path
     digest: str
     document: dict[str, Any] = field(compare=False, repr=False)
+    provenance: bool | None = None  # None: attach SLSA provenance when keyless in GitHub Actions
 
     def remote_options(self, repository: str) -> RemoteOptions:
         """Transport options for a repository: credentials from the env variables the plan names."""
@@ -194,8 +221,28 @@ def schema_errors(doc: Any) -> list[str]:
 
 
 def _key(obj: dict[str, Any], base: Path) -> KeyRef:
+    keyless = None
+    if "keyless" in obj:
+        k = obj["keyless"]
+        keyless = KeylessRef(base / k["trustConfig"] if "trustConfig" in k else None,
+                             base / k["identityTokenFile"] if "identityTokenFile" in k else None,
+                             bool(k.get("tlogUpload", True)))
     return KeyRef(file=base / obj["file"] if "file" in obj else None, env=obj.get("env"),
-                  password_env=obj.get("passwordEnv"))
+                  password_env=obj.get("passwordEnv"), pkcs11=obj.get("pkcs11"), keyless=keyless)
+
+
+def attestation_signer(ref: KeyRef) -> Any:
+    """The attestation signer of a plan: its key, or a keyless signer (token and trust config as
+    the plan names them; decision 0030). Failures to get either are AuthErrors (a person must act)."""
+    if ref.keyless is None:
+        return ref.load()
+    from acxoci.attestation.keyless import KeylessSigner, identity_token, load_trust_config
+    from acxoci.keyfiles import interactive
+
+    k = ref.keyless
+    trust = load_trust_config(k.trust_config)
+    token, source = identity_token(k.identity_token_file, lambda: trust, interactive=interactive())
+    return KeylessSigner(trust, token, source, tlog_upload=k.tlog_upload)
 
 
 def _input(name: str, obj: dict[str, Any], base: Path) -> ArtifactInput:
@@ -263,9 +310,17 @@ def plan_from_json(doc: Any, *, path: Path) -> ReleasePlan:
                                    _check_repository(s["repository"], f"{path}: goal.statusList"),
                                    s.get("tag", "status"))
     att = doc["goal"].get("attestations", {})
-    formats = tuple(att.get("formats", DEFAULT_FORMATS))
     keys = inputs.get("keys", {})
     akey = _key(keys["attestation"], base) if "attestation" in keys else None
+    keyless = akey is not None and akey.keyless is not None
+    formats = tuple(att.get("formats", ("bundle",) if keyless else DEFAULT_FORMATS))
+    if keyless and "legacy" in formats:
+        raise InvalidInput("keyless release attestations are sigstore bundles (cosign 3); the legacy .att "
+                           "format needs a key", where=f"{path}: goal.attestations.formats")
+    for name, art in arts.items():
+        if art.build is not None and art.build.key.keyless is not None:
+            raise InvalidInput("a cartridge's publisher signature needs a key (Ed25519), not keyless",
+                               where=f"{path}: inputs.artifacts.{name}.build.key")
     if formats and akey is None:
         raise InvalidInput("attestations are requested but inputs.keys.attestation is missing",
                            where=str(path))
@@ -277,7 +332,7 @@ def plan_from_json(doc: Any, *, path: Path) -> ReleasePlan:
                     float(b.get("maxBackoffSeconds", 10.0)), int(b.get("transportRetries", 3)))
     return ReleasePlan(
         goal_id=doc["goal"]["id"], releases=tuple(releases), formats=formats,
-        envelope=bool(att.get("envelope", True)),
+        envelope=bool(att.get("envelope", True)), provenance=att.get("provenance"),
         attestation_key=akey, status_list=status, registries=regs, policy=base / doc["acceptance"]["policy"],
         budget=budget, lease_seconds=float(doc.get("lease", {}).get("ttlSeconds", 900)), path=path,
         digest=jcs_digest(doc), document=doc)
