@@ -18,7 +18,7 @@
 # The timestamp server always binds its metrics port 2112 on every interface, so there is one
 # stack per machine: `up` fails, naming the port, when one it needs is taken.
 #   ACX_PEERS_DIR       where `make sigstore-stack` put the servers (default <repo>/.peers)
-#   SIGSTACK_BASE_PORT  first of the 10 loopback ports used (default 38400)
+#   SIGSTACK_BASE_PORT  first of the 10 loopback ports used (default 29400, below the ephemeral range)
 #   SIGSTACK_PYTHON     a Python with `cryptography` for the stand-ins (default <repo>/.venv/bin/python)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -48,7 +48,7 @@ up)
   for b in fulcio rekor-server-posix timestamp-server; do
     [ -x "$bin/$b" ] || { echo "sigstore-stack: $bin/$b is missing; run \`make sigstore-stack\`" >&2; exit 1; }
   done
-  base=${SIGSTACK_BASE_PORT:-38400}
+  base=${SIGSTACK_BASE_PORT:-29400}
   oidc=$((base+1)) ct=$((base+2)) tsa=$((base+3)) rekor=$((base+4)) rekor_grpc=$((base+5)) rekor_met=$((base+6))
   fulcio=$((base+7)) fulcio_grpc=$((base+8)) fulcio_met=$((base+9))
   for p in 2112 $oidc $ct $tsa $rekor $rekor_grpc $rekor_met $fulcio $fulcio_grpc $fulcio_met; do
