@@ -185,7 +185,7 @@ def _problems(req: Requirement, item: VerifiedProvenance) -> list[str]:
     if f is None:
         return ["signed with a key, not by a CI identity (no Fulcio certificate to vouch for the run)"]
     try:
-        pred = decode_as(dict(item.predicate), _Provenance, document="SLSA provenance predicate")
+        pred = decode_as(item.predicate, _Provenance, document="SLSA provenance predicate")
     except MalformedError as exc:
         return [f"predicate: {exc}"]
     bd = pred.buildDefinition

@@ -20,7 +20,8 @@ from tests.harness.sigstack import SigStack, clean_env
 from tests.unit.test_release_support import acx, make_world
 
 pytestmark = pytest.mark.interop
-REPO_NAME, REF, WORKFLOW, SHA = "acx-example/agents", "refs/tags/v1", ".github/workflows/release.yml", "ab" * 20
+REPO_NAME, REF, SHA = "acx-example/agents", "refs/tags/v1", "ab" * 20
+WORKFLOW = ".github/workflows/release.yml"
 SLSA = "https://slsa.dev/provenance/v1"
 
 
@@ -30,7 +31,8 @@ def actions_env(stack: SigStack) -> dict[str, str]:
     return clean_env(
         GITHUB_ACTIONS="true", CI="true", GITHUB_SERVER_URL="https://github.com", GITHUB_REPOSITORY=REPO_NAME,
         GITHUB_REF=REF, GITHUB_SHA=SHA, GITHUB_WORKFLOW_REF=f"{REPO_NAME}/{WORKFLOW}@{REF}",
-        GITHUB_RUN_ID="4242", GITHUB_RUN_ATTEMPT="1", GITHUB_EVENT_NAME="push", RUNNER_ENVIRONMENT="github-hosted",
+        GITHUB_RUN_ID="4242", GITHUB_RUN_ATTEMPT="1", GITHUB_EVENT_NAME="push",
+        RUNNER_ENVIRONMENT="github-hosted",
         ACTIONS_ID_TOKEN_REQUEST_URL=f"{stack.env['ACTIONS_ID_TOKEN_REQUEST_URL']}?{claims}",
         ACTIONS_ID_TOKEN_REQUEST_TOKEN=stack.env["ACTIONS_ID_TOKEN_REQUEST_TOKEN"])
 
@@ -75,7 +77,8 @@ def test_keyless_release_in_github_actions_attaches_provenance_that_verify_check
 
     refusals = {
         "another repository": ["--repo", "acx-example/other"],
-        "another workflow": ["--repo", REPO_NAME, "--signer-workflow", f"{REPO_NAME}/.github/workflows/nightly.yml"],
+        "another workflow": ["--repo", REPO_NAME, "--signer-workflow",
+                             f"{REPO_NAME}/.github/workflows/nightly.yml"],
         "another ref": ["--repo", REPO_NAME, "--source-ref", "refs/heads/main"],
     }
     for why, flags in refusals.items():

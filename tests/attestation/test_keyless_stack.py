@@ -5,7 +5,6 @@ cosign 3.1 attests keylessly acx verifies; each refuses the wrong identity or is
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 import subprocess
@@ -68,7 +67,8 @@ def test_keyless_attest_in_a_registry_verifies_with_acx_cosign3_and_sigstore_go(
     signer = next(a["signer"] for a in report["attestations"] if a["verdict"] == "verified")
     assert signer["certificateIssuer"] == sigstack_stack.issuer and signer["logIndex"] is not None
     assert any("timestamp_authority" in t for t in signer["verifiedTimes"])
-    wrong = acx("--json", "verify", subject, *verify_flags(sigstack_stack, issuer=sigstack_stack.issuer + "/second"))
+    second = sigstack_stack.env["SIGSTACK_SECOND_OIDC_URL"]
+    wrong = acx("--json", "verify", subject, *verify_flags(sigstack_stack, issuer=second))
     assert wrong.returncode == 1
 
     args = ["verify-attestation", "--trusted-root", str(sigstack_stack.trusted_root), "--type", CARTRIDGE,
@@ -130,7 +130,8 @@ def test_cosign3_keyless_attestation_verifies_with_acx(
     ok = acx("--json", "verify", subject, *verify_flags(sigstack_stack), "--type",
              "https://acx.dev/attestation/test/v1")
     assert ok.returncode == 0, ok.stdout
-    wrong = acx("--json", "verify", subject, *verify_flags(sigstack_stack, issuer=sigstack_stack.issuer + "/second"),
+    second = sigstack_stack.env["SIGSTACK_SECOND_OIDC_URL"]
+    wrong = acx("--json", "verify", subject, *verify_flags(sigstack_stack, issuer=second),
                 "--type", "https://acx.dev/attestation/test/v1")
     assert wrong.returncode == 1
 
@@ -157,10 +158,11 @@ def test_keyless_attest_blob_tsa_only_verifies_with_acx_and_cosign3(
     assert c.returncode == 0, c.stderr
     sgv = subprocess.run([str(sigstore_go_verifier), "-trustedrootJSONpath", str(sigstack_stack.trusted_root),
                           "-expectedSAN", sigstack_stack.identity, "-expectedIssuer", sigstack_stack.issuer,
-                          "-requireTlog=false", "-artifact-digest", hashlib.sha256(art.read_bytes()).hexdigest(),
+                          "-requireTlog=false",
+                          "-artifact-digest", hashlib.sha256(art.read_bytes()).hexdigest(),
                           str(out)], capture_output=True, text=True, timeout=60, check=False)
     assert sgv.returncode == 0, sgv.stdout + sgv.stderr
     tampered = tmp_path / "t.txt"
     tampered.write_text("release notes!\n")
-    assert acx("verify-blob", str(tampered), "--bundle", str(out), *verify_flags(sigstack_stack)).returncode == 1
-    _ = base64  # (bundle bytes are compared as JSON above)
+    refused = acx("verify-blob", str(tampered), "--bundle", str(out), *verify_flags(sigstack_stack))
+    assert refused.returncode == 1

@@ -90,7 +90,8 @@ def test_pkcs11_attestation_verifies_with_cosign_and_the_public_key(
     assert acx("verify", subject, "--key", str(pub)).returncode == 0
     other = tmp_path / "other.pem"
     assert acx("-q", "key", "generate", "--type", "p256", "-o", str(other)).returncode == 0
-    assert cosign3.verify_attestation(subject, tmp_path / "other.pub.pem", CARTRIDGE, check=False).returncode != 0
+    wrong = cosign3.verify_attestation(subject, tmp_path / "other.pub.pem", CARTRIDGE, check=False)
+    assert wrong.returncode != 0
 
 
 def test_pkcs11_ed25519_key_signs_a_cartridge(token: dict[str, str], tmp_path: Path) -> None:
@@ -119,7 +120,8 @@ def test_env_key_reference_signs_and_a_kms_reference_is_refused(tmp_path: Path) 
     r = acx("--json", "attest-blob", str(blob), "--predicate", str(pred), "--bundle", str(out),
             "--key", "env://ACX_TEST_SIGNING_KEY", extra={"ACX_TEST_SIGNING_KEY": key.read_text()})
     assert r.returncode == 0, r.stdout + r.stderr
-    assert acx("verify-blob", str(blob), "--bundle", str(out), "--key", str(tmp_path / "k.pub.pem")).returncode == 0
+    pub = tmp_path / "k.pub.pem"
+    assert acx("verify-blob", str(blob), "--bundle", str(out), "--key", str(pub)).returncode == 0
     unset = acx("--json", "attest-blob", str(blob), "--predicate", str(pred), "--bundle", str(out),
                 "--key", "env://ACX_TEST_NOT_SET")
     assert unset.returncode == 5 and "ACX_TEST_NOT_SET" in unset.stdout

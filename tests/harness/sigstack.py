@@ -89,4 +89,5 @@ def start(root: Path) -> SigStack:
 
 
 def stop(stack: SigStack) -> None:
-    subprocess.run(["bash", str(SCRIPT), "down", str(stack.dir)], capture_output=True, timeout=60, check=False)
+    subprocess.run(["bash", str(SCRIPT), "down", str(stack.dir)], capture_output=True, timeout=60,
+                   check=False)
