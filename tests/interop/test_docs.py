@@ -9,8 +9,7 @@ When a runnable block names `registry.example`, a distribution registry is start
 127.0.0.1 and the name is replaced by its `host:port`; when a document's blocks name `$SIGSTACK_…`,
 they run with the exports of the session's loopback Sigstore stack (`scripts/sigstore-stack.sh`);
 `$REGISTRY_TOKEN` (the guide's login example) is set to a token that registry accepts, as it
-accepts any (tests/interop/test_oci_auth.py
-checks login against a registry that does not).
+accepts any (tests/interop/test_oci_auth.py checks login against a registry that does not).
 
 Markers, an HTML comment on the line just before the opening fence (invisible when rendered):
 
