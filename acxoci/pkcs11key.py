@@ -77,7 +77,11 @@ def parse_pkcs11_uri(uri: str) -> Pkcs11Uri:
             _bad(f"{name} given twice")
         attrs[name] = unquote_to_bytes(value)
     q: dict[str, str] = {}
-    for name, value in parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query)):
+    try:
+        pairs = parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query))
+    except ValueError:
+        _bad("malformed query (?name=value&…)")
+    for name, value in pairs:
         if name not in QUERY_ATTRIBUTES:
             _bad(f"unknown query attribute {name!r}")
         q[name] = value

@@ -5,6 +5,7 @@ made in the token; any other `scheme://` is refused naming what acx supports."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -13,7 +14,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from acxoci.errors import UsageError
+from acxoci.pkcs11key import parse_pkcs11_uri
 from tests.harness import env
 from tests.harness.env import REPO
 from tests.harness.peers import Cosign
@@ -132,3 +137,21 @@ def test_env_key_reference_signs_and_a_kms_reference_is_refused(tmp_path: Path) 
         assert refused.returncode == 2, refused.stdout
         msg = json.loads(refused.stdout)["error"]["message"]
         assert "unsupported key reference" in msg and "env://VAR" in msg and "pkcs11:" in msg, msg
+
+
+@settings(max_examples=500, derandomize=True, deadline=None)
+@given(st.text(max_size=60))
+def test_hostile_pkcs11_uris_are_usage_errors_never_crashes(tail: str) -> None:
+    with contextlib.suppress(UsageError):  # anything else (a crash) fails the test
+        parse_pkcs11_uri("pkcs11:" + tail)
+
+
+def test_pkcs11_uri_parts() -> None:
+    u = parse_pkcs11_uri("pkcs11:token=acx%20test;id=%01%02?module-path=/m.so&pin-source=file:/p")
+    assert (u.token, u.id, u.module_path) == ("acx test", b"\x01\x02", "/m.so")
+    assert (u.pin_source, u.pin) == ("file:/p", None)
+    assert "1234" not in parse_pkcs11_uri(uri("p256")).describe()  # the PIN is never shown
+    for bad in ("pkcs11:object=a;object=b", "pkcs11:slot-id=x;object=a", "pkcs11:token=t", "pkcs11:bogus=1",
+                "pkcs11:object=a?pin=1"):
+        with pytest.raises(UsageError):
+            parse_pkcs11_uri(bad)
