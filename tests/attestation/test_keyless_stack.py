@@ -166,3 +166,37 @@ def test_keyless_attest_blob_tsa_only_verifies_with_acx_and_cosign3(
     tampered.write_text("release notes!\n")
     refused = acx("verify-blob", str(tampered), "--bundle", str(out), *verify_flags(sigstack_stack))
     assert refused.returncode == 1
+
+
+def test_keyless_legacy_att_verifies_with_cosign2_and_cosign3(
+        distribution_registry: Registry, cartridge: Path, sigstack_stack: SigStack, cosign2: Cosign,
+        cosign3: Cosign, tmp_path: Path) -> None:
+    """`--format legacy` keyless: cosign 2's `.att` layout, the certificate and an RFC 3161 timestamp
+    in the layer's annotations (no Rekor v2 entry fits there), verified by cosign 2.5 and 3.1 with
+    the stack's roots given as cosign 2 takes them (environment files, TSA chain flag) and by acx."""
+    import requests
+
+    ref = f"{distribution_registry.host}/acx/legacy:v1"
+    pushed = json.loads(acx("--json", "push", str(cartridge), ref).stdout)
+    subject = f"{distribution_registry.host}/acx/legacy@{pushed['digest']}"
+    r = acx("--json", "attest", subject, "--format", "legacy", *keyless_flags(sigstack_stack, tmp_path))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert json.loads(r.stdout)["legacy"]["tag"]
+    assert acx("verify", subject, *verify_flags(sigstack_stack)).returncode == 0
+    fulcio = tmp_path / "fulcio.pem"
+    chain = requests.get(f"{sigstack_stack.env['SIGSTACK_FULCIO_URL']}/api/v2/trustBundle", timeout=10).json()
+    fulcio.write_text("".join(chain["chains"][0]["certificates"]))
+    tsa = tmp_path / "tsa.pem"
+    tsa.write_text(requests.get(f"{sigstack_stack.env['SIGSTACK_TSA_URL']}/api/v1/timestamp/certchain",
+                                timeout=10).text)
+    roots = {"SIGSTORE_ROOT_FILE": str(fulcio),
+             "SIGSTORE_CT_LOG_PUBLIC_KEY_FILE": str(sigstack_stack.dir / "ctlog-pub.pem")}
+    args = ["verify-attestation", "--certificate-oidc-issuer", sigstack_stack.issuer,
+            "--insecure-ignore-tlog", "--timestamp-certificate-chain", str(tsa), "--type", CARTRIDGE]
+    for cosign, extra in ((cosign2, []), (cosign3, ["--new-bundle-format=false"])):
+        ok = cosign.run(*args, *extra, "--certificate-identity", sigstack_stack.identity, subject, env=roots,
+                        check=False)
+        assert ok.returncode == 0, (cosign.name, ok.stderr)
+        bad = cosign.run(*args, *extra, "--certificate-identity", sigstack_stack.identity + "x", subject,
+                         env=roots, check=False)
+        assert bad.returncode != 0, cosign.name
