@@ -12,7 +12,7 @@ export ACX_PEERS_DIR ?= $(CURDIR)/.peers
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev]'
+	$(BIN)/python -m pip install -q -e '.[dev,lance]'
 	$(BIN)/python -m compileall -q -j 0 attest acxoci > /dev/null
 	touch $(STAMP)
 

@@ -2,7 +2,8 @@
 # Install the interop peers (distribution registry, oras 1.2/1.3, cosign 2.5/3.x, crane,
 # acx-refreg, SoftHSM2, the sigstore-go verifier) and build the loopback Sigstore stack (Fulcio,
 # Rekor v2, timestamp authority) from Debian packages into a git-ignored folder, without touching
-# the system's apt sources. Idempotent: a second run only re-checks what is there.
+# the system's apt sources, and the reference MCP filesystem server from the npm registry (the boot
+# handshake's real MCP server). Idempotent: a second run only re-checks what is there.
 #   install-peers.sh           everything
 #   install-peers.sh sigstore  only the Sigstore stack and its verifier (`make sigstore-stack`)
 #   ACX_PEERS_DIR  target folder (default: <repo>/.peers)
@@ -14,6 +15,8 @@ case $what in all|sigstore) ;; *) echo "usage: install-peers.sh [all|sigstore]" 
 here=$(cd "$(dirname "$0")/.." && pwd)
 PEERS=${ACX_PEERS_DIR:-$here/.peers}
 mkdir -p "$PEERS/apt"
+MCP_FS_VERSION=2026.8.31
+MCP_FS_BIN=mcp-filesystem/node_modules/.bin/mcp-server-filesystem
 
 SIGSTACK_BINS="sigstack/bin/fulcio sigstack/bin/rekor-server-posix sigstack/bin/timestamp-server \
               sigstore-go/usr/bin/sigstore-go-verification"
@@ -23,7 +26,8 @@ have_sigstack() {
 }
 have_all() {
   for b in cosign2/usr/bin/cosign cosign3/usr/bin/cosign oras12/usr/bin/oras \
-           oras13/usr/bin/oras crane/usr/bin/crane refreg/acx-refreg; do
+           oras13/usr/bin/oras crane/usr/bin/crane refreg/acx-refreg \
+           "$MCP_FS_BIN"; do
     [ -x "$PEERS/$b" ] || return 1
   done
   command -v docker-registry >/dev/null || return 1
@@ -78,7 +82,7 @@ extract() {  # suite package dest
   echo "peers: $pkg $(dpkg-deb -f "$deb" Version) ($suite)"
 }
 
-# The loopback Sigstore stack (docs/decisions/0031-loopback-sigstore-stack.md): Fulcio, Rekor v2
+# The loopback Sigstore stack (docs/decisions/0034-loopback-sigstore-stack.md): Fulcio, Rekor v2
 # (rekor-tiles, POSIX storage) and the timestamp authority, built offline in GOPATH mode from sid's
 # Go source packages with sid's Go 1.27 (Rekor v2 needs >= 1.25). Fulcio needs stand-ins for five
 # import paths Debian lacks (scripts/sigstack/shims*, each file marked STAND-IN). Built once, niced;
@@ -190,6 +194,20 @@ if ! command -v softhsm2-util >/dev/null; then
   apt-get update -q >/dev/null
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q softhsm2 >/dev/null
 fi
+
+# The reference MCP filesystem server (npm), pinned; needs Node.js >= 18 (Debian's nodejs).
+install_mcp_fs() {
+  [ -x "$PEERS/$MCP_FS_BIN" ] && [ -z "${PEERS_FORCE:-}" ] && return 0
+  if ! command -v npm >/dev/null; then
+    apt-get update -q >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q nodejs npm >/dev/null
+  fi
+  rm -rf "$PEERS/mcp-filesystem"; mkdir -p "$PEERS/mcp-filesystem"
+  npm install --prefix "$PEERS/mcp-filesystem" --no-audit --no-fund --silent \
+    "@modelcontextprotocol/server-filesystem@$MCP_FS_VERSION" >/dev/null
+  echo "peers: @modelcontextprotocol/server-filesystem $MCP_FS_VERSION (npm)"
+}
+install_mcp_fs
 
 have_all || { echo "peers: some peers are missing after install" >&2; exit 1; }
 echo "peers: installed in $PEERS"

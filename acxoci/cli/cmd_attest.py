@@ -44,6 +44,7 @@ from acxoci.cli.common import (
     TOKEN_HELP,
     TRUST_CONFIG_HELP,
     attestation_signer,
+    refuse_local_file,
     transport_options,
 )
 from acxoci.cli.common import exit_with as _exit
@@ -273,11 +274,33 @@ def verify_cmd(
     allow_offline: bool = typer.Option(False, "--allow-offline", help="Accept a cached/stale status list."),
     cache_dir: Path | None = typer.Option(None, "--cache-dir", help="Status-list cache directory."),
     now_: str | None = typer.Option(None, "--now", help="RFC 3339 time to use instead of the clock."),
+    policy: Path | None = typer.Option(None, "--policy", help="Judge everything under this verification "
+                                       "policy, exactly as `acx install` would (exit 8 when refused)."),
+    host: Path | None = typer.Option(None, "--host", help="With --policy: the host descriptor."),
+    host_limits: Path | None = typer.Option(None, "--host-limits", help="With --policy: host limits."),
 ) -> None:
-    """Verify an artifact's attestations (cosign legacy + bundle) and their binding to the content;
+    """May I trust this artifact? With --policy: the artifact's own signature and trust, its
+    attestations, level, revocation, lifecycle and provenance, judged by the same decision as
+    `acx install` (which installs nothing here). Without it, a narrower check: the attestations
+    (cosign legacy + bundle) and their binding to the content, not the artifact's own signature;
     with --require-level also its level credential (issuer, ROM binding, revocation); with --repo,
     --source-ref, --signer-workflow also its SLSA provenance (certificate and predicate)."""
+    refuse_local_file(ref, "verify")
     now = _now(now_)
+    if policy is not None:
+        narrower = [key, trust_registry, identity, identity_regexp, issuer, issuer_regexp, trusted_root,
+                    type_, require_level, issuers, cache_dir, trust_config, repo, source_ref, signer_workflow]
+        if any(v is not None for v in narrower) or staging or no_content or allow_offline:
+            raise UsageError("--policy judges what the policy says; the other verify flags are a narrower "
+                             "check", hint="put keys, identities, provenance and the level in the policy")
+        from acxoci.cli.judging import judge_ref, render, verdict_json
+
+        j = judge_ref(ref, policy, host=host, host_limits=host_limits, now=now)
+        emit(verdict_json(j, policy), lambda: render(j))
+        _exit(0 if j.ok else 8)
+        return
+    if host is not None or host_limits is not None:
+        raise UsageError("--host and --host-limits go with --policy")
     wanted = Requirement(repo, source_ref, signer_workflow)
     identity, identity_regexp, issuer, issuer_regexp = _provenance_identity(
         wanted, identity, identity_regexp, issuer, issuer_regexp)

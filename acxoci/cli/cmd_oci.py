@@ -26,6 +26,7 @@ from acxoci.cli.common import (
     TOKEN_HELP,
     TRUST_CONFIG_HELP,
     attestation_signer,
+    refuse_local_file,
     transport_options,
 )
 from acxoci.cli.output import OPTS, console, emit, err_console, escape_json_controls, info
@@ -156,12 +157,19 @@ def push_cmd(
         DEFAULT_PUSH_CONCURRENCY, "--concurrency", min=1, max=MAX_CONCURRENCY,
         help="Blobs uploaded at a time (the manifest goes last).",
     ),
+    policy: Path | None = typer.Option(None, "--policy", help="Then judge the pushed copy as `acx install` "
+                                       "would under this policy (exit 8 when it would refuse)."),
+    allow_tag_mismatch: bool = typer.Option(False, "--allow-tag-mismatch", help="Push to a SemVer tag "
+                                            "that is not the artifact's signed version."),
     remote: RemoteOptions = REMOTE,
 ) -> None:
     """Push a cartridge, workflow or agent graph as an OCI artifact; prints the manifest digest.
 
-    With `--sign` the pushed manifest is attested in the same step (as `acx attest`), with `--key K`
-    or keylessly."""
+    A SemVer-shaped tag must name the artifact's signed version (install refuses any other as a
+    rollback), unless --allow-tag-mismatch. With `--sign` the pushed manifest is attested in the
+    same step (as `acx attest`), with `--key K` or keylessly; with `--policy P` the registry copy is
+    then judged as `acx install` would judge it, so a publisher learns at publish time what a
+    consumer would refuse."""
     from acxoci.artifact import detect_kind, push_path
 
     now = _now()
@@ -170,7 +178,15 @@ def push_cmd(
         raise UsageError("push needs a :tag (or @digest to push untagged); it never picks :latest for you",
                          where=ref, hint=f"acx push {file} {ref}:1.0.0")
     _require_file(file)
-    detect_kind(file)  # refuse a non-ACX file before any target is opened
+    kind = detect_kind(file)  # refuse a non-ACX file before any target is opened
+    if not allow_tag_mismatch and r.tag is not None:
+        from acxoci.errors import RefusedByPolicy
+        from acxoci.install.judge import tag_decision
+
+        verdict = tag_decision(file, kind, r.tag)
+        if verdict.failed:
+            raise RefusedByPolicy(f"{verdict.reason}; nothing was pushed", where=ref,
+                                  hint="tag it with its signed version, or pass --allow-tag-mismatch")
     signing_flags = key is not None or identity_token_file is not None or trust_config is not None
     if signing_flags and not sign:
         raise UsageError("--key, --identity-token-file and --trust-config are for --sign; add --sign to "
@@ -214,12 +230,25 @@ def push_cmd(
         "attestation": attested,
     }
 
+    judged = None
+    if policy is not None:
+        from acxoci.cli.judging import judge_ref, verdict_json
+
+        judged = judge_ref(data["reference"] if r.tag is None else str(r), policy, now=now)
+        data["acceptance"] = verdict_json(judged, policy)
+
     def human() -> None:
         console.print(desc.digest)
         if attested is not None:
             info(f"attested {attested.get('predicateType')} as {attested.get('signerKeyId')}")
+        if judged is not None:
+            from acxoci.cli.judging import render
+
+            render(judged, header=f" (as `acx install --policy {escape(str(policy))}` would judge it)")
 
     emit(data, human, quiet_line=desc.digest)
+    if judged is not None and not judged.ok:
+        raise typer.Exit(8)
 
 
 def pull_cmd(
@@ -238,6 +267,7 @@ def pull_cmd(
     folder -o names, one file per layer title."""
     from acxoci.artifact import pull_file
 
+    refuse_local_file(ref, "pull")
     now = _now()
     r = _ref(ref)
     to_stdout = str(output) == "-"

@@ -30,6 +30,9 @@ ALL_MODULES = (
     "cmd_roster",
     "cmd_activate",
     "cmd_exchange",
+    "cmd_init",
+    "cmd_share",
+    "cmd_lance",
 )
 
 # top-level command or group name -> the modules that add commands under it
@@ -45,6 +48,7 @@ ENTRY: dict[str, tuple[str, ...]] = {
     "key": ("cmd_key",),
     "policy": ("cmd_policy", "cmd_install"),
     "harness": ("cmd_harness",),
+    "check": ("cmd_harness",),
     "level": ("cmd_level",),
     "status-list": ("cmd_level",),
     "release": ("cmd_release",),
@@ -54,6 +58,9 @@ ENTRY: dict[str, tuple[str, ...]] = {
     "list": ("cmd_roster",),
     **{name: ("cmd_activate",) for name in ("activate", "deactivate")},
     "exchange": ("cmd_exchange",),
+    "init": ("cmd_init",),
+    "share": ("cmd_share",),
+    "lance": ("cmd_lance",),
 }
 
 _done: set[str] = set()

@@ -19,6 +19,7 @@ from typing import Any
 
 from acxoci.errors import AcxError, InvalidInput
 from acxoci.exchange import graphs as G
+from acxoci.exchange.coordinates import folder_path
 from acxoci.exchange.errors import GraphSupportPending
 from acxoci.exchange.order import locale_key, semver_cmp, semver_key
 from acxoci.exchange.status import (
@@ -328,7 +329,7 @@ def summarize_cartridge(
         meta.get("acx.artifact_version"),
     )
     parts = rel.split("/")[1:]
-    expected = f"cartridges/{publisher}/{aid}/{version}/cartridge.acx"
+    expected = folder_path("agent", str(publisher), str(aid), str(version))
     consistent = str(meta.get("acx.cartridge_id") or "").startswith(f"{publisher}/{aid}@")
     canonical = (
         len(parts) == 4
@@ -444,7 +445,7 @@ def summarize_workflow(
         for c in (req.get("capabilities") or []) if isinstance(req, dict) else []:
             if isinstance(c, str):
                 caps.add(c)
-    expected = f"cals/{v.publisher_id}/{doc.get('id')}/{doc.get('version')}.cal.json"
+    expected = folder_path("workflow", str(v.publisher_id), str(doc.get("id")), str(doc.get("version")))
     issues = [*v.issues, *profile]
     if rel != expected:
         issues.append(f"non-canonical workflow path (expected {expected})")

@@ -199,7 +199,7 @@ def _prepare(ctx: Context, e: Effect) -> Result:
         workflow_statement,
     )
     from acxoci.install import checks as C
-    from acxoci.install.install import cartridge_signature
+    from acxoci.install.judge import cartridge_signature
     from acxoci.install.vpolicy import load_policy
 
     assert e.artifact is not None
@@ -279,7 +279,7 @@ def _prepare(ctx: Context, e: Effect) -> Result:
                 signed["legacy"] = ctx.objects.put(done.legacy)
             if done.bundle is not None:
                 signed["bundle"] = ctx.objects.put(done.bundle)
-            if provenance:  # SLSA provenance of what this CI run publishes (decision 0032)
+            if provenance:  # SLSA provenance of what this CI run publishes (decision 0035)
                 from acxoci.attestation.provenance import github_provenance
 
                 prov = sign_for_formats(github_provenance(subject.digest, name, os.environ), signer, "bundle")

@@ -140,6 +140,14 @@ def test_every_command_json_validates_against_its_schema(
     acx("cartridge", "strip", f"{r}/agent.acx", "-o", f"{r}/stripped.acx")
     acx("policy", "check", f"{r}/agent.acx")
     acx("harness", "check", f"{r}/agent.acx")
+    acx("harness", "lint", f"{r}/agent.acx")
+    acx("check", f"{r}/agent.acx", "--all-tools")
+    acx("check", f"{r}/agent.acx", "--tools", "acx:execute", code=8)
+    acx("lance", f"{r}/agent.acx", "--out", f"{r}/memory", "--trust-registry", f"{r}/trust.json")
+    # authoring and sharing
+    acx("init", f"{r}/new-agent", "--role", "qa_engineer")
+    acx("init", "--from-code", str(REPO / "examples"), "--out", f"{r}/agent-set")
+    acx("share", "agent", f"{r}/agent.acx", "--registry", f"{r}", "--dry-run")
     # OCI
     layout = f"oci-layout:{r}/store"
     acx("push", f"{r}/agent.acx", f"{layout}:1.0.0", "--sign", "--key", f"{r}/pub.pem")
@@ -164,6 +172,8 @@ def test_every_command_json_validates_against_its_schema(
     acx("installed", "list", "--store", f"{r}/st")
     acx("installed", "show", done["name"], "--store", f"{r}/st")
     acx("installed", "verify", "--store", f"{r}/st")
+    acx("installed", "sync", "--dry-run", "--store", f"{r}/st")
+    acx("installed", "sync", "--store", f"{r}/st")
     acx("activate", done["name"], "--skills-dir", f"{r}/skills", "--store", f"{r}/st")
     acx("deactivate", done["name"], "--skills-dir", f"{r}/skills", "--store", f"{r}/st")
     acx("uninstall", done["name"], "--store", f"{r}/st")

@@ -27,6 +27,7 @@ DOMAIN = (
     "acxoci.artifact",
     "acxoci.install",
     "acxoci.exchange",
+    "acxoci.authoring",
 )
 
 
