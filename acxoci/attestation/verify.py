@@ -306,14 +306,16 @@ def verdict_only(report: VerifyReport) -> VerifyReport:
     return replace(report, attestations=tuple(replace(a, content=None) for a in report.attestations))
 
 
+def provenance_item(location: str, j: Judgement) -> VerifiedProvenance | None:
+    """A verified SLSA provenance attestation with its signer's certificate facts (None for any
+    other attestation): the input of `provenance.check_provenance`."""
+    if j.verdict != "verified" or j.statement is None or j.statement.predicate_type != SLSA_PROVENANCE_V1:
+        return None
+    fulcio = j.signer.fulcio if j.signer is not None and j.signer.mode == "keyless" else None
+    return VerifiedProvenance(location, j.statement.predicate, fulcio)
+
+
 def verified_provenance(report: VerifyReport) -> list[VerifiedProvenance]:
-    """The report's verified SLSA provenance attestations with their signers' certificate facts
-    (the input of `provenance.check_provenance`)."""
-    out: list[VerifiedProvenance] = []
-    for a in report.attestations:
-        j = a.judgement
-        if j.verdict != "verified" or j.statement is None or j.statement.predicate_type != SLSA_PROVENANCE_V1:
-            continue
-        fulcio = j.signer.fulcio if j.signer is not None and j.signer.mode == "keyless" else None
-        out.append(VerifiedProvenance(a.location, j.statement.predicate, fulcio))
-    return out
+    """The report's verified SLSA provenance attestations (see `provenance_item`)."""
+    items = (provenance_item(a.location, a.judgement) for a in report.attestations)
+    return [i for i in items if i is not None]

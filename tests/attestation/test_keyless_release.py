@@ -92,6 +92,29 @@ def test_keyless_release_in_github_actions_attaches_provenance_that_verify_check
     assert acx("verify", subject, "--trust-config", str(sigstack_stack.trust_config), *want,
                env=clean_env()).returncode == 1
 
+    # the one acceptance decision (install, verify --policy) with a policy requiring provenance
+    pol = yaml.safe_load((tmp_path / "w" / "policy.yaml").read_text())
+    wanted = {"repository": REPO_NAME, "ref": REF, "signerWorkflow": f"{REPO_NAME}/{WORKFLOW}"}
+    cases = {"this run": (wanted, sigstack_stack.issuer, 0),
+             "another repository": ({**wanted, "repository": "acx-example/other"}, sigstack_stack.issuer,
+                                    8),
+             "another workflow": ({**wanted, "signerWorkflow": f"{REPO_NAME}/.github/workflows/x.yml"},
+                                  sigstack_stack.issuer, 8),
+             "another issuer": (wanted, sigstack_stack.env["SIGSTACK_SECOND_OIDC_URL"], 8)}
+    for name, (req, issuer, code) in cases.items():
+        doc = {**pol, "provenance": req}
+        doc["publishers"] = [{**pol["publishers"][0],
+                              "identities": [{**pol["publishers"][0]["identities"][0], "issuer": issuer}]}]
+        path = tmp_path / "w" / f"policy-{name.replace(' ', '-')}.yaml"
+        path.write_text(yaml.safe_dump(doc, sort_keys=False))
+        store = tmp_path / f"store-{name.replace(' ', '-')}"
+        got = acx("--json", "install", subject, "--policy", str(path), "--store", str(store), env=clean_env())
+        assert got.returncode == code, (name, got.stdout + got.stderr)
+        if code:
+            out = json.loads(got.stdout)
+            kinds = {c["id"]: c["kind"] for c in out["refusal"]["failed"]}
+            assert out["status"] == "refused" and kinds.get("provenance") == "provenance_unmet", (name, kinds)
+
     c = cosign3.run("verify-attestation", "--trusted-root", str(sigstack_stack.trusted_root), "--type", SLSA,
                     "--certificate-identity", f"https://github.com/{REPO_NAME}/{WORKFLOW}@{REF}",
                     "--certificate-oidc-issuer", sigstack_stack.issuer,
