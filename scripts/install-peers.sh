@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Install the interop peers (distribution registry, oras 1.2/1.3, cosign 2.5/3.x, crane,
-# acx-refreg, SoftHSM2, the sigstore-go verifier) and build the loopback Sigstore stack (Fulcio,
-# Rekor v2, timestamp authority) from Debian packages into a git-ignored folder, without touching
-# the system's apt sources, and the reference MCP filesystem server from the npm registry (the boot
-# handshake's real MCP server). Idempotent: a second run only re-checks what is there.
+# acx-refreg, chromium and chromium-driver for the browser tests, SoftHSM2, the sigstore-go
+# verifier) and build the loopback Sigstore stack (Fulcio, Rekor v2, timestamp authority) from Debian
+# packages into a git-ignored folder, without touching the system's apt sources, and the reference
+# MCP filesystem server from the npm registry (the boot handshake's real MCP server). Idempotent: a
+# second run only re-checks what is there.
 #   install-peers.sh           everything
 #   install-peers.sh sigstore  only the Sigstore stack and its verifier (`make sigstore-stack`)
 #   ACX_PEERS_DIR  target folder (default: <repo>/.peers)
@@ -32,6 +33,8 @@ have_all() {
   done
   command -v docker-registry >/dev/null || return 1
   command -v tmux >/dev/null || return 1
+  command -v chromium >/dev/null || return 1
+  command -v chromedriver >/dev/null || return 1
   command -v softhsm2-util >/dev/null || return 1
   have_sigstack
 }
@@ -208,6 +211,13 @@ install_mcp_fs() {
   echo "peers: @modelcontextprotocol/server-filesystem $MCP_FS_VERSION (npm)"
 }
 install_mcp_fs
+
+# chromium + chromium-driver drive the web pages' browser tests (tests/studio/test_browser.py,
+# `make screenshots`; required in CI). Debian's own packages, no browser download at test time.
+if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
+  apt-get update -q >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium chromium-driver >/dev/null
+fi
 
 have_all || { echo "peers: some peers are missing after install" >&2; exit 1; }
 echo "peers: installed in $PEERS"

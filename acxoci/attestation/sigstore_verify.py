@@ -34,6 +34,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -84,6 +85,10 @@ from attest.keys import PublicKey
 # The library logs advice (e.g. "this bundle contains a root CA") as warnings; our verdicts and
 # notes say what matters, so keep its log quiet on the command line.
 logging.getLogger("sigstore").setLevel(logging.ERROR)
+# The library formats CA subjects for its debug log; a CA name with a malformed attribute (the
+# loopback Fulcio's ephemeral CA) makes `cryptography` warn on stderr at every verification.
+warnings.filterwarnings("ignore", message="Attribute's length must be", category=UserWarning,
+                        module="sigstore")
 
 #: The library's private names verification relies on: (object, name), a name set in `__init__`
 #: counting; and the `Verifier` methods `_Verifier` overrides (tests/attestation/test_keyless_signer.py

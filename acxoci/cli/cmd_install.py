@@ -37,7 +37,7 @@ def _store(path: Path | None) -> Store:
     return Store(path)
 
 
-def _render(outcome: InstallOutcome) -> None:
+def render_outcome(outcome: InstallOutcome) -> None:
     if outcome.lifecycle is not None:  # deprecated or superseded in the Exchange it came from
         console.print(f"[bold yellow]WARNING[/bold yellow] {escape(str(outcome.lifecycle.get('message')))}")
     if outcome.status == "refused":
@@ -95,7 +95,7 @@ def cmd_install(
                       remote=active_options(), name=name, allow_downgrade=allow_downgrade, activate=request)
 
     def human() -> None:
-        _render(outcome)
+        render_outcome(outcome)
         if outcome.activation is not None:
             from acxoci.cli.cmd_activate import render_activation
 

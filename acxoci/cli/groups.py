@@ -33,6 +33,8 @@ ALL_MODULES = (
     "cmd_init",
     "cmd_share",
     "cmd_lance",
+    "cmd_load",
+    "cmd_studio",
 )
 
 # top-level command or group name -> the modules that add commands under it
@@ -57,10 +59,12 @@ ENTRY: dict[str, tuple[str, ...]] = {
     "ls": ("cmd_roster",),
     "list": ("cmd_roster",),
     **{name: ("cmd_activate",) for name in ("activate", "deactivate")},
-    "exchange": ("cmd_exchange",),
+    "exchange": ("cmd_exchange", "cmd_studio"),
     "init": ("cmd_init",),
     "share": ("cmd_share",),
     "lance": ("cmd_lance",),
+    "load": ("cmd_load",),
+    "builder": ("cmd_studio",),
 }
 
 _done: set[str] = set()

@@ -558,12 +558,21 @@ def _duplicates(releases: list[Release], kind: str, rejected: list[Rejected]) ->
             seen[key] = r.rel
 
 
-def derive(root: Path, *, now: datetime, allow_pending_graphs: bool = False) -> Derived:
-    """Walk `root`, verify every artifact and build the index (nothing is written)."""
+FOLDER_TRUST: Any = object()
+"""`derive`'s default trust: the folder's own trust-registry.json (the Exchange's gate)."""
+
+
+def derive(
+    root: Path, *, now: datetime, allow_pending_graphs: bool = False, registry: Any = FOLDER_TRUST
+) -> Derived:
+    """Walk `root`, verify every artifact and build the index (nothing is written). Signers are
+    judged against the folder's trust-registry.json, or against `registry` when one is given
+    (a consumer's view of the same gate: `acx exchange site --trust-registry`)."""
     root = Path(root)
     w = walk(root)
     ledger = _ledger(root)
-    registry = _trust_registry(root, now)
+    if registry is FOLDER_TRUST:
+        registry = _trust_registry(root, now)
     rejected = [Rejected("policy", r.split(":", 1)[0], r) for r in w.policy]
     stamps: list[str | None] = [ledger.updated_at]
     accepted: set[tuple[str, ...]] = set()

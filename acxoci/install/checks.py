@@ -603,6 +603,7 @@ class Gathered:
     version: VersionEvidence | None = None
     lifecycle: LifecycleEvidence | None = None
     unavailable: Mapping[str, CheckResult] = field(default_factory=dict)
+    local_file: bool = False  # judged from a local file: no registry copy to hold to a digest
 
 
 def run_checks(g: Gathered, policy: VerificationPolicy, now: datetime) -> list[CheckResult]:
@@ -614,7 +615,8 @@ def run_checks(g: Gathered, policy: VerificationPolicy, now: datetime) -> list[C
     na = f"does not apply to {'an agent graph' if g.kind == 'agent-graph' else 'a workflow'}"
     results = [
         check_registry(g.repository, policy),
-        check_content(g.content),
+        _skip("content-digest", "a local file: no registry copy to hold to a digest") if g.local_file
+        else check_content(g.content),
         check_signature(g.signature),
         check_trust(g.signature, policy, now),
         check_attestations(g.attestations, policy),

@@ -113,15 +113,20 @@ def _iso(dt: datetime) -> str:
 def install(ref_text: str, *, policy: VerificationPolicy, store: Store, now: datetime,
             host: HostInputs | None = None, remote: RemoteOptions | None = None,
             name: str | None = None, allow_downgrade: bool = False,
-            hooks: InstallHooks | None = None, activate: ActivateRequest | None = None) -> InstallOutcome:
+            hooks: InstallHooks | None = None, activate: ActivateRequest | None = None,
+            recorded_as: str | None = None) -> InstallOutcome:
     """Pull, judge (the one acceptance decision) and install `ref_text` into `store`, or refuse
     leaving the store unchanged. With `activate`, the item is also activated, both or neither.
+    `recorded_as` names where the artifact comes from when `ref_text` is a scratch copy (`acx load`:
+    `file:PATH`): the registry check, the record and later judgements use it.
     Errors that are not refusals (bad reference, registry unreachable) raise their AcxError."""
     if name is not None:
         check_name(name)
     hook = (hooks or InstallHooks()).at
-    ctx = J.Context(policy, now, host or HostInputs(), store, name, allow_downgrade, remote)
-    early = J.registry_refusal(ref_text, parse_reference(ref_text, require_ref=False).repo_string(), policy)
+    ctx = J.Context(policy, now, host or HostInputs(), store, name, allow_downgrade, remote,
+                    source=recorded_as)
+    repository = recorded_as or parse_reference(ref_text, require_ref=False).repo_string()
+    early = J.registry_refusal(recorded_as or ref_text, repository, policy)
     if early is not None:  # never contact a registry the policy does not allow
         return InstallOutcome.of(early)
     target, ref = J.open_reference(ref_text, ctx)
@@ -132,7 +137,8 @@ def install(ref_text: str, *, policy: VerificationPolicy, store: Store, now: dat
             return InstallOutcome.of(gated)
         desc, resolved, lifecycle = gated
         hook("resolved")
-        warning = dict(lifecycle.verdict) if lifecycle.action == "warn" and lifecycle.verdict else None
+        warning = (dict(lifecycle.verdict) if lifecycle is not None and lifecycle.action == "warn"
+                   and lifecycle.verdict else None)
         for have in store.list():
             if have.digest == resolved and (name is None or have.name == name):
                 txn.tidy(have.name)
@@ -145,7 +151,7 @@ def install(ref_text: str, *, policy: VerificationPolicy, store: Store, now: dat
         if not judgement.ok:
             return replace(InstallOutcome.of(judgement), lifecycle=warning)
         record = build_record(judgement, ref=ref, desc=desc, policy=policy, host=ctx.host, seq=txn.next_seq(),
-                              now=now, staged=staged)
+                              now=now, staged=staged, recorded_as=recorded_as)
         problems = record_errors(record)
         if problems:  # a bug in acxoci, never a half-written item: the staging folder is discarded
             raise InternalError("install record violates its schema: " + "; ".join(problems[:5]))
@@ -173,7 +179,8 @@ def record_errors(record: Any) -> list[str]:
 
 
 def build_record(j: J.Judgement, *, ref: Reference, desc: Descriptor, policy: VerificationPolicy,
-                 host: HostInputs, seq: int, now: datetime, staged: Path) -> dict[str, Any]:
+                 host: HostInputs, seq: int, now: datetime, staged: Path,
+                 recorded_as: str | None = None) -> dict[str, Any]:
     """The install record (`acx.install-record/1`): what was checked, against which policy, with
     which digests, keys, status-list versions and times. A cache of the decision, never proof:
     every later use judges the item again (docs/install.md)."""
@@ -203,9 +210,9 @@ def build_record(j: J.Judgement, *, ref: Reference, desc: Descriptor, policy: Ve
         "name": j.name,
         "kind": kind,
         "digest": j.digest,
-        "reference": j.reference,
-        "repository": ref.repo_string(),
-        "tag": ref.tag,
+        "reference": recorded_as or j.reference,
+        "repository": recorded_as or ref.repo_string(),
+        "tag": None if recorded_as else ref.tag,
         "artifactVersion": g.version.signed if g.version is not None else None,
         "mediaType": desc.media_type,
         "artifactType": pulled.manifest.artifact_type if pulled.manifest else None,

@@ -553,11 +553,13 @@ class Context:
     remote: RemoteOptions | None = None
     levels: bool = False  # gather level credentials even when the policy requires no level (staffing)
     pulled: tuple[Any, ...] = ()  # roster entries pulled from registries, for a workflow's staffing
+    source: str | None = None  # where the artifact is recorded as coming from (`file:PATH` for load)
 
 
 def gather(kind: Kind | None, path: Path | None, src: Source, ctx: Context, *, repository: str,
            content: C.ContentEvidence | None, tag: str | None, lifecycle: C.LifecycleEvidence | None,
-           workdir: Path | None, fallback_name: str) -> tuple[C.Gathered, dict[str, str], str]:
+           workdir: Path | None, fallback_name: str, local_file: bool = False
+           ) -> tuple[C.Gathered, dict[str, str], str]:
     """Everything the checks decide on for one artifact whose content is at `path`."""
     policy, now, host = ctx.policy, ctx.now, ctx.host
     meta: dict[str, str] = {}
@@ -634,7 +636,7 @@ def gather(kind: Kind | None, path: Path | None, src: Source, ctx: Context, *, r
                                     ctx.allow_downgrade)
     gathered = C.Gathered(repository, content, sig, atts, creds, harness, host.descriptor is not None,
                           True, budget, kind=kind, staffing=staffing, version=version, lifecycle=lifecycle,
-                          unavailable=pre)
+                          unavailable=pre, local_file=local_file)
     return gathered, meta, item_name
 
 
@@ -752,9 +754,10 @@ def judge_descriptor(target: Target, desc: Descriptor, ref: Reference, ref_text:
     manifest_digest = sha256_digest(pulled.manifest_bytes) if pulled.manifest_bytes is not None else None
     content = C.ContentEvidence(resolved, manifest_digest, pulled.error, tuple(pulled.blobs))
     src = Source(target, desc, str(ref))
-    gathered, meta, name = gather(pulled.kind, pulled.content_path, src, ctx, repository=ref.repo_string(),
-                                  content=content, tag=ref.tag, lifecycle=lifecycle, workdir=workdir,
-                                  fallback_name=ref.repo_string())
+    repository = ctx.source or ref.repo_string()
+    gathered, meta, name = gather(pulled.kind, pulled.content_path, src, ctx, repository=repository,
+                                  content=content, tag=None if ctx.source else ref.tag, lifecycle=lifecycle,
+                                  workdir=workdir, fallback_name=repository)
     return _decide(ref_text, resolved, pulled.kind, gathered, meta, pulled, name, ctx)
 
 
@@ -774,10 +777,10 @@ def registry_refusal(ref_text: str, repository: str, policy: VerificationPolicy)
 
 
 def resolve_and_gate(target: Target, ref: Reference, ref_text: str, ctx: Context
-                     ) -> tuple[Descriptor, str, C.LifecycleEvidence] | Judgement:
+                     ) -> tuple[Descriptor, str, C.LifecycleEvidence | None] | Judgement:
     """One GET resolves the reference; then the lifecycle gate. A refusal comes back as a Judgement
     (a pinned digest answered with other bytes, a withdrawn release)."""
-    reg = C.check_registry(ref.repo_string(), ctx.policy)
+    reg = C.check_registry(ctx.source or ref.repo_string(), ctx.policy)
     try:
         desc = resolve_manifest(target, ref.reference or "latest")
     except TruncatedBody as exc:  # the manifest GET was cut: a transport failure, not a verdict
@@ -787,6 +790,8 @@ def resolve_and_gate(target: Target, ref: Reference, ref_text: str, ctx: Context
         return Judgement(ref_text, ref.digest, None,
                          tuple(not_attempted([reg, bad], "nothing verifiable was pulled")))
     resolved = ref.digest if ref.digest is not None and desc.digest != ref.digest else desc.digest
+    if ctx.source is not None:  # a local file staged in a scratch layout: no Exchange lifecycle
+        return desc, resolved, None
     lifecycle = gather_lifecycle(target, desc, ref_text, ctx.policy, ctx.now)
     if lifecycle.error is not None:  # the registry served altered referrer bytes: a content refusal
         bad = C.check_content(C.ContentEvidence(resolved, None, lifecycle.message))
@@ -805,7 +810,7 @@ def judge_reference(ref_text: str, ctx: Context) -> Judgement:
     `ref_text` judged exactly as `install` would, writing nothing but a scratch folder."""
     import tempfile
 
-    repository = parse_reference(ref_text, require_ref=False).repo_string()
+    repository = ctx.source or parse_reference(ref_text, require_ref=False).repo_string()
     early = registry_refusal(ref_text, repository, ctx.policy)
     if early is not None:
         return early
@@ -854,7 +859,8 @@ def judge_file(path: Path, ctx: Context, policy: VerificationPolicy | None = Non
         ctx = replace(ctx, policy=policy)
     kind = _file_kind(path)
     gathered, meta, name = gather(kind, path, Source(), ctx, repository=f"file:{path}", content=None,
-                                  tag=None, lifecycle=None, workdir=workdir, fallback_name=path.stem)
+                                  tag=None, lifecycle=None, workdir=workdir, fallback_name=path.stem,
+                                  local_file=True)
     return _decide(f"file:{path}", None, kind, gathered, meta, None, name, ctx)
 
 

@@ -40,6 +40,7 @@ NOT_RUN: dict[str, str] = {
     "acx policy simulate": "needs a run trace; tests/unit covers it",
     "acx list": "hidden alias of `acx ls`, which runs here",
     "acx harness negotiate": "writes a compliance file; `install --host` runs the negotiation here",
+    "acx builder": "serves until SIGINT/SIGTERM; tests/studio/test_builder_server.py runs it (--json too)",
 }
 
 
@@ -177,6 +178,11 @@ def test_every_command_json_validates_against_its_schema(
     acx("activate", done["name"], "--skills-dir", f"{r}/skills", "--store", f"{r}/st")
     acx("deactivate", done["name"], "--skills-dir", f"{r}/skills", "--store", f"{r}/st")
     acx("uninstall", done["name"], "--store", f"{r}/st")
+    acx("load", f"{r}/agent.acx", "--skills-dir", f"{r}/loaded", "--policy", f"{r}/policy.yaml",
+        "--print-only")
+    acx("load", f"{r}/agent.acx", "--skills-dir", f"{r}/loaded", "--policy", f"{r}/policy.yaml",
+        "--store", f"{r}/st")
+    acx("verify", f"{layout}:1.0.0", "--policy", f"{r}/policy.yaml")
     # the Exchange: one cartridge at its coordinate, indexed, verified, mirrored
     coord = tmp_path / "exchange" / "cartridges" / "dev.example.out" / "pr-reviewer" / "1.0.0"
     coord.mkdir(parents=True)
@@ -184,6 +190,8 @@ def test_every_command_json_validates_against_its_schema(
     acx("exchange", "index", f"{r}/exchange")
     acx("exchange", "verify", f"{r}/exchange")
     acx("exchange", "mirror", f"{r}/exchange", f"oci-layout:{r}/exmirror")
+    acx("exchange", "site", f"{r}/exchange", "--out", f"{r}/site", "--trust-registry", f"{r}/trust.json")
+    acx("exchange", "site", f"oci-layout:{r}/exmirror", "--out", f"{r}/msite", "--policy", f"{r}/policy.yaml")
     # workflows
     flow = str(REPO / "examples" / "workflow" / "review-team.cal.json")
     acx("workflow", "lint", flow, "--publish")

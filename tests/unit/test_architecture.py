@@ -28,6 +28,8 @@ DOMAIN = (
     "acxoci.install",
     "acxoci.exchange",
     "acxoci.authoring",
+    "acxoci.studio",
+    "acxoci.catalog",
 )
 
 
@@ -168,7 +170,7 @@ def import_circles(files: list[Path], root: Path = REPO) -> list[list[str]]:
 
 
 @pytest.mark.parametrize("pkg", ["attest", "acxoci/install", "acxoci/level", "acxoci/cartridge",
-                                 "acxoci/workflow", "acxoci/policy"])
+                                 "acxoci/workflow", "acxoci/policy", "acxoci/studio", "acxoci/catalog"])
 def test_no_import_circles(pkg: str) -> None:
     """DESIGN: no import circles (the store once called back into the installer, and the level
     credential, status and OCI modules imported each other)."""
