@@ -85,7 +85,7 @@ extract() {  # suite package dest
   echo "peers: $pkg $(dpkg-deb -f "$deb" Version) ($suite)"
 }
 
-# The loopback Sigstore stack (docs/decisions/0034-loopback-sigstore-stack.md): Fulcio, Rekor v2
+# The loopback Sigstore stack (docs/decisions/0035-loopback-sigstore-stack.md): Fulcio, Rekor v2
 # (rekor-tiles, POSIX storage) and the timestamp authority, built offline in GOPATH mode from sid's
 # Go source packages with sid's Go 1.27 (Rekor v2 needs >= 1.25). Fulcio needs stand-ins for five
 # import paths Debian lacks (scripts/sigstack/shims*, each file marked STAND-IN). Built once, niced;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A real Sigstore deployment on loopback for tests and docs (docs/decisions/0034-loopback-sigstore-stack.md):
+# A real Sigstore deployment on loopback for tests and docs (docs/decisions/0035-loopback-sigstore-stack.md):
 # Fulcio, Rekor v2 (POSIX storage) and the timestamp authority built by `make sigstore-stack`, plus two
 # STAND-INS of ours: the OIDC issuers (GitHub Actions-shaped tokens) and a CT log that only signs SCTs.
 #

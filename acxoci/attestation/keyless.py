@@ -1,8 +1,8 @@
-"""Keyless signing through the `sigstore` library (decision 0033): a short-lived Fulcio
+"""Keyless signing through the `sigstore` library (decision 0034): a short-lived Fulcio
 certificate for the signer's OIDC identity, the signature recorded in the transparency log the
 signing config names (Rekor v2 where it says so) and timestamped by its timestamp authorities.
 
-Where an identity token may come from (decision 0033): `--identity-token-file FILE`, the CI's
+Where an identity token may come from (decision 0034): `--identity-token-file FILE`, the CI's
 ambient provider as the `id` library detects it (GitHub Actions' token endpoint, GCP, Buildkite,
 GitLab CI, CircleCI), or the interactive browser flow when a person is at a terminal. acx reads
 no token from an environment variable of its own (no `SIGSTORE_ID_TOKEN`, no `--identity-token

@@ -1,5 +1,5 @@
 """SLSA Provenance v1 for what a CI release publishes, and the pure check of a provenance
-requirement (decision 0035).
+requirement (decision 0036).
 
 Building: `github_provenance` writes GitHub Actions' build type (as GitHub's own artifact
 attestations do) from the runner's environment: builder id, build type, external parameters

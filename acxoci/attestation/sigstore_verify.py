@@ -21,7 +21,7 @@ built on library primitives:
 4. cosign 2's keyless `.att` layers (certificate + Rekor SET annotations, no inclusion proof,
    which the library requires): `verify_legacy_keyless` composes the library's steps without it;
    a layer whose time comes from an RFC 3161 timestamp annotation instead (what acx writes for a
-   keyless `.att`, decision 0033) takes that time.
+   keyless `.att`, decision 0034) takes that time.
 5. Keyless bundles with no transparency-log entry, only RFC 3161 timestamps (`--tlog-upload=false`,
    cosign's and sigstore-go's TSA-only mode): `sigstore.models.Bundle` demands exactly one log
    entry. `verify_timestamp_only` composes the same library steps as 4 with the timestamps' times.

@@ -351,7 +351,7 @@ def check_attestations(found: Sequence[AttestationFound] | None, policy: Verific
 
 def check_provenance_requirement(found: Sequence[AttestationFound] | None,
                                  policy: VerificationPolicy) -> CheckResult:
-    """Does a verified SLSA provenance attestation meet the policy's `provenance` (decision 0035)?"""
+    """Does a verified SLSA provenance attestation meet the policy's `provenance` (decision 0036)?"""
     from acxoci.attestation.provenance import check_provenance
 
     cid = "provenance"

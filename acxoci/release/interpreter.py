@@ -279,7 +279,7 @@ def _prepare(ctx: Context, e: Effect) -> Result:
                 signed["legacy"] = ctx.objects.put(done.legacy)
             if done.bundle is not None:
                 signed["bundle"] = ctx.objects.put(done.bundle)
-            if provenance:  # SLSA provenance of what this CI run publishes (decision 0035)
+            if provenance:  # SLSA provenance of what this CI run publishes (decision 0036)
                 from acxoci.attestation.provenance import github_provenance
 
                 prov = sign_for_formats(github_provenance(subject.digest, name, os.environ), signer, "bundle")

@@ -31,7 +31,7 @@ SourceKind = Literal["cartridge", "workflow", "agent-graph", "build"]
 
 @dataclass(frozen=True)
 class KeylessRef:
-    """Keyless signing (decision 0033): the identity token from the CI's ambient provider (or the
+    """Keyless signing (decision 0034): the identity token from the CI's ambient provider (or the
     file named), the Sigstore deployment of `trust_config` (default: public-good)."""
 
     trust_config: Path | None = None
@@ -233,7 +233,7 @@ def _key(obj: dict[str, Any], base: Path) -> KeyRef:
 
 def attestation_signer(ref: KeyRef) -> Any:
     """The attestation signer of a plan: its key, or a keyless signer (token and trust config as
-    the plan names them; decision 0033). Failures to get either are AuthErrors (a person must act)."""
+    the plan names them; decision 0034). Failures to get either are AuthErrors (a person must act)."""
     if ref.keyless is None:
         return ref.load()
     from acxoci.attestation.keyless import KeylessSigner, identity_token, load_trust_config

@@ -1,4 +1,4 @@
-"""Where a keyless signature's identity token may come from (decision 0033), the usage errors of
+"""Where a keyless signature's identity token may come from (decision 0034), the usage errors of
 the keyless flags, and the `sigstore` private hooks acx relies on (signing and verifying): every
 one still exists in the pinned library, so an upgrade that drops or renames one fails here."""
 
