@@ -103,6 +103,8 @@ def test_keyless_release_in_github_actions_attaches_provenance_that_verify_check
              "another issuer": (wanted, sigstack_stack.env["SIGSTACK_SECOND_OIDC_URL"], 8)}
     for name, (req, issuer, code) in cases.items():
         doc = {**pol, "provenance": req}
+        if name == "this run":  # a ClientTrustConfig names the root as well as a trusted_root.json
+            doc["attestations"] = {**pol["attestations"], "trustedRoot": str(sigstack_stack.trust_config)}
         doc["publishers"] = [{**pol["publishers"][0],
                               "identities": [{**pol["publishers"][0]["identities"][0], "issuer": issuer}]}]
         path = tmp_path / "w" / f"policy-{name.replace(' ', '-')}.yaml"
