@@ -145,13 +145,6 @@ class FolderGate:
     def _judged(self, r: Release, cand: Candidate) -> Verdict:
         assert self.policy is not None
         j = judge_file(r.path, Context(self.policy, self.now))
-        # judge_file's contract: the registry, content-digest and lifecycle checks do not apply to a
-        # local file; its content check still says "unavailable: nothing was pulled" (reported to
-        # the lead), which must not refuse every file, so it is shown as not applying
-        j = replace(j, checks=tuple(
-            CheckResult(c.id, "skip", "a local file: nothing is pulled (the gate read these bytes)")
-            if c.id == "content-digest" and c.status == "unavailable" and c.reason == "nothing was pulled"
-            else c for c in j.checks))
         v = from_judgement(j, cand, self._command(r.kind, r.rel), self._install(r), lambda: r.path)
         level = v.level if v.level is None or v.level.state != "not-required" else _level(
             r.entry.get("levelClaim"))

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.markup import escape
 
 from acxoci.attestation.attach import artifact_kind, attest_artifact, content_layer, parse_format, pull_layer
 from acxoci.attestation.blob import (
@@ -49,7 +48,7 @@ from acxoci.cli.common import (
 )
 from acxoci.cli.common import exit_with as _exit
 from acxoci.cli.common import parse_now as _now
-from acxoci.cli.output import console, emit
+from acxoci.cli.output import emit, say
 from acxoci.errors import AcxError, UsageError
 from acxoci.fsutil import atomic_write, read_bytes
 from acxoci.level.binding import bind_cartridge
@@ -163,20 +162,21 @@ def attest_cmd(
     data = result.to_json()
 
     def human() -> None:
-        console.print(f"[bold green]ATTESTED[/bold green] {escape(parsed.repo_string())}@{result.subject}")
-        console.print(f"  predicate type: {escape(result.predicate_type)}")
-        console.print(f"  signer: {escape(result.signer_keyid)}")
+        say("[bold green]ATTESTED[/bold green] {}@{}", parsed.repo_string(), result.subject)
+        say("  predicate type: {}", result.predicate_type)
+        say("  signer: {}", result.signer_keyid)
         if result.legacy_manifest:
             extra = f" (replaced {result.replaced_layers})" if result.replaced_layers else ""
-            console.print(f"  legacy: tag {result.legacy_tag} → {result.legacy_manifest}{extra}")
+            say("  legacy: tag {} → {}{}", result.legacy_tag, result.legacy_manifest, extra)
         if result.bundle_referrer:
-            console.print(f"  bundle referrer: {result.bundle_referrer}")
+            say("  bundle referrer: {}", result.bundle_referrer)
         for d in result.replaced_bundles:
-            console.print(f"  replaced older bundle referrer {d}")
+            say("  replaced older bundle referrer {}", d)
         for d in result.kept_bundles:
-            console.print(f"  [yellow]could not delete older bundle referrer {d} (registry refused)[/yellow]")
+            say("  [yellow]could not delete older bundle referrer {} (registry "
+                "refused)[/yellow]", d)
         if result.envelope_referrer:
-            console.print(f"  cartridge envelope referrer: {result.envelope_referrer}")
+            say("  cartridge envelope referrer: {}", result.envelope_referrer)
 
     emit(data, human)
 
@@ -184,21 +184,22 @@ def attest_cmd(
 def _render_report(report: VerifyReport) -> None:
     color = "green" if report.ok else "red"
     word = "VERIFIED" if report.ok else "FAILED"
-    console.print(f"[bold {color}]{word}[/bold {color}]: {escape(report.summary)} "
-                  f"({escape(report.reference)}, subject {report.subject})")
+    say("[bold {}]{}[/bold {}]: {} ({}, subject {})",
+        color, word, color, report.summary, report.reference, report.subject)
     for why in report.reasons:
-        console.print(f"  - {escape(why)}")
+        say("  - {}", why)
+    for stray in report.strays:
+        say("  [yellow]left out[/yellow] {} ({}): {}", stray.digest, stray.source, stray.kind)
     for a in report.attestations:
         j = a.judgement
         c = _VERDICT_COLOR.get(j.verdict, "white")
-        console.print(f"  [{c}]{j.verdict}[/{c}] {a.format} {escape(a.location)}: "
-                      f"type={escape(j.predicate_type or '?')} signer={escape(j.signer_keyid or '-')}"
-                      + (f" trust={j.trust}" if j.trust else ""))
+        say("  [{}]{}[/{}] {} {}: type={} signer={}{}", c, j.verdict, c, a.format, a.location,
+            j.predicate_type or "?", j.signer_keyid or "-", f" trust={j.trust}" if j.trust else "")
         _render_signer(j.signer, "      ")
         for why in j.reasons:
-            console.print(f"      {escape(why)}")
+            say("      {}", why)
         for note in j.notes:
-            console.print(f"      [dim]note: {escape(note)}[/dim]")
+            say("      [dim]note: {}[/dim]", note)
 
 
 def _level_gate(target: Target, subject: Descriptor, workdir: Path, *, required: int,
@@ -293,10 +294,10 @@ def verify_cmd(
         if any(v is not None for v in narrower) or staging or no_content or allow_offline:
             raise UsageError("--policy judges what the policy says; the other verify flags are a narrower "
                              "check", hint="put keys, identities, provenance and the level in the policy")
-        from acxoci.cli.judging import judge_ref, render, verdict_json
+        from acxoci.cli.judging import judge_ref, render_judgement, verdict_json
 
         j = judge_ref(ref, policy, host=host, host_limits=host_limits, now=now)
-        emit(verdict_json(j, policy), lambda: render(j))
+        emit(verdict_json(j, policy), lambda: render_judgement(j))
         _exit(0 if j.ok else 8)
         return
     if host is not None or host_limits is not None:
@@ -346,21 +347,21 @@ def verify_cmd(
 
     def human() -> None:
         if report.ok and level is not None and not level["ok"]:
-            console.print(f"[bold red]FAILED[/bold red]: level requirement {required} not met: "
-                          f"{escape(str(level['reason']))}")
+            say("[bold red]FAILED[/bold red]: level requirement {} not met: {}",
+                required, str(level['reason']))
         if report.ok and prov is not None and not prov.ok:
-            console.print("[bold red]FAILED[/bold red]: the provenance requirement is not met")
+            say("[bold red]FAILED[/bold red]: the provenance requirement is not met")
         _render_report(report)
         if prov is not None:
             color, word = ("green", "PROVENANCE OK") if prov.ok else ("red", "PROVENANCE FAILED")
-            console.print(f"[bold {color}]{word}[/bold {color}] ({escape(json.dumps(wanted.to_json()))})"
-                          + (f": {escape(prov.matched or '')}" if prov.ok else ""))
+            say(f"[bold {color}]{word}[/bold {color}] ({{}})" + (": {}" if prov.ok else ""),
+                json.dumps(wanted.to_json()), *((prov.matched or "",) if prov.ok else ()))
             for why in prov.reasons:
-                console.print(f"  - {escape(why)}")
+                say("  - {}", why)
         if level is not None:
             color, word = ("green", "LEVEL OK") if level["ok"] else ("red", "LEVEL FAILED")
-            console.print(f"[bold {color}]{word}[/bold {color}] (required {required}): "
-                          f"{escape(str(level['reason']))}")
+            say("[bold {}]{}[/bold {}] (required {}): {}",
+                color, word, color, required, str(level['reason']))
 
     emit(data, human)
     _exit(0 if ok else 1)
@@ -413,20 +414,20 @@ def attest_blob_cmd(
     emit({"file": str(file), "digest": "sha256:" + file_sha256(file), "predicateType": ptype,
           "signerKeyId": signer, "format": "bundle" if bundle else "envelope",
           "output": str(out)},
-         lambda: console.print(f"[bold green]ATTESTED[/bold green] {escape(str(file))} → {escape(str(out))} "
-                               f"({'bundle' if bundle else 'DSSE envelope'}, {escape(ptype)})"))
+         lambda: say("[bold green]ATTESTED[/bold green] {} → {} ({}, {})",
+                     str(file), str(out), 'bundle' if bundle else 'DSSE envelope', ptype))
 
 
 def _render_blob(v: BlobVerdict) -> None:
     j = v.judgement
     word, color = ("VERIFIED", "green") if v.ok else ("FAILED", "red")
-    console.print(f"[bold {color}]{word}[/bold {color}] {escape(v.file)} ({v.kind}, "
-                  f"type={escape(j.predicate_type or '?')}, signer={escape(j.signer_keyid or '-')})")
+    say("[bold {}]{}[/bold {}] {} ({}, type={}, signer={})",
+        color, word, color, v.file, v.kind, j.predicate_type or '?', j.signer_keyid or '-')
     _render_signer(j.signer, "  ")
     for why in j.reasons:
-        console.print(f"  - {escape(why)}")
+        say("  - {}", why)
     for note in j.notes:
-        console.print(f"  [dim]note: {escape(note)}[/dim]")
+        say("  [dim]note: {}[/dim]", note)
 
 
 def _render_signer(check: SigstoreCheck | None, indent: str) -> None:
@@ -434,11 +435,11 @@ def _render_signer(check: SigstoreCheck | None, indent: str) -> None:
     if check is None or not check.ok:
         return
     if check.issuer is not None:
-        console.print(f"{indent}issuer: {escape(check.issuer)}")
+        say("{}issuer: {}", indent, check.issuer)
     if check.log_index is not None:
-        console.print(f"{indent}log index: {check.log_index}")
+        say("{}log index: {}", indent, check.log_index)
     for t in check.verified_times:
-        console.print(f"{indent}verified time: {escape(t)}")
+        say("{}verified time: {}", indent, t)
 
 
 def verify_blob_cmd(

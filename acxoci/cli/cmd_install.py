@@ -10,12 +10,11 @@ from pathlib import Path
 
 import typer
 import yaml
-from rich.markup import escape
 
 from acxoci.cli.apps import installed_app, policy_app
 from acxoci.cli.common import parse_now, refuse_local_file, transport_options
 from acxoci.cli.judging import MARK as _MARK
-from acxoci.cli.output import console, emit
+from acxoci.cli.output import Markup, emit, say
 from acxoci.errors import NotFound, RefusedByPolicy, UsageError
 from acxoci.fsutil import atomic_write
 from acxoci.install.hostfiles import host_inputs
@@ -39,23 +38,21 @@ def _store(path: Path | None) -> Store:
 
 def render_outcome(outcome: InstallOutcome) -> None:
     if outcome.lifecycle is not None:  # deprecated or superseded in the Exchange it came from
-        console.print(f"[bold yellow]WARNING[/bold yellow] {escape(str(outcome.lifecycle.get('message')))}")
+        say("[bold yellow]WARNING[/bold yellow] {}", str(outcome.lifecycle.get('message')))
     if outcome.status == "refused":
         failed = outcome.failed
-        console.print(f"[bold red]REFUSED[/bold red] {escape(outcome.reference)} — {len(failed)} check(s) "
-                      "failed; nothing was installed")
+        say("[bold red]REFUSED[/bold red] {} — {} check(s) failed; nothing was "
+            "installed", outcome.reference, len(failed))
         for c in failed:
-            console.print(f"  {_MARK[c.status]} {c.order}. {c.id} \\[{escape(c.kind or '')}]: "
-                          f"{escape(c.reason)}")
+            say("  {} {}. {} \\[{}]: {}", _MARK[c.status], c.order, c.id, c.kind or '', c.reason)
         return
     if outcome.status == "already-installed":
-        console.print(f"[green]ALREADY INSTALLED[/green] {escape(outcome.name or '')} @ {outcome.digest} "
-                      "(no change)")
+        say("[green]ALREADY INSTALLED[/green] {} @ {} (no change)", outcome.name or '', outcome.digest)
         return
-    console.print(f"[bold green]INSTALLED[/bold green] {escape(outcome.name or '')} @ {outcome.digest}")
+    say("[bold green]INSTALLED[/bold green] {} @ {}", outcome.name or '', outcome.digest)
     for c in outcome.checks:
-        console.print(f"  {_MARK[c.status]} {c.order}. {c.id}: {escape(c.reason)}")
-    console.print(f"  at {escape(outcome.path or '')}")
+        say("  {} {}. {}: {}", _MARK[c.status], c.order, c.id, c.reason)
+    say("  at {}", outcome.path or '')
 
 
 def cmd_install(
@@ -91,8 +88,12 @@ def cmd_install(
         from acxoci.install.activate import skills_root
 
         request = ActivateRequest(skills_root(activate, home=Path.home()), activate)
-    outcome = install(ref, policy=vpolicy, store=_store(store), now=now, host=hosts,
-                      remote=active_options(), name=name, allow_downgrade=allow_downgrade, activate=request)
+    from acxoci.cli.output import status_line
+
+    with status_line("install") as note:
+        outcome = install(ref, policy=vpolicy, store=_store(store), now=now, host=hosts,
+                          remote=active_options(), name=name, allow_downgrade=allow_downgrade,
+                          activate=request, note=note)
 
     def human() -> None:
         render_outcome(outcome)
@@ -113,10 +114,10 @@ def cmd_list(store: Path | None = STORE_OPT) -> None:
 
     def human() -> None:
         if not items:
-            console.print("nothing installed")
+            say("nothing installed")
         for i in items:
             s = i.summary()
-            console.print(f"{escape(i.name)}  {s['kind']}  {i.digest}  {s['trust']}  {s['installedAt']}")
+            say("{}  {}  {}  {}  {}", i.name, s['kind'], i.digest, s['trust'], s['installedAt'])
 
     emit(data, human)
 
@@ -131,18 +132,17 @@ def cmd_show(name: str = typer.Argument(..., help="Install name."),
 
     def human() -> None:
         r = item.record
-        console.print(f"[bold]{escape(item.name)}[/bold] ({r.get('kind')}) @ {item.digest}")
-        console.print(f"  from {escape(str(r.get('reference')))}, installed {r.get('installedAt')}, "
-                      f"trust {r.get('trust')}, publisher {escape(str(r.get('publisherId')))}")
-        console.print(f"  policy {escape(str(r.get('policy', {}).get('source')))} "
-                      f"{r.get('policy', {}).get('digest')}")
+        say("[bold]{}[/bold] ({}) @ {}", item.name, r.get('kind'), item.digest)
+        say("  from {}, installed {}, trust {}, publisher {}",
+            str(r.get('reference')), r.get('installedAt'), r.get('trust'), str(r.get('publisherId')))
+        say("  policy {} {}", str(r.get('policy', {}).get('source')), r.get('policy', {}).get('digest'))
         for c in r.get("checks", []):
-            console.print(f"  {_MARK.get(c.get('status'), '?')} {c.get('order')}. {c.get('id')}: "
-                          f"{escape(str(c.get('reason')))}")
-        console.print(f"  {len(r.get('files', []))} file(s) at {escape(str(item.path))}")
+            say("  {} {}. {}: {}",
+                _MARK.get(c.get('status'), '?'), c.get('order'), c.get('id'), str(c.get('reason')))
+        say("  {} file(s) at {}", len(r.get('files', [])), str(item.path))
         for a in acts:
-            console.print(f"  activated ({a['host'] or 'custom'}) in {escape(str(a['root']))}: "
-                          + ", ".join(escape(str(s)) for s in a["skills"] or []))
+            say("  activated ({}) in {}: {}", a["host"] or "custom", str(a["root"]),
+                ", ".join(str(s) for s in a["skills"] or []))
 
     emit({"path": str(item.path), "record": item.record, "activations": acts}, human)
 
@@ -180,21 +180,21 @@ def cmd_verify(name: str | None = typer.Argument(None, help="Install name (defau
             "orphanedActivations": [{"name": n, "problems": activated[n]} for n in orphans]}
 
     def human() -> None:
-        head = "[bold green]OK[/bold green]" if ok else "[bold red]PROBLEMS[/bold red]"
-        console.print(f"{head} {len(results)} installed item(s) judged now")
+        head = Markup("[bold green]OK[/bold green]") if ok else Markup("[bold red]PROBLEMS[/bold red]")
+        say("{} {} installed item(s) judged now", head, len(results))
         for r in results:
             mark = _MARK["pass"] if r.ok and not activated.get(r.name) else _MARK["fail"]
             verdict = "accepted" if r.ok else "REFUSED"
             files = "ok" if r.files_ok else "CHANGED"
             acts = ", activated files CHANGED" if activated.get(r.name) else ""
-            console.print(f"  {mark} {escape(r.name)} @ {r.digest}: {verdict}; files {files}, revocation "
-                          f"{r.revocation}{acts}")
+            say("  {} {} @ {}: {}; files {}, revocation {}{}",
+                mark, r.name, r.digest, verdict, files, r.revocation, acts)
             for prob in [*r.problems, *activated.get(r.name, [])]:
-                console.print(f"      - {escape(prob)}")
+                say("      - {}", prob)
         for n in orphans:
-            console.print(f"  {_MARK['fail']} {escape(n)}: activated but no longer installed (orphaned)")
+            say("  {} {}: activated but no longer installed (orphaned)", _MARK['fail'], n)
             for prob in activated[n]:
-                console.print(f"      - {escape(prob)}")
+                say("      - {}", prob)
 
     emit(data, human)
     if not ok:
@@ -218,13 +218,13 @@ def cmd_sync(dry_run: bool = typer.Option(False, "--dry-run", help="Say what wou
     def human() -> None:
         changes = [s for s in steps if s.action == "deactivate"]
         verb = "would deactivate" if dry_run else "deactivated"
-        console.print(f"{len(steps)} activation(s) judged; {len(changes)} {verb if changes else 'to change'}")
+        say("{} activation(s) judged; {} {}", len(steps), len(changes), verb if changes else 'to change')
         for s in steps:
             word = "keep" if s.action == "keep" else (verb if not s.done or s.done.startswith("deactivated")
                                                        else "FAILED to deactivate")
-            console.print(f"  {escape(s.name)} in {escape(s.root)}: {word} — {escape(s.reason)}")
+            say("  {} in {}: {} — {}", s.name, s.root, word, s.reason)
             if s.done and s.done.startswith("failed"):
-                console.print(f"      - {escape(s.done)}")
+                say("      - {}", s.done)
 
     emit(data, human)
     if stuck:
@@ -253,9 +253,9 @@ def cmd_uninstall(name: str = typer.Argument(..., help="Install name."),
     data = {"uninstalled": name, "digests": [i.digest for i in removed], "deactivated": deactivated}
 
     def human() -> None:
-        console.print(f"[green]UNINSTALLED[/green] {escape(name)} ({', '.join(i.digest for i in removed)})")
+        say("[green]UNINSTALLED[/green] {} ({})", name, ', '.join(i.digest for i in removed))
         for root in deactivated:
-            console.print(f"  deactivated in {escape(root)}")
+            say("  deactivated in {}", root)
 
     emit(data, human)
 
@@ -328,7 +328,7 @@ def cmd_policy_init(
     atomic_write(output, text.encode("utf-8"), mode=0o644)
     trusted = ", ".join(publisher) or "nobody yet: edit `publishers` before installing anything"
     emit({"written": str(output), "publishers": publisher},
-         lambda: console.print(f"wrote {escape(str(output))} (trusts {escape(trusted)})"))
+         lambda: say("wrote {} (trusts {})", str(output), trusted))
 
 
 def register(app: typer.Typer) -> None:

@@ -9,19 +9,18 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import typer
-from rich.markup import escape
 
 from acxoci.cartridge.trust_file import MAX_REGISTRY_BYTES
 from acxoci.cli.apps import key_app
 from acxoci.cli.common import load_signing_key
-from acxoci.cli.output import console, emit
+from acxoci.cli.output import emit, say, show_lines
 from acxoci.errors import AuthError, InvalidInput, NotFound, UsageError
 from acxoci.fsutil import atomic_write, read_bytes
 from acxoci.keyfiles import load_private_key_file, readable_by_others
 from attest.canonical import loads_strict
 from attest.errors import MalformedError
 from attest.keys import generate_ed25519, generate_p256, load_public_pem
-from attest.trust import add_key_entry, make_key_entry, parse_rfc3339
+from attest.trust import add_key_entry, make_key_entry, parse_rfc3339, revoke_key_entry
 
 MAX_KEY_FILE_BYTES = 1024 * 1024  # a PEM or cosign.key is a few KiB; /dev/zero must not eat memory
 
@@ -84,7 +83,7 @@ def generate(
         "type": key_type,
         "encrypted": password_env is not None,
     }
-    emit(data, lambda: console.print(f"keyid: {keyid}\nprivate key: {out} (0600)\npublic key:  {pub_path}"))
+    emit(data, lambda: say("keyid: {}\nprivate key: {} (0600)\npublic key:  {}", keyid, out, pub_path))
 
 
 @key_app.command("trust")
@@ -128,7 +127,41 @@ def trust(
         raise InvalidInput(str(exc), where=str(registry)) from exc
     atomic_write(registry, (json.dumps(updated, indent=2) + "\n").encode(), mode=0o644)
     emit({"registry": str(registry), "keyid": entry["keyid"], "publisherId": publisher},
-         lambda: console.print(f"trusted {entry['keyid']} for {publisher} in {registry}"))
+         lambda: say("trusted {} for {} in {}", entry['keyid'], publisher, registry))
+
+
+@key_app.command("revoke")
+def revoke(
+    public_key: Path = typer.Argument(..., help="The key's public PEM (or its private key)."),
+    trust_registry: Path = typer.Option(..., "--trust-registry", help="Trust registry file to update."),
+    reason: str = typer.Option(..., "--reason", help="key-compromise, superseded or retired."),
+    revoked_at: str | None = typer.Option(None, "--revoked-at", help="RFC 3339 time the key stopped being "
+                                          "trustworthy (default: now). Signatures dated after it are "
+                                          "never trusted; after key-compromise, none are."),
+    password_env: str | None = typer.Option(None, "--password-env", help="Env var with the key passphrase."),
+) -> None:
+    """Mark a key revoked in an `acx.trust-registry/1` file (validated, then written atomically).
+
+    Every later judgement sees it: `acx verify --policy`, `install`, and for what is already
+    installed `installed verify`, `activate` and `installed sync`."""
+    now = datetime.now(UTC)
+    data = read_bytes(public_key, "key file", limit=MAX_KEY_FILE_BYTES)
+    try:
+        pub = (load_signing_key(public_key, password_env).public() if b"PRIVATE KEY" in data
+               else load_public_pem(data))
+    except MalformedError as exc:
+        raise InvalidInput(str(exc), where=str(public_key)) from exc
+    try:
+        doc = loads_strict(read_bytes(trust_registry, "trust registry", limit=MAX_REGISTRY_BYTES))
+        if not isinstance(doc, dict):
+            raise MalformedError("a trust registry is a JSON object")
+        at = parse_rfc3339(revoked_at, where="--revoked-at") if revoked_at else now
+        updated = revoke_key_entry(doc, pub.keyid(), reason=reason, revoked_at=at, now=now)
+    except MalformedError as exc:
+        raise InvalidInput(str(exc), where=str(trust_registry)) from exc
+    atomic_write(trust_registry, (json.dumps(updated, indent=2) + "\n").encode(), mode=0o644)
+    emit({"registry": str(trust_registry), "keyid": pub.keyid(), "revocationReason": reason},
+         lambda: say("revoked {} ({}) in {}", pub.keyid(), reason, trust_registry))
 
 
 @key_app.command("inspect")
@@ -158,11 +191,11 @@ def inspect(
 
     def human() -> None:
         state = (" (encrypted)" if encrypted else " (not encrypted)") if private else ""
-        console.print(f"{out['kind']} key{state}: {pub.algorithm}")
-        console.print(f"keyid: {out['keyId']}")
+        say("{} key{}: {}", out['kind'], state, pub.algorithm)
+        say("keyid: {}", out['keyId'])
         if private and out["groupOrOtherReadable"]:
-            console.print(f"[yellow]warning[/yellow]: {escape(str(file))} is readable by group or others")
-        console.print(pub.spki_pem().rstrip("\n"), markup=False)
+            say("[yellow]warning[/yellow]: {} is readable by group or others", str(file))
+        show_lines(pub.spki_pem())
 
     emit(out, human)
 

@@ -6,10 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.markup import escape
 
 from acxoci.cli.common import parse_now
-from acxoci.cli.output import console, emit
+from acxoci.cli.output import emit, say
 from acxoci.errors import NotFound, RefusedByPolicy, UsageError
 
 
@@ -30,7 +29,7 @@ def load_cmd(
     """Try a local cartridge in a host in one step: judge it as `acx install` would, install it into
     the store and activate its skills, both or neither (`installed verify` and `installed sync` see
     it). With --print-only, show the verdict and where the skills would go, and write nothing."""
-    from acxoci.cli.judging import render
+    from acxoci.cli.judging import render_judgement
     from acxoci.install.activate import skills_root
     from acxoci.install.load import load, policy_for, preview
     from acxoci.install.store import Store
@@ -56,9 +55,9 @@ def load_cmd(
         card = preview(file, pol, root, at)
 
         def show() -> None:
-            render(card.judgement, header=" (preview: nothing was written)")
-            console.print(f"  would activate {len(card.skills)} skill(s) into {escape(str(root))}: "
-                          + ", ".join(escape(s) for s in card.skills))
+            render_judgement(card.judgement, header=" (preview: nothing was written)")
+            say("  would activate {} skill(s) into {}: {}", len(card.skills), str(root),
+                ", ".join(card.skills))
 
         emit(card.to_json(), show)
         if not card.judgement.ok:

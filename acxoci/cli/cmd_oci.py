@@ -6,18 +6,14 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import io
-import shutil
 import sys
 import tempfile
-import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import typer
-from rich.markup import escape
-from rich.tree import Tree
 
 from acxoci.cli.apps import manifest_app
 from acxoci.cli.common import (
@@ -29,7 +25,18 @@ from acxoci.cli.common import (
     refuse_local_file,
     transport_options,
 )
-from acxoci.cli.output import OPTS, console, emit, err_console, escape_json_controls, info
+from acxoci.cli.output import (
+    OPTS,
+    Tree,
+    emit,
+    info,
+    say,
+    transfer_progress,
+    warn,
+    write_artifact,
+    write_document,
+    write_json,
+)
 from acxoci.errors import InvalidInput, NotFound, UsageError
 from acxoci.oci.descriptor import Descriptor, is_digest, parse_manifest
 from acxoci.oci.digest import file_descriptor
@@ -65,42 +72,18 @@ _AFTER = {"pull": "verifying digest", "push": "confirming with the registry", "c
 
 @contextlib.contextmanager
 def _progress(label: str) -> Iterator[ProgressFn | None]:
-    """A rich progress bar on a TTY (stderr), one labelled bar per blob and phase; silent
-    otherwise or under --json/-q."""
-    if OPTS.json or OPTS.quiet or not sys.stderr.isatty():
-        yield None
-        return
-    from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
-
-    with Progress(
-        "[progress.description]{task.description}",
-        BarColumn(),
-        DownloadColumn(),
-        TransferSpeedColumn(),
-        console=err_console,
-        transient=True,
-    ) as bar:
-        tasks: dict[str, Any] = {}
-        moved: dict[str, int] = {}
-        texts: dict[str, str] = {}
-
-        lock = threading.Lock()  # blobs move on several threads (--concurrency)
+    """A progress bar on a TTY (stderr), one labelled bar per blob (its title and short digest);
+    silent otherwise or under --json/-q."""
+    with transfer_progress(_AFTER.get(label, "done")) as bar:
+        if bar is None:
+            yield None
+            return
 
         def update(desc: Descriptor, n: int) -> None:
-            with lock:
-                task = tasks.get(desc.digest)
-                if task is None:
-                    name = desc.annotations.get("org.opencontainers.image.title") or ""
-                    known = desc.digest != "sha256:" + "0" * 64  # the placeholder while hash-while-uploading
-                    short = desc.digest.split(":", 1)[-1][:12] if known else "(hashing)"
-                    text = " ".join(escape(p) for p in (label, name, short) if p)
-                    task = tasks[desc.digest] = bar.add_task(text, total=desc.size)
-                    moved[desc.digest] = 0
-                    texts[desc.digest] = text
-                moved[desc.digest] += n
-                bar.update(task, advance=n)
-                if moved[desc.digest] >= desc.size:
-                    bar.update(task, description=f"{texts[desc.digest]}: {_AFTER.get(label, 'done')}")
+            name = desc.annotations.get("org.opencontainers.image.title") or ""
+            known = desc.digest != "sha256:" + "0" * 64  # the placeholder while hash-while-uploading
+            short = desc.digest.split(":", 1)[-1][:12] if known else "(hashing)"
+            bar(desc.digest, " ".join(p for p in (label, name, short) if p), desc.size, n)
 
         yield update
 
@@ -238,13 +221,13 @@ def push_cmd(
         data["acceptance"] = verdict_json(judged, policy)
 
     def human() -> None:
-        console.print(desc.digest)
+        say("{}", desc.digest)
         if attested is not None:
-            info(f"attested {attested.get('predicateType')} as {attested.get('signerKeyId')}")
+            info("attested {} as {}", attested.get("predicateType"), attested.get("signerKeyId"))
         if judged is not None:
-            from acxoci.cli.judging import render
+            from acxoci.cli.judging import render_judgement
 
-            render(judged, header=f" (as `acx install --policy {escape(str(policy))}` would judge it)")
+            render_judgement(judged, header=f" (as `acx install --policy {policy}` would judge it)")
 
     emit(data, human, quiet_line=desc.digest)
     if judged is not None and not judged.ok:
@@ -294,8 +277,7 @@ def pull_cmd(
                 raise UsageError(f"the artifact has {len(pulled.files)} files; -o - takes a one-file "
                                  "artifact", hint="pull into a folder: -o DIR")
             with pulled.path.open("rb") as fh:
-                shutil.copyfileobj(fh, sys.stdout.buffer)
-            sys.stdout.buffer.flush()
+                write_artifact(fh)
     shown = "-" if to_stdout else str(pulled.path)
     verdict = pulled.verdict
     if isinstance(verdict, dict) and "file" in verdict:
@@ -312,10 +294,9 @@ def pull_cmd(
         "verdict": verdict,
     }
     if to_stdout:
-        info(f"pulled {pulled.manifest.digest} to stdout")
+        info("pulled {} to stdout", pulled.manifest.digest)
         return
-    emit(data, lambda: console.print(f"pulled {escape(shown)} {pulled.manifest.digest}"),
-         quiet_line=pulled.manifest.digest)
+    emit(data, lambda: say("pulled {} {}", shown, pulled.manifest.digest), quiet_line=pulled.manifest.digest)
 
 
 def discover_cmd(
@@ -324,35 +305,36 @@ def discover_cmd(
     depth: int = typer.Option(8, "--depth", help="How deep to follow referrers of referrers."),
     remote: RemoteOptions = REMOTE,
 ) -> None:
-    """Show the referrers graph of an artifact as a tree (Referrers API or the fallback tag)."""
+    """Show the referrers graph of an artifact as a tree (Referrers API, fallback tag or a layout's
+    index; only entries whose manifest names their subject: the others are reported as strays)."""
     r = _ref(ref)
     target, _ = open_target(r, remote, create=False)
     desc = target.resolve(r.reference or "")
-    tree, warnings = referrer_tree(target, desc, artifact_type, depth)
-    for w in warnings:
-        info(f"[yellow]warning[/yellow]: {escape(w)}")
+    walk = referrer_tree(target, desc, artifact_type, depth)
+    for w in walk.warnings:
+        warn("{}", w)
+    if walk.strays:
+        warn("{} listed entr{} left out (gone, unreadable or naming another subject); see --json `strays`",
+             len(walk.strays), "y" if len(walk.strays) == 1 else "ies")
     data = {
         "reference": f"{target.name}@{desc.digest}",
         "mediaType": desc.media_type,
         "digest": desc.digest,
         "size": desc.size,
-        "referrers": tree,
-        "warnings": warnings,
+        "referrers": walk.nodes,
+        "strays": walk.strays,
+        "warnings": walk.warnings,
     }
 
     def human() -> None:
-        root = Tree(escape(str(data["reference"])))
-
-        def add(branch: Tree, nodes: list[dict[str, Any]]) -> None:
+        root = Tree(str(data["reference"]))
+        todo: list[tuple[Tree, list[dict[str, Any]]]] = [(root, walk.nodes)]
+        while todo:  # iterative: the walk's depth cap bounds it, not the stack
+            branch, nodes = todo.pop()
             for n in nodes:
-                gone = " [red](missing)[/red]" if n.get("missing") else ""
-                sub = branch.add(f"{escape(str(n.get('artifactType') or n['mediaType']))}").add(
-                    escape(n["digest"]) + gone
-                )
-                add(sub, n["referrers"])
-
-        add(root, tree)
-        console.print(root)
+                sub = branch.add(n.get("artifactType") or n["mediaType"]).add(n["digest"])
+                todo.append((sub, n["referrers"]))
+        root.show()
 
     emit(data, human)
 
@@ -409,7 +391,7 @@ def attach_cmd(
         "subject": subject.digest,
         "artifactType": artifact_type,
     }
-    emit(data, lambda: console.print(desc.digest), quiet_line=desc.digest)
+    emit(data, lambda: say("{}", desc.digest), quiet_line=desc.digest)
 
 
 def cp_cmd(
@@ -446,15 +428,17 @@ def cp_cmd(
         "copied": len(report.copied),
         "skipped": len(report.skipped),
         "referrers": report.referrers,
+        "strays": report.strays,
         "legacyTags": report.legacy_tags,
         "bytes": report.bytes_copied,
     }
+    if report.strays:
+        warn("{} listed referrer entr{} left out (gone, unreadable or naming another subject); "
+             "see --json `strays`", len(report.strays), "y" if len(report.strays) == 1 else "ies")
     emit(
         data,
-        lambda: console.print(
-            f"copied {report.root.digest} ({len(report.copied)} new, "
-            f"{len(report.skipped)} skipped, {len(report.referrers)} referrers)"
-        ),
+        lambda: say("copied {} ({} new, {} skipped, {} referrers)", report.root.digest, len(report.copied),
+                    len(report.skipped), len(report.referrers)),
         quiet_line=report.root.digest,
     )
 
@@ -470,7 +454,7 @@ def tags_cmd(
 
     def human() -> None:
         for t in tags:
-            console.print(escape(t))
+            say("{}", t)
 
     emit({"repository": target.name, "tags": tags}, human)
 
@@ -490,15 +474,12 @@ def manifest_get_cmd(
     m = parse_manifest(data, media_type=desc.media_type, where=str(r))
     d = {"mediaType": desc.media_type, "digest": desc.digest, "size": desc.size}
     if descriptor:
-        emit(d, lambda: console.print_json(data=d))
+        emit(d, lambda: write_json(d))
         return
     if OPTS.json:
         emit({"descriptor": d, "manifest": dict(m.raw)})
         return
-    text = data.decode("utf-8")
-    if sys.stdout.isatty():  # a terminal gets the same JSON value with its controls \u-escaped
-        text = escape_json_controls(text)
-    sys.stdout.write(text + "\n")
+    write_document(data)  # on a terminal with its controls \u-escaped: the same JSON value
 
 
 def login_cmd(
@@ -527,7 +508,7 @@ def login_cmd(
     opts = dataclasses.replace(remote, username=username, password=password)
     Transport(host, opts).ping()
     path = store_credential(host, Credential(username, password), remote.docker_config)
-    emit({"host": host, "username": username, "config": str(path)}, lambda: console.print("Login Succeeded"))
+    emit({"host": host, "username": username, "config": str(path)}, lambda: say("Login Succeeded"))
 
 
 def logout_cmd(host: str = typer.Argument(..., help="Registry host[:port].")) -> None:
@@ -537,7 +518,7 @@ def logout_cmd(host: str = typer.Argument(..., help="Registry host[:port].")) ->
     removed = remove_credential(host)
     emit(
         {"host": host, "removed": removed},
-        lambda: info(f"logged out of {escape(host)}" if removed else f"no credentials for {escape(host)}"),
+        lambda: info("logged out of {}", host) if removed else info("no credentials for {}", host),
     )
 
 

@@ -10,12 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.markup import escape
-from rich.table import Table
 
 from acxoci.cli.apps import release_app
 from acxoci.cli.common import transport_options
-from acxoci.cli.output import console, emit
+from acxoci.cli.output import cell, emit, say, show_table
 from acxoci.release.effects import plan_effects
 from acxoci.release.interpreter import RunReport, goal_status, resume_goal, run_goal
 from acxoci.release.plan import load_plan
@@ -29,12 +27,10 @@ STATE_DIR_HELP = "Folder of goal journals (default: $ACX_RELEASE_DIR or ./.acx-r
 
 def _render_status(status: GoalStatus, headline: str) -> None:
     style = STATE_STYLE.get(status.state, "")
-    console.print(f"[{style}]{escape(status.state.upper())}[/{style}] {escape(headline)}")
+    say("[{}]{}[/{}] {}", style, status.state.upper(), style, headline)
     counts = status.counts()
-    console.print(", ".join(f"{n} {k}" for k, n in counts.items() if n))
-    table = Table(show_header=True, header_style="bold", box=None)
-    for col in ("state", "effect", "tries", "evidence / next action"):
-        table.add_column(col)
+    say("{}", ", ".join(f"{n} {k}" for k, n in counts.items() if n))
+    rows = []
     for e in status.effects:
         if e.state == "done":
             ev = e.evidence or {}
@@ -42,8 +38,8 @@ def _render_status(status: GoalStatus, headline: str) -> None:
         else:
             note = (f"{e.failure.cls}: {e.failure.message} → " if e.failure else "") + e.next_action
         s = STATE_STYLE.get(e.state, "")
-        table.add_row(f"[{s}]{e.state}[/{s}]", escape(e.effect.describe()), str(e.attempts), escape(note))
-    console.print(table)
+        rows.append([cell("[{}]{}[/{}]", s, e.state, s), e.effect.describe(), str(e.attempts), note])
+    show_table(("state", "effect", "tries", "evidence / next action"), rows)
 
 
 def _finish(report: RunReport) -> None:
@@ -68,13 +64,13 @@ def register(app: typer.Typer) -> None:
                 "effects": [e.to_json() | {"description": e.describe()} for e in effects]}
 
         def human() -> None:
-            console.print(f"[bold]goal {escape(plan.goal_id)}[/bold]: {len(effects)} effects "
-                          f"(acceptance policy {escape(str(plan.policy))})")
+            say("[bold]goal {}[/bold]: {} effects (acceptance policy {})",
+                plan.goal_id, len(effects), str(plan.policy))
             index = {e.id: i for i, e in enumerate(effects, 1)}
             for i, e in enumerate(effects, 1):
                 mark = "write" if e.writes else "local" if e.kind == "prepare" else "check"
                 deps = f"  [dim]after {', '.join(str(index[d]) for d in e.deps)}[/dim]" if e.deps else ""
-                console.print(f"{i:3d}. {escape(f'[{mark}]')} {escape(e.describe())}{deps}")
+                say("{:3d}. {} {}{}", i, f'[{mark}]', e.describe(), deps)
 
         emit(data, human)
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, cast
 
 import typer
 
-from acxoci.cli.output import info
+from acxoci.cli.output import info, warn
 from acxoci.errors import UsageError
 from acxoci.oci.settings import RemoteOptions, using
 from attest.errors import MalformedError
@@ -83,7 +83,7 @@ def load_signing_key(ref: str | Path, password_env: str | None = None) -> Privat
 
     text = str(ref)
     if key_reference_kind(text) == "file" and readable_by_others(Path(text)):
-        info(f"[yellow]warning[/yellow]: {text} is readable by group or others (chmod 600 it)")
+        warn("{} is readable by group or others (chmod 600 it)", text)
     return load_key_reference(text, password_env)
 
 
@@ -128,7 +128,7 @@ def attestation_signer(key: str | None, password_env: str | None, identity_token
 
     token, source = identity_token(identity_token_file, trust, interactive=interactive())
     signer = KeylessSigner(trust(), token, source, tlog_upload=upload)
-    info(f"signing keylessly as {signer.label} (token from {source})")
+    info("signing keylessly as {} (token from {})", signer.label, source)
     return signer
 
 
@@ -235,28 +235,26 @@ def transport_options(*, sides: bool = False) -> Callable[[F], F]:
 
 def print_issues(result: LintResult) -> None:
     """One line per lint issue (workflows and Agent Graphs share the lint result)."""
-    from rich.markup import escape
-
-    from acxoci.cli.output import console
+    from acxoci.cli.output import say
 
     for i in result.issues:
-        console.print(f"  - {escape(i.text())}")
+        say("  - {}", i.text())
 
 
 def finish_lint(file: Path, result: LintResult, publish: bool,
                 preface: Callable[[], None] | None = None) -> NoReturn:
     """Render a lint result (VALID/INVALID and the issues, or JSON) and exit 0 or 1: the one
     ending of `workflow lint` and `graph lint`."""
-    from acxoci.cli.output import console, emit
+    from acxoci.cli.output import emit, say
 
     def human() -> None:
         if preface is not None:
             preface()
         if result.ok:
             what = "structure and publish profile pass" if publish else "structure passes"
-            console.print(f"[bold green]VALID ✓[/bold green] — {what}")
+            say("[bold green]VALID ✓[/bold green] — {}", what)
         else:
-            console.print(f"[bold red]INVALID[/bold red] — {len(result.errors)} issue(s)")
+            say("[bold red]INVALID[/bold red] — {} issue(s)", len(result.errors))
         print_issues(result)
 
     emit({"file": str(file), **result.to_json()}, human)

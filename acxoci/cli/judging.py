@@ -8,12 +8,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from rich.markup import escape
+from acxoci.cli.output import Markup, say
 
-from acxoci.cli.output import console
-
-MARK = {"pass": "[green]✓[/green]", "skip": "[dim]-[/dim]", "fail": "[red]✗[/red]",
-        "unavailable": "[red]?[/red]"}
+MARK = {"pass": Markup("[green]✓[/green]"), "skip": Markup("[dim]-[/dim]"), "fail": Markup("[red]✗[/red]"),
+        "unavailable": Markup("[red]?[/red]")}
 
 
 def judge_ref(ref: str, policy: Path, *, host: Path | None = None, host_limits: Path | None = None,
@@ -36,13 +34,13 @@ def verdict_json(j: Any, policy: Path) -> dict[str, Any]:
             + f" under {policy}"}
 
 
-def render(j: Any, *, header: str = "") -> None:
-    """ACCEPTED / REFUSED with every check, as `install` prints them."""
+def render_judgement(j: Any, *, header: str = "") -> None:
+    """ACCEPTED / REFUSED with every check, as `install` prints them (`header`: plain text after
+    the verdict line, shown escaped like any value)."""
     if j.ok:
-        console.print(f"[bold green]ACCEPTED[/bold green] {escape(j.reference)} @ {j.digest}{header}")
+        say("[bold green]ACCEPTED[/bold green] {} @ {}{}", j.reference, j.digest, header)
     else:
-        console.print(f"[bold red]REFUSED[/bold red] {escape(j.reference)} — {len(j.failed)} check(s) "
-                      f"failed{header}")
+        say("[bold red]REFUSED[/bold red] {} — {} check(s) failed{}", j.reference, len(j.failed), header)
     for c in j.checks:
-        kind = f" \\[{escape(c.kind)}]" if c.kind else ""
-        console.print(f"  {MARK[c.status]} {c.order}. {c.id}{kind}: {escape(c.reason)}")
+        kind = f" [{c.kind}]" if c.kind else ""
+        say("  {} {}. {}{}: {}", MARK[c.status], c.order, c.id, kind, c.reason)

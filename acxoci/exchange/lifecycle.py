@@ -85,6 +85,8 @@ def read_lifecycle(target: Target, subject: Descriptor) -> list[dict[str, Any]]:
     as `withdrawn`: an unreadable status must never let a withdrawn release through. Bytes that do
     not match their digest (Tampered) and transport failures propagate to the caller."""
     try:
+        # the one listing: only referrers whose own manifest names `subject`, typed by it, so a
+        # record of another release listed here (a planted fallback entry) cannot withdraw this one
         found = target.referrers(subject.plain(), ARTIFACT_TYPE)
     except NotFound:
         return []

@@ -114,7 +114,7 @@ def install(ref_text: str, *, policy: VerificationPolicy, store: Store, now: dat
             host: HostInputs | None = None, remote: RemoteOptions | None = None,
             name: str | None = None, allow_downgrade: bool = False,
             hooks: InstallHooks | None = None, activate: ActivateRequest | None = None,
-            recorded_as: str | None = None) -> InstallOutcome:
+            recorded_as: str | None = None, note: Callable[[str], None] | None = None) -> InstallOutcome:
     """Pull, judge (the one acceptance decision) and install `ref_text` into `store`, or refuse
     leaving the store unchanged. With `activate`, the item is also activated, both or neither.
     `recorded_as` names where the artifact comes from when `ref_text` is a scratch copy (`acx load`:
@@ -124,7 +124,7 @@ def install(ref_text: str, *, policy: VerificationPolicy, store: Store, now: dat
         check_name(name)
     hook = (hooks or InstallHooks()).at
     ctx = J.Context(policy, now, host or HostInputs(), store, name, allow_downgrade, remote,
-                    source=recorded_as)
+                    source=recorded_as, note=note)
     repository = recorded_as or parse_reference(ref_text, require_ref=False).repo_string()
     early = J.registry_refusal(recorded_as or ref_text, repository, policy)
     if early is not None:  # never contact a registry the policy does not allow
@@ -156,6 +156,7 @@ def install(ref_text: str, *, policy: VerificationPolicy, store: Store, now: dat
         if problems:  # a bug in acxoci, never a half-written item: the staging folder is discarded
             raise InternalError("install record violates its schema: " + "; ".join(problems[:5]))
         hook("staged")
+        ctx.tell(f"installing {judgement.name} @ {resolved}")
         activated: list[ActivationResult] = []
 
         def after_rename(new: InstalledItem) -> None:
@@ -163,6 +164,7 @@ def install(ref_text: str, *, policy: VerificationPolicy, store: Store, now: dat
             if activate is not None:
                 from acxoci.install.activate import activate_in
 
+                ctx.tell(f"activating {new.name} into {activate.root}")
                 activated.append(activate_in(txn, new, activate.root, host=activate.host, now=now,
                                              force=activate.force, remote=remote))
 

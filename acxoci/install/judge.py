@@ -554,6 +554,12 @@ class Context:
     levels: bool = False  # gather level credentials even when the policy requires no level (staffing)
     pulled: tuple[Any, ...] = ()  # roster entries pulled from registries, for a workflow's staffing
     source: str | None = None  # where the artifact is recorded as coming from (`file:PATH` for load)
+    note: Callable[[str], None] | None = None  # told what is being done (progress on a terminal)
+
+    def tell(self, what: str) -> None:
+        """Say what the judge is doing now (for a progress line; nothing when nobody listens)."""
+        if self.note is not None:
+            self.note(what)
 
 
 def gather(kind: Kind | None, path: Path | None, src: Source, ctx: Context, *, repository: str,
@@ -750,7 +756,9 @@ def _decide(reference: str, digest: str | None, kind: str | None, gathered: C.Ga
 def judge_descriptor(target: Target, desc: Descriptor, ref: Reference, ref_text: str, resolved: str,
                      ctx: Context, workdir: Path, lifecycle: C.LifecycleEvidence | None) -> Judgement:
     """Pull the artifact `desc` into `workdir` and judge it (the registry check already passed)."""
+    ctx.tell(f"pulling {desc.digest}")
     pulled = pull(target, desc, workdir)
+    ctx.tell(f"judging {pulled.kind or 'artifact'} {desc.digest}")
     manifest_digest = sha256_digest(pulled.manifest_bytes) if pulled.manifest_bytes is not None else None
     content = C.ContentEvidence(resolved, manifest_digest, pulled.error, tuple(pulled.blobs))
     src = Source(target, desc, str(ref))
@@ -781,6 +789,7 @@ def resolve_and_gate(target: Target, ref: Reference, ref_text: str, ctx: Context
     """One GET resolves the reference; then the lifecycle gate. A refusal comes back as a Judgement
     (a pinned digest answered with other bytes, a withdrawn release)."""
     reg = C.check_registry(ctx.source or ref.repo_string(), ctx.policy)
+    ctx.tell(f"resolving {ref_text}")
     try:
         desc = resolve_manifest(target, ref.reference or "latest")
     except TruncatedBody as exc:  # the manifest GET was cut: a transport failure, not a verdict
@@ -792,6 +801,7 @@ def resolve_and_gate(target: Target, ref: Reference, ref_text: str, ctx: Context
     resolved = ref.digest if ref.digest is not None and desc.digest != ref.digest else desc.digest
     if ctx.source is not None:  # a local file staged in a scratch layout: no Exchange lifecycle
         return desc, resolved, None
+    ctx.tell(f"reading the lifecycle of {resolved}")
     lifecycle = gather_lifecycle(target, desc, ref_text, ctx.policy, ctx.now)
     if lifecycle.error is not None:  # the registry served altered referrer bytes: a content refusal
         bad = C.check_content(C.ContentEvidence(resolved, None, lifecycle.message))
@@ -878,6 +888,7 @@ def judge_installed(item: Any, ctx: Context, policy: VerificationPolicy | None =
     kind = rec.get("kind") if rec.get("kind") in CONTENT_FILE else None
     repository = str(rec.get("repository") or "")
     from_file = repository.startswith("file:")
+    ctx.tell(f"judging installed {item.name}")
     problems = record_files_problems(item)
     manifest_digest = file_sha256(item.path / MANIFEST_FILE)
     if not problems and kind is not None:

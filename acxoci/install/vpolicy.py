@@ -198,8 +198,13 @@ def _merged(groups: list[tuple[str, tuple[TrustKey, ...]]], where: str) -> tuple
 
 
 def _source(value: str, base: Path) -> str:
-    """A status-list source: an https URL as is, a file path resolved against the policy's folder."""
-    return value if value.startswith("https://") else str(base / value)
+    """A status-list source: an https URL or an OCI reference (`oci-layout:…`, `oci://…`,
+    `host/repo:tag`) as is, a file path resolved against the policy's folder."""
+    from acxoci.level.oci import looks_like_reference
+
+    if value.startswith("https://") or looks_like_reference(value):
+        return value
+    return str(base / value)
 
 
 def _provenance(value: Any, source: str) -> Any:

@@ -356,3 +356,17 @@ def test_install_refuses_what_spec_refuses(tmp_path: Path, capsys: pytest.Captur
         assert out.status == "refused" and [c.id for c in out.failed] == ["policy-budget"], out.to_json()
         code, res = acx_json(capsys, "verify", ref, "--policy", str(pol), "--now", NOW.isoformat())
         assert code == 8 and _shape(res["checks"]) == _shape(out.checks), res
+
+
+def test_install_says_what_it_is_doing_with_names_and_digests(world: World, tmp_path: Path) -> None:
+    """The progress line a terminal shows (`acx install` on a TTY) is fed with the real reference,
+    digests and install name, stage by stage."""
+    notes: list[str] = []
+    policy = load_policy(trusting_policy(world.tmp, world.registry), now=NOW)
+    out = install(f"oci-layout:{world.layout}:1.0.0", policy=policy, store=Store(tmp_path / "s"), now=NOW,
+                  note=notes.append)
+    assert out.status == "installed"
+    assert notes[0] == f"resolving oci-layout:{world.layout}:1.0.0"
+    assert f"pulling {world.desc.digest}" in notes
+    assert f"judging cartridge {world.desc.digest}" in notes
+    assert notes[-1] == f"installing {out.name} @ {world.desc.digest}"
