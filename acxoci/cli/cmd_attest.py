@@ -353,9 +353,11 @@ def verify_cmd(
             say("[bold red]FAILED[/bold red]: the provenance requirement is not met")
         _render_report(report)
         if prov is not None:
-            color, word = ("green", "PROVENANCE OK") if prov.ok else ("red", "PROVENANCE FAILED")
-            say(f"[bold {color}]{word}[/bold {color}] ({{}})" + (": {}" if prov.ok else ""),
-                json.dumps(wanted.to_json()), *((prov.matched or "",) if prov.ok else ()))
+            if prov.ok:
+                say("[bold green]PROVENANCE OK[/bold green] ({}): {}", json.dumps(wanted.to_json()),
+                    prov.matched or "")
+            else:
+                say("[bold red]PROVENANCE FAILED[/bold red] ({})", json.dumps(wanted.to_json()))
             for why in prov.reasons:
                 say("  - {}", why)
         if level is not None:
