@@ -28,6 +28,7 @@ from acxoci.attestation.content import (
 )
 from acxoci.attestation.formats import classify_referrer, legacy_layers, legacy_tag
 from acxoci.attestation.judge import Judgement, Kind, Sigstore, judge
+from acxoci.attestation.provenance import SLSA_PROVENANCE_V1, VerifiedProvenance
 from acxoci.attestation.signing import TrustedKey
 from acxoci.attestation.sigstore_verify import legacy_material
 from acxoci.attestation.statements import (
@@ -282,3 +283,18 @@ def verify_artifact(target: Target, subject: Descriptor, keys: list[TrustedKey],
 def verdict_only(report: VerifyReport) -> VerifyReport:
     """The report without per-attestation content details (for terse output)."""
     return replace(report, attestations=tuple(replace(a, content=None) for a in report.attestations))
+
+
+def provenance_item(location: str, j: Judgement) -> VerifiedProvenance | None:
+    """A verified SLSA provenance attestation with its signer's certificate facts (None for any
+    other attestation): the input of `provenance.check_provenance`."""
+    if j.verdict != "verified" or j.statement is None or j.statement.predicate_type != SLSA_PROVENANCE_V1:
+        return None
+    fulcio = j.signer.fulcio if j.signer is not None and j.signer.mode == "keyless" else None
+    return VerifiedProvenance(location, j.statement.predicate, fulcio)
+
+
+def verified_provenance(report: VerifyReport) -> list[VerifiedProvenance]:
+    """The report's verified SLSA provenance attestations (see `provenance_item`)."""
+    items = (provenance_item(a.location, a.judgement) for a in report.attestations)
+    return [i for i in items if i is not None]

@@ -25,7 +25,8 @@ def build(
     ),
     out: Path = typer.Option(..., "-o", "--out", help="Cartridge file to write (.acx)."),
     publisher: str = typer.Option(..., "--publisher", help="Publisher id (reverse DNS, e.g. io.github.you)."),
-    key: Path = typer.Option(..., "--key", help="Signing key (PKCS#8 PEM)."),
+    key: str = typer.Option(..., "--key", help="Ed25519 signing key: a PKCS#8 PEM file, env://VAR or a "
+                            "pkcs11: URI."),
     password_env: str | None = typer.Option(
         None, "--password-env", help="Env var holding the key passphrase."
     ),
@@ -66,7 +67,8 @@ def build(
 @cartridge_app.command("sign")
 def sign(
     file: Path = typer.Argument(..., help="Cartridge to re-sign in place."),
-    key: Path = typer.Option(..., "--key", help="Signing key (PKCS#8 PEM)."),
+    key: str = typer.Option(..., "--key", help="Ed25519 signing key: a PKCS#8 PEM file, env://VAR or a "
+                            "pkcs11: URI."),
     password_env: str | None = typer.Option(
         None, "--password-env", help="Env var holding the key passphrase."
     ),

@@ -16,7 +16,15 @@ from typing import Any
 import typer
 
 from acxoci.cli.apps import manifest_app
-from acxoci.cli.common import load_signing_key, refuse_local_file, transport_options
+from acxoci.cli.common import (
+    KEYLESS_KEY_HELP,
+    TLOG_HELP,
+    TOKEN_HELP,
+    TRUST_CONFIG_HELP,
+    attestation_signer,
+    refuse_local_file,
+    transport_options,
+)
 from acxoci.cli.output import (
     OPTS,
     Tree,
@@ -119,10 +127,15 @@ def push_cmd(
         None, "--created", help="org.opencontainers.image.created (default: signing time)."
     ),
     trust_registry: Path | None = typer.Option(None, "--trust-registry", help="acx.trust-registry/1 file."),
-    sign: bool = typer.Option(False, "--sign", help="Also attest the pushed manifest (needs --key)."),
-    key: Path | None = typer.Option(None, "--key", help="With --sign: cosign.key or PKCS#8 PEM signing key."),
-    fmt: str = typer.Option("both", "--format", help="With --sign: legacy | bundle | both."),
+    sign: bool = typer.Option(False, "--sign", help="Also attest the pushed manifest (with --key, or "
+                              "keylessly without it)."),
+    key: str | None = typer.Option(None, "--key", help="With --sign: " + KEYLESS_KEY_HELP),
+    fmt: str | None = typer.Option(None, "--format", help="With --sign: legacy | bundle | both (default: "
+                                   "both with --key, bundle keyless)."),
     password_env: str | None = typer.Option(None, "--password-env", help="Env var with the key password."),
+    identity_token_file: Path | None = typer.Option(None, "--identity-token-file", help=TOKEN_HELP),
+    trust_config: Path | None = typer.Option(None, "--trust-config", help=TRUST_CONFIG_HELP),
+    tlog_upload: str = typer.Option("true", "--tlog-upload", help=TLOG_HELP),
     concurrency: int = typer.Option(
         DEFAULT_PUSH_CONCURRENCY, "--concurrency", min=1, max=MAX_CONCURRENCY,
         help="Blobs uploaded at a time (the manifest goes last).",
@@ -136,9 +149,10 @@ def push_cmd(
     """Push a cartridge, workflow or agent graph as an OCI artifact; prints the manifest digest.
 
     A SemVer-shaped tag must name the artifact's signed version (install refuses any other as a
-    rollback), unless --allow-tag-mismatch. With `--sign --key K` the pushed manifest is attested in
-    the same step (as `acx attest`); with `--policy P` the registry copy is then judged as `acx
-    install` would judge it, so a publisher learns at publish time what a consumer would refuse."""
+    rollback), unless --allow-tag-mismatch. With `--sign` the pushed manifest is attested in the
+    same step (as `acx attest`), with `--key K` or keylessly; with `--policy P` the registry copy is
+    then judged as `acx install` would judge it, so a publisher learns at publish time what a
+    consumer would refuse."""
     from acxoci.artifact import detect_kind, push_path
 
     now = _now()
@@ -159,13 +173,13 @@ def push_cmd(
             hint = (f"sign it first ({how})" if "unsigned" in verdict.reason
                     else "tag it with its signed version, or pass --allow-tag-mismatch")
             raise RefusedByPolicy(f"{verdict.reason}; nothing was pushed", where=ref, hint=hint)
-    if sign and key is None:
-        raise UsageError("--sign needs --key")
-    if key is not None and not sign:
-        raise UsageError("--key is for --sign; add --sign to attest the push")
+    signing_flags = key is not None or identity_token_file is not None or trust_config is not None
+    if signing_flags and not sign:
+        raise UsageError("--key, --identity-token-file and --trust-config are for --sign; add --sign to "
+                         "attest the push")
     signer = None
-    if sign and key is not None:  # load (and unlock) the key before anything is pushed
-        signer = load_signing_key(key, password_env)
+    if sign:  # load (and unlock) the key, or get the identity token, before anything is pushed
+        signer = attestation_signer(key, password_env, identity_token_file, trust_config, tlog_upload)
     with _attest_guard():
         target, _ = open_target(r, remote)
         with _progress("push") as prog:
@@ -188,7 +202,8 @@ def push_cmd(
 
         with _attest_guard():
             attested = attest_after_push(target, desc, r.repo_string(), signer, now=now,
-                                         formats=parse_format(fmt), concurrency=concurrency).to_json()
+                                         formats=parse_format(fmt, keyless=key is None),
+                                         concurrency=concurrency).to_json()
     data = {
         "reference": _pinned(r, desc.digest),
         "digest": desc.digest,

@@ -53,8 +53,9 @@ def digest_cmd(file: Path = typer.Argument(..., help="The .cal.json workflow."))
 def sign_cmd(
     file: Path = typer.Argument(..., help="The unsigned (or re-signed) .cal.json workflow."),
     publisher: str = typer.Option(..., "--publisher", help="Reverse-DNS publisher id, e.g. io.github.you."),
-    key: Path | None = typer.Option(
-        None, "--key", help="PKCS#8 PEM Ed25519 private key (make one with `acx key generate`)."
+    key: str | None = typer.Option(
+        None, "--key", help="Ed25519 private key: a PKCS#8 PEM file, env://VAR or a pkcs11: URI (make a "
+        "file with `acx key generate`)."
     ),
     out: Path | None = typer.Option(None, "-o", "--out", help="Output (default <name>.signed.cal.json)."),
     password_env: str | None = typer.Option(None, "--password-env", help="Env var holding the key password."),

@@ -28,7 +28,7 @@ def sign_and_write(
     *,
     target: Path,
     publisher: str,
-    key: Path | None,
+    key: str | None,
     password_env: str | None,
     now: datetime,
 ) -> None:

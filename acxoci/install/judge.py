@@ -270,7 +270,7 @@ def gather_attestations(target: Target, desc: Descriptor, ref: str, policy: Veri
     """Verify the artifact's attestations (legacy .att and bundle referrers) with the policy's keys,
     and copy the verified documents into `staged/attestations/` (with what re-judging them needs)."""
     from acxoci.attestation.sigstore_verify import legacy_material
-    from acxoci.attestation.verify import find_attestations, verify_artifact
+    from acxoci.attestation.verify import find_attestations, provenance_item, verify_artifact
 
     located = find_attestations(target, desc)
     report = verify_artifact(target, desc, _attestation_keys(policy, publisher_id), reference=ref,
@@ -296,7 +296,8 @@ def gather_attestations(target: Target, desc: Descriptor, ref: str, policy: Veri
             digest = item.layer.digest
         out.append(C.AttestationFound(a.format, j.predicate_type or "", verified, "; ".join(j.reasons),
                                       digest, j.signer_keyid,
-                                      j.signer.signer_json() if verified and j.signer is not None else None))
+                                      j.signer.signer_json() if verified and j.signer is not None else None,
+                                      provenance_item(a.location, j)))
     return out
 
 
@@ -306,6 +307,7 @@ def rejudge_attestations(folder: Path, subject_digest: str, policy: Verification
     statement must still name the installed manifest)."""
     from acxoci.attestation.judge import judge
     from acxoci.attestation.sigstore_verify import legacy_material
+    from acxoci.attestation.verify import provenance_item
 
     out: list[C.AttestationFound] = []
     keys = _attestation_keys(policy, publisher_id)
@@ -330,7 +332,8 @@ def rejudge_attestations(folder: Path, subject_digest: str, policy: Verification
         verified = j.verdict == "verified"
         out.append(C.AttestationFound(fmt, j.predicate_type or "", verified, "; ".join(j.reasons),
                                       sha256_digest(data), j.signer_keyid,
-                                      j.signer.signer_json() if verified and j.signer is not None else None))
+                                      j.signer.signer_json() if verified and j.signer is not None else None,
+                                      provenance_item(doc.name, j)))
     return out
 
 
@@ -628,7 +631,7 @@ def gather(kind: Kind | None, path: Path | None, src: Source, ctx: Context, *, r
             sig, meta = got_g
         elif err is not None:
             pre["signature"] = err
-    if usable and (policy.attestation_formats or policy.predicate_types):
+    if usable and (policy.attestation_formats or policy.predicate_types or policy.provenance is not None):
         publisher = sig.publisher_id if sig else None
         if src.target is not None and src.desc is not None:
             t, d = src.target, src.desc

@@ -68,6 +68,7 @@ class VerificationPolicy:
     attestation_formats: tuple[str, ...] = ()
     predicate_types: tuple[str, ...] = ()
     attestation_keys: tuple[str, ...] = ()
+    provenance: Any = None  # an acxoci.attestation.provenance.Requirement, or None (not required)
     level_minimum: int | str | None = None
     level_issuers: tuple[str, ...] = ()
     level_allow_demo: bool = False
@@ -215,6 +216,15 @@ def _source(value: str, base: Path) -> str:
     return str(base / value)
 
 
+def _provenance(value: Any, source: str) -> Any:
+    """`provenance: {repository, ref, signerWorkflow}` as a Requirement (None when absent)."""
+    if value is None:
+        return None
+    from acxoci.attestation.provenance import requirement_from_policy
+
+    return requirement_from_policy(value, where=f"{source}: provenance")
+
+
 def policy_from_json(doc: Any, *, base: Path, now: datetime, source: str) -> VerificationPolicy:
     """Validate a policy document and load what it names (paths are relative to `base`)."""
     errors = schema_errors(doc)
@@ -246,6 +256,7 @@ def policy_from_json(doc: Any, *, base: Path, now: datetime, source: str) -> Ver
         attestation_formats=tuple(att.get("formats", ())),
         predicate_types=tuple(att.get("predicateTypes", ())),
         attestation_keys=att_keys,
+        provenance=_provenance(doc.get("provenance"), source),
         level_minimum=lvl.get("minimum"),
         level_issuers=tuple(lvl.get("issuers", ())),
         level_allow_demo=bool(lvl.get("allowDemo", False)),

@@ -269,7 +269,6 @@ def _prepare(ctx: Context, e: Effect) -> Result:
     artifact, its manifest, and the signed attestations for every destination."""
     from acxoci.artifact import build, gather
     from acxoci.attestation.content import cartridge_facts, embedded_envelope
-    from acxoci.attestation.signing import bundle_bytes, envelope_bytes, sign_statement
     from acxoci.attestation.statements import (
         cartridge_statement,
         graph_facts,
@@ -334,9 +333,12 @@ def _prepare(ctx: Context, e: Effect) -> Result:
     envelope: str | None = None
     credential: str | None = None
     if ctx.plan.formats:
+        from acxoci.attestation.attach import sign_for_formats
+        from acxoci.release.plan import attestation_signer
+
         assert ctx.plan.attestation_key is not None
-        key = ctx.plan.attestation_key.load()
-        pub = key.public()
+        signer = attestation_signer(ctx.plan.attestation_key)
+        provenance = _wants_provenance(ctx, signer)
         for dest in rel.to:
             name = _repo_name(dest.repository)
             if facts.kind == "cartridge":
@@ -347,14 +349,21 @@ def _prepare(ctx: Context, e: Effect) -> Result:
                 wf = workflow_facts(path.read_bytes(), layer.digest)
                 stmt = workflow_statement(subject.digest, name, wf)
             predicate_type = stmt.predicate_type
+            fmts = "both" if len(ctx.plan.formats) == 2 else ctx.plan.formats[0]
+            done = sign_for_formats(stmt, signer, fmts)  # type: ignore[arg-type]
             signed: dict[str, str] = {}
-            if "legacy" in ctx.plan.formats:
-                env_doc = envelope_bytes(sign_statement(stmt, key, keyid=pub.keyid()))
-                signed["legacy"] = ctx.objects.put(env_doc)
-            if "bundle" in ctx.plan.formats:
-                signed["bundle"] = ctx.objects.put(bundle_bytes(sign_statement(stmt, key, keyid=None), pub))
+            if done.legacy is not None:
+                signed["legacy"] = ctx.objects.put(done.legacy)
+            if done.bundle is not None:
+                signed["bundle"] = ctx.objects.put(done.bundle)
+            if provenance:  # SLSA provenance of what this CI run publishes (decision 0036)
+                from acxoci.attestation.provenance import github_provenance
+
+                prov = sign_for_formats(github_provenance(subject.digest, name, os.environ), signer, "bundle")
+                assert prov.bundle is not None
+                signed["provenance"] = ctx.objects.put(prov.bundle)
             attestations[dest.repository] = signed
-        key_id = pub.keyid()
+            key_id = done.signer
     if facts.kind == "cartridge" and ctx.plan.envelope:
         env = embedded_envelope(path)
         envelope = ctx.objects.put(env) if env is not None else None
@@ -531,6 +540,20 @@ def _blob(data: bytes, media_type: str) -> tuple[Descriptor, bytes]:
     return descriptor_for(data, media_type).plain(), data
 
 
+def _wants_provenance(ctx: Context, signer: Any) -> bool:
+    """Attach SLSA provenance? As the plan says; by default when signing keylessly in GitHub
+    Actions. Asked for outside such a run, it is an error (there is no run to describe)."""
+    from acxoci.attestation.keyless import KeylessSigner
+
+    in_actions = os.environ.get("GITHUB_ACTIONS") == "true"
+    if ctx.plan.provenance is None:
+        return in_actions and isinstance(signer, KeylessSigner)
+    if ctx.plan.provenance and not in_actions:
+        raise fail("validation_failed", "goal.attestations.provenance is true, but this is not a GitHub "
+                   "Actions run (GITHUB_ACTIONS=true): there is no build to describe")
+    return bool(ctx.plan.provenance) and "bundle" in ctx.plan.formats
+
+
 def _attach_attestation(ctx: Context, e: Effect) -> Result:
     from acxoci.attestation.formats import (
         build_bundle_referrer,
@@ -552,8 +575,19 @@ def _attach_attestation(ctx: Context, e: Effect) -> Result:
     if fmt == "bundle":
         built = build_bundle_referrer(doc, subject.plain(), ptype, created=ctx.created_stamp)
         blobs = [(b.desc.plain(), b.data) for b in built.blobs]
-        return _attach_referrer(ctx, e, subject, blobs, built.manifest.desc.plain(), built.manifest.data,
-                                "bundle attestation")
+        result = _attach_referrer(ctx, e, subject, blobs, built.manifest.desc.plain(), built.manifest.data,
+                                  "bundle attestation")
+        prov_digest = signed.get("provenance")
+        if prov_digest is None:
+            return result
+        from acxoci.attestation.provenance import SLSA_PROVENANCE_V1
+
+        pbuilt = build_bundle_referrer(ctx.objects.get(prov_digest), subject.plain(), SLSA_PROVENANCE_V1,
+                                       created=ctx.created_stamp)
+        pres = _attach_referrer(ctx, e, subject, [(b.desc.plain(), b.data) for b in pbuilt.blobs],
+                                pbuilt.manifest.desc.plain(), pbuilt.manifest.data, "provenance attestation")
+        return Result(result.wrote or pres.wrote, {**result.evidence, "provenance": pres.evidence},
+                      {**result.receipt, "provenance": pres.receipt})
     layer, data = legacy_layer(doc, ptype)
     tag = legacy_tag(subject.digest)
     reader = ctx.reader(e.repository)
@@ -566,9 +600,9 @@ def _attach_attestation(ctx: Context, e: Effect) -> Result:
     wrote = False
     replaced = 0
     if not any(la.desc.digest == layer.desc.digest for la in layers):
-        keep = [la for la in layers if la.predicate_type != ptype]
-        replaced = len(layers) - len(keep)
-        built = build_legacy_manifest([*keep, layer])
+        # attestations are additive, as cosign's: every layer already there stays (other signers'
+        # attestations of the same type included)
+        built = build_legacy_manifest([*layers, layer])
         target = ctx.writer(e.repository)
         blobs = [(layer.desc.plain(), data), *((b.desc.plain(), b.data) for b in built.blobs)]
         mdesc = built.manifest.desc.plain()

@@ -49,10 +49,18 @@ class _Doc(msgspec.Struct, frozen=True, forbid_unknown_fields=True, rename="came
     """Base of the plan's document models: camelCase names, unknown fields refused."""
 
 
+class KeylessDoc(_Doc, frozen=True, kw_only=True):
+    trust_config: str | None = None
+    identity_token_file: str | None = None
+    tlog_upload: bool = True
+
+
 class KeyDoc(_Doc, frozen=True, kw_only=True):
     file: str | None = None
     env: str | None = None
     password_env: str | None = None
+    pkcs11: str | None = None
+    keyless: KeylessDoc | None = None
 
 
 class BuildDoc(_Doc, frozen=True, kw_only=True):
@@ -107,6 +115,7 @@ class ArtifactDoc(_Doc, frozen=True, kw_only=True):
 class AttestationsDoc(_Doc, frozen=True, kw_only=True):
     formats: tuple[Literal["legacy", "bundle"], ...] | None = None
     envelope: bool = True
+    provenance: bool | None = None
 
 
 class StatusListDoc(_Doc, frozen=True, kw_only=True):
@@ -213,20 +222,47 @@ class PlanDoc(_Doc, frozen=True, kw_only=True):
 
 
 @dataclass(frozen=True)
+class KeylessRef:
+    """Keyless signing (decision 0034): the identity token from the CI's ambient provider (or the
+    file named), the Sigstore deployment of `trust_config` (default: public-good)."""
+
+    trust_config: Path | None = None
+    identity_token_file: Path | None = None
+    tlog_upload: bool = True
+
+
+@dataclass(frozen=True)
 class KeyRef:
-    """A signing key named by a file or an environment variable (PEM or cosign.key); never inline."""
+    """A signing key named by a file, an environment variable (PEM or cosign.key) or a PKCS#11 URI,
+    or keyless signing; never inline."""
 
     file: Path | None = None
     env: str | None = None
     password_env: str | None = None
+    pkcs11: str | None = None
+    keyless: KeylessRef | None = None
 
     def describe(self) -> str:
-        """Where the key comes from (safe to print: no secret)."""
+        """Where the key comes from (safe to print: no secret; a PKCS#11 URI without its PIN)."""
+        if self.keyless is not None:
+            return "keyless (Sigstore)"
+        if self.pkcs11 is not None:
+            from acxoci.pkcs11key import parse_pkcs11_uri
+
+            return parse_pkcs11_uri(self.pkcs11).describe()
         return f"file {self.file}" if self.file is not None else f"env ${self.env}"
 
     def load(self) -> PrivateKey:
         """Read and decrypt the key; a missing or unreadable key is an AuthError (a person must act)."""
         from attest.cosignkey import WrongPassword, load_signing_key
+
+        if self.keyless is not None:
+            raise UsageError("keyless signing makes attestations, not publisher signatures",
+                             where=self.describe())
+        if self.pkcs11 is not None:
+            from acxoci.pkcs11key import load_pkcs11_key
+
+            return load_pkcs11_key(self.pkcs11)
 
         if self.file is not None:
             try:
@@ -428,6 +464,7 @@ class ReleasePlan:
     observe: Observe = Observe()
     quotas: tuple[RegistryQuota, ...] = ()
     document: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    provenance: bool | None = None  # None: attach SLSA provenance when keyless in GitHub Actions
 
     def remote_options(self, repository: str) -> RemoteOptions:
         """Transport options for a repository: credentials from the env variables the plan names."""
@@ -459,7 +496,28 @@ def schema_errors(doc: Any) -> list[str]:
 
 
 def _key(k: KeyDoc, base: Path) -> KeyRef:
-    return KeyRef(file=base / k.file if k.file is not None else None, env=k.env, password_env=k.password_env)
+    keyless = None
+    if k.keyless is not None:
+        kl = k.keyless
+        keyless = KeylessRef(base / kl.trust_config if kl.trust_config is not None else None,
+                             base / kl.identity_token_file if kl.identity_token_file is not None else None,
+                             kl.tlog_upload)
+    return KeyRef(file=base / k.file if k.file is not None else None, env=k.env, password_env=k.password_env,
+                  pkcs11=k.pkcs11, keyless=keyless)
+
+
+def attestation_signer(ref: KeyRef) -> Any:
+    """The attestation signer of a plan: its key, or a keyless signer (token and trust config as
+    the plan names them; decision 0034). Failures to get either are AuthErrors (a person must act)."""
+    if ref.keyless is None:
+        return ref.load()
+    from acxoci.attestation.keyless import KeylessSigner, identity_token, load_trust_config
+    from acxoci.keyfiles import interactive
+
+    k = ref.keyless
+    trust = load_trust_config(k.trust_config)
+    token, source = identity_token(k.identity_token_file, lambda: trust, interactive=interactive())
+    return KeylessSigner(trust, token, source, tlog_upload=k.tlog_upload)
 
 
 def _input(name: str, d: InputDoc, base: Path) -> ArtifactInput:
@@ -593,8 +651,17 @@ def plan_from_json(doc: Any, *, path: Path) -> ReleasePlan:
         status = StatusListRelease(s.input, base / lists[s.input],
                                    _check_repository(s.repository, f"{path}: goal.statusList"), s.tag)
     att = d.goal.attestations
-    formats = tuple(att.formats) if att.formats is not None else DEFAULT_FORMATS
     akey = _key(d.inputs.keys.attestation, base) if d.inputs.keys.attestation is not None else None
+    keyless = akey is not None and akey.keyless is not None
+    formats: tuple[str, ...] = (tuple(att.formats) if att.formats is not None
+                                else ("bundle",) if keyless else DEFAULT_FORMATS)
+    if keyless and "legacy" in formats:
+        raise InvalidInput("keyless release attestations are sigstore bundles (cosign 3); the legacy .att "
+                           "format needs a key", where=f"{path}: goal.attestations.formats")
+    for name, art in arts.items():
+        if art.build is not None and art.build.key.keyless is not None:
+            raise InvalidInput("a cartridge's publisher signature needs a key (Ed25519), not keyless",
+                               where=f"{path}: inputs.artifacts.{name}.build.key")
     if formats and akey is None:
         raise InvalidInput("attestations are requested but inputs.keys.attestation is missing",
                            where=str(path))
@@ -606,6 +673,7 @@ def plan_from_json(doc: Any, *, path: Path) -> ReleasePlan:
                         tuple((a.role, base / a.source) for a in d.goal.authority))
     return ReleasePlan(
         goal_id=d.goal.id, releases=tuple(releases), formats=formats, envelope=att.envelope,
+        provenance=att.provenance,
         attestation_key=akey, status_list=status, registries=regs, policy=base / d.acceptance.policy,
         budget=Budget(b.attempts, b.backoff_seconds, b.max_backoff_seconds, b.transport_retries),
         lease_seconds=d.lease.ttl_seconds, path=path, digest=jcs_digest(doc), identity=identity,

@@ -523,6 +523,7 @@ def test_run_checks_passes_each_check_its_inputs() -> None:
         C.check_level(g.credentials, p, ROM), C.check_revocation(g.credentials, p, ROM),
         C.check_harness(g.harness, p, host_given=True, available=True), C.check_budget(None, p),
         C.check_staffing("cartridge", None), C.check_version(g.version), C.check_lifecycle(None),
+        C.check_provenance_requirement(g.attestations, p),
     ]
     # the credential bound to another ROM is set aside: only the ROM's own (level 3) counts
     assert got[5].status == "pass" and got[3].status == "pass" and got[7].kind == "harness_unmet"
