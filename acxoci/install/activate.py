@@ -800,11 +800,15 @@ def _deactivate(store: Store, name: str, *, root: Path | None, force: bool) -> D
             r, k = _remove_recorded(a, only=None, force=force)
             removed += [f"{a.root}/{x}" for x in r]
             kept += [f"{a.root}/{x}" for x in k]
-            levels = a.doc.get("createdLevels")
+            levels = _levels(a)
+            sharing = [o for o in scan_activations(store)[0] if o.root == a.root and o.path != a.path]
+            if sharing:  # another activation still uses the folder: it inherits what acx created
+                heir = sharing[0]
+                if _levels(heir) < levels:
+                    write_json_atomic(heir.path, {**heir.doc, "createdLevels": levels})
+                levels = 0
             p = a.root
-            for _ in range(
-                min(levels, 64) if isinstance(levels, int) and not isinstance(levels, bool) else 0
-            ):
+            for _ in range(levels):
                 if os.path.islink(p) or not os.path.isdir(p):
                     break
                 try:
@@ -815,6 +819,12 @@ def _deactivate(store: Store, name: str, *, root: Path | None, force: bool) -> D
             a.path.unlink()
         txn.changed = True
         return DeactivationResult(name, tuple(str(a.root) for a in acts), tuple(removed), tuple(kept))
+
+
+def _levels(act: Activation) -> int:
+    """How many folders, from the skills folder up, the activation created (at most 64)."""
+    levels = act.doc.get("createdLevels")
+    return min(levels, 64) if isinstance(levels, int) and not isinstance(levels, bool) and levels > 0 else 0
 
 
 def check_activations(store: Store, names: Sequence[str] | None = None) -> dict[str, list[str]]:
