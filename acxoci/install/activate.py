@@ -34,6 +34,7 @@ from typing import Any
 
 from acxoci.errors import AcxError, Blocked, InvalidInput, NotFound, RefusedByPolicy, Tampered, UsageError
 from acxoci.fsutil import atomic_write
+from acxoci.install.hosts import HOSTS
 from acxoci.install.store import InstalledItem, Store, Transaction, file_digest, slug, write_json_atomic
 from acxoci.oci.target import RemoteOptions
 from attest.canonical import loads_strict
@@ -51,39 +52,6 @@ STAGING_PREFIX = ".acx-staging-"
 OLD_PREFIX = ".acx-old-"
 _SEGMENT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _SKILL_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
-
-
-@dataclass(frozen=True)
-class HostFolders:
-    """Where a host reads Agent Skills: relative to HOME (user scope) and to a project folder."""
-
-    host: str
-    user: str | None
-    project: str | None
-    source: str
-
-
-# The folders each host reads (docs/activate.md records where this was found).
-HOSTS: dict[str, HostFolders] = {
-    "claude": HostFolders(
-        "claude",
-        ".claude/skills",
-        ".claude/skills",
-        "Claude Code skills docs: ~/.claude/skills/<skill>/SKILL.md, <project>/.claude/skills",
-    ),
-    "codex": HostFolders(
-        "codex",
-        ".agents/skills",
-        ".agents/skills",
-        "OpenAI Codex skills docs: $HOME/.agents/skills (user), <repo>/.agents/skills (repo)",
-    ),
-    "cursor": HostFolders(
-        "cursor",
-        ".cursor/skills",
-        ".cursor/skills",
-        "Cursor skills docs: ~/.cursor/skills (user), <project>/.cursor/skills (project)",
-    ),
-}
 
 
 def skills_root(
