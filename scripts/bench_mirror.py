@@ -57,7 +57,8 @@ def main() -> int:
             acx_file = work / f"a{i}.acx"
             with_save_row(sample, acx_file, i)
             ref = f"{src_reg.host}/bench/a{i}:v1"
-            sh(*ACX, "push", "--no-verify", str(acx_file), ref, "--sign", "--key", str(key), "--format", "bundle")
+            sh(*ACX, "push", "--no-verify", str(acx_file), ref, "--sign", "--key", str(key),
+               "--format", "bundle")
             pairs_acx.append(f"{ref} {dst_a.host}/bench/a{i}:v1")
             pairs_oras.append((ref, f"{dst_o.host}/bench/a{i}:v1"))
         listing = work / "list.txt"

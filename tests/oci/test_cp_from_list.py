@@ -26,7 +26,8 @@ def test_a_list_is_copied_several_at_a_time_with_referrers(tmp_path: Path, vecto
     host = distribution_registry.host
     lines = [f"oci-layout:{src}:a{i}  {host}/mirror/a{i}:a{i}" for i in range(6)]
     listing = tmp_path / "list.txt"
-    listing.write_text("# a mirror of six\n" + "\n".join(lines) + "\n\noci-layout:nowhere:x  " + f"{host}/m/x:x\n")
+    listing.write_text("# a mirror of six\n" + "\n".join(lines) + "\n\n"
+                       + f"oci-layout:nowhere:x  {host}/m/x:x\n")
     code, out = acx_json(capsys, "cp", "-r", "--from-list", str(listing), "--concurrency", "4")
     assert code == 4 and out["failed"] == 1 and len(out["copies"]) == 7, out  # the missing source: not_found
     done = [c for c in out["copies"] if "error" not in c]
