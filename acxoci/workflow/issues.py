@@ -72,7 +72,7 @@ class IssueCollector:
         self.issues: list[Issue] = []
 
     def add(self, rule: str, path: str, message: str, value: Any = None) -> None:
-        self.issues.append(Issue(rule, path, message, value))
+        self.issues.append(Issue(rule, path, message, None if value is ABSENT else value))
 
     def closed(self, obj: Any, allowed: frozenset[str], path: str, what: str) -> None:
         """One `unknown-property` issue for each key of `obj` outside `allowed`."""

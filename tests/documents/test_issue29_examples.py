@@ -105,3 +105,20 @@ def test_a_workflow_member_that_is_null_is_no_absent_member(env: resign.Env, mem
     result = lint({**seed, member: None})
     assert not result.ok
     assert any(i.path == f"$.{member}" for i in result.errors), [i.text() for i in result.issues]
+
+
+@pytest.mark.parametrize("member", ["participants", "nodes", "edges", "rac", "limits"])
+def test_a_missing_workflow_member_is_reported_and_printable(env: resign.Env, member: str) -> None:
+    """Found by `make fuzz`: an absent required member's issue carried the internal absence
+    marker as its value, and `workflow lint --json` could not print it (exit 70)."""
+    seed = resign.BY_KIND["workflow"].seeds(env)[0][1]
+    doc = {k: v for k, v in seed.items() if k != member}
+    ran = resign.run(["workflow", "lint", str(_write(env, doc))])
+    assert not ran.crashed, ran.out
+    json.loads(ran.out)
+
+
+def _write(env: resign.Env, doc: Any) -> Path:
+    p = env.tmp / "w.cal.json"
+    p.write_text(json.dumps(doc))
+    return p

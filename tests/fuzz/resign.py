@@ -267,7 +267,10 @@ def _resign_file(
     try:
         conn.execute("BEGIN")
         if edit is not None:
-            edit(conn)
+            try:
+                edit(conn)
+            except UnicodeEncodeError as exc:  # a lone surrogate: no UTF-8 text, so no document
+                raise Unsignable(str(exc)) from exc
         refresh_rom_objects(conn)
         sign_connection(conn, key, signed_at=SIGNED_AT)
         conn.execute("COMMIT")
