@@ -69,7 +69,7 @@ AttestationSigner = PrivateKey | KeylessSigner
 
 
 def parse_format(value: str | None, *, keyless: bool = False) -> FormatChoice:
-    """`legacy`, `bundle` or `both` (the `--format` option), else a usage error; unset means both
+    """`legacy`, `bundle` or `both` (the `--attestation-format` option), else a usage error; unset means both
     with a key and the bundle keylessly (cosign 3's choice; the `.att` layout only on request)."""
     if value is None:
         return "bundle" if keyless else "both"
@@ -79,7 +79,7 @@ def parse_format(value: str | None, *, keyless: bool = False) -> FormatChoice:
         return "bundle"
     if value == "both":
         return "both"
-    raise UsageError(f"--format must be legacy, bundle or both, not {value!r}")
+    raise UsageError(f"--attestation-format must be legacy, bundle or both, not {value!r}")
 CARTRIDGE_LAYER_PREFIX = "application/vnd.acx.cartridge.layer"
 WORKFLOW_MARK = "application/vnd.acx.workflow"
 GRAPH_MARK = "application/vnd.acx.agent-graph"

@@ -199,8 +199,8 @@ class KeylessSigner:
         if legacy:
             if not self._context._tsa_clients:
                 raise UsageError("a keyless legacy .att attestation needs a timestamp authority (it cannot "
-                                 "carry a Rekor v2 entry), and the signing config names none; use --format "
-                                 "bundle")
+                                 "carry a Rekor v2 entry), and the signing config names none; use "
+                                 "--attestation-format bundle")
             client = self._context._tsa_clients[0]
             try:
                 response = client.request_timestamp(legacy_bytes)

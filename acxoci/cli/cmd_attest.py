@@ -68,10 +68,10 @@ _VERDICT_COLOR = {"verified": "green", "rejected": "red", "unverified": "yellow"
 def _predicate(ptype: str | None, pfile: Path | None) -> tuple[str | None, dict[str, Any] | None]:
     if pfile is None:
         if ptype is not None:
-            raise UsageError("--predicate-type needs --predicate FILE")
+            raise UsageError("--type needs --predicate FILE")
         return None, None
     if ptype is None:
-        raise UsageError("--predicate needs --predicate-type URI")
+        raise UsageError("--predicate needs --type URI")
     return ptype, parse_predicate_file(read_bytes(pfile, "predicate"), where=str(pfile))
 
 
@@ -133,10 +133,10 @@ _IDENTITY_HELP = "Keyless: the certificate identity (SAN) must be exactly this."
 def attest_cmd(
     ref: str = typer.Argument(..., help="host/repo:tag, host/repo@sha256:…, oci-layout:DIR:tag."),
     key: str | None = typer.Option(None, "--key", help=KEYLESS_KEY_HELP),
-    predicate_type: str | None = typer.Option(None, "--predicate-type", help="Attest this predicate type …"),
+    predicate_type: str | None = typer.Option(None, "--type", help="Attest this predicate type …"),
     predicate: Path | None = typer.Option(None, "--predicate", help="… with this JSON predicate file."),
-    fmt: str | None = typer.Option(None, "--format", help="legacy (.att tag) | bundle (referrer) | both "
-                                   "(default: both with --key, bundle keyless)."),
+    fmt: str | None = typer.Option(None, "--attestation-format", help="legacy (.att tag) | bundle (referrer) "
+                                   "| both (default: both with --key, bundle keyless)."),
     replace: bool = typer.Option(False, "--replace", help="Remove your own earlier attestations of this "
                                  "predicate type (others' are never touched)."),
     password_env: str | None = typer.Option(None, "--password-env",
@@ -277,12 +277,12 @@ def verify_cmd(
     now_: str | None = typer.Option(None, "--now", help="RFC 3339 time to use instead of the clock."),
     policy: Path | None = typer.Option(None, "--policy", help="Judge everything under this verification "
                                        "policy, exactly as `acx install` would (exit 8 when refused)."),
-    host: Path | None = typer.Option(None, "--host", help="With --policy: the host descriptor."),
+    host: Path | None = typer.Option(None, "--host-descriptor", help="With --policy: the host descriptor."),
     host_limits: Path | None = typer.Option(None, "--host-limits", help="With --policy: host limits."),
     store: Path | None = typer.Option(None, "--store", envvar="ACX_STORE", help="With --policy: the install "
                                       "store a workflow is staffed from (read only; default: install's)."),
-    roster: Path | None = typer.Option(None, "--roster", help="With --policy: more cartridges for a "
-                                       "workflow's staffing (as install's --roster)."),
+    roster: Path | None = typer.Option(None, "--cartridges", help="With --policy: more cartridges for a "
+                                       "workflow's staffing (as install's --cartridges)."),
 ) -> None:
     """May I trust this artifact? With --policy: the artifact's own signature and trust, its
     attestations, level, revocation, lifecycle and provenance, judged by the same decision as
@@ -305,7 +305,7 @@ def verify_cmd(
         _exit(0 if j.ok else 8)
         return
     if host is not None or host_limits is not None or roster is not None:
-        raise UsageError("--host, --host-limits and --roster go with --policy")
+        raise UsageError("--host-descriptor, --host-limits and --cartridges go with --policy")
     wanted = Requirement(repo, source_ref, signer_workflow)
     identity, identity_regexp, issuer, issuer_regexp = _provenance_identity(
         wanted, identity, identity_regexp, issuer, issuer_regexp)
@@ -491,8 +491,8 @@ def verify_blob_cmd(
 
 def register(app: typer.Typer) -> None:
     """Add attest / verify / attest-blob / verify-blob to the root app."""
-    app.command("attest")(transport_options()(attest_cmd))
-    app.command("verify")(transport_options()(verify_cmd))
+    app.command("attest")(transport_options(referrers=True, layout="ref")(attest_cmd))
+    app.command("verify")(transport_options(layout="ref")(verify_cmd))
     app.command("attest-blob")(attest_blob_cmd)
     app.command("verify-blob")(verify_blob_cmd)
 

@@ -59,7 +59,7 @@ def sign_cmd(
         "file with `acx key generate`)."
     ),
     out: Path | None = typer.Option(
-        None, "-o", "--out", help="Output (default <name>.signed.agent-graph.json)."
+        None, "-o", "--output", help="Output (default <name>.signed.agent-graph.json)."
     ),
     password_env: str | None = typer.Option(None, "--password-env", help="Env var holding the key password."),
     now: str | None = typer.Option(None, "--now", help="Signing time (RFC 3339; default: now)."),

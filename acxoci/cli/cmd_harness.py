@@ -22,7 +22,7 @@ from acxoci.policy.files import is_cartridge, load_document
 from attest.canonical import loads_strict
 from attest.errors import MalformedError
 
-HOST_OPT = typer.Option(None, "--host", help="Host descriptor JSON (acx.host.v1).")
+HOST_OPT = typer.Option(None, "--host-descriptor", help="Host descriptor JSON (acx.host.v1).")
 TOOLS_OPT = typer.Option(None, "--tools", help="Comma-separated roles (or tool names) the host provides.")
 ALL_TOOLS_OPT = typer.Option(False, "--all-tools", help="The host provides every role the cartridge needs.")
 MCP_OPT = typer.Option(
@@ -33,7 +33,6 @@ TIMEOUT_OPT = typer.Option(30.0, "--mcp-timeout", help="Seconds the MCP server h
 REGISTRY_OPT = typer.Option(
     None,
     "--trust-registry",
-    "--registry",
     help="Trust registry (acx.trust-registry/1) for the signature check.",
 )
 
@@ -102,7 +101,8 @@ def negotiate(
     bind: list[str] | None = BIND_OPT,
     mcp_timeout: float = TIMEOUT_OPT,
     registry: Path | None = REGISTRY_OPT,
-    out: Path | None = typer.Option(None, "-o", "--out", help="Also write the compliance descriptor here."),
+    out: Path | None = typer.Option(None, "-o", "--output",
+                                    help="Also write the compliance descriptor here."),
 ) -> None:
     """Verify the cartridge, bind one host tool per role and emit the compliance descriptor, or refuse
     with JSON-RPC -32602 "Unsupported harness" (exit 8) listing every unmet role and scope."""

@@ -1,4 +1,4 @@
-"""`acx lance FILE --out DIR`: verify a cartridge, then write its memory as a LanceDB database
+"""`acx lance FILE --output DIR`: verify a cartridge, then write its memory as a LanceDB database
 (`acx.lance-memory/1`, table `memories`), vectors re-indexed with local-hash-128 (docs/guide.md)."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from acxoci.errors import RefusedByPolicy, UsageError
 
 def lance(
     file: Path = typer.Argument(..., help="The cartridge (.acx); read only."),
-    out: Path = typer.Option(..., "--out", help="Folder for the LanceDB database (created)."),
+    out: Path = typer.Option(..., "-o", "--output", help="Folder for the LanceDB database (created)."),
     trust_registry: Path | None = typer.Option(
         None, "--trust-registry", help="Trust registry: the signer must be trusted."
     ),

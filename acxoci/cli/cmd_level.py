@@ -117,7 +117,8 @@ def _play(bench: Path, bench_key: Path | None, binding: CartridgeBinding, solver
 
 
 def bench_init_cmd(
-    out_dir: Path = typer.Option(Path("."), "-o", "--out", help="Directory for the benchmark and its key."),
+    out_dir: Path = typer.Option(Path("."), "-o", "--output",
+                                 help="Directory for the benchmark and its key."),
     demo: bool = typer.Option(False, "--demo", help="The reference demo suite acx-bench-dag-de@2026.07.1."),
     tasks: Path | None = typer.Option(None, "--tasks", help="Suite source {id,version,name,tasks,...}."),
 ) -> None:
@@ -182,12 +183,12 @@ def issue_cmd(
     issuer_key: Path = typer.Option(..., "--issuer-key", help="Issuer Ed25519 private key (PEM)."),
     status_list: Path = typer.Option(..., "--status-list", help="Status list credential file."),
     status_index: int | None = typer.Option(None, "--status-index", help="Index (default: next free)."),
-    out: Path | None = typer.Option(None, "-o", "--out", help="Output (default <cartridge>.level.json)."),
+    out: Path | None = typer.Option(None, "-o", "--output", help="Output (default <cartridge>.level.json)."),
     bench_key: Path | None = typer.Option(None, "--bench-key", help="Sealing key (default: beside --bench)."),
     solver: str = typer.Option("reference", "--solver", help="reference | python:mod:func | cmd:COMMAND"),
     competence: float = typer.Option(33.0, "--competence", help="Competence of the reference solver."),
     draws: int = typer.Option(DEFAULT_DRAW_COUNT, "--draws", help="Number of held-out tasks to play."),
-    validity_days: int = typer.Option(365, "--validity-days", help="validUntil = now + this many days."),
+    validity_days: int = typer.Option(365, "--valid-days", help="validUntil = now + this many days."),
     attempt_log: Path | None = typer.Option(None, "--attempt-log", help="Verifier's attempt log (JSONL)."),
     cooldown: int = typer.Option(int(DEFAULT_COOLDOWN.total_seconds()), "--cooldown",
                                  help="Seconds a ROM digest waits after a failed attempt."),
@@ -289,7 +290,7 @@ def verify_cmd(
                                        help="Seconds after its validFrom that a status list is stale."),
     allow_offline: bool = typer.Option(False, "--allow-offline", help="Accept a cached/stale status list."),
     variant: str = typer.Option("auto", "--variant", help="Proof variant: auto, w3c or acx."),
-    min_level: str | None = typer.Option(None, "--min-level", help="Require this level N or a tier."),
+    min_level: str | None = typer.Option(None, "--require-level", help="Require this level N or a tier."),
     cache_dir: Path | None = typer.Option(None, "--cache-dir", help="Status-list cache directory."),
     trust_registry: Path | None = typer.Option(None, "--trust-registry", help="Cartridge trust registry."),
     now: str | None = typer.Option(None, "--now", help="Evaluate at this RFC 3339 time."),
@@ -362,7 +363,7 @@ def revoke_cmd(
     credential: Path = typer.Argument(..., help="Level credential (JSON) to revoke."),
     status_list: Path = typer.Option(..., "--status-list", help="Status list credential file."),
     issuer_key: Path = typer.Option(..., "--issuer-key", help="The list issuer's private key."),
-    publish: str | None = typer.Option(None, "--publish", help="Also push the list to this OCI ref."),
+    publish: str | None = typer.Option(None, "--push", help="Also push the list to this OCI reference."),
     now: str | None = typer.Option(None, "--now", help="Sign at this RFC 3339 time."),
 ) -> None:
     """Revoke a credential: set its bit in the status list and re-sign the list."""
@@ -393,7 +394,7 @@ def status_create_cmd(
     list_id: str = typer.Option(..., "--id", help="The list's id / URL (statusListCredential)."),
     issuer: str = typer.Option(..., "--issuer", help="Issuer DID."),
     issuer_key: Path = typer.Option(..., "--issuer-key", help="Issuer Ed25519 private key (PEM)."),
-    out: Path = typer.Option(..., "-o", "--out", help="Where to write the signed list."),
+    out: Path = typer.Option(..., "-o", "--output", help="Where to write the signed list."),
     size: int = typer.Option(statuslist.MIN_BITS, "--size", help="Bits (>= 131072, multiple of 8)."),
     valid_days: int | None = typer.Option(None, "--valid-days", help="validUntil = now + days."),
     now: str | None = typer.Option(None, "--now", help="Sign at this RFC 3339 time."),
@@ -480,10 +481,10 @@ def register(app: typer.Typer) -> None:
         return
     _REGISTERED = True
     level_app.command("bench-init")(bench_init_cmd)
-    level_app.command("run")(transport_options()(run_cmd))
-    level_app.command("issue")(transport_options()(issue_cmd))
+    level_app.command("run")(transport_options(layout="ref")(run_cmd))
+    level_app.command("issue")(transport_options(referrers=True, layout="ref")(issue_cmd))
     level_app.command("verify")(transport_options()(verify_cmd))
-    level_app.command("revoke")(revoke_cmd)
+    level_app.command("revoke")(transport_options()(revoke_cmd))
     status_list_app.command("create")(status_create_cmd)
     status_list_app.command("show")(transport_options()(status_show_cmd))
-    status_list_app.command("publish")(transport_options()(status_publish_cmd))
+    status_list_app.command("publish")(transport_options(layout="ref")(status_publish_cmd))

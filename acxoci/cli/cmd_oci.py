@@ -130,8 +130,8 @@ def push_cmd(
     sign: bool = typer.Option(False, "--sign", help="Also attest the pushed manifest (with --key, or "
                               "keylessly without it)."),
     key: str | None = typer.Option(None, "--key", help="With --sign: " + KEYLESS_KEY_HELP),
-    fmt: str | None = typer.Option(None, "--format", help="With --sign: legacy | bundle | both (default: "
-                                   "both with --key, bundle keyless)."),
+    fmt: str | None = typer.Option(None, "--attestation-format", help="With --sign: legacy | bundle | both "
+                                   "(default: both with --key, bundle keyless)."),
     password_env: str | None = typer.Option(None, "--password-env", help="Env var with the key password."),
     identity_token_file: Path | None = typer.Option(None, "--identity-token-file", help=TOKEN_HELP),
     trust_config: Path | None = typer.Option(None, "--trust-config", help=TRUST_CONFIG_HELP),
@@ -527,13 +527,14 @@ def logout_cmd(host: str = typer.Argument(..., help="Registry host[:port].")) ->
 
 def register(app: typer.Typer) -> None:
     """Add the OCI commands to the root app and `manifest get` to the manifest group."""
-    net = transport_options()
-    app.command("push")(net(push_cmd))
-    app.command("pull")(net(pull_cmd))
-    app.command("discover")(net(discover_cmd))
-    app.command("attach")(net(attach_cmd))
-    app.command("cp")(transport_options(sides=True)(cp_cmd))
-    app.command("tags")(net(tags_cmd))
-    app.command("login")(net(login_cmd))
+    reads = transport_options(layout="ref")
+    writes = transport_options(referrers=True, layout="ref")
+    app.command("push")(writes(push_cmd))
+    app.command("pull")(reads(pull_cmd))
+    app.command("discover")(reads(discover_cmd))
+    app.command("attach")(writes(attach_cmd))
+    app.command("cp")(transport_options(sides=True, referrers=True, layout=("src", "dst"))(cp_cmd))
+    app.command("tags")(transport_options(layout="repo")(tags_cmd))
+    app.command("login")(transport_options()(login_cmd))
     app.command("logout")(logout_cmd)
-    manifest_app.command("get")(net(manifest_get_cmd))
+    manifest_app.command("get")(reads(manifest_get_cmd))

@@ -122,7 +122,7 @@ def register(app: typer.Typer) -> None:
         emit(data, human)
 
     @release_app.command("run")
-    @transport_options()
+    @transport_options(referrers=True)
     def run_cmd(
         file: Path = typer.Argument(..., help="The release plan (acx-release.yaml)."),
         allow_retag: bool = typer.Option(False, "--allow-retag", help=RETAG_HELP),
@@ -135,7 +135,7 @@ def register(app: typer.Typer) -> None:
                          repaired=repaired))
 
     @release_app.command("resume")
-    @transport_options()
+    @transport_options(referrers=True)
     def resume_cmd(
         goal: str = typer.Argument(..., help="Goal id (the plan's goal.id)."),
         allow_retag: bool = typer.Option(False, "--allow-retag", help=RETAG_HELP),

@@ -47,7 +47,7 @@ def cmd_builder(
 def cmd_site(
     source: str = typer.Argument(..., help="An Exchange folder, or oci-layout:PATH written by "
                                  "`acx exchange mirror`."),
-    out: Path = typer.Option(..., "--out", help="The catalog folder to write (new, empty, or an "
+    out: Path = typer.Option(..., "-o", "--output", help="The catalog folder to write (new, empty, or an "
                              "earlier catalog)."),
     trust_registry: Path | None = typer.Option(None, "--trust-registry",
                                                help="Judge signers against this acx.trust-registry/1."),

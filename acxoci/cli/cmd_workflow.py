@@ -57,7 +57,7 @@ def sign_cmd(
         None, "--key", help="Ed25519 private key: a PKCS#8 PEM file, env://VAR or a pkcs11: URI (make a "
         "file with `acx key generate`)."
     ),
-    out: Path | None = typer.Option(None, "-o", "--out", help="Output (default <name>.signed.cal.json)."),
+    out: Path | None = typer.Option(None, "-o", "--output", help="Output (default <name>.signed.cal.json)."),
     password_env: str | None = typer.Option(None, "--password-env", help="Env var holding the key password."),
     now: str | None = typer.Option(None, "--now", help="Signing time (RFC 3339; default: now)."),
 ) -> None:
@@ -83,7 +83,7 @@ def verify_cmd(
 @workflow_app.command("remix")
 def remix_cmd(
     signed: Path = typer.Argument(..., help="The signed parent workflow."),
-    out: Path = typer.Option(..., "-o", "--out", help="Where to write the unsigned draft."),
+    out: Path = typer.Option(..., "-o", "--output", help="Where to write the unsigned draft."),
     relation: str = typer.Option("remix", "--relation", help="remix | fork | derived-from | supersedes."),
     new_id: str | None = typer.Option(None, "--id", help="New workflow id for the draft."),
     new_version: str | None = typer.Option(None, "--version", help="New SemVer for the draft."),
