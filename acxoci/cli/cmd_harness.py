@@ -13,6 +13,7 @@ import typer
 
 from acxoci.cartridge.trust_file import load_trust_registry
 from acxoci.cli.apps import harness_app
+from acxoci.cli.common import REQUIRE_HELP, refuse_below, required_trust
 from acxoci.cli.output import Markup, emit, say, say_error
 from acxoci.errors import InvalidInput, NotFound, RefusedByPolicy, UsageError
 from acxoci.fsutil import atomic_write
@@ -33,8 +34,9 @@ TIMEOUT_OPT = typer.Option(30.0, "--mcp-timeout", help="Seconds the MCP server h
 REGISTRY_OPT = typer.Option(
     None,
     "--trust-registry",
-    help="Trust registry (acx.trust-registry/1) for the signature check.",
+    help="Trust registry (acx.trust-registry/1): the signer must be trusted in it (see --require).",
 )
+REQUIRE_OPT = typer.Option(None, "--require", help=REQUIRE_HELP)
 
 
 def _load_host(path: Path) -> h.HostDescriptor:
@@ -80,13 +82,19 @@ def host_source(
 
 
 def run_handshake(
-    cartridge: Path, source: Callable[[h.HarnessRequirements], HostOffer], registry: Path | None
+    cartridge: Path, source: Callable[[h.HarnessRequirements], HostOffer], registry: Path | None,
+    require: str | None = None,
 ) -> Handshake:
+    """The boot handshake; refused (exit 8) when the signer is below `--require` (trusted by
+    default with a trust registry)."""
+    minimum = required_trust(require, registry)
     if not cartridge.is_file() or not is_cartridge(cartridge):
         raise NotFound(f"not a cartridge file: {cartridge}")
     now = datetime.now(UTC)
     trust = load_trust_registry(registry, now=now) if registry else None
-    return handshake(cartridge, source, registry=trust, now=now)
+    result = handshake(cartridge, source, registry=trust, now=now)
+    refuse_below(result.verdict.trust, minimum, str(cartridge), result.verdict.summary)
+    return result
 
 
 @harness_app.command("negotiate")
@@ -101,13 +109,14 @@ def negotiate(
     bind: list[str] | None = BIND_OPT,
     mcp_timeout: float = TIMEOUT_OPT,
     registry: Path | None = REGISTRY_OPT,
+    require: str | None = REQUIRE_OPT,
     out: Path | None = typer.Option(None, "-o", "--output",
                                     help="Also write the compliance descriptor here."),
 ) -> None:
     """Verify the cartridge, bind one host tool per role and emit the compliance descriptor, or refuse
     with JSON-RPC -32602 "Unsupported harness" (exit 8) listing every unmet role and scope."""
     result = run_handshake(
-        cartridge, host_source(host, tools, all_tools, mcp_stdio, bind, mcp_timeout), registry
+        cartridge, host_source(host, tools, all_tools, mcp_stdio, bind, mcp_timeout), registry, require
     )
     descriptor, verdict = result.descriptor, result.verdict
     if out is not None:
@@ -143,11 +152,12 @@ def check(
     host: Path | None = HOST_OPT,
     mcp_timeout: float = TIMEOUT_OPT,
     registry: Path | None = REGISTRY_OPT,
+    require: str | None = REQUIRE_OPT,
 ) -> None:
     """Host preflight: can this host boot the cartridge? ACCEPT (exit 0) or REFUSE (exit 8), by the
     same verification, package checks and negotiation as `acx harness negotiate`."""
     result = run_handshake(
-        cartridge, host_source(host, tools, all_tools, mcp_stdio, bind, mcp_timeout), registry
+        cartridge, host_source(host, tools, all_tools, mcp_stdio, bind, mcp_timeout), registry, require
     )
     d, req = result.descriptor, result.requirements
     data = {

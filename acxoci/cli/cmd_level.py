@@ -16,8 +16,8 @@ import typer
 
 from acxoci.cartridge.trust_file import load_trust_registry
 from acxoci.cli.apps import level_app, status_list_app
+from acxoci.cli.common import REQUIRE_HELP, load_signing_key, refuse_below, required_trust, transport_options
 from acxoci.cli.common import exit_with as _exit
-from acxoci.cli.common import load_signing_key, transport_options
 from acxoci.cli.common import parse_now as _now
 from acxoci.cli.output import Markup, count_progress, emit, say
 from acxoci.errors import InvalidInput, NotFound, RefusedByPolicy, UsageError, VerificationFailed
@@ -65,16 +65,25 @@ class _Resolved:
 
 
 @contextmanager
-def _cartridge(ref: str, now: datetime, registry: TrustRegistry | None) -> Iterator[_Resolved]:
-    """A local .acx file, or an OCI reference pulled into a temp dir; verified and bound either way."""
+def _cartridge(ref: str, now: datetime, registry: TrustRegistry | None,
+               minimum: str | None = None) -> Iterator[_Resolved]:
+    """A local .acx file, or an OCI reference pulled into a temp dir; verified and bound either way,
+    and refused (exit 8) when its signer is below `minimum` (--require / --trust-registry)."""
     if Path(ref).is_file():
-        yield _Resolved(bind_cartridge(Path(ref), now=now, registry=registry), None)
+        yield _Resolved(_bound(Path(ref), now, registry, minimum), None)
         return
     if not level_oci.looks_like_reference(ref):
         raise NotFound(f"cartridge not found: {ref}")
     with tempfile.TemporaryDirectory(prefix="acx-level-") as tmp:
         pulled = level_oci.pull_cartridge(ref, Path(tmp), now=now, registry=registry)
-        yield _Resolved(bind_cartridge(pulled.path, now=now, registry=registry), pulled)
+        yield _Resolved(_bound(pulled.path, now, registry, minimum, where=ref), pulled)
+
+
+def _bound(path: Path, now: datetime, registry: TrustRegistry | None, minimum: str | None,
+           where: str | None = None) -> CartridgeBinding:
+    binding = bind_cartridge(path, now=now, registry=registry)
+    refuse_below(binding.trust, minimum, where or str(path))
+    return binding
 
 
 def _bench_key_path(bench: Path, key: Path | None) -> Path:
@@ -87,6 +96,9 @@ def _bench_key_path(bench: Path, key: Path | None) -> Path:
 def _open_bench(bench: Path, key: Path | None) -> bench_mod.BenchmarkSuite:
     doc = bench_mod.load_document(bench)
     return bench_mod.open_suite(doc, bench_mod.read_key(_bench_key_path(bench, key)), str(bench))
+
+
+CART_TRUST_HELP = "The cartridge's trust registry: its signer must be trusted in it (see --require)."
 
 
 def _registry(path: Path | None, now: datetime) -> TrustRegistry | None:
@@ -156,13 +168,15 @@ def run_cmd(
     competence: float = typer.Option(33.0, "--competence", help="Competence of the reference solver."),
     draws: int = typer.Option(DEFAULT_DRAW_COUNT, "--draws", help="Number of held-out tasks to play."),
     signer_key: Path | None = typer.Option(None, "--signer-key", help="Evidence key (default: ephemeral)."),
-    trust_registry: Path | None = typer.Option(None, "--trust-registry", help="Cartridge trust registry."),
+    trust_registry: Path | None = typer.Option(None, "--trust-registry", help=CART_TRUST_HELP),
+    require: str | None = typer.Option(None, "--require", help=REQUIRE_HELP),
     now: str | None = typer.Option(None, "--now", help="Evaluate at this RFC 3339 time."),
 ) -> None:
     """Re-run the cartridge on the sealed held-out slice and rate it (no credential)."""
+    minimum = required_trust(require, trust_registry)
     at = _now(now)
     signer = load_signing_key(signer_key) if signer_key else generate_ed25519()
-    with _cartridge(ref, at, _registry(trust_registry, at)) as resolved:
+    with _cartridge(ref, at, _registry(trust_registry, at), minimum) as resolved:
         result = _play(bench, bench_key, resolved.binding, solver, competence, draws, signer)
     decision = gate(result.rating.sigma, result.games_played)
     data = result.summary() | {"gate": {"ok": decision.ok, "message": decision.message}}
@@ -193,7 +207,8 @@ def issue_cmd(
     cooldown: int = typer.Option(int(DEFAULT_COOLDOWN.total_seconds()), "--cooldown",
                                  help="Seconds a ROM digest waits after a failed attempt."),
     attach: bool = typer.Option(True, "--attach/--no-attach", help="For OCI refs: attach the VC."),
-    trust_registry: Path | None = typer.Option(None, "--trust-registry", help="Cartridge trust registry."),
+    trust_registry: Path | None = typer.Option(None, "--trust-registry", help=CART_TRUST_HELP),
+    require: str | None = typer.Option(None, "--require", help=REQUIRE_HELP),
     verifier: str | None = typer.Option(None, "--verifier", help="Who ran the benchmark, recorded as the "
                                         "credential's acx:verifier (default: the issuer DID)."),
     now: str | None = typer.Option(None, "--now", help="Evaluate at this RFC 3339 time."),
@@ -206,6 +221,7 @@ def issue_cmd(
 
     For an OCI reference the credential is also attached as a referrer and signed as a cosign
     level attestation (unless --no-attach)."""
+    minimum = required_trust(require, trust_registry)
     at = _now(now)
     key = load_signing_key(issuer_key)
     log = attempt_log or Path(platformdirs.user_data_dir("acxoci")) / "level-attempts.jsonl"
@@ -219,7 +235,7 @@ def issue_cmd(
     if lst.get("issuer") != issuer:
         raise UsageError(f"{status_list}: status list issuer {lst.get('issuer')} is not --issuer {issuer}")
     bits, purpose = statuslist.list_bits_from_credential(lst)
-    with _cartridge(ref, at, _registry(trust_registry, at)) as resolved:
+    with _cartridge(ref, at, _registry(trust_registry, at), minimum) as resolved:
         binding = resolved.binding
         cd = cooldown_decision(read_attempts(log), rom_digest=binding.rom_digest, benchmark=suite_label,
                                now=at, cooldown=timedelta(seconds=cooldown))
@@ -292,7 +308,8 @@ def verify_cmd(
     variant: str = typer.Option("auto", "--variant", help="Proof variant: auto, w3c or acx."),
     min_level: str | None = typer.Option(None, "--require-level", help="Require this level N or a tier."),
     cache_dir: Path | None = typer.Option(None, "--cache-dir", help="Status-list cache directory."),
-    trust_registry: Path | None = typer.Option(None, "--trust-registry", help="Cartridge trust registry."),
+    trust_registry: Path | None = typer.Option(None, "--trust-registry", help=CART_TRUST_HELP),
+    require: str | None = typer.Option(None, "--require", help=REQUIRE_HELP),
     now: str | None = typer.Option(None, "--now", help="Evaluate at this RFC 3339 time."),
 ) -> None:
     """Verify a level credential: proof, issuer, validity, gate, ROM binding, evidence, revocation.
@@ -301,6 +318,7 @@ def verify_cmd(
     checked against its ROM digest; it passes when one of them verifies."""
     if variant not in ("auto", "w3c", "acx"):
         raise UsageError(f"--variant must be auto, w3c or acx, not {variant!r}")
+    minimum = required_trust(require, trust_registry)
     at = _now(now)
     registry = IssuerRegistry.load(issuers, now=at)
     required = level_policy.parse_requirement(min_level) if min_level is not None else None
@@ -316,7 +334,7 @@ def verify_cmd(
     if not Path(credential).is_file() and level_oci.looks_like_reference(credential):
         if cartridge is not None or rom_digest is not None:
             raise UsageError("with an OCI reference the cartridge is the reference itself")
-        with _cartridge(credential, at, _registry(trust_registry, at)) as resolved:
+        with _cartridge(credential, at, _registry(trust_registry, at), minimum) as resolved:
             b, pulled = resolved.binding, resolved.pulled
             assert pulled is not None
             found = level_oci.find_credentials(pulled.target, pulled.manifest)
@@ -341,7 +359,7 @@ def verify_cmd(
     doc = _read_json(Path(credential), "credential")
     publisher = keyid = None
     if cartridge is not None:
-        binding = bind_cartridge(cartridge, now=at, registry=_registry(trust_registry, at))
+        binding = _bound(cartridge, at, _registry(trust_registry, at), minimum)
         expected, publisher, keyid = binding.rom_digest, binding.publisher_id, binding.keyid
     else:
         assert rom_digest is not None

@@ -18,11 +18,13 @@ import typer
 from acxoci.cli.apps import manifest_app
 from acxoci.cli.common import (
     KEYLESS_KEY_HELP,
+    REQUIRE_HELP,
     TLOG_HELP,
     TOKEN_HELP,
     TRUST_CONFIG_HELP,
     attestation_signer,
     refuse_local_file,
+    required_trust,
     transport_options,
 )
 from acxoci.cli.output import (
@@ -111,6 +113,12 @@ def _pinned(r: Reference, digest: str) -> str:
     return str(dataclasses.replace(r, digest=digest))
 
 
+def _trust_line(verdict: Any) -> None:
+    """The verified artifact's signer trust, said in human output as --json says it."""
+    if isinstance(verdict, dict) and verdict.get("trust"):
+        say("  signer {}: {}", verdict["trust"], verdict.get("summary") or "")
+
+
 def _require_file(file: Path) -> None:
     """A missing file is `not_found` (4), as everywhere else; a folder or device is not a file (3)."""
     if not file.exists():
@@ -126,7 +134,9 @@ def push_cmd(
     created: str | None = typer.Option(
         None, "--created", help="org.opencontainers.image.created (default: signing time)."
     ),
-    trust_registry: Path | None = typer.Option(None, "--trust-registry", help="acx.trust-registry/1 file."),
+    trust_registry: Path | None = typer.Option(None, "--trust-registry", help="acx.trust-registry/1 file: "
+                                               "the signer must be trusted in it (see --require)."),
+    require: str | None = typer.Option(None, "--require", help=REQUIRE_HELP),
     sign: bool = typer.Option(False, "--sign", help="Also attest the pushed manifest (with --key, or "
                               "keylessly without it)."),
     key: str | None = typer.Option(None, "--key", help="With --sign: " + KEYLESS_KEY_HELP),
@@ -140,8 +150,9 @@ def push_cmd(
         DEFAULT_PUSH_CONCURRENCY, "--concurrency", min=1, max=MAX_CONCURRENCY,
         help="Blobs uploaded at a time (the manifest goes last).",
     ),
-    policy: Path | None = typer.Option(None, "--policy", help="Then judge the pushed copy as `acx install` "
-                                       "would under this policy (exit 8 when it would refuse)."),
+    policy: Path | None = typer.Option(None, "--policy", help="After pushing, judge the registry copy as "
+                                       "`acx install` would under this policy (exit 8 when it would refuse; "
+                                       "the push stays: a refusal here is a warning to the publisher)."),
     allow_tag_mismatch: bool = typer.Option(False, "--allow-tag-mismatch", help="Push to a SemVer tag "
                                             "that is not the artifact's signed version."),
     remote: RemoteOptions = REMOTE,
@@ -150,9 +161,11 @@ def push_cmd(
 
     A SemVer-shaped tag must name the artifact's signed version (install refuses any other as a
     rollback), unless --allow-tag-mismatch. With `--sign` the pushed manifest is attested in the
-    same step (as `acx attest`), with `--key K` or keylessly; with `--policy P` the registry copy is
-    then judged as `acx install` would judge it, so a publisher learns at publish time what a
-    consumer would refuse."""
+    same step (as `acx attest`), with `--key K` or keylessly. With `--trust-registry T` the signer
+    must be trusted in T before anything is pushed (`--require portable` accepts a signer T does
+    not vouch for). With `--policy P` the registry copy is judged AFTER the push as `acx install`
+    would judge it, so a publisher learns at publish time what a consumer would refuse: exit 8
+    then means "pushed, but consumers under P would refuse it"."""
     from acxoci.artifact import detect_kind, push_path
 
     now = _now()
@@ -161,6 +174,7 @@ def push_cmd(
         raise UsageError("push needs a :tag (or @digest to push untagged); it never picks :latest for you",
                          where=ref, hint=f"acx push {file} {ref}:1.0.0")
     _require_file(file)
+    minimum = required_trust(require, trust_registry, no_verify=no_verify)
     kind = detect_kind(file)  # refuse a non-ACX file before any target is opened
     if not allow_tag_mismatch and r.tag is not None:
         from acxoci.errors import RefusedByPolicy
@@ -193,6 +207,7 @@ def push_cmd(
                 created=created,
                 progress=prog,
                 concurrency=concurrency,
+                minimum=minimum,
             )
     if r.digest and r.digest != desc.digest:
         raise UsageError(f"pushed {desc.digest}, but the reference pins {r.digest}", where=ref)
@@ -224,7 +239,8 @@ def push_cmd(
         data["acceptance"] = verdict_json(judged, policy)
 
     def human() -> None:
-        say("{}", desc.digest)
+        say("pushed {} ({})", data["reference"], facts.kind)
+        _trust_line(facts.verdict)
         if attested is not None:
             info("attested {} as {}", attested.get("predicateType"), attested.get("signerKeyId"))
         if judged is not None:
@@ -241,7 +257,9 @@ def pull_cmd(
     ref: str = typer.Argument(..., help="host/repo:tag|@digest or oci-layout:PATH:tag"),
     output: Path = typer.Option(..., "-o", "--output", help="File or directory to write."),
     no_verify: bool = typer.Option(False, "--no-verify", help="Do not verify the artifact after download."),
-    trust_registry: Path | None = typer.Option(None, "--trust-registry", help="acx.trust-registry/1 file."),
+    trust_registry: Path | None = typer.Option(None, "--trust-registry", help="acx.trust-registry/1 file: "
+                                               "the signer must be trusted in it (see --require)."),
+    require: str | None = typer.Option(None, "--require", help=REQUIRE_HELP),
     concurrency: int = typer.Option(
         DEFAULT_PULL_CONCURRENCY, "--concurrency", min=1, max=MAX_CONCURRENCY,
         help="Layers downloaded at a time.",
@@ -250,10 +268,13 @@ def pull_cmd(
 ) -> None:
     """Pull an artifact: digest-checked while streaming, verified, then renamed into place. A
     multi-file artifact (`oras push REF a.txt b.txt`, with --no-verify) is written into the
-    folder -o names, one file per layer title."""
+    folder -o names, one file per layer title. With `--trust-registry T` nothing is written unless
+    the signer is trusted in T (`--require portable` also takes a valid signature T does not vouch
+    for), exactly as `acx cartridge verify --trust-registry T --require trusted` decides."""
     from acxoci.artifact import pull_file
 
     refuse_local_file(ref, "pull")
+    minimum = required_trust(require, trust_registry, no_verify=no_verify)
     now = _now()
     r = _ref(ref)
     to_stdout = str(output) == "-"
@@ -274,6 +295,7 @@ def pull_cmd(
                 now=now,
                 progress=prog,
                 concurrency=concurrency,
+                minimum=minimum,
             )
         if to_stdout:
             if pulled.layer is None:
@@ -299,7 +321,11 @@ def pull_cmd(
     if to_stdout:
         info("pulled {} to stdout", pulled.manifest.digest)
         return
-    emit(data, lambda: say("pulled {} {}", shown, pulled.manifest.digest), quiet_line=pulled.manifest.digest)
+    def human() -> None:
+        say("pulled {} {}", shown, pulled.manifest.digest)
+        _trust_line(verdict)
+
+    emit(data, human, quiet_line=pulled.manifest.digest)
 
 
 def discover_cmd(

@@ -11,8 +11,8 @@ from typing import Any
 import typer
 
 from acxoci.cli.apps import workflow_app
+from acxoci.cli.common import REQUIRE_HELP, finish_lint, print_issues, required_trust, transport_options
 from acxoci.cli.common import exit_with as _exit
-from acxoci.cli.common import finish_lint, print_issues, transport_options
 from acxoci.cli.common import load_registry as _registry
 from acxoci.cli.common import parse_now as _now
 from acxoci.cli.output import Markup, emit, say
@@ -70,14 +70,21 @@ def sign_cmd(
 @workflow_app.command("verify")
 def verify_cmd(
     file: Path = typer.Argument(..., help="The signed .cal.json workflow."),
-    trust_registry: Path | None = typer.Option(None, "--trust-registry", help="acx.trust-registry/1 file."),
+    trust_registry: Path | None = typer.Option(None, "--trust-registry", help="acx.trust-registry/1 file: "
+                                               "the signer must be trusted in it (see --require)."),
+    require: str | None = typer.Option(None, "--require", help=REQUIRE_HELP),
     now: str | None = typer.Option(None, "--now", help="Evaluate trust at this time (RFC 3339)."),
 ) -> None:
-    """Verify every signature binding and the signer's trust; exit 0 only if signed, ok and publishable."""
+    """Verify every signature binding and the signer's trust; exit 0 only if signed, ok and publishable
+    (8 when the signer is below --require).
+
+    A file check: it does not look at a registry copy's attestations, level, revocation or
+    lifecycle; `acx verify REF --policy FILE` judges a published workflow as `acx install` would."""
+    minimum = required_trust(require, trust_registry)
     at = _now(now)
     doc = load_document(file)
     v = verify_workflow(doc, registry=_registry(trust_registry, at), now=at)
-    finish_verify(file, v, lint(doc, publish=True))
+    finish_verify(file, v, lint(doc, publish=True), minimum=minimum)
 
 
 @workflow_app.command("remix")
@@ -155,8 +162,8 @@ def ready_cmd(
     cache_dir: Path | None = typer.Option(None, "--cache-dir", help="Status-list cache directory."),
     now: str | None = typer.Option(None, "--now", help="Evaluate trust at this time (RFC 3339)."),
     require: str | None = typer.Option(
-        None, "--require", help="Least signer trust to staff: portable or trusted (default: portable "
-        "with --trust-registry: the registry must tie each key to its publisher)."
+        None, "--require", help="Least signer trust to staff: portable or trusted (default with "
+        "--trust-registry: trusted; portable still needs the registry to tie each key to its publisher)."
     ),
     policy: Path | None = typer.Option(
         None, "--policy", help="Judge the workflow and every team member as `acx install` would under "
@@ -188,7 +195,9 @@ def ready_cmd(
         raise UsageError(f"--require must be portable or trusted, not {require!r}")
     if require is not None and trust_registry is None:
         raise UsageError("--require needs --trust-registry (nothing vouches for a key without one)")
-    minimum: Minimum = "trusted" if require == "trusted" else "portable" if trust_registry else "none"
+    # a trust flag never passes silently: with a trust registry each signer must be trusted in it,
+    # unless --require portable (a key the registry ties to its publisher, outside its window)
+    minimum: Minimum = "portable" if require == "portable" else "trusted" if trust_registry else "none"
     at = _now(now)
     registry = _registry(trust_registry, at)
     doc = load_document(file)

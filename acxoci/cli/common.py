@@ -51,6 +51,30 @@ def load_registry(path: Path | None, now: datetime) -> TrustRegistry | None:
     return load_trust_registry(path, now=now)
 
 
+# -- a trust flag never passes silently --------------------------------------------------------
+REQUIRE_HELP = ("Least signer trust: portable or trusted (default with --trust-registry: trusted, as "
+                "`acx cartridge verify --require trusted`).")
+
+
+def required_trust(require: str | None, trust_registry: Path | None, *,
+                   no_verify: bool = False) -> str | None:
+    """The signer trust a command given `--require` / `--trust-registry` demands: `--require`, else
+    trusted when a trust registry is given (a trust flag never passes silently), else none."""
+    if require not in (None, "portable", "trusted"):
+        raise UsageError(f"--require must be portable or trusted, not {require!r}")
+    if no_verify and (require is not None or trust_registry is not None):
+        raise UsageError("--no-verify checks nothing, so --trust-registry and --require would not be "
+                         "enforced", hint="drop --no-verify, or drop the trust flags")
+    return require or ("trusted" if trust_registry is not None else None)
+
+
+def refuse_below(trust: str, minimum: str | None, where: str, summary: str = "") -> None:
+    """RefusedByPolicy (exit 8) when `trust` is below `minimum` (artifact.require_trust's rule)."""
+    from acxoci.artifact import require_trust
+
+    require_trust({"trust": trust, "summary": summary}, minimum, where)
+
+
 #: The command that takes a local file, for each command that takes a reference.
 FILE_COMMANDS = {
     "install": "to install a local cartridge: acx load FILE",
