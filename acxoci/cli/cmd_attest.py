@@ -291,7 +291,13 @@ def verify_cmd(
     with --require-level also its level credential (issuer, ROM binding, revocation); with --repo,
     --source-ref, --signer-workflow also its SLSA provenance (certificate and predicate)."""
     refuse_local_file(ref, "verify")
+    parse_reference(ref, require_ref=True)  # a bad reference is named before any flag is
     now = _now(now_)
+    if policy is None and not any((key, trust_registry, identity, identity_regexp, repo, signer_workflow)):
+        raise UsageError("say what to trust: --policy FILE judges the artifact as `acx install` would (its "
+                         "signature, trust, attestations, level, revocation, lifecycle); --key, "
+                         "--trust-registry or --certificate-identity check its attestations only",
+                         hint="acx verify REF --policy policy.yaml (make one with `acx policy init`)")
     if policy is not None:
         narrower = [key, trust_registry, identity, identity_regexp, issuer, issuer_regexp, trusted_root,
                     type_, require_level, issuers, cache_dir, trust_config, repo, source_ref, signer_workflow]
@@ -470,7 +476,10 @@ def verify_blob_cmd(
     now_: str | None = typer.Option(None, "--now", help="RFC 3339 time to use instead of the clock."),
 ) -> None:
     """Verify a blob's sigstore bundle or DSSE envelope like `cosign verify-blob[-attestation]`:
-    keyless (identity flags; certificate, log and timestamps through `sigstore`) or with a key."""
+    keyless (identity flags; certificate, log and timestamps through `sigstore`) or with a key.
+
+    One attestation over one file: not a cartridge's own signature (`acx cartridge verify`) and
+    nothing in a registry (`acx verify REF --policy FILE`)."""
     if (bundle is None) == (signature is None):
         raise UsageError("give exactly one of --bundle FILE or --signature FILE")
     now = _now(now_)

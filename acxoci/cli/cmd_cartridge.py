@@ -70,7 +70,11 @@ def verify_cmd(
         help="Cap on the bytes inflated from compressed ROM entries, in total.",
     ),
 ) -> None:
-    """Verify a cartridge: ROM digest, DSSE signature, statement binding and signer trust."""
+    """Verify a cartridge file: ROM digest, DSSE signature, statement binding and signer trust.
+
+    A file check: it does not look at a registry copy's attestations, level credentials,
+    revocation or lifecycle records; `acx verify REF --policy FILE` judges those as `acx install`
+    would."""
     if require not in (None, "portable", "trusted"):
         raise UsageError(f"--require must be portable or trusted, not {require!r}")
     at = _now(now)

@@ -9,7 +9,7 @@ import typer
 
 from acxoci.cli.apps import exchange_app
 from acxoci.cli.common import exit_with, parse_now, transport_options
-from acxoci.cli.output import Markup, emit, say
+from acxoci.cli.output import Markup, emit, say, status_line
 from acxoci.exchange.index import INDEX_FILE, Derived, compare, derive, index_bytes
 from acxoci.fsutil import atomic_write, read_bytes
 from acxoci.oci.target import RemoteOptions
@@ -143,12 +143,9 @@ def cmd_mirror(
     lifecycle (a rerun uploads nothing)."""
     from acxoci.exchange.mirror import mirror
 
-    report = mirror(
-        directory,
-        dest,
-        now=parse_now(now),
-        remote=remote,
-    )
+    at = parse_now(now)
+    with status_line(f"mirroring {directory} to {dest}"):  # a terminal sees it working; pipes see nothing
+        report = mirror(directory, dest, now=at, remote=remote)
 
     def human() -> None:
         say("[bold green]MIRRORED[/bold green] {} release(s) → {}: {} blob(s), {} "

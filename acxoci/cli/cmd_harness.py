@@ -114,7 +114,10 @@ def negotiate(
                                     help="Also write the compliance descriptor here."),
 ) -> None:
     """Verify the cartridge, bind one host tool per role and emit the compliance descriptor, or refuse
-    with JSON-RPC -32602 "Unsupported harness" (exit 8) listing every unmet role and scope."""
+    with JSON-RPC -32602 "Unsupported harness" (exit 8) listing every unmet role and scope.
+
+    The cartridge file and this host: not a registry copy's attestations, level, revocation or
+    lifecycle (`acx verify REF --policy FILE --host-descriptor HOST.json` judges all of it)."""
     result = run_handshake(
         cartridge, host_source(host, tools, all_tools, mcp_stdio, bind, mcp_timeout), registry, require
     )
@@ -155,7 +158,8 @@ def check(
     require: str | None = REQUIRE_OPT,
 ) -> None:
     """Host preflight: can this host boot the cartridge? ACCEPT (exit 0) or REFUSE (exit 8), by the
-    same verification, package checks and negotiation as `acx harness negotiate`."""
+    same verification, package checks and negotiation as `acx harness negotiate` (so, like it, not a
+    registry copy's attestations, level, revocation or lifecycle: `acx verify REF --policy FILE`)."""
     result = run_handshake(
         cartridge, host_source(host, tools, all_tools, mcp_stdio, bind, mcp_timeout), registry, require
     )

@@ -154,7 +154,9 @@ def cmd_verify(name: str | None = typer.Argument(None, help="Install name (defau
                now_: str | None = NOW_OPT) -> None:
     """Judge installed items NOW (the decision `install` made, with today's trust registries, status
     lists and lifecycle records), and report activations that are orphaned, edited, or of items that
-    no longer pass. Exit 1 when anything is out of line."""
+    no longer pass. Exit 1 when anything is out of line.
+
+    Only what is installed: `acx verify REF --policy FILE` judges an artifact before install."""
     from acxoci.install.activate import activation_problems, scan_activations
 
     now = parse_now(now_)

@@ -315,7 +315,8 @@ def verify_cmd(
     """Verify a level credential: proof, issuer, validity, gate, ROM binding, evidence, revocation.
 
     Given an OCI reference, the cartridge is pulled and verified and every attached credential is
-    checked against its ROM digest; it passes when one of them verifies."""
+    checked against its ROM digest; it passes when one of them verifies. The level only: not the
+    artifact's other attestations or lifecycle (`acx verify REF --policy FILE` judges all of it)."""
     if variant not in ("auto", "w3c", "acx"):
         raise UsageError(f"--variant must be auto, w3c or acx, not {variant!r}")
     minimum = required_trust(require, trust_registry)
