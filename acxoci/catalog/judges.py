@@ -109,7 +109,7 @@ class FolderGate:
         if self.policy is None:
             return f"{VERIFY_COMMAND[kind]} {self._path(rel)} {self.option}"
         if kind == "agent":  # the command that judges a local cartridge under a policy
-            return f"acx load {self._path(rel)} --host claude --print-only {self.option}"
+            return f"acx load {self._path(rel)} --host claude --dry-run {self.option}"
         return f"acx exchange verify {shlex.quote(self.display)}; the install decision {self.option}"
 
     def _install(self, r: Release) -> str | None:

@@ -55,7 +55,7 @@ def _badge(word: str, prefix: str = "") -> str:
 
 
 def _badges(v: Verdict) -> str:
-    out = [_badge("verified" if v.verified and v.word in ("trusted", "verified") else v.word)]
+    out = [_badge(v.word)]  # the CLI's own word (trusted, portable, verified, refused, …)
     if v.verified and v.word not in ("trusted", "portable"):
         out.append(_badge(v.trust, "signer "))
     if v.lifecycle is not None and v.lifecycle.status != v.word:
