@@ -74,7 +74,8 @@ def _table(marker: str) -> list[list[str]]:
 def registry_commands() -> set[str]:
     """The commands docs/cli.md's "Reaching registries" names (what EVERY_REGISTRY_COMMAND stands for)."""
     text = (REPO / "docs" / "cli.md").read_text("utf-8")
-    para = text[text.index("Every command that talks to a registry"):text.index("resolved once per registry host")]
+    start = text.index("Every command that talks to a registry")
+    para = text[start:text.index("resolved once per registry host")]
     return set(TICKS.findall(para)) - {"https://"}
 
 
