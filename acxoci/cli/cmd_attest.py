@@ -150,6 +150,7 @@ def attest_cmd(
 ) -> None:
     """Attest an OCI artifact so that stock cosign accepts it: with --key (`verify-attestation
     --key`), or keylessly through Sigstore (`--certificate-identity`, `--certificate-oidc-issuer`)."""
+    refuse_local_file(ref, "attest")
     now = _now(now_)
     formats = parse_format(fmt, keyless=key is None)
     ptype, pred = _predicate(predicate_type, predicate)

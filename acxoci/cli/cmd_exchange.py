@@ -10,6 +10,7 @@ import typer
 from acxoci.cli.apps import exchange_app
 from acxoci.cli.common import exit_with, parse_now, transport_options
 from acxoci.cli.output import Markup, emit, say, status_line
+from acxoci.errors import NotFound, UsageError
 from acxoci.exchange.index import INDEX_FILE, Derived, compare, derive, index_bytes
 from acxoci.fsutil import atomic_write, read_bytes
 from acxoci.oci.target import RemoteOptions
@@ -20,6 +21,16 @@ REMOTE: Any = None  # filled in by @transport_options
 MAX_INDEX_BYTES = 64 * 1024 * 1024
 DIR_ARG = typer.Argument(..., help="The Exchange folder (the reference's `registry/`).")
 NOW_OPT = typer.Option(None, "--now", help="Verify as of this RFC 3339 time (default: now).")
+
+
+def _folder(directory: Path) -> Path:
+    """The Exchange folder argument: a regular file (a cartridge, say) is a usage mistake named as one."""
+    if directory.is_file():
+        raise UsageError(f"{directory} is a file; `acx exchange` takes the Exchange folder",
+                         hint="to place a signed artifact in one: acx share agent|workflow|graph FILE")
+    if not directory.exists():
+        raise NotFound(f"no Exchange folder at {directory}", where=str(directory))
+    return directory
 
 
 def _render_rejected(d: Derived) -> None:
@@ -43,6 +54,7 @@ def cmd_verify(
     check attestations, levels or revocation lists; `acx verify REF --policy FILE` judges a
     mirrored release as `acx install` would."""
     at = parse_now(now)
+    _folder(directory)
     if trust_registry is not None:
         from acxoci.cli.common import load_registry
 
@@ -106,7 +118,7 @@ def cmd_index(
 ) -> None:
     """Write index.json the way the reference builder does (nothing is written if any artifact is
     rejected)."""
-    d = derive(directory, now=parse_now(now))
+    d = derive(_folder(directory), now=parse_now(now))
     out = output or directory / INDEX_FILE
     data = {
         "ok": d.ok,
@@ -144,6 +156,7 @@ def cmd_mirror(
     from acxoci.exchange.mirror import mirror
 
     at = parse_now(now)
+    _folder(directory)
     with status_line(f"mirroring {directory} to {dest}"):  # a terminal sees it working; pipes see nothing
         report = mirror(directory, dest, now=at, remote=remote)
 

@@ -168,6 +168,9 @@ def push_cmd(
     then means "pushed, but consumers under P would refuse it"."""
     from acxoci.artifact import detect_kind, push_path
 
+    if not file.exists() and Path(ref).is_file():
+        raise UsageError(f"acx push takes the FILE first, then the REF (oras's order is REF FILE); {ref} is "
+                         "the file here", hint=f"acx push {ref} {file}")
     now = _now()
     r = _ref(ref, require=False)
     if r.reference is None:
@@ -255,7 +258,8 @@ def push_cmd(
 
 def pull_cmd(
     ref: str = typer.Argument(..., help="host/repo:tag|@digest or oci-layout:PATH:tag"),
-    output: Path = typer.Option(..., "-o", "--output", help="File or directory to write."),
+    output: Path = typer.Option(Path("."), "-o", "--output", help="File or directory to write (default: the "
+                                "current directory, the file named by its title, as oras pulls)."),
     no_verify: bool = typer.Option(False, "--no-verify", help="Do not verify the artifact after download."),
     trust_registry: Path | None = typer.Option(None, "--trust-registry", help="acx.trust-registry/1 file: "
                                                "the signer must be trusted in it (see --require)."),
@@ -331,11 +335,13 @@ def pull_cmd(
 def discover_cmd(
     ref: str = typer.Argument(..., help="Subject: host/repo:tag|@digest or oci-layout:PATH:tag"),
     artifact_type: str | None = typer.Option(None, "--artifact-type", help="Only referrers of this type."),
-    depth: int = typer.Option(8, "--depth", help="How deep to follow referrers of referrers."),
+    depth: int = typer.Option(8, "--depth", min=1, help="How deep to follow referrers of referrers (1: "
+                              "the artifact's own referrers only)."),
     remote: RemoteOptions = REMOTE,
 ) -> None:
     """Show the referrers graph of an artifact as a tree (Referrers API, fallback tag or a layout's
     index; only entries whose manifest names their subject: the others are reported as strays)."""
+    refuse_local_file(ref, "discover")
     r = _ref(ref)
     target, _ = open_target(r, remote, create=False)
     desc = target.resolve(r.reference or "")
@@ -370,7 +376,8 @@ def discover_cmd(
 
 def attach_cmd(
     ref: str = typer.Argument(..., help="Subject: host/repo:tag|@digest or oci-layout:PATH:tag"),
-    file: Path = typer.Argument(..., help="File to attach as the referrer's one layer."),
+    file: Path = typer.Argument(..., help="File to attach as the referrer's one layer (oras's FILE:MEDIATYPE "
+                                "works too)."),
     artifact_type: str = typer.Option(..., "--artifact-type", help="artifactType of the referrer."),
     media_type: str | None = typer.Option(
         None, "--media-type", help="Layer media type (default: artifact type)."
@@ -384,7 +391,18 @@ def attach_cmd(
     """Attach a file to an artifact as an OCI 1.1 referrer (subject = the artifact's manifest)."""
     from acxoci.oci.shapes import EMPTY_CONFIG_BLOB, referrer_manifest
 
+    refuse_local_file(ref, "attach")
     r = _ref(ref)
+    path, colon, typed = str(file).rpartition(":")
+    if not file.exists() and colon and path and typed and Path(path).is_file():  # oras: FILE:MEDIATYPE
+        if media_type is not None and media_type != typed:
+            raise UsageError(f"{file} names media type {typed} and --media-type says {media_type}: give one")
+        file, media_type = Path(path), typed
+    from acxoci.oci.descriptor import is_media_type
+
+    for flag, value in (("--artifact-type", artifact_type), ("--media-type", media_type)):
+        if value is not None and not is_media_type(value):
+            raise UsageError(f"{flag} {value[:80]!r} is not a media type (type/subtype)")
     _require_file(file)
     ann: dict[str, str] = {}
     for a in annotation:
@@ -452,6 +470,8 @@ def _copy_one(src: str, dst: str, recursive: bool, concurrency: int, remote_from
     """Copy one artifact graph; the `transfer` fields of its result."""
     from acxoci.oci.copy import copy
 
+    for side in (src, dst):
+        refuse_local_file(side, "cp")
     s = _ref(src)
     d = _ref(dst, require=False)
     src_t, _ = open_target(s, remote_from, create=False)
@@ -547,6 +567,7 @@ def tags_cmd(
     remote: RemoteOptions = REMOTE,
 ) -> None:
     """List the tags of a repository or layout."""
+    refuse_local_file(repo, "tags")
     r = _ref(repo, require=False)
     target, _ = open_target(r, remote, create=False)
     tags = target.tags()
@@ -566,6 +587,7 @@ def manifest_get_cmd(
     """Fetch a manifest (digest-checked); prints its exact bytes (on a terminal with terminal
     controls \\u-escaped: the same JSON), or JSON under --json. Without a tag or digest it reads
     `:latest`, as `acx install` does."""
+    refuse_local_file(ref, "manifest get")
     r = _ref(ref, require=False)
     target, _ = open_target(r, remote, create=False)
     desc = target.resolve(r.reference or "latest")

@@ -80,6 +80,12 @@ FILE_COMMANDS = {
     "install": "to install a local cartridge: acx load FILE",
     "verify": "to verify a local file: acx cartridge verify FILE (workflow/graph verify for documents)",
     "pull": "a local file needs no pull: acx cartridge verify FILE checks it, acx push FILE REF publishes it",
+    "tags": "a local file has no tags: acx push FILE REF publishes it under one",
+    "manifest get": "a local file has no manifest: acx cartridge inspect FILE shows what it holds",
+    "discover": "a local file has no referrers: acx cartridge inspect FILE lists its own attestations",
+    "cp": "to publish a local file: acx push FILE REF (cp copies between registries and layouts)",
+    "attest": "to attest a local file: acx attest-blob FILE (or push it first: acx push FILE REF)",
+    "attach": "to attach to an artifact, name its reference; a local file: acx attest-blob FILE",
 }
 
 
