@@ -248,10 +248,13 @@ def ready_cmd(
         for w in report.warnings:
             say("  [yellow]warning:[/yellow] {}", w)
         say("Team ({} cartridge(s) scanned):", report.roster_size)
+        needs = {p.alias: _needs(p) for p in wf.participants}
         for s in report.participants:
             mark: str = Markup("[green]✓[/green]") if s.staffed else Markup("[red]✗[/red]")
             who = s.cartridge.label if s.cartridge else "—"
             say("  {} {:<12} {:<5} {}  ({})", mark, s.alias, s.bind, who, s.reason)
+            if not s.staffed and needs.get(s.alias):
+                say("      needs {}", needs[s.alias])
         if wf.rac:
             say("RAC checklist (□ required, · optional):")
             for item in wf.rac:
@@ -266,6 +269,19 @@ def ready_cmd(
 
     emit(data, human)
     _exit(0 if report.ready else 1)
+
+
+def _needs(p: Any) -> str:
+    """What a participant asks of the cartridge that fills it, in words (role, level, capabilities)."""
+    if p.slot is None:
+        return f"the cartridge with ROM digest {p.rom_digest}" if p.rom_digest else ""
+    parts = [f"role {p.slot.role}"] if p.slot.role else []
+    lvl = p.slot.min_level
+    if lvl is not None:
+        parts.append("level " + " / ".join(str(x) for x in (lvl.acx_level, lvl.career_tier) if x is not None))
+    parts += [f"capability {c.task_type}" + (f" ({', '.join(c.stack)})" if c.stack else "")
+              for c in p.slot.capabilities]
+    return ", ".join(parts)
 
 
 def _ready_under_policy(file: Path, policy: Path, cartridges: Path | None, roster: list[str],

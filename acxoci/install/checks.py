@@ -37,7 +37,8 @@ CHECK_DOC: dict[str, str] = {
     "harness": "the host descriptor satisfies the cartridge's harness requirements",
     "policy-budget": "the package passes `acx cartridge spec` (loop + context policy, harness document, "
                      "skills) and its budget fits the host's limits",
-    "staffing": "a workflow's team can be staffed from the installed cartridges (workflow `ready`)",
+    "staffing": "a workflow's team can be staffed from the installed cartridges and the host's --cartridges "
+                "(workflow `ready`)",
     "version": "a SemVer tag names the signed version, and no newer version of the name is replaced",
     "lifecycle": "the release is not withdrawn in the Exchange it came from (newest record seen)",
 }
@@ -533,7 +534,8 @@ def check_staffing(kind: str | None, staffing: Mapping[str, Any] | None) -> Chec
     if not staffing.get("ready"):
         reasons = staffing.get("reasons") or []
         return _fail(cid, K_NOT_READY, "NOT READY: " + "; ".join(map(str, reasons)), reasons=list(reasons))
-    return _pass(cid, "READY: team staffed from the installed cartridges")
+    return _pass(cid, "READY: every required participant is staffed (from the installed cartridges and the "
+                 "host's --cartridges)")
 
 
 @dataclass(frozen=True)
