@@ -193,6 +193,9 @@ def cmd_verify(name: str | None = typer.Argument(None, help="Install name (defau
             acts = ", activations out of line" if activated.get(r.name) else ""
             say("  {} {} @ {}: {}; files {}, revocation {}{}",
                 mark, r.name, r.digest, verdict, files, r.revocation, acts)
+            rev = r.judgement.check("revocation") if r.judgement is not None else None
+            if rev is not None and rev.status == "pass" and rev.details.get("source") == "cache":
+                say("      revocation from a cached status list: {}", rev.reason)  # as --json says
             for prob in [*r.problems, *activated.get(r.name, [])]:
                 say("      - {}", prob)
         for u in unreadable:

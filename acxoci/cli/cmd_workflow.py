@@ -198,6 +198,11 @@ def ready_cmd(
     # a trust flag never passes silently: with a trust registry each signer must be trusted in it,
     # unless --require portable (a key the registry ties to its publisher, outside its window)
     minimum: Minimum = "portable" if require == "portable" else "trusted" if trust_registry else "none"
+    if not file.exists():
+        raise NotFound(f"workflow file not found: {file}",
+                       hint="workflow ready takes the workflow FILE; for a published one, `acx pull REF -o "
+                       "team.cal.json` first, or judge it with `acx verify REF --policy FILE` (which staffs "
+                       "it as install would)")
     at = _now(now)
     registry = _registry(trust_registry, at)
     doc = load_document(file)
