@@ -105,9 +105,12 @@ class _Progress:
         if isinstance(entry, AttemptEntry):
             self.note(f"{self.names.get(entry.effect, entry.effect)} (attempt {entry.attempt})")
         elif isinstance(entry, EffectEntry):
-            digest = (entry.receipt or {}).get("digest")
+            evidence = entry.evidence or {}
+            digest = evidence.get("digest") or evidence.get("resolves")
+            failure = getattr(entry.failure, "cls", None)
             self.note(f"{self.names.get(entry.effect, entry.effect)}: {entry.to}"
-                      + (f" {digest}" if isinstance(digest, str) else ""))
+                      + (f" {digest}" if isinstance(digest, str) else "")
+                      + (f" ({failure})" if failure else ""))
 
 
 @contextlib.contextmanager

@@ -92,6 +92,9 @@ def finish_verify(file: Path, v: SignedVerdict, structure: LintResult, *extra: t
         if below:
             say("[red]refused:[/red] trust {} does not meet --require {}", v.trust, minimum)
 
-    emit({"file": str(file), **v.to_json(), "structure": structure.to_json(), "require": minimum,
-          "exitCode": code}, human)
+    data = {"file": str(file), **v.to_json(), "structure": structure.to_json(), "require": minimum,
+            "exitCode": code, "ok": code == 0}
+    if below:
+        data["verdict"] = "refused"
+    emit(data, human)
     exit_with(code)
