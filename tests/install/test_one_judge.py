@@ -435,7 +435,7 @@ def test_verify_policy_agrees_with_every_install_case(name: str, tmp_path: Path,
         return outcome
 
     monkeypatch.setattr(flow, "run", run_and_verify)
-    world = flow.world.__wrapped__(tmp_path, vectors_dir)
+    world = flow.world.__wrapped__(tmp_path, vectors_dir)  # type: ignore[attr-defined]
     fn = getattr(flow, name)
     kwargs = {"world": world, "vectors_dir": vectors_dir}
     fn(**{k: v for k, v in kwargs.items() if k in inspect.signature(fn).parameters})
