@@ -217,3 +217,23 @@ def test_fallback_tag_only_where_referrers_are_written() -> None:
     writers = code_flags(hidden=False)["--fallback-tag"]
     assert writers == {"attach", "attest", "cp", "exchange mirror", "level issue", "push", "release resume",
                        "release run"}
+
+
+def test_push_format_legacy_is_still_the_attestation_format(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, vectors_dir: Path) -> None:
+    """`push --sign --format legacy` (the old spelling) attests in the legacy format, with a warning;
+    `--format json` on the same command is the output format."""
+    import os
+
+    from tests.unit.test_install_support import make_cartridge
+
+    key = generate_ed25519()
+    acx = make_cartridge(vectors_dir, tmp_path / "c.acx", key)
+    (tmp_path / "k.pem").write_bytes(key.pkcs8_pem())
+    os.chmod(tmp_path / "k.pem", 0o600)
+    r = run_acx(capsys, "push", str(acx), f"oci-layout:{tmp_path / 'l'}:1.0.0", "--sign", "--key",
+                str(tmp_path / "k.pem"), "--format", "legacy", "--format", "json")
+    assert r.returncode == 0, r.stderr
+    assert "--format is the old spelling of --attestation-format on `acx push`" in r.stderr
+    out = json.loads(r.stdout)
+    assert out["attestation"]["legacy"]["tag"] and out["attestation"]["bundleReferrer"] is None, out
