@@ -68,7 +68,8 @@ def lance(
             n = result.foreign_vectors_ignored
             say("  {} stored vector(s) ignored (foreign vectors are never trusted)", n)
         if result.unsigned_rows_left_out:
-            say("  {} SAVE-zone row(s) left out (not covered by the signature)", result.unsigned_rows_left_out)
+            n = result.unsigned_rows_left_out
+            say("  {} SAVE-zone row(s) left out (not covered by the signature)", n)
 
     emit({**result.to_json(), "trust": verdict.trust}, human)
 

@@ -129,7 +129,9 @@ class _Session:
         except BlockingIOError:
             return
         except OSError as exc:
-            raise TransientError(f"the MCP server closed its input ({self._exit()})", where=self.where) from exc
+            raise TransientError(
+                f"the MCP server closed its input ({self._exit()})", where=self.where
+            ) from exc
         del self.out[:n]
 
     def _read(self) -> None:
@@ -139,7 +141,9 @@ class _Session:
         except BlockingIOError:
             return
         if not chunk:
-            raise TransientError(f"the MCP server stopped before answering ({self._exit()})", where=self.where)
+            raise TransientError(
+                f"the MCP server stopped before answering ({self._exit()})", where=self.where
+            )
         self.total += len(chunk)
         if self.total > MAX_OUTPUT_BYTES:
             raise InvalidInput(f"the MCP server wrote more than {MAX_OUTPUT_BYTES} bytes", where=self.where)

@@ -7,8 +7,8 @@ own name, and is refused) in the origin form (`GET /path`, never `GET http://hos
 endpoint also requires the builder's own `Origin` and a JSON body of at most 1 MiB, so another
 site cannot use it even blindly. A request has one deadline for its line, headers and body; at
 most MAX_CONNECTIONS are open at once. Every answer, errors and a handler's failure included,
-carries the strict security headers below. There is no write, upload or execution endpoint, and no private key or
-registry is ever involved."""
+carries the strict security headers below. There is no write, upload or execution endpoint,
+and no private key or registry is ever involved."""
 
 from __future__ import annotations
 
@@ -193,7 +193,7 @@ class StudioHandler(BaseHTTPRequestHandler):
         if host is None or host not in allowed_hosts(self.server.port):
             return HTTPStatus.MISDIRECTED_REQUEST, "this builder answers only to its own address", "refused"
         if not self.path.startswith("/"):
-            return HTTPStatus.BAD_REQUEST, "the request target must be a path on this builder", "invalid_input"
+            return HTTPStatus.BAD_REQUEST, "the request target must be a path here", "invalid_input"
         if len(self.headers.get_all("Content-Length") or []) > 1:
             return HTTPStatus.BAD_REQUEST, "Content-Length is sent more than once", "invalid_input"
         return None
