@@ -397,53 +397,123 @@ def attach_cmd(
     emit(data, lambda: say("{}", desc.digest), quiet_line=desc.digest)
 
 
-def cp_cmd(
-    src: str = typer.Argument(..., help="Source reference (tag or digest)."),
-    dst: str = typer.Argument(..., help="Destination reference (tag optional: defaults to the source tag)."),
-    recursive: bool = typer.Option(
-        False, "-r", "--recursive", help="Also copy referrers (and cosign .sig/.att tags)."
-    ),
-    concurrency: int = typer.Option(
-        DEFAULT_COPY_CONCURRENCY, "--concurrency", min=1, max=MAX_CONCURRENCY, help="Blobs copied at a time."
-    ),
-    remote_from: RemoteOptions = REMOTE,
-    remote_to: RemoteOptions = REMOTE,
-) -> None:
-    """Copy an artifact graph between any two targets (registry or layout), skipping existing blobs."""
+MAX_LIST_PAIRS = 10_000
+
+
+def read_pairs(path: Path) -> list[tuple[str, str]]:
+    """`--from-list FILE`: one `SRC DST` pair per line (blank lines and `#` comments skipped);
+    InvalidInput naming the line when one is not exactly two references."""
+    from acxoci.fsutil import read_bytes
+
+    pairs: list[tuple[str, str]] = []
+    text = read_bytes(path, "copy list", limit=4 * 1024 * 1024).decode("utf-8", "replace")
+    for n, line in enumerate(text.splitlines(), 1):
+        words = line.split("#", 1)[0].split()
+        if not words:
+            continue
+        if len(words) != 2:
+            raise InvalidInput(f"line {n}: expected `SRC DST`, found {len(words)} word(s)", where=str(path))
+        pairs.append((words[0], words[1]))
+        if len(pairs) > MAX_LIST_PAIRS:
+            raise InvalidInput(f"more than {MAX_LIST_PAIRS} pairs", where=str(path))
+    if not pairs:
+        raise InvalidInput("no `SRC DST` pair in the list", where=str(path))
+    return pairs
+
+
+def _copy_one(src: str, dst: str, recursive: bool, concurrency: int, remote_from: RemoteOptions,
+              remote_to: RemoteOptions, prog: ProgressFn | None) -> dict[str, Any]:
+    """Copy one artifact graph; the `transfer` fields of its result."""
     from acxoci.oci.copy import copy
 
     s = _ref(src)
     d = _ref(dst, require=False)
     src_t, _ = open_target(s, remote_from, create=False)
     dst_t, _ = open_target(d, remote_to)
-    with _progress("copy") as prog:
-        report = copy(
-            src_t, dst_t, s.reference or "", dst_tag=d.tag, referrers=recursive, progress=prog,
-            concurrency=concurrency,
-        )
+    report = copy(src_t, dst_t, s.reference or "", dst_tag=d.tag, referrers=recursive, progress=prog,
+                  concurrency=concurrency)
     destination = f"{dst_t.name}:{d.tag or s.tag}@{report.root.digest}" if (d.tag or s.tag) \
         else f"{dst_t.name}@{report.root.digest}"
-    data = {
-        "reference": destination,
-        "digest": report.root.digest,
-        "source": str(s),
-        "destination": destination,
-        "copied": len(report.copied),
-        "skipped": len(report.skipped),
-        "referrers": report.referrers,
-        "strays": report.strays,
-        "legacyTags": report.legacy_tags,
-        "bytes": report.bytes_copied,
-    }
-    if report.strays:
+    return {"reference": destination, "digest": report.root.digest, "source": str(s),
+            "destination": destination, "copied": len(report.copied), "skipped": len(report.skipped),
+            "referrers": report.referrers, "strays": report.strays, "legacyTags": report.legacy_tags,
+            "bytes": report.bytes_copied}
+
+
+def cp_cmd(
+    src: str | None = typer.Argument(None, help="Source reference (tag or digest)."),
+    dst: str | None = typer.Argument(None, help="Destination reference (tag optional: defaults to the "
+                                     "source tag)."),
+    recursive: bool = typer.Option(
+        False, "-r", "--recursive", help="Also copy referrers (and cosign .sig/.att tags)."
+    ),
+    pair_list: Path | None = typer.Option(None, "--from-list", help="Copy every `SRC DST` pair in FILE (one "
+                                          "per line), --concurrency artifacts at a time."),
+    concurrency: int = typer.Option(
+        DEFAULT_COPY_CONCURRENCY, "--concurrency", min=1, max=MAX_CONCURRENCY,
+        help="Blobs copied at a time (with --from-list: artifacts copied at a time).",
+    ),
+    remote_from: RemoteOptions = REMOTE,
+    remote_to: RemoteOptions = REMOTE,
+) -> None:
+    """Copy an artifact graph between any two targets (registry or layout), skipping existing blobs;
+    with --from-list, many artifacts (a mirror) in one process, several at a time."""
+    if pair_list is not None:  # (not `from_list`: the transport options own the `from_` prefix)
+        if src is not None or dst is not None:
+            raise UsageError("give SRC DST or --from-list FILE, not both")
+        _copy_list(read_pairs(pair_list), recursive, concurrency, remote_from, remote_to)
+        return
+    if src is None or dst is None:
+        raise UsageError("acx cp needs SRC and DST (or --from-list FILE)")
+    with _progress("copy") as prog:
+        data = _copy_one(src, dst, recursive, concurrency, remote_from, remote_to, prog)
+    strays = data["strays"]
+    if strays:
         warn("{} listed referrer entr{} left out (gone, unreadable or naming another subject); "
-             "see --json `strays`", len(report.strays), "y" if len(report.strays) == 1 else "ies")
+             "see --json `strays`", len(strays), "y" if len(strays) == 1 else "ies")
     emit(
         data,
-        lambda: say("copied {} ({} new, {} skipped, {} referrers)", report.root.digest, len(report.copied),
-                    len(report.skipped), len(report.referrers)),
-        quiet_line=report.root.digest,
+        lambda: say("copied {} ({} new, {} skipped, {} referrers)", data["digest"], data["copied"],
+                    data["skipped"], len(data["referrers"])),
+        quiet_line=data["digest"],
     )
+
+
+def _copy_list(pairs: list[tuple[str, str]], recursive: bool, concurrency: int, remote_from: RemoteOptions,
+               remote_to: RemoteOptions) -> None:
+    """Copy every pair, `concurrency` at a time (each pair's blobs one at a time); a failed pair is
+    reported and the others go on; exit with the first failure's code."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from acxoci.cli.output import status_line
+    from acxoci.errors import AcxError
+
+    def one(pair: tuple[str, str]) -> dict[str, Any]:
+        try:
+            return _copy_one(pair[0], pair[1], recursive, 1, remote_from, remote_to, None)
+        except AcxError as exc:
+            return {"source": pair[0], "destination": pair[1], "error": exc.to_json()}
+
+    results: list[dict[str, Any]] = []
+    with status_line("cp") as note, ThreadPoolExecutor(max_workers=concurrency) as pool:
+        for res in pool.map(one, pairs):
+            results.append(res)
+            if note is not None:
+                note(f"{len(results)}/{len(pairs)} {res.get('destination')}")
+    failed = [r for r in results if "error" in r]
+
+    def human() -> None:
+        for r in results:
+            if "error" in r:
+                say("[red]FAILED[/red] {} → {}: {}", r["source"], r["destination"], r["error"]["message"])
+            else:
+                say("copied {} → {} ({} new, {} skipped)", r["source"], r["destination"], r["copied"],
+                    r["skipped"])
+        say("{} of {} copied", len(results) - len(failed), len(results))
+
+    emit({"ok": not failed, "copies": results, "failed": len(failed)}, human, kind="document")
+    if failed:
+        raise typer.Exit(int(failed[0]["error"]["exitCode"]))
 
 
 def tags_cmd(

@@ -16,19 +16,12 @@ MARK = {"pass": Markup("[green]✓[/green]"), "skip": Markup("[dim]-[/dim]"), "f
 
 def judge_ref(ref: str, policy: Path, *, host: Path | None = None, host_limits: Path | None = None,
               now: datetime | None = None, store: Path | None = None, roster: Path | None = None) -> Any:
-    """`ref` judged under the policy file as `acx install` would judge it into `store` (default: the
-    same store install uses; read only, for a workflow's staffing and the version check), writing
-    nothing (a scratch folder aside)."""
-    from acxoci.install.hostfiles import host_inputs
-    from acxoci.install.judge import Context, judge_reference
-    from acxoci.install.store import Store
-    from acxoci.install.vpolicy import load_policy
+    """`ref` judged under the policy file as `acx install` would (`install.hostfiles.judge_under`)."""
+    from acxoci.install.hostfiles import judge_under
     from acxoci.oci.settings import active_options
 
-    at = now or datetime.now(UTC)
-    ctx = Context(load_policy(policy, now=at), at, host_inputs(host, host_limits, roster), Store(store),
-                  remote=active_options())
-    return judge_reference(ref, ctx)
+    return judge_under(ref, policy, host=host, host_limits=host_limits, store=store, roster=roster,
+                       now=now or datetime.now(UTC), remote=active_options())
 
 
 def verdict_json(j: Any, policy: Path) -> dict[str, Any]:

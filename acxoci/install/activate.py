@@ -34,6 +34,7 @@ from typing import Any
 
 from acxoci.errors import AcxError, Blocked, InvalidInput, NotFound, RefusedByPolicy, Tampered, UsageError
 from acxoci.fsutil import atomic_write
+from acxoci.install.hosts import HOSTS
 from acxoci.install.store import InstalledItem, Store, Transaction, file_digest, slug, write_json_atomic
 from acxoci.oci.target import RemoteOptions
 from attest.canonical import loads_strict
@@ -51,39 +52,6 @@ STAGING_PREFIX = ".acx-staging-"
 OLD_PREFIX = ".acx-old-"
 _SEGMENT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _SKILL_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
-
-
-@dataclass(frozen=True)
-class HostFolders:
-    """Where a host reads Agent Skills: relative to HOME (user scope) and to a project folder."""
-
-    host: str
-    user: str | None
-    project: str | None
-    source: str
-
-
-# The folders each host reads (docs/activate.md records where this was found).
-HOSTS: dict[str, HostFolders] = {
-    "claude": HostFolders(
-        "claude",
-        ".claude/skills",
-        ".claude/skills",
-        "Claude Code skills docs: ~/.claude/skills/<skill>/SKILL.md, <project>/.claude/skills",
-    ),
-    "codex": HostFolders(
-        "codex",
-        ".agents/skills",
-        ".agents/skills",
-        "OpenAI Codex skills docs: $HOME/.agents/skills (user), <repo>/.agents/skills (repo)",
-    ),
-    "cursor": HostFolders(
-        "cursor",
-        ".cursor/skills",
-        ".cursor/skills",
-        "Cursor skills docs: ~/.cursor/skills (user), <project>/.cursor/skills (project)",
-    ),
-}
 
 
 def skills_root(
@@ -800,11 +768,15 @@ def _deactivate(store: Store, name: str, *, root: Path | None, force: bool) -> D
             r, k = _remove_recorded(a, only=None, force=force)
             removed += [f"{a.root}/{x}" for x in r]
             kept += [f"{a.root}/{x}" for x in k]
-            levels = a.doc.get("createdLevels")
+            levels = _levels(a)
+            sharing = [o for o in scan_activations(store)[0] if o.root == a.root and o.path != a.path]
+            if sharing:  # another activation still uses the folder: it inherits what acx created
+                heir = sharing[0]
+                if _levels(heir) < levels:
+                    write_json_atomic(heir.path, {**heir.doc, "createdLevels": levels})
+                levels = 0
             p = a.root
-            for _ in range(
-                min(levels, 64) if isinstance(levels, int) and not isinstance(levels, bool) else 0
-            ):
+            for _ in range(levels):
                 if os.path.islink(p) or not os.path.isdir(p):
                     break
                 try:
@@ -815,6 +787,12 @@ def _deactivate(store: Store, name: str, *, root: Path | None, force: bool) -> D
             a.path.unlink()
         txn.changed = True
         return DeactivationResult(name, tuple(str(a.root) for a in acts), tuple(removed), tuple(kept))
+
+
+def _levels(act: Activation) -> int:
+    """How many folders, from the skills folder up, the activation created (at most 64)."""
+    levels = act.doc.get("createdLevels")
+    return min(levels, 64) if isinstance(levels, int) and not isinstance(levels, bool) and levels > 0 else 0
 
 
 def check_activations(store: Store, names: Sequence[str] | None = None) -> dict[str, list[str]]:

@@ -164,6 +164,14 @@ def copy(
     return report
 
 
+def _tags(src: Target) -> list[str]:
+    """The source's tags (empty when it cannot list them: then no legacy tag is copied)."""
+    try:
+        return src.tags()
+    except NotFound:
+        return []
+
+
 def _copy_referrers(
     src: Target,
     dst: Target,
@@ -177,6 +185,7 @@ def _copy_referrers(
     """Breadth-first over referrers of referrers; a chain deeper than `max_depth` is refused."""
     visited: set[str] = set()
     queue: deque[tuple[Descriptor, int]] = deque([(root, 0)])
+    legacy_tags: set[str] | None = None  # the source's tags, listed once when a subject needs them
     while queue:
         subject, depth = queue.popleft()
         if subject.digest in visited:
@@ -197,8 +206,12 @@ def _copy_referrers(
             report.referrers.append(r.digest)
             queue.append((r.plain(), depth + 1))
         base = fallback_tag(subject.digest)
+        if legacy_tags is None:  # one tag listing instead of a lookup per suffix and subject
+            legacy_tags = {t for t in _tags(src) if t.endswith(COSIGN_LEGACY_SUFFIXES)}
         for suffix in COSIGN_LEGACY_SUFFIXES:
             tag = base + suffix
+            if tag not in legacy_tags:
+                continue
             try:
                 legacy = src.resolve(tag)
             except NotFound:

@@ -64,7 +64,7 @@ from acxoci.oci.listing import (
 )
 from acxoci.oci.reference import Reference, fallback_tag, valid_tag
 from acxoci.oci.retry import retry_after_seconds
-from acxoci.oci.session import RawReader, error_text, read_capped, registry_error_text
+from acxoci.oci.session import RawReader, error_text, finish, read_capped, registry_error_text
 from acxoci.oci.settings import LOOPBACK_HOSTS, RemoteOptions, active_options, is_loopback
 from acxoci.oci.transport import Transport, raise_for
 from acxoci.oci.uploads import UploadsMixin
@@ -221,7 +221,6 @@ class RegistryTarget(UploadsMixin):
         self.transport = transport or Transport.for_host(ref.api_host, self.options)
         self._pull = (f"repository:{self.repository}:pull",)
         self._push = (f"repository:{self.repository}:pull,push",)
-        self._referrers_api: bool | None = None
         self._manifest_cache: dict[str, bytes] = {}
         self.progress: Callable[[int], None] | None = None
         self.mount_from: dict[str, str] = {}
@@ -382,14 +381,14 @@ class RegistryTarget(UploadsMixin):
                     f"(HTTP {resp.status_code} {got[:60]})",
                     where=where,
                 )
-            return _Body(RawReader(resp, where), resp.close)
+            return _Body(RawReader(resp, where), lambda: finish(resp))
         if resp.status_code != 200:
             raise_for(resp, "fetch", where)
         length = resp.headers.get("Content-Length")
         if length is not None and length.isascii() and length.isdigit() and int(length) != desc.size:
             resp.close()
             raise SizeMismatch(f"registry announces {length} bytes, descriptor says {desc.size}", where=where)
-        return _Body(RawReader(resp, where), resp.close)
+        return _Body(RawReader(resp, where), lambda: finish(resp))
 
     def exists(self, desc: Descriptor) -> bool:
         kind = "manifests" if desc.media_type in MANIFEST_TYPES else "blobs"
@@ -447,10 +446,11 @@ class RegistryTarget(UploadsMixin):
 
     # -- referrers -------------------------------------------------------------------------------
     def referrers_api(self, subject: Descriptor) -> bool:
-        """Does this registry serve the Referrers API? (probed once per repository)."""
-        if self._referrers_api is None:
+        """Does this registry serve the Referrers API? (probed once per registry host and options:
+        the answer is the registry's, so a mirror of many repositories asks once)."""
+        if self.transport.referrers_api is None:
             self._referrers_via_api(subject)
-        return bool(self._referrers_api)
+        return bool(self.transport.referrers_api)
 
     def _referrers_via_api(self, subject: Descriptor) -> list[dict[str, Any]] | None:
         """The Referrers API's entries over its pages (None if not served): at most
@@ -475,7 +475,7 @@ class RegistryTarget(UploadsMixin):
                 ):
                     resp.close()
                     if pages == 1:
-                        self._referrers_api = False
+                        self.transport.referrers_api = False
                         return None
                     raise RegistryProtocolError(
                         f"referrers page answered {resp.status_code}", where=self.name
@@ -494,7 +494,7 @@ class RegistryTarget(UploadsMixin):
             if nxt == url:
                 raise RegistryProtocolError("referrers pages loop", where=where)
             url = nxt
-        self._referrers_api = True
+        self.transport.referrers_api = True
         return out
 
     def _fallback_index(self, subject: Descriptor) -> tuple[dict[str, Any] | None, Descriptor | None]:
@@ -523,7 +523,7 @@ class RegistryTarget(UploadsMixin):
         the `sha256-<hex>` fallback tag (always: a tool or a mirror may have written only the
         tag), each kept only when its manifest's subject is `desc`."""
         where = self._where(desc.digest)
-        api = self._referrers_via_api(desc) if self._referrers_api is not False else None
+        api = self._referrers_via_api(desc) if self.transport.referrers_api is not False else None
         raw, _ = self._fallback_index(desc)
         tagged = list(raw.get("manifests") or []) if raw else []
         for entries in (api or [], tagged):
@@ -620,10 +620,10 @@ class RegistryTarget(UploadsMixin):
         if m.subject is None:
             return
         if resp.headers.get("OCI-Subject"):
-            self._referrers_api = True
+            self.transport.referrers_api = True
         # the fallback index is written when the API is absent, or also when asked (so the
         # referrer survives pull-through caches and tag-only mirrors)
-        if self.options.fallback_index or not (self._referrers_api or self.referrers_api(m.subject)):
+        if self.options.fallback_index or not (self.transport.referrers_api or self.referrers_api(m.subject)):
             self._fallback_add(m.subject, referrer_entry(desc.plain(), m))
 
     def _remember(self, digest: str, data: bytes) -> None:

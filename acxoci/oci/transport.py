@@ -85,6 +85,7 @@ class Transport:
         self.auth = Authorizer(host, self.settings, options, self)
         self.sleep: Callable[[float], None] = time.sleep
         self._probe_lock = threading.Lock()
+        self.referrers_api: bool | None = None  # does the registry serve the Referrers API? (once)
 
     # -- scheme ----------------------------------------------------------------------------------
     def _probe(self) -> None:

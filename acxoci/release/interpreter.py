@@ -745,8 +745,16 @@ def judge(ctx: Context, e: Effect) -> list[Verdict]:
                    policy=policy.digest)
     remote = ctx.plan.remote_options(e.repository)
     ctx.reader(e.repository)  # the consumer's requests go through the pooled, recorded session
-    return [accept(ref, subject.digest, policy, remote=remote, now=now)
+    roster = team_references(ctx.plan) if ctx.release(e.artifact).input.artifact_kind == "workflow" else ()
+    return [accept(ref, subject.digest, policy, remote=remote, now=now, roster=roster)
             for ref in published_references(e, subject.digest)]
+
+
+def team_references(plan: ReleasePlan) -> tuple[str, ...]:
+    """A workflow's read-back staffs it from the cartridges this release publishes: a consumer who
+    installs the release can staff the team (a team released elsewhere is not this goal's proof)."""
+    return tuple(f"{d.repository}:{d.tags[0]}" if d.tags else d.repository
+                 for rel in plan.releases if rel.input.artifact_kind == "cartridge" for d in rel.to)
 
 
 def _verify(ctx: Context, e: Effect) -> Result:

@@ -9,8 +9,10 @@ through the tag exactly as a consumer reaches it."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from acxoci.errors import AcxError, AuthError, NotFound, TransientError
@@ -45,15 +47,21 @@ class Verdict:
 
 
 def accept(reference: str, digest: str, policy: VerificationPolicy, *, remote: RemoteOptions,
-           now: datetime) -> Verdict:
+           now: datetime, roster: Sequence[str] = ()) -> Verdict:
     """Does the project's one acceptance decision (`install.judge.judge_reference`, what `acx install`
     and `acx verify --policy` ask) accept `reference` (REPO:TAG, or REPO@DIGEST) under the consumer
     `policy`, and does the reference hold the released `digest`? Registry trouble raises its AcxError
-    (the caller classifies it)."""
+    (the caller classifies it). A workflow is staffed from `roster` (cartridge references)."""
+    import tempfile
+
     from acxoci.install.judge import Context, judge_reference
+    from acxoci.workflow.roster_oci import load_registry_roster
 
     try:
-        j = judge_reference(reference, Context(policy, now, remote=remote))
+        with tempfile.TemporaryDirectory(prefix="acx-release-roster-") as tmp:
+            pulled = tuple(load_registry_roster(roster, Path(tmp), registry=policy.combined_registry(),
+                                                now=now, options=remote)) if roster else ()
+            j = judge_reference(reference, Context(policy, now, remote=remote, pulled=pulled))
     except (TransientError, AuthError):
         raise  # the registry could not be asked: no verdict
     except AcxError as exc:  # what the reference holds is no installable artifact: a refusal

@@ -146,7 +146,8 @@ def block_env(scratch: Path) -> dict[str, str]:
     home = scratch / ".home"
     keep.update(HOME=str(home), XDG_DATA_HOME=str(home / "data"), XDG_CONFIG_HOME=str(home / "config"),
                 XDG_CACHE_HOME=str(home / "cache"), PATH=f"{REPO / '.venv' / 'bin'}:{os.environ['PATH']}",
-                NO_COLOR="1", TERM="dumb", REGISTRY_TOKEN="docs-test-token")
+                NO_COLOR="1", TERM="dumb", REGISTRY_TOKEN="docs-test-token",
+                ACX_VECTORS=str(env.VECTORS))
     keep.pop("VIRTUAL_ENV", None)
     return keep
 

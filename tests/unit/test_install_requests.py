@@ -114,6 +114,9 @@ def world(request: pytest.FixtureRequest, tmp_path: Path, vectors_dir: Path) -> 
         if request.param == "fallback-tag":
             assert fallback_tag(desc.digest) in reg.tags  # the copy wrote the tag-schema index
         reg.reset_counts()
+        from acxoci.oci.transport import Transport
+
+        Transport._pool.clear()  # the install runs as a new `acx` process would: nothing known yet
         yield World(reg, tmp_path, level_policy(tmp_path, trust, lv, "mid"), desc, other, layer,
                     other_layer, cred, cred_blob, hook)
     finally:
