@@ -33,7 +33,8 @@ STAND_INS = {
     # few requests, each refusal long enough to fill a one-page pipe that is never read
     "small-pipe": "import fcntl\nfcntl.fcntl(0, 1031, 4096)\n"  # F_SETPIPE_SZ on its stdin
                   "for i in range(40):\n"
-                  "    send({'jsonrpc': '2.0', 'id': 'r' * 250 + str(i), 'method': 'ping'})\ntime.sleep(60)\n",
+                  "    send({'jsonrpc': '2.0', 'id': 'r' * 250 + str(i), 'method': 'ping'})\n"
+                  "time.sleep(60)\n",
 }
 
 

@@ -329,7 +329,8 @@ def in_process(monkeypatch: pytest.MonkeyPatch, **limits: Any) -> Iterator[Any]:
 
 def test_a_malformed_request_gets_a_status_line_and_the_headers(builder: Builder) -> None:
     mine = b"127.0.0.1:%d" % builder.port
-    for data in (b"GARBAGE\r\n\r\n", b"GET /\r\n\r\n", b"GET / HTTP/9.9<b>x</b>\r\nHost: " + mine + b"\r\n\r\n",
+    for data in (b"GARBAGE\r\n\r\n", b"GET /\r\n\r\n",
+                 b"GET / HTTP/9.9<b>x</b>\r\nHost: " + mine + b"\r\n\r\n",
                  b"GET / HTTP/2.0\r\nHost: " + mine + b"\r\n\r\n", b"GET / HTTP/1.1 extra\r\n\r\n"):
         status, h = head_of(raw(builder.port, data))
         assert 400 <= status < 600, data

@@ -82,9 +82,10 @@ def test_an_unchecked_signature_is_never_verified_and_shows_no_claims(
     folder: tuple[Path, Path, Path, PrivateKey], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     ex, trust, policy, _ = folder
-    code, cli = acx_json(capsys, "cartridge", "verify", str(ex / AGENT_REL), "--trust-registry", str(trust))
+    _, cli = acx_json(capsys, "cartridge", "verify", str(ex / AGENT_REL), "--trust-registry", str(trust))
     assert cli["trust"] == "unverified"  # the premise: acx itself could check nothing
-    for opts, word in ((("--trust-registry", str(trust)), "unverified"), (("--policy", str(policy)), "refused")):
+    cases = ((("--trust-registry", str(trust)), "unverified"), (("--policy", str(policy)), "refused"))
+    for opts, word in cases:
         out = tmp_path / f"site-{word}"
         arts = built(capsys, ex, out, *opts)
         forged = arts[AGENT_REL]
@@ -95,7 +96,8 @@ def test_an_unchecked_signature_is_never_verified_and_shows_no_claims(
         everything = "".join(p.read_text() for p in out.rglob("*") if p.is_file())
         assert MARK not in everything, word
         page = (out / forged["page"]).read_text()
-        assert "Not verified." in page and "Use it" not in page and "acx load" not in page.split("Judged as")[0]
+        assert "Not verified." in page and "Use it" not in page
+        assert "acx load" not in page.split("Judged as")[0]
         assert f"<dd>{PUBLISHER}</dd>" not in page  # the signer row does not repeat the claim
 
 
@@ -109,7 +111,8 @@ def test_out_is_never_the_folder_the_command_runs_in(
     before = tree_hash(tmp_path / "work")
     monkeypatch.chdir(site)
     for out in (".", "..", str(site), str(site.parent), "./"):
-        code, err = acx_json(capsys, "exchange", "site", str(ex), "--out", out, "--trust-registry", str(trust))
+        code, err = acx_json(capsys, "exchange", "site", str(ex), "--out", out,
+                             "--trust-registry", str(trust))
         assert code == 3 and err["error"]["kind"] == "invalid_input", (out, err)
         assert "current folder" in err["error"]["message"]
     assert tree_hash(tmp_path / "work") == before  # nothing replaced, no stray .old or .tmp folder
@@ -124,7 +127,7 @@ def test_one_broken_file_is_that_files_rejection(
 ) -> None:
     """A workflow whose variable type is an array (a real input that crashed lint), or a stand-in
     checker that fails on one file (named so: it stands for any bug a hostile file may reach)."""
-    ex, trust, _, key = folder
+    ex, trust, _, _ = folder
     broken = f"cals/{PUBLISHER}/broken/1.0.0.cal.json"
     (ex / broken).parent.mkdir(parents=True)
     doc = {"schemaVersion": "acx.cal/1", "id": "broken", "version": "1.0.0",
