@@ -102,6 +102,7 @@ class StudioServer(ThreadingHTTPServer):
             with contextlib.suppress(OSError):
                 request.setblocking(False)
                 request.send(BUSY_ANSWER)
+                request.recv(65536)  # what the client sent already: closing over it would reset
             self.shutdown_request(request)
             return
         try:
