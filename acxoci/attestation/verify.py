@@ -12,7 +12,7 @@ count either way.
 from __future__ import annotations
 
 import tempfile
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -278,11 +278,6 @@ def verify_artifact(target: Target, subject: Descriptor, keys: list[TrustedKey],
     ok, summary, reasons = overall(reports, want_type, problems)
     strays = target.referrer_listing(subject.plain()).strays  # a ReadView lists once for both
     return VerifyReport(reference, subject.digest, ok, summary, reasons, tuple(reports), strays)
-
-
-def verdict_only(report: VerifyReport) -> VerifyReport:
-    """The report without per-attestation content details (for terse output)."""
-    return replace(report, attestations=tuple(replace(a, content=None) for a in report.attestations))
 
 
 def provenance_item(location: str, j: Judgement) -> VerifiedProvenance | None:

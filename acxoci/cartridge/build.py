@@ -523,11 +523,6 @@ def build_cartridge(
     )
 
 
-def build_from_args(pkg_dir: str, out: str, **kw: Any) -> BuildResult:
-    """Convenience wrapper taking string paths."""
-    return build_cartridge(Path(pkg_dir), Path(out), **kw)
-
-
 __all__ = [
     "BuildResult",
     "build_cartridge",

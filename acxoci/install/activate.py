@@ -26,7 +26,7 @@ import shutil
 import stat
 import tempfile
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -794,12 +794,3 @@ def _levels(act: Activation) -> int:
     levels = act.doc.get("createdLevels")
     return min(levels, 64) if isinstance(levels, int) and not isinstance(levels, bool) and levels > 0 else 0
 
-
-def check_activations(store: Store, names: Sequence[str] | None = None) -> dict[str, list[str]]:
-    """Problems of every activation (of `names`), keyed by install name (`installed verify`)."""
-    out: dict[str, list[str]] = {}
-    for act in activations(store):
-        if names is not None and act.name not in names:
-            continue
-        out.setdefault(act.name, []).extend(activation_problems(act, store.get(act.name)))
-    return out

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -107,12 +106,6 @@ class ObjectStore:
         if "sha256:" + h.hexdigest() != digest:
             raise Tampered("frozen object no longer matches its digest", where=str(self.path(digest)))
         return size
-
-    def copy_out(self, digest: str, dest: Path) -> Path:
-        """Copy an object to `dest` (for verifiers that want a file)."""
-        shutil.copyfile(self.path(digest), dest)
-        return dest
-
 
 class Recorder:
     """Collects registry responses per effect through a `requests` response hook."""

@@ -485,11 +485,6 @@ class ReleasePlan:
                                ca_file=str(reg.ca_file) if reg.ca_file else base.ca_file)
         return base
 
-    def quota_for(self, host: str) -> RegistryQuota | None:
-        """The budget of one registry host, if the plan sets one."""
-        return next((q for q in self.quotas if q.host == host), None)
-
-
 def schema_errors(doc: Any) -> list[str]:
     """Every schema violation of a plan document, as `$.path: message` lines."""
     return jsonschemas.schema_errors(SCHEMA_FILE, doc)

@@ -116,8 +116,3 @@ def probe(target: Target) -> None:
     if transport is not None:
         transport.ping()
 
-
-def registry_of(repository: str) -> str | None:
-    """The host of a repository string (None for an OCI layout)."""
-    ref = parse_reference(repository)
-    return None if ref.layout_path is not None else ref.host
