@@ -401,15 +401,13 @@ def gather_credentials(docs: Iterable[tuple[str, bytes]], sig: C.SignatureEviden
     return out
 
 
-def status_cache_dir(policy: VerificationPolicy, store_root: Path | None = None) -> Path:
+def status_cache_dir(policy: VerificationPolicy) -> Path:
     """Where status lists and the trust documents' high-water marks are kept: the policy's
-    `revocation.statusListCache`, else beside the install store (`STORE/cache`: every judgement of
-    the store's items sees the same marks, whoever runs it), else the user's cache folder."""
+    `revocation.statusListCache`, else the user's cache folder (`acxoci/status-lists`). Not in the
+    store: a refusal leaves the store byte-identical, while a mark must outlive the refusal."""
     from acxoci.level.status import default_cache_dir
 
-    if policy.status_list_cache:
-        return Path(policy.status_list_cache)
-    return store_root / "cache" if store_root is not None else default_cache_dir()
+    return Path(policy.status_list_cache) if policy.status_list_cache else default_cache_dir()
 
 
 def _with_status(cred: C.CredentialFound, doc: dict[str, Any], policy: VerificationPolicy, issuers: Any,
@@ -568,8 +566,7 @@ class Context:
         """The status-list cache and high-water marks this judgement reads and writes."""
         if self.cache is not None and not self.policy.status_list_cache:
             return self.cache
-        root = getattr(self.installed, "root", None)
-        return status_cache_dir(self.policy, root if isinstance(root, Path) else None)
+        return status_cache_dir(self.policy)
 
     def tell(self, what: str) -> None:
         """Say what the judge is doing now (for a progress line; nothing when nobody listens)."""
@@ -909,8 +906,6 @@ def judge_installed(item: Any, ctx: Context, policy: VerificationPolicy | None =
 
     if policy is not None:
         ctx = replace(ctx, policy=policy)
-    if ctx.installed is None and ctx.cache is None:  # the marks of the store the item lives in
-        ctx = replace(ctx, cache=status_cache_dir(ctx.policy, Path(item.path).parent.parent))
     rec = item.record
     kind = rec.get("kind") if rec.get("kind") in CONTENT_FILE else None
     repository = str(rec.get("repository") or "")
