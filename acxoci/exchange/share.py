@@ -22,7 +22,7 @@ from acxoci.errors import Blocked, InvalidInput, NotFound, UsageError, Verificat
 from acxoci.exchange.coordinates import card_path, folder_path
 from acxoci.exchange.index import Release, _ledger, _trust_registry, summarize_cartridge, summarize_workflow
 from acxoci.exchange.status import AGENT_ID_RE, SEMVER_RE
-from acxoci.fsutil import read_bytes
+from acxoci.fsutil import read_bytes, require_real_folders
 
 KINDS = {"agent": "agent", "workflow": "workflow", "graph": "agent-graph"}
 SUFFIXES = {"agent": ".acx", "workflow": ".cal.json", "agent-graph": ".agent-graph.json"}
@@ -265,21 +265,6 @@ def _check_segments(kind: str, publisher: str, aid: str, version: str, where: st
         raise ShareRefused("share refused: " + "; ".join(problems), where=where)
 
 
-def _check_inside(root: Path, rel: str) -> None:
-    """No component from the registry root down to `rel` may be a symlink or a non-folder."""
-    if root.is_symlink():
-        raise InvalidInput("the registry folder must not be a symlink", where=str(root))
-    cur = root
-    for seg in rel.split("/")[:-1]:
-        cur = cur / seg
-        try:
-            st = cur.lstat()
-        except FileNotFoundError:
-            return
-        if not stat.S_ISDIR(st.st_mode):
-            raise InvalidInput("a symlink or file stands where a registry folder should be", where=str(cur))
-
-
 def _judge(kind: str, path: Path, rel: str, root: Path, now: datetime) -> Release:
     ledger, registry = _ledger(root), _trust_registry(root, now)
     if kind == "agent":
@@ -415,7 +400,7 @@ def share(
     if slug is not None and slug != aid:
         raise ShareRefused(f"share refused: --slug {slug!r} is not the ROM-bound artifact id {aid!r}")
     rel = folder_path(kind, aid_pub, aid, version)
-    _check_inside(registry_root, rel)
+    require_real_folders(registry_root, rel, "registry folder")
     dest = registry_root / rel
     data = read_bytes(file, kind, limit=MAX_ARTIFACT_BYTES)
     existing_same = _same_file(dest, data)
@@ -428,7 +413,7 @@ def share(
     changed = not existing_same
     card_rel = card_path(aid_pub, aid, version) if kind == "agent" else None
     if card_rel is not None:
-        _check_inside(registry_root, card_rel)
+        require_real_folders(registry_root, card_rel, "registry folder")
     readme = str(registry_root / card_rel) if card_rel is not None else None
     if dry_run or existing_same:
         release = _judge(kind, file if dry_run and not existing_same else dest, rel, registry_root, now)
@@ -447,7 +432,7 @@ def share(
             d for d in reversed(dest.relative_to(registry_root).parents) if not (registry_root / d).exists()
         ]
         dest.parent.mkdir(parents=True, exist_ok=True)
-        _check_inside(registry_root, rel)
+        require_real_folders(registry_root, rel, "registry folder")
         staged: list[Path] = []
         ok = False
         try:
