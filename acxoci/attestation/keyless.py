@@ -28,6 +28,7 @@ from typing import Any, Literal
 
 from acxoci.errors import AuthError, InvalidInput, TransientError, UsageError
 from acxoci.fsutil import read_bytes
+from attest.canonical import loads_strict
 from attest.intoto import Statement
 
 TokenSource = Literal["file", "ambient", "interactive"]
@@ -190,7 +191,7 @@ class KeylessSigner:
             raise
         except Exception as exc:  # Rekor, TSA or Fulcio failures
             raise TransientError(f"keyless signing failed: {_short(exc)}") from exc
-        doc = json.loads(bundle_json)
+        doc = loads_strict(bundle_json)
         env = doc["dsseEnvelope"]
         legacy_env = {"payloadType": env["payloadType"], "payload": env["payload"],
                       "signatures": [{"keyid": "", "sig": s["sig"]} for s in env["signatures"]]}
@@ -253,7 +254,7 @@ def _timestamp_only_class() -> type:
                     "timestampVerificationData": {"rfc3161Timestamps": [
                         {"signedTimestamp": base64.b64encode(t.as_bytes()).decode("ascii")} for t in stamps]},
                 },
-                "dsseEnvelope": json.loads(envelope.to_json()),
+                "dsseEnvelope": loads_strict(envelope.to_json()),
             }
             return json.dumps(doc, separators=(",", ":")).encode("utf-8")
 

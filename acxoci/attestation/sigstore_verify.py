@@ -35,7 +35,7 @@ import hashlib
 import json
 import logging
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -202,6 +202,19 @@ def _fail(mode: Mode, why: str, **kw: Any) -> SigstoreCheck:
 
 # --- bounds on hostile bundles (before any library parser sees them) -------------------------
 
+
+
+def _identity(cert: Any, rules: Sequence[IdentityRule]) -> dict[str, Any] | SigstoreCheck:
+    """The certificate's identity (`subject`, `issuer`) when a rule accepts it, else the failure."""
+    subjects, issuer = certificate_subjects(cert), certificate_issuer(cert)
+    who: dict[str, Any] = {"subject": subjects[0] if subjects else None, "issuer": issuer}
+    matched = first_match(rules, subjects, issuer)
+    if matched is None:
+        return _fail("keyless", f"certificate identity {', '.join(subjects) or '(none)'} from issuer "
+                     f"{issuer or '(none)'} matches none of: {'; '.join(r.describe() for r in rules)}", **who)
+    if matched.subject is not None:
+        who["subject"] = matched.subject
+    return who
 
 def _bounded_doc(data: bytes) -> dict[str, Any]:
     """Strict JSON with caps on certificates, log entries, proof hashes and timestamps."""
@@ -698,14 +711,9 @@ def verify_timestamp_only(doc: dict[str, Any], rules: list[IdentityRule] | tuple
         cert = x509.load_der_x509_certificate(_b64(raw_cert, "certificate"))
     except Exception as exc:  # hostile bundle
         return _fail("keyless", f"malformed sigstore bundle: {_short(exc)}")
-    subjects, issuer = certificate_subjects(cert), certificate_issuer(cert)
-    who: dict[str, Any] = {"subject": subjects[0] if subjects else None, "issuer": issuer}
-    matched = first_match(rules, subjects, issuer)
-    if matched is None:
-        return _fail("keyless", f"certificate identity {', '.join(subjects) or '(none)'} from issuer "
-                     f"{issuer or '(none)'} matches none of: {'; '.join(r.describe() for r in rules)}", **who)
-    if matched.subject is not None:
-        who["subject"] = matched.subject
+    who = _identity(cert, rules)
+    if isinstance(who, SigstoreCheck):
+        return who
     ptype: str | None = None
     payload: bytes | None = None
     try:
@@ -729,7 +737,7 @@ def verify_timestamp_only(doc: dict[str, Any], rules: list[IdentityRule] | tuple
         return _fail("keyless", f"sigstore verification failed ({trust.name}): {_short(exc)}", **who)
     return SigstoreCheck(True, "keyless", (), (f"verified against the {trust.name} (signed timestamps, "
                                                "no transparency-log entry)",),
-                         who["subject"], issuer, None, None, _times(times), ptype, payload,
+                         who["subject"], who["issuer"], None, None, _times(times), ptype, payload,
                          fulcio_facts(cert))
 
 
@@ -774,14 +782,9 @@ def verify_legacy_keyless(envelope_json: bytes, material: LegacyKeyless,
         cert = x509.load_pem_x509_certificate(material.certificate_pem.encode("ascii"))
     except Exception as exc:  # hostile annotation
         return _fail("keyless", f"malformed certificate annotation: {_short(exc)}")
-    subjects, issuer = certificate_subjects(cert), certificate_issuer(cert)
-    who: dict[str, Any] = {"subject": subjects[0] if subjects else None, "issuer": issuer}
-    matched = first_match(rules, subjects, issuer)
-    if matched is None:
-        return _fail("keyless", f"certificate identity {', '.join(subjects) or '(none)'} from issuer "
-                     f"{issuer or '(none)'} matches none of: {'; '.join(r.describe() for r in rules)}", **who)
-    if matched.subject is not None:
-        who["subject"] = matched.subject
+    who = _identity(cert, rules)
+    if isinstance(who, SigstoreCheck):
+        return who
     if not material.rekor_bundle and material.rfc3161_timestamp:
         return _legacy_timestamped(envelope_json, material, cert, rules, trust, who)
     try:
@@ -804,7 +807,7 @@ def verify_legacy_keyless(envelope_json: bytes, material: LegacyKeyless,
         return _fail("keyless", f"sigstore verification failed ({trust.name}): {_short(exc)}", **who)
     return SigstoreCheck(True, "keyless", (), (f"verified against the {trust.name} (Rekor SET, no inclusion "
                                                "proof in a legacy .att layer)",),
-                         who["subject"], issuer, log_index, integrated, _times([when]),
+                         who["subject"], who["issuer"], log_index, integrated, _times([when]),
                          str(env.payload_type), bytes(env.payload), fulcio_facts(cert))
 
 

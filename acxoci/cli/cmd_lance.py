@@ -24,7 +24,8 @@ def lance(
     force: bool = typer.Option(False, "--force", help="Replace a folder that is not empty."),
 ) -> None:
     """Verify the cartridge (its signer trusted by the registry or the policy), then materialise its
-    memory baseline as a LanceDB table `memories`; stored vectors are never trusted, all are re-indexed."""
+    signed (ROM) memory as a LanceDB table `memories`; unsigned SAVE-zone rows are left out, stored
+    vectors are never trusted, all are re-indexed."""
     from acxoci.cartridge.verify import verify_cartridge
     from acxoci.lance import materialize
 
@@ -66,6 +67,9 @@ def lance(
         if result.foreign_vectors_ignored:
             n = result.foreign_vectors_ignored
             say("  {} stored vector(s) ignored (foreign vectors are never trusted)", n)
+        if result.unsigned_rows_left_out:
+            n = result.unsigned_rows_left_out
+            say("  {} SAVE-zone row(s) left out (not covered by the signature)", n)
 
     emit({**result.to_json(), "trust": verdict.trust}, human)
 
