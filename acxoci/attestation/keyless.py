@@ -178,7 +178,8 @@ class KeylessSigner:
         from cryptography.hazmat.primitives import serialization
         from sigstore import dsse
 
-        from acxoci.attestation.identity import certificate_issuer, certificate_subjects
+        from acxoci.attestation.identity import certificate_facts
+        from attest.errors import MalformedError
 
         signer = self._library_signer()
         payload = dsse.Statement(statement.canonical_bytes())
@@ -210,7 +211,11 @@ class KeylessSigner:
             der = base64.b64encode(response.as_bytes()).decode("ascii")
             stamp = json.dumps({"SignedRFC3161Timestamp": der})
         cert = signer._signing_cert()
-        subjects = certificate_subjects(cert)
+        try:
+            facts = certificate_facts(cert)
+        except MalformedError as exc:
+            raise InvalidInput(f"Fulcio issued a certificate acx cannot read: {exc}", where="Fulcio") from exc
+        subjects = facts.subjects
         vm = doc["verificationMaterial"]
         stamps = (vm.get("timestampVerificationData") or {}).get("rfc3161Timestamps") or []
         self.identity = subjects[0] if subjects else self._token.identity
@@ -219,7 +224,7 @@ class KeylessSigner:
             envelope=legacy_bytes,
             certificate_pem=cert.public_bytes(serialization.Encoding.PEM).decode("ascii"),
             identity=subjects[0] if subjects else self._token.identity,
-            issuer=certificate_issuer(cert), logged=bool(vm.get("tlogEntries")), timestamps=len(stamps),
+            issuer=facts.issuer, logged=bool(vm.get("tlogEntries")), timestamps=len(stamps),
             rfc3161_timestamp=stamp)
 
 
