@@ -2,11 +2,13 @@
 `.att` tag), judge each like `cosign verify-attestation --key`, then check that what they attest
 (ROM digest, layer digest, workflow digest) matches the pulled content.
 
-Overall verdict: pass when at least one attestation verified and none was *rejected*. Rejected
-means a trusted key signed something that does not bind (wrong subject, content mismatch,
-compromised key, a bundle cosign would refuse) or stored bytes were altered. Attestations that no
-trusted key verifies (other signers, tampered statements) are reported as unverified and do not
-count either way.
+Overall verdict (`overall`): pass when the verified attestations meet the requirement (at least
+one, of `--type` when given), by the one evidence rule the acceptance decision applies too
+(`evidence.missing_evidence`, decision 0043). Rejected means a trusted signer signed something
+that does not bind here (a statement about another subject, a content mismatch, a compromised key,
+a bundle cosign would refuse) or stored bytes were altered; unverified means no trusted key or
+identity verifies it. Both are shown, and neither is evidence nor a veto, as in cosign: whoever
+can push to the repository can add either.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from acxoci.attestation.content import (
     check_graph_content,
     check_workflow_content,
 )
+from acxoci.attestation.evidence import missing_evidence
 from acxoci.attestation.formats import classify_referrer, legacy_layers, legacy_tag
 from acxoci.attestation.judge import Judgement, Kind, Sigstore, judge
 from acxoci.attestation.provenance import SLSA_PROVENANCE_V1, VerifiedProvenance
@@ -137,11 +140,11 @@ def overall(reports: list[AttestationReport], want_type: str | None,
     counted = [r for r in reports if r.format != "envelope"]
     rejected = [r for r in counted if r.judgement.verdict == "rejected"]
     verified = [r for r in counted if r.judgement.verdict == "verified"]
-    if rejected:
-        reasons = tuple(f"{r.location}: {why}" for r in rejected for why in r.judgement.reasons)
-        return False, f"{len(rejected)} attestation(s) rejected", reasons
-    if verified:
-        return True, f"{len(verified)} attestation(s) verified", ()
+    missing = missing_evidence([(r.format, r.judgement.predicate_type or "") for r in verified],
+                               types=(want_type,) if want_type is not None else ())
+    if not missing:
+        extra = f"; {len(rejected)} rejected, not counted" if rejected else ""
+        return True, f"{len(verified)} attestation(s) verified{extra}", ()
     if not counted:
         extra = tuple(problems or ())
         return False, "no attestations found", ("no attestation in the referrers or the .att tag", *extra)
@@ -151,7 +154,8 @@ def overall(reports: list[AttestationReport], want_type: str | None,
             f"none of the attestations matched the predicate type {want_type}, found: {', '.join(types)}",)
     reasons = tuple(f"{r.location}: {why}" for r in counted if r.judgement.verdict != "skipped"
                     for why in r.judgement.reasons)
-    return False, "no attestation verified", reasons
+    extra = f" ({len(rejected)} rejected)" if rejected else ""
+    return False, f"no attestation verified{extra}", reasons
 
 
 class _ContentCache:
