@@ -159,7 +159,8 @@ def attestation_signer(key: str | None, password_env: str | None, identity_token
 
     token, source = identity_token(identity_token_file, trust, interactive=interactive())
     signer = KeylessSigner(trust(), token, source, tlog_upload=upload)
-    info("signing keylessly as {} (token from {})", signer.label, source)
+    info("signing keylessly with a token (from {}) whose identity is {}; the certificate Fulcio issues "
+         "names the signer", source, token.identity)
     return signer
 
 
