@@ -170,7 +170,8 @@ class FulcioFacts:
         return {"issuer": self.issuer, "sourceRepositoryURI": self.source_repository_uri,
                 "sourceRepositoryRef": self.source_repository_ref,
                 "sourceRepositoryDigest": self.source_repository_digest,
-                "buildSignerURI": self.build_signer_uri, "runInvocationURI": self.run_invocation_uri}
+                "buildSignerURI": self.build_signer_uri, "buildConfigURI": self.build_config_uri,
+                "runInvocationURI": self.run_invocation_uri}
 
 
 @dataclass(frozen=True)

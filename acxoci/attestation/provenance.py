@@ -11,8 +11,10 @@ the facts Fulcio wrote into its signing certificate (`FulcioFacts`), and a requi
 `provenance: {repository, ref, signerWorkflow}`). A requirement is met only when one attestation's
 certificate AND its predicate both say so and agree with each other (the source commit too):
 the certificate is what the CI's OIDC provider vouched for, the predicate is what the build
-claims, and a mismatch between them is a refusal. A key-signed or unknown-build-type provenance
-meets no requirement. Fail closed: no provenance, no pass.
+claims, and a mismatch between them is a refusal (the predicate's workflow is the certificate's
+Build Config URI, the workflow the run started from; `--signer-workflow` names the Build Signer
+URI, which is a reusable workflow when the caller used one). A key-signed or unknown-build-type
+provenance meets no requirement. Fail closed: no provenance, no pass.
 """
 
 from __future__ import annotations
@@ -228,20 +230,20 @@ def _problems(req: Requirement, item: VerifiedProvenance) -> list[str]:
         out.append(f"repository: predicate {wf.repository}, certificate {f.source_repository_uri}")
     if f.source_repository_ref != wf.ref:
         out.append(f"ref: predicate {wf.ref}, certificate {f.source_repository_ref}")
+    claimed = f"{url(wf.repository)}/{wf.path}"
+    config = (f.build_config_uri or "").partition("@refs/")[0]  # the workflow the run started from
+    if claimed != config:
+        out.append(f"workflow: predicate {claimed}, certificate {f.build_config_uri}")
     signer = f.build_signer_uri or ""
     if req.repository is not None and url(req.repository) != url(wf.repository):
         out.append(f"repository is {wf.repository}, not {req.repository}")
     if req.ref is not None and req.ref != wf.ref:
         out.append(f"ref is {wf.ref}, not {req.ref}")
-    if req.signer_workflow is not None:
+    if req.signer_workflow is not None:  # the certificate's signer: a reusable workflow, if one ran
         want = url(req.signer_workflow)
-        base = want.partition("@refs/")[0]
         if re.fullmatch(signer_workflow_pattern(req.signer_workflow), signer) is None:
-            at = "" if want != base else "@refs/…"
+            at = "" if "@refs/" in want else "@refs/…"
             out.append(f"signer workflow is {signer or None}, not {want}{at}")
-        claimed = f"{url(wf.repository)}/{wf.path}"
-        if claimed != base:
-            out.append(f"the predicate's workflow {claimed} is not the signer workflow {base}")
     return out
 
 
