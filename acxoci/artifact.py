@@ -186,6 +186,26 @@ def _verify_document(
     return v.to_json()
 
 
+#: The signer trusts that meet each `--require` (the order `cartridge verify --require` uses).
+MEETS: dict[str, frozenset[str]] = {"portable": frozenset({"portable", "trusted", "local"}),
+                                    "trusted": frozenset({"trusted", "local"})}
+
+
+def require_trust(verdict: dict[str, Any] | None, minimum: str | None, where: str) -> None:
+    """RefusedByPolicy (exit 8) when a verified artifact's signer trust is below `minimum`
+    (portable or trusted): `pull`/`push --require`, meaning what `cartridge verify --require` means."""
+    if minimum is None or verdict is None:
+        return
+    trust = verdict.get("trust")
+    if trust not in MEETS[minimum]:
+        why = verdict.get("summary") or ""
+        raise RefusedByPolicy(
+            f"signer trust is {trust}, below the required {minimum}" + (f": {why}" if why else ""),
+            where=where,
+            hint="trust the signer's key (acx key trust) or pass --require portable to accept a valid "
+            "signature nobody vouches for", details={"verdict": verdict})
+
+
 def check_before_push(
     kind: Kind, doc: dict[str, Any], path: Path, registry: TrustRegistry | None, now: datetime
 ) -> dict[str, Any]:
@@ -224,10 +244,12 @@ def _load_workflow(path: Path, kind: Kind = "workflow") -> dict[str, Any]:
 
 
 def gather(
-    path: Path, *, verify: bool, registry: TrustRegistry | None, now: datetime, digest: bool = True
+    path: Path, *, verify: bool, registry: TrustRegistry | None, now: datetime, digest: bool = True,
+    minimum: str | None = None,
 ) -> ArtifactFacts:
-    """Detect, optionally verify (refusing a rejected artifact), and collect the manifest facts.
-    `digest=False` leaves `facts.digest` empty for a caller that hashes while uploading."""
+    """Detect, optionally verify (refusing a rejected artifact, or one whose signer trust is below
+    `minimum`), and collect the manifest facts. `digest=False` leaves `facts.digest` empty for a
+    caller that hashes while uploading."""
     title = path.name
     # every read goes through the real path: a symlink retargeted between two reads (hash one
     # file, verify another) would leave the file's own identity, ctime included, untouched
@@ -242,6 +264,7 @@ def gather(
         signed_at: str | None = None
         if verify:
             verdict_json, v = _verify_cartridge(path, registry, now, identity)
+            require_trust(verdict_json, minimum, str(path))
             rom, signed_at = v.rom_digest, v.signed_at
         elif size <= NO_VERIFY_FACTS_LIMIT:
             # --no-verify: the ROM hash and signing time are still wanted as annotations (best effort)
@@ -266,6 +289,7 @@ def gather(
         )
     doc = _load_workflow(path, kind)
     wf_verdict = check_before_push(kind, doc, path, registry, now) if verify else None
+    require_trust(wf_verdict, minimum, str(path))
     integrity = doc.get("integrity") if isinstance(doc.get("integrity"), dict) else {}
     assert isinstance(integrity, dict)
     wdigest: str | None = None
@@ -525,6 +549,7 @@ def pull_file(
     now: datetime,
     progress: ProgressFn | None = None,
     concurrency: int = DEFAULT_PULL_CONCURRENCY,
+    minimum: str | None = None,
 ) -> Pulled:
     """Resolve, fetch the manifest, stream its layers (`concurrency` at a time) each into a
     digest-named staging file beside its destination (digest-checked), verify the artifact, then
@@ -584,6 +609,7 @@ def pull_file(
             elif verify and kind in ("workflow", "agent-graph"):
                 assert kind is not None
                 verdict = _verify_document(kind, _load_workflow(tmp, kind), tmp, registry, now)
+            require_trust(verdict, minimum, where)  # below --require: refused before any rename
         # every digest is proven: now (and only now) the files take their names
         moves: list[tuple[Path, Path]] = []
         used: set[str] = set()
@@ -632,6 +658,7 @@ def push_path(
     created: str | None = None,
     progress: ProgressFn | None = None,
     concurrency: int = DEFAULT_PUSH_CONCURRENCY,
+    minimum: str | None = None,
 ) -> tuple[Descriptor, ArtifactFacts, Built]:
     """gather + build + push_file in one call, the blobs `concurrency` at a time. A large file
     going to a registry is hashed while it uploads (one read pass saved), the config going up
@@ -640,11 +667,11 @@ def push_path(
 
     size = path.stat().st_size
     if not isinstance(target, RegistryTarget) or size <= HASH_WHILE_UPLOADING:
-        facts = gather(path, verify=verify, registry=registry, now=now)
+        facts = gather(path, verify=verify, registry=registry, now=now, minimum=minimum)
         built = build(facts, created)
         desc = push_file(target, facts, built, tag, progress=progress, concurrency=concurrency)
         return desc, facts, built
-    facts = gather(path, verify=verify, registry=registry, now=now, digest=False)
+    facts = gather(path, verify=verify, registry=registry, now=now, digest=False, minimum=minimum)
     media = {"cartridge": CARTRIDGE_LAYER_TYPE, "agent-graph": GRAPH_LAYER_TYPE}.get(
         facts.kind, WORKFLOW_LAYER_TYPE
     )

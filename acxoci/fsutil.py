@@ -68,6 +68,22 @@ def atomic_write(path: Path, data: bytes, *, mode: int = 0o644) -> None:
             os.close(dfd)
 
 
+def require_real_folders(root: Path, rel: str, what: str = "folder") -> None:
+    """Every folder from `root` down to `rel`'s parent that exists is a real folder (no symlink, no
+    file standing in the way), so a write below `root` cannot be led outside it. InvalidInput."""
+    if root.is_symlink():
+        raise InvalidInput(f"the {what} must not be a symlink", where=str(root))
+    cur = root
+    for seg in rel.split("/")[:-1]:
+        cur = cur / seg
+        try:
+            st = cur.lstat()
+        except FileNotFoundError:
+            return
+        if not stat.S_ISDIR(st.st_mode):
+            raise InvalidInput(f"a symlink or file stands where a {what} should be", where=str(cur))
+
+
 DEFAULT_READ_LIMIT = 64 * 1024 * 1024
 
 

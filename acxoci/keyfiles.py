@@ -43,8 +43,8 @@ def load_private_key_file(path: Path, password: bytes | None) -> PrivateKey:
     try:
         return load_signing_key(data, password)
     except WrongPassword as exc:
-        raise AuthError(
-            str(exc),
+        raise AuthError(  # no passphrase at all is not a wrong one (a cosign.key is always encrypted)
+            str(exc) if password else "private key is encrypted and no password was given",
             where=str(path),
             hint="pass --password-env VAR, or set ACX_KEY_PASSWORD / COSIGN_PASSWORD",
         ) from exc

@@ -3,6 +3,9 @@ with the fourteen fixed columns of `rom/schema/lance-memory.json`. The JSON base
 rows) is authoritative; every vector is computed here with the local engine `local-hash-128`
 (acx.embed/local-hash-128/1); vectors stored in the cartridge are foreign and never read.
 
+Only the ROM zone is covered by the cartridge's signature, so only ROM rows are written: the
+SAVE zone (field-learned state anyone holding the file can add to) is left out and counted.
+
 `lancedb` (and `pyarrow`) are an optional extra imported only inside `write_dataset`, so no other
 command pays for them or needs them installed."""
 
@@ -104,13 +107,15 @@ def row_for(
 
 @dataclass(frozen=True)
 class LanceResult:
-    """What was written: where, how many rows per zone, the engine, the foreign vectors ignored."""
+    """What was written: where, how many rows per zone, the engine, the foreign vectors ignored
+    and the unsigned (SAVE-zone) rows left out."""
 
     path: str
     rows: int
     zones: dict[str, int]
     foreign_vectors_ignored: int
     lancedb_version: str
+    unsigned_rows_left_out: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -121,18 +126,20 @@ class LanceResult:
             "zones": self.zones,
             "embeddingEngine": {"id": ENGINE_ID, "dim": DIM},
             "foreignVectorsIgnored": self.foreign_vectors_ignored,
+            "unsignedRowsLeftOut": self.unsigned_rows_left_out,
             "lancedb": self.lancedb_version,
         }
 
 
-def cartridge_rows(path: Path) -> tuple[list[dict[str, Any]], int]:
-    """The `memories` rows of a cartridge's memory baseline, and how many stored vectors it holds
-    (counted, never read)."""
+def cartridge_rows(path: Path) -> tuple[list[dict[str, Any]], int, int]:
+    """The `memories` rows of a cartridge's signed (ROM) memory baseline, how many unsigned rows
+    (any other zone) were left out, and how many stored vectors it holds (counted, never read)."""
     from acxoci.cartridge.reader import open_cartridge
     from attest.canonical import loads_strict
     from attest.errors import MalformedError
 
     rows = []
+    unsigned = 0
     with open_cartridge(path) as cart:
         engine = cart.meta().get("acx.embedding_engine", "")
         try:
@@ -144,6 +151,9 @@ def cartridge_rows(path: Path) -> tuple[list[dict[str, Any]], int]:
                 f"the cartridge's embedding engine is {engine_id!r}, not {ENGINE_ID}", where=str(path)
             )
         for m in cart.memory():
+            if m.zone != "rom":  # not covered by the signature: never written as verified memory
+                unsigned += 1
+                continue
             where = f"{path}:memory[{m.id}]"
             try:
                 rec = loads_strict(m.payload)
@@ -161,7 +171,7 @@ def cartridge_rows(path: Path) -> tuple[list[dict[str, Any]], int]:
                 )
             )
         foreign = cart.count("vectors") if cart.has_table("vectors") else 0
-    return sorted(rows, key=lambda r: (r["zone"], r["id"])), foreign
+    return sorted(rows, key=lambda r: (r["zone"], r["id"])), unsigned, foreign
 
 
 def _arrow_table(rows: Sequence[Mapping[str, Any]]) -> Any:
@@ -225,9 +235,9 @@ def write_dataset(rows: Sequence[Mapping[str, Any]], out: Path, *, force: bool) 
 
 def materialize(path: Path, out: Path, *, force: bool = False) -> LanceResult:
     """The cartridge's memory (already verified by the caller) as a LanceDB database at `out`."""
-    rows, foreign = cartridge_rows(path)
+    rows, unsigned, foreign = cartridge_rows(path)
     version = write_dataset(rows, out, force=force)
     zones: dict[str, int] = {}
     for r in rows:
         zones[r["zone"]] = zones.get(r["zone"], 0) + 1
-    return LanceResult(str(out), len(rows), zones, foreign, version)
+    return LanceResult(str(out), len(rows), zones, foreign, version, unsigned)

@@ -39,7 +39,7 @@ if missing:
     sys.exit(f"check-dist: schemas missing from the package: {missing}")
 PY
   "$venv/bin/acx" key generate -o me.pem >/dev/null
-  "$venv/bin/acx" key trust me.pub.pem --publisher dev.example.dist -r trust.json \
+  "$venv/bin/acx" key trust me.pub.pem --publisher dev.example.dist --trust-registry trust.json \
     --not-before 2026-01-01T00:00:00Z >/dev/null
   "$venv/bin/acx" cartridge build "$REPO/examples/agent-package" -o agent.acx \
     --publisher dev.example.dist --key me.pem >/dev/null

@@ -32,12 +32,12 @@ acx() { echo "\$ acx $*"; "$ACX" "$@"; }
 step "1. Keys: a publisher key, and the level verifier's key (Ed25519, generated now)"
 acx -q key generate -o "$D/publisher.pem"
 acx -q key generate -o "$D/verifier.pem"
-acx key trust "$D/publisher.pub.pem" --publisher "$PUBLISHER" -r "$D/trust.json" --not-before 2026-01-01T00:00:00Z
-acx key trust "$D/verifier.pub.pem" --publisher dev.acxoci.verifier -r "$D/issuers.json" --not-before 2026-01-01T00:00:00Z
+acx key trust "$D/publisher.pub.pem" --publisher "$PUBLISHER" --trust-registry "$D/trust.json" --not-before 2026-01-01T00:00:00Z
+acx key trust "$D/verifier.pub.pem" --publisher dev.acxoci.verifier --trust-registry "$D/issuers.json" --not-before 2026-01-01T00:00:00Z
 
 step "2. Build and sign a cartridge from examples/agent-package (deterministic)"
 acx cartridge build examples/agent-package -o "$D/pr-reviewer.acx" --publisher "$PUBLISHER" \
-    --key "$D/publisher.pem" --created-at 2026-11-30T00:00:00Z
+    --key "$D/publisher.pem" --now 2026-11-30T00:00:00Z
 acx cartridge verify "$D/pr-reviewer.acx" --trust-registry "$D/trust.json" --require trusted
 
 step "3. Push it to $where as an OCI 1.1 artifact"
@@ -82,7 +82,7 @@ YAML
 case "$D" in /*) SCRATCH_HOME="$D/home" ;; *) SCRATCH_HOME="$(pwd)/$D/home" ;; esac
 mkdir -p "$SCRATCH_HOME"   # a scratch HOME: the demo never touches your real ~/.claude
 echo "\$ HOME=$SCRATCH_HOME acx install $REF ... --activate claude"
-XDG_CACHE_HOME="${XDG_CACHE_HOME:-$HOME/.cache}" HOME="$SCRATCH_HOME" "$ACX" install "$REF" --policy "$D/policy.yaml" --host examples/host.json \
+XDG_CACHE_HOME="${XDG_CACHE_HOME:-$HOME/.cache}" HOME="$SCRATCH_HOME" "$ACX" install "$REF" --policy "$D/policy.yaml" --host-descriptor examples/host.json \
     --host-limits examples/resource-limits.yaml --store "$D/installed" --activate claude
 acx installed list --store "$D/installed"
 

@@ -1,7 +1,10 @@
 """The bounded read of a codebase for `acx init --from-code`: an iterative, sorted walk that never
 follows a symlink (so it never leaves DIR), skips vendored and generated folders, stops at fixed
 caps on entries, depth and bytes read, and reads only small dependency manifests. Nothing it
-finds is executed, imported or evaluated: manifests are parsed as data (JSON, TOML, lines)."""
+finds is executed, imported or evaluated: manifests are parsed as data (JSON, TOML, lines), and
+the parsing is bounded in time as well as in bytes: a cap on the bytes parsed in all, a smaller
+one for TOML (its parser is slower), and no TOML line with more dots than a real key has (the
+standard parser is quadratic in a key's depth)."""
 
 from __future__ import annotations
 
@@ -19,6 +22,10 @@ MAX_ENTRIES = 50_000
 MAX_DEPTH = 12
 MAX_MANIFEST_BYTES = 1024 * 1024
 MAX_MANIFESTS = 200
+MAX_PARSED_BYTES = 16 * 1024 * 1024  # of all manifests together; the rest are not read
+MAX_TOML_BYTES = 256 * 1024  # per TOML manifest
+MAX_TOML_PARSED_BYTES = 1024 * 1024  # of all TOML manifests together
+MAX_TOML_LINE_DOTS = 256  # dots on one TOML line (a dotted key's depth is bounded by them)
 #: Folders that hold other people's code or build output, never the project's own signals.
 SKIP_DIRS = frozenset(
     {
@@ -151,19 +158,46 @@ def _names_from_lines(text: str, name: str) -> list[str]:
 
 
 def declared_names(name: str, data: bytes) -> list[str]:
-    """The dependency names a manifest declares, parsed as data; ValueError if it cannot be read."""
+    """The dependency names a manifest declares, parsed as data; ValueError if it cannot be read
+    (or cannot be parsed in bounded time)."""
     text = data.decode("utf-8")
     if name in ("package.json", "composer.json"):
         doc = loads_strict(data)
         keys = ("dependencies", "devDependencies", "peerDependencies", "require", "require-dev")
         return _names_from_json(doc, keys)
-    if name.endswith(".toml") or name == "Pipfile":
+    if _is_toml(name):
+        if len(data) > MAX_TOML_BYTES:
+            raise ValueError(f"a TOML manifest larger than {MAX_TOML_BYTES} bytes")
+        if any(line.count(".") > MAX_TOML_LINE_DOTS for line in text.split("\n")):
+            raise ValueError(f"a TOML line with more than {MAX_TOML_LINE_DOTS} dots")
         return _names_from_toml(tomllib.loads(text), name)
     return _names_from_lines(text, name)
 
 
 def _is_manifest(name: str) -> bool:
     return name in MANIFESTS or (name.startswith("requirements") and name.endswith(".txt"))
+
+
+def _is_toml(name: str) -> bool:
+    return name.endswith(".toml") or name == "Pipfile"
+
+
+@dataclass
+class _Budget:
+    """What is left to parse in this walk (all manifests, and TOML ones), in bytes."""
+
+    left: int = MAX_PARSED_BYTES
+    toml_left: int = MAX_TOML_PARSED_BYTES
+
+    def take(self, name: str, size: int) -> bool:
+        """Whether a manifest of `size` bytes may still be parsed (and take it from the budget)."""
+        toml = _is_toml(name)
+        if size > self.left or (toml and size > self.toml_left):
+            return False
+        self.left -= size
+        if toml:
+            self.toml_left -= size
+        return True
 
 
 def walk(root: Path, *, exclude: Path | None = None) -> Listing:
@@ -182,6 +216,7 @@ def walk(root: Path, *, exclude: Path | None = None) -> Listing:
     unreadable: list[str] = []
     truncated: str | None = None
     seen = 0
+    budget = _Budget()
     queue: list[tuple[str, str, int]] = [(str(root), "", 0)]
     head = 0
     while head < len(queue) and truncated is None:
@@ -218,7 +253,7 @@ def walk(root: Path, *, exclude: Path | None = None) -> Listing:
                 continue  # symlinks, sockets, devices: never read, never followed
             files.append(path)
             if _is_manifest(entry.name) and len(deps) < MAX_MANIFESTS:
-                deps[path] = _read_manifest(entry.path, entry.name, est.st_size, path, unreadable)
+                deps[path] = _read_manifest(entry.path, entry.name, est.st_size, path, unreadable, budget)
     return Listing(
         tuple(sorted(files)),
         tuple(sorted(dirs)),
@@ -228,8 +263,11 @@ def walk(root: Path, *, exclude: Path | None = None) -> Listing:
     )
 
 
-def _read_manifest(real: str, name: str, size: int, path: str, unreadable: list[str]) -> tuple[str, ...]:
-    if size > MAX_MANIFEST_BYTES:
+def _read_manifest(
+    real: str, name: str, size: int, path: str, unreadable: list[str], budget: _Budget
+) -> tuple[str, ...]:
+    limit = MAX_TOML_BYTES if _is_toml(name) else MAX_MANIFEST_BYTES
+    if size > limit or not budget.take(name, size):
         unreadable.append(path)
         return ()
     try:
@@ -237,8 +275,8 @@ def _read_manifest(real: str, name: str, size: int, path: str, unreadable: list[
         with os.fdopen(fd, "rb") as fh:
             if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
                 raise OSError("not a regular file")
-            data = fh.read(MAX_MANIFEST_BYTES + 1)
-        if len(data) > MAX_MANIFEST_BYTES:
+            data = fh.read(limit + 1)
+        if len(data) > limit:
             raise ValueError("too large")
         names = declared_names(name, data)
     except (OSError, ValueError, RecursionError):

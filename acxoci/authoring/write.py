@@ -5,24 +5,11 @@ folder that already holds files is refused unless the caller forces it."""
 from __future__ import annotations
 
 import os
-import stat
 from collections.abc import Mapping
 from pathlib import Path
 
 from acxoci.errors import InvalidInput, UsageError
-from acxoci.fsutil import atomic_write
-
-
-def _check_parent_chain(out: Path, rel: str) -> None:
-    cur = out
-    for seg in rel.split("/")[:-1]:
-        cur = cur / seg
-        try:
-            st = cur.lstat()
-        except FileNotFoundError:
-            return
-        if not stat.S_ISDIR(st.st_mode):
-            raise InvalidInput("refusing to write through a symlink or a file", where=str(cur))
+from acxoci.fsutil import atomic_write, require_real_folders
 
 
 def write_tree(out: Path, files: Mapping[str, bytes], *, force: bool) -> list[str]:
@@ -42,7 +29,7 @@ def write_tree(out: Path, files: Mapping[str, bytes], *, force: bool) -> list[st
             raise InvalidInput(f"generated path {rel!r} is not a relative path", where=str(out))
     out.mkdir(parents=True, exist_ok=True)
     for rel, data in files.items():
-        _check_parent_chain(out, rel)
+        require_real_folders(out, rel, "output folder")
         target = out / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         if target.is_symlink():

@@ -90,8 +90,10 @@ def strip_cartridge(
     *,
     now: datetime,
     registry: TrustRegistry | None = None,
+    minimum: str | None = None,
 ) -> StripResult:
-    """Write a SAVE-free copy of `src` to `out` only if the ROM digest is equal and the DSSE re-verifies.
+    """Write a SAVE-free copy of `src` to `out` only if the ROM digest is equal and the DSSE re-verifies
+    (with `minimum`, portable or trusted: by a signer of at least that trust).
 
     On a mismatch nothing is written (the result has output=None). Raises for unreadable input.
     """
@@ -118,7 +120,7 @@ def strip_cartridge(
         verdict = CartridgeVerdict(**{**verdict.__dict__, "file": str(out_p)})
         equal = before == after and (recorded is None or recorded == after)
         size_after = tmp.stat().st_size
-        ok = equal and not verdict.rejected
+        ok = equal and not verdict.rejected and verdict.meets(minimum)
         if ok:
             try:
                 os.replace(tmp, out_p)

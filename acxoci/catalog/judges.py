@@ -21,7 +21,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from acxoci.catalog.model import Candidate, Check, Kind, Level, Lifecycle, Verdict
+from acxoci.catalog.model import Candidate, Check, Kind, Level, Lifecycle, Verdict, withheld
 from acxoci.errors import AcxError
 from acxoci.exchange.coordinates import repository_path, version_tag
 from acxoci.exchange.index import Derived, Release, derive
@@ -109,7 +109,7 @@ class FolderGate:
         if self.policy is None:
             return f"{VERIFY_COMMAND[kind]} {self._path(rel)} {self.option}"
         if kind == "agent":  # the command that judges a local cartridge under a policy
-            return f"acx load {self._path(rel)} --host claude --print-only {self.option}"
+            return f"acx load {self._path(rel)} --host claude --dry-run {self.option}"
         return f"acx exchange verify {shlex.quote(self.display)}; the install decision {self.option}"
 
     def _install(self, r: Release) -> str | None:
@@ -138,9 +138,9 @@ class FolderGate:
         life = _lifecycle(release.entry.get("registryStatus"))
         verdict = replace(verdict, lifecycle=life)
         if life is not None and life.status == "withdrawn":
-            return replace(verdict, verified=False, word="withdrawn", content=None, install=None,
-                           summary=f"withdrawn in the folder's status.json: {life.reason}")
-        return verdict
+            return withheld(replace(verdict, verified=False, word="withdrawn",
+                                    summary=f"withdrawn in the folder's status.json: {life.reason}"))
+        return withheld(verdict)
 
     def _judged(self, r: Release, cand: Candidate) -> Verdict:
         assert self.policy is not None
@@ -148,26 +148,34 @@ class FolderGate:
         v = from_judgement(j, cand, self._command(r.kind, r.rel), self._install(r), lambda: r.path)
         level = v.level if v.level is None or v.level.state != "not-required" else _level(
             r.entry.get("levelClaim"))
-        return replace(v, checks=(GATE_PASSED, *v.checks), digest=v.digest or r.digest,
-                       publisher_id=v.publisher_id or r.publisher, level=level)
+        return withheld(replace(v, checks=(GATE_PASSED, *v.checks), digest=v.digest or r.digest,
+                                publisher_id=v.publisher_id or r.publisher, level=level))
 
     def _accepted(self, r: Release) -> Verdict:
+        """The gate accepted the file; it counts as verified only when its signature verifies
+        (trusted, or portable: labelled so). The gate also lets an unverifiable signature through
+        (no public key, an unknown key: `unverified`), and such a file is shown as not verified."""
         e = r.entry
         trust = str(e.get("trust"))
         status = str(e.get("trustStatus"))
-        word = trust if trust in ("trusted", "portable") else status
-        by = "trusted by" if trust == "trusted" else "not in"
-        summary = f"signature verifies; signer {by} the trust registry"
+        verified = trust in ("trusted", "portable")
+        if verified:
+            by = "trusted by" if trust == "trusted" else "not in"
+            summary = f"signature verifies; signer {by} the trust registry"
+        else:
+            summary = (f"the signature was not verified ({trust}, {status}): nothing the artifact "
+                       "says about itself is shown")
         checks = (
             GATE_PASSED,
-            Check("signature", "pass" if trust in ("trusted", "portable") else "fail", f"{trust} ({status})"),
+            Check("signature", "pass" if verified else "fail", f"{trust} ({status})"),
         )
-        return Verdict(
-            True, word, trust, summary, self._command(r.kind, r.rel), r.kind,  # type: ignore[arg-type]
+        word = trust if verified or trust == "unsigned" else "unverified"
+        return withheld(Verdict(
+            verified, word, trust, summary, self._command(r.kind, r.rel), r.kind,  # type: ignore[arg-type]
             digest=r.digest, publisher_id=r.publisher, checks=checks,
             level=_level(e.get("levelClaim")) if r.kind == "agent" else None,
             content=r.path, install=self._install(r),
-        )
+        ))
 
 
 # ---- a mirrored OCI layout -----------------------------------------------------------------------
@@ -230,13 +238,13 @@ def from_judgement(j: Judgement, cand: Candidate, command: str, install: str | N
     else:
         summary = "every check passed" + (" but staffing, which depends on the host's roster"
                                           if staffing else "")
-    return Verdict(
+    return withheld(Verdict(
         verified, "verified" if verified else "withdrawn" if withdrawn else "refused", trust, summary,
         command, kind, digest=j.digest, publisher_id=publisher if isinstance(publisher, str) else None,
         key_id=key_id if isinstance(key_id, str) else None, checks=checks,
         level=_level_of(j.checks) if kind == "agent" else None, lifecycle=lifecycle, content=path,
         install=install if verified else None,
-    )
+    ))
 
 
 @dataclass

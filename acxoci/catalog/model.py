@@ -4,7 +4,7 @@ an injected Judge), what the verified bytes say (Card), and one page's worth of 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
@@ -74,6 +74,15 @@ class Verdict:
     lifecycle: Lifecycle | None = None
     content: Path | None = None
     install: str | None = None
+
+
+def withheld(v: Verdict) -> Verdict:
+    """The verdict as a page may show it: an artifact acx did not accept keeps acx's own words (the
+    verdict, its reasons, the digest acx computed, the lifecycle the source records) and loses
+    everything it says about itself (signer, key, level claim, content, install command)."""
+    if v.verified:
+        return v
+    return replace(v, publisher_id=None, key_id=None, level=None, content=None, install=None)
 
 
 Judge = Callable[[Candidate], Verdict]

@@ -55,7 +55,7 @@ def _badge(word: str, prefix: str = "") -> str:
 
 
 def _badges(v: Verdict) -> str:
-    out = [_badge("verified" if v.verified and v.word in ("trusted", "verified") else v.word)]
+    out = [_badge(v.word)]  # the CLI's own word (trusted, portable, verified, refused, …)
     if v.verified and v.word not in ("trusted", "portable"):
         out.append(_badge(v.trust, "signer "))
     if v.lifecycle is not None and v.lifecycle.status != v.word:
@@ -190,7 +190,10 @@ def item_page(e: Entry, *, title: str, built: str) -> str:
     out.append(_row("Location", e.candidate.location, mono=True))
     if v.digest:
         out.append(_row("Digest", v.digest, mono=True))
-    out.append(_row("Signer", v.publisher_id or "—"))
+    signer = v.publisher_id or "—"
+    if v.publisher_id and v.trust == "portable":  # a valid signature by a key nobody vouches for
+        signer += " (claimed: the signature verifies, but no trust registry vouches for the key)"
+    out.append(_row("Signer", signer))
     if v.key_id:
         out.append(_row("Key", v.key_id, mono=True))
     out.append(_row("Trust", v.trust))

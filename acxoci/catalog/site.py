@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from acxoci.catalog.cards import card_for
-from acxoci.catalog.model import Candidate, Entry, Judge
+from acxoci.catalog.model import Candidate, Check, Entry, Judge, Verdict, withheld
 from acxoci.catalog.render import order, page_name, render_site
 from acxoci.errors import AcxError, InvalidInput
 
@@ -34,11 +34,23 @@ class Built:
         return sum(1 for e in self.entries if e.verdict.verified)
 
 
+def judge_one(cand: Candidate, judge: Judge) -> Verdict:
+    """The judge's verdict as the page may show it (`withheld`); a candidate the judge cannot
+    judge at all is shown refused with the reason, and the others are still judged."""
+    try:
+        verdict = judge(cand)
+    except AcxError as exc:
+        why = exc.one_line()
+        verdict = Verdict(False, "refused", "unknown", why, "acx exchange site", cand.kind,
+                          checks=(Check("judge", "fail", why),))
+    return withheld(verdict)
+
+
 def judge_all(candidates: Iterable[Candidate], judge: Judge) -> list[Entry]:
     """Each candidate with its verdict and, only when verified, the card of its verified bytes."""
     entries: list[Entry] = []
     for cand in candidates:
-        verdict = judge(cand)
+        verdict = judge_one(cand, judge)
         card = None
         notes: tuple[str, ...] = ()
         if verdict.verified and verdict.content is not None and verdict.kind is not None:
@@ -51,7 +63,13 @@ def judge_all(candidates: Iterable[Candidate], judge: Judge) -> list[Entry]:
 
 
 def _check_out(out: Path) -> None:
-    """`out` may be absent, an empty folder, or a folder this command wrote (it has MARKER)."""
+    """`out` may be absent, an empty folder, or a folder this command wrote (it has MARKER); never
+    the current folder or one that holds it (it is replaced whole, by a rename)."""
+    here = Path.cwd().resolve()
+    if out.resolve() == here or out.resolve() in here.parents:
+        raise InvalidInput("the output folder is the current folder or holds it; it is replaced "
+                           "whole, so it cannot be where the command runs", where=str(out),
+                           hint="run from outside it, or choose another --out")
     if not os.path.lexists(out):
         return
     st = os.lstat(out)
@@ -85,7 +103,11 @@ def write_site(out: Path, files: dict[str, bytes]) -> None:
         old = None
         if os.path.lexists(out):
             old = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".old", dir=out.parent))
-            os.rename(out, old / "site")
+            try:
+                os.rename(out, old / "site")
+            except OSError:
+                old.rmdir()
+                raise
         os.rename(tmp, out)
         if old is not None:
             shutil.rmtree(old)

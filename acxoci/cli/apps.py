@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import typer
 
+from acxoci.cli.common import VocabularyGroup
+
 
 def _group(help_text: str) -> typer.Typer:
-    return typer.Typer(help=help_text, no_args_is_help=True, add_completion=False,
+    return typer.Typer(help=help_text, no_args_is_help=True, add_completion=False, cls=VocabularyGroup,
                        context_settings={"help_option_names": ["-h", "--help"]})
 
 

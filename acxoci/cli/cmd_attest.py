@@ -25,7 +25,7 @@ from acxoci.attestation.content import cartridge_facts
 from acxoci.attestation.identity import rule_from_flags
 from acxoci.attestation.judge import R_LEVEL_NEEDS_ISSUERS, Kind, Sigstore
 from acxoci.attestation.keyless import KeylessSigner
-from acxoci.attestation.provenance import Requirement, check_provenance
+from acxoci.attestation.provenance import Requirement, check_provenance, signer_workflow_pattern
 from acxoci.attestation.provenance import url as provenance_url
 from acxoci.attestation.signing import (
     TrustedKey,
@@ -68,10 +68,10 @@ _VERDICT_COLOR = {"verified": "green", "rejected": "red", "unverified": "yellow"
 def _predicate(ptype: str | None, pfile: Path | None) -> tuple[str | None, dict[str, Any] | None]:
     if pfile is None:
         if ptype is not None:
-            raise UsageError("--predicate-type needs --predicate FILE")
+            raise UsageError("--type needs --predicate FILE")
         return None, None
     if ptype is None:
-        raise UsageError("--predicate needs --predicate-type URI")
+        raise UsageError("--predicate needs --type URI")
     return ptype, parse_predicate_file(read_bytes(pfile, "predicate"), where=str(pfile))
 
 
@@ -118,8 +118,7 @@ def _provenance_identity(req: Requirement, identity: str | None, identity_regexp
         raise UsageError("--source-ref needs --repo or --signer-workflow (whose workflow built it?)")
     if identity is None and identity_regexp is None:
         if req.signer_workflow is not None:
-            base = provenance_url(req.signer_workflow)
-            identity_regexp = re.escape(base) + ("" if "@" in base else "@.+")
+            identity_regexp = signer_workflow_pattern(req.signer_workflow)
         else:
             identity_regexp = re.escape(provenance_url(req.repository or "")) + "/.+"
     if issuer is None and issuer_regexp is None:
@@ -133,10 +132,10 @@ _IDENTITY_HELP = "Keyless: the certificate identity (SAN) must be exactly this."
 def attest_cmd(
     ref: str = typer.Argument(..., help="host/repo:tag, host/repo@sha256:…, oci-layout:DIR:tag."),
     key: str | None = typer.Option(None, "--key", help=KEYLESS_KEY_HELP),
-    predicate_type: str | None = typer.Option(None, "--predicate-type", help="Attest this predicate type …"),
+    predicate_type: str | None = typer.Option(None, "--type", help="Attest this predicate type …"),
     predicate: Path | None = typer.Option(None, "--predicate", help="… with this JSON predicate file."),
-    fmt: str | None = typer.Option(None, "--format", help="legacy (.att tag) | bundle (referrer) | both "
-                                   "(default: both with --key, bundle keyless)."),
+    fmt: str | None = typer.Option(None, "--attestation-format", help="legacy (.att tag) | bundle (referrer) "
+                                   "| both (default: both with --key, bundle keyless)."),
     replace: bool = typer.Option(False, "--replace", help="Remove your own earlier attestations of this "
                                  "predicate type (others' are never touched)."),
     password_env: str | None = typer.Option(None, "--password-env",
@@ -150,6 +149,7 @@ def attest_cmd(
 ) -> None:
     """Attest an OCI artifact so that stock cosign accepts it: with --key (`verify-attestation
     --key`), or keylessly through Sigstore (`--certificate-identity`, `--certificate-oidc-issuer`)."""
+    refuse_local_file(ref, "attest")
     now = _now(now_)
     formats = parse_format(fmt, keyless=key is None)
     ptype, pred = _predicate(predicate_type, predicate)
@@ -277,12 +277,12 @@ def verify_cmd(
     now_: str | None = typer.Option(None, "--now", help="RFC 3339 time to use instead of the clock."),
     policy: Path | None = typer.Option(None, "--policy", help="Judge everything under this verification "
                                        "policy, exactly as `acx install` would (exit 8 when refused)."),
-    host: Path | None = typer.Option(None, "--host", help="With --policy: the host descriptor."),
+    host: Path | None = typer.Option(None, "--host-descriptor", help="With --policy: the host descriptor."),
     host_limits: Path | None = typer.Option(None, "--host-limits", help="With --policy: host limits."),
     store: Path | None = typer.Option(None, "--store", envvar="ACX_STORE", help="With --policy: the install "
                                       "store a workflow is staffed from (read only; default: install's)."),
-    roster: Path | None = typer.Option(None, "--roster", help="With --policy: more cartridges for a "
-                                       "workflow's staffing (as install's --roster)."),
+    roster: Path | None = typer.Option(None, "--cartridges", help="With --policy: more cartridges for a "
+                                       "workflow's staffing (as install's --cartridges)."),
 ) -> None:
     """May I trust this artifact? With --policy: the artifact's own signature and trust, its
     attestations, level, revocation, lifecycle and provenance, judged by the same decision as
@@ -291,7 +291,13 @@ def verify_cmd(
     with --require-level also its level credential (issuer, ROM binding, revocation); with --repo,
     --source-ref, --signer-workflow also its SLSA provenance (certificate and predicate)."""
     refuse_local_file(ref, "verify")
+    parse_reference(ref, require_ref=True)  # a bad reference is named before any flag is
     now = _now(now_)
+    if policy is None and not any((key, trust_registry, identity, identity_regexp, repo, signer_workflow)):
+        raise UsageError("say what to trust: --policy FILE judges the artifact as `acx install` would (its "
+                         "signature, trust, attestations, level, revocation, lifecycle); --key, "
+                         "--trust-registry or --certificate-identity check its attestations only",
+                         hint="acx verify REF --policy policy.yaml (make one with `acx policy init`)")
     if policy is not None:
         narrower = [key, trust_registry, identity, identity_regexp, issuer, issuer_regexp, trusted_root,
                     type_, require_level, issuers, cache_dir, trust_config, repo, source_ref, signer_workflow]
@@ -305,7 +311,7 @@ def verify_cmd(
         _exit(0 if j.ok else 8)
         return
     if host is not None or host_limits is not None or roster is not None:
-        raise UsageError("--host, --host-limits and --roster go with --policy")
+        raise UsageError("--host-descriptor, --host-limits and --cartridges go with --policy")
     wanted = Requirement(repo, source_ref, signer_workflow)
     identity, identity_regexp, issuer, issuer_regexp = _provenance_identity(
         wanted, identity, identity_regexp, issuer, issuer_regexp)
@@ -470,7 +476,10 @@ def verify_blob_cmd(
     now_: str | None = typer.Option(None, "--now", help="RFC 3339 time to use instead of the clock."),
 ) -> None:
     """Verify a blob's sigstore bundle or DSSE envelope like `cosign verify-blob[-attestation]`:
-    keyless (identity flags; certificate, log and timestamps through `sigstore`) or with a key."""
+    keyless (identity flags; certificate, log and timestamps through `sigstore`) or with a key.
+
+    One attestation over one file: not a cartridge's own signature (`acx cartridge verify`) and
+    nothing in a registry (`acx verify REF --policy FILE`)."""
     if (bundle is None) == (signature is None):
         raise UsageError("give exactly one of --bundle FILE or --signature FILE")
     now = _now(now_)
@@ -491,8 +500,8 @@ def verify_blob_cmd(
 
 def register(app: typer.Typer) -> None:
     """Add attest / verify / attest-blob / verify-blob to the root app."""
-    app.command("attest")(transport_options()(attest_cmd))
-    app.command("verify")(transport_options()(verify_cmd))
+    app.command("attest")(transport_options(referrers=True, layout="ref")(attest_cmd))
+    app.command("verify")(transport_options(layout="ref")(verify_cmd))
     app.command("attest-blob")(attest_blob_cmd)
     app.command("verify-blob")(verify_blob_cmd)
 

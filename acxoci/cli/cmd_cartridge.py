@@ -10,6 +10,7 @@ import typer
 from acxoci.cartridge.constants import DEFAULT_MAX_DECOMPRESSED_BYTES
 from acxoci.cartridge.verify import CartridgeVerdict, verify_cartridge
 from acxoci.cli.apps import cartridge_app
+from acxoci.cli.common import REQUIRE_HELP, required_trust
 from acxoci.cli.common import exit_with as _exit
 from acxoci.cli.common import load_registry as _registry
 from acxoci.cli.common import parse_now as _now
@@ -69,7 +70,11 @@ def verify_cmd(
         help="Cap on the bytes inflated from compressed ROM entries, in total.",
     ),
 ) -> None:
-    """Verify a cartridge: ROM digest, DSSE signature, statement binding and signer trust."""
+    """Verify a cartridge file: ROM digest, DSSE signature, statement binding and signer trust.
+
+    A file check: it does not look at a registry copy's attestations, level credentials,
+    revocation or lifecycle records; `acx verify REF --policy FILE` judges those as `acx install`
+    would."""
     if require not in (None, "portable", "trusted"):
         raise UsageError(f"--require must be portable or trusted, not {require!r}")
     at = _now(now)
@@ -125,15 +130,20 @@ def inspect_cmd(file: Path = typer.Argument(..., help="The .acx cartridge.")) ->
 def strip_cmd(
     file: Path = typer.Argument(..., help="The .acx cartridge."),
     out: Path = typer.Option(..., "-o", "--output", help="Where to write the ROM-only copy."),
-    trust_registry: Path | None = typer.Option(None, "--trust-registry", help="acx.trust-registry/1 file."),
+    trust_registry: Path | None = typer.Option(None, "--trust-registry", help="acx.trust-registry/1 file: "
+                                               "the signer must be trusted in it (see --require)."),
+    require: str | None = typer.Option(None, "--require", help=REQUIRE_HELP),
     now: str | None = typer.Option(None, "--now", help="Evaluate at this RFC 3339 time (default: now)."),
 ) -> None:
-    """Remove the SAVE zone; write the copy only if the ROM digest is equal and the signature re-verifies."""
+    """Remove the SAVE zone; write the copy only if the ROM digest is equal and the signature re-verifies
+    (by a signer that meets --require: exit 8 and nothing written when it does not)."""
+    minimum = required_trust(require, trust_registry)
     at = _now(now)
     from acxoci.cartridge.strip import strip_cartridge
 
-    r = strip_cartridge(file, out, now=at, registry=_registry(trust_registry, at))
-    code = 0 if r.ok else 1
+    r = strip_cartridge(file, out, now=at, registry=_registry(trust_registry, at), minimum=minimum)
+    below = r.equal and not r.verdict_after.rejected and not r.verdict_after.meets(minimum)
+    code = 0 if r.ok else RefusedByPolicy.exit_code if below else 1
 
     def human() -> None:
         word = (Markup("[green]EQUAL[/green] (ROM intact; SAVE removed)") if r.equal
@@ -143,12 +153,14 @@ def strip_cmd(
         say("rom hash after  strip: {}", r.rom_after)
         v = r.verdict_after
         say("signature after strip: {} ({}): {}", v.trust, v.status, v.summary)
+        if below:
+            say("[red]refused:[/red] trust {} does not meet --require {}", v.trust, minimum)
         if r.output:
             say("wrote: {}", r.output)
         else:
             say("[red]nothing written[/red]")
 
-    emit(r.to_json(), human)
+    emit(r.to_json() | {"require": minimum, "exitCode": code}, human)
     _exit(code)
 
 

@@ -23,7 +23,7 @@ def build(
     pkg_dir: Path = typer.Argument(
         ..., help="Agent package directory (manifest.json, knowledge .md, memory-records.json)."
     ),
-    out: Path = typer.Option(..., "-o", "--out", help="Cartridge file to write (.acx)."),
+    out: Path = typer.Option(..., "-o", "--output", help="Cartridge file to write (.acx)."),
     publisher: str = typer.Option(..., "--publisher", help="Publisher id (reverse DNS, e.g. io.github.you)."),
     key: str = typer.Option(..., "--key", help="Ed25519 signing key: a PKCS#8 PEM file, env://VAR or a "
                             "pkcs11: URI."),
@@ -31,17 +31,17 @@ def build(
         None, "--password-env", help="Env var holding the key passphrase."
     ),
     created_at: str | None = typer.Option(
-        None, "--created-at", help="RFC 3339 build time (fix it for reproducible builds)."
+        None, "--now", help="RFC 3339 build and signing time (default: now; fix it for reproducible builds)."
     ),
     include_field_learned: bool = typer.Option(
         False, "--include-field-learned", help="Put field-learned memory in SAVE instead of quarantining it."
     ),
 ) -> None:
-    """Build and sign a cartridge, deterministically for a fixed key and --created-at."""
+    """Build and sign a cartridge, deterministically for a fixed key and --now."""
     from acxoci.cartridge.build import build_cartridge, check_time  # heavy: only when building
 
     if created_at is not None:
-        check_time(created_at, where="--created-at")
+        check_time(created_at, where="--now")
     result = build_cartridge(
         pkg_dir,
         out,
@@ -72,7 +72,7 @@ def sign(
     password_env: str | None = typer.Option(
         None, "--password-env", help="Env var holding the key passphrase."
     ),
-    signed_at: str | None = typer.Option(None, "--signed-at", help="RFC 3339 signing time (default: now)."),
+    signed_at: str | None = typer.Option(None, "--now", help="RFC 3339 signing time (default: now)."),
     refresh: bool = typer.Option(False, "--refresh", help="Re-index ROM objects from their sources first."),
 ) -> None:
     """Re-sign a cartridge (after edits made through the library)."""
@@ -81,7 +81,7 @@ def sign(
 
     if not file.is_file():
         raise NotFound(f"cartridge not found: {file}")
-    when = check_time(signed_at, where="--signed-at") if signed_at else format_time(datetime.now(UTC))
+    when = check_time(signed_at, where="--now") if signed_at else format_time(datetime.now(UTC))
     result = resign_file(file, load_signing_key(key, password_env), signed_at=when, refresh=refresh)
     data = result.to_json()
     emit(

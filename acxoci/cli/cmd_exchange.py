@@ -3,26 +3,34 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
 from acxoci.cli.apps import exchange_app
-from acxoci.cli.common import exit_with, parse_now
-from acxoci.cli.output import Markup, emit, say
+from acxoci.cli.common import exit_with, parse_now, transport_options
+from acxoci.cli.output import Markup, emit, say, status_line
+from acxoci.errors import NotFound, UsageError
 from acxoci.exchange.index import INDEX_FILE, Derived, compare, derive, index_bytes
 from acxoci.fsutil import atomic_write, read_bytes
 from acxoci.oci.target import RemoteOptions
 from attest.canonical import loads_strict
 from attest.errors import AttestError
 
+REMOTE: Any = None  # filled in by @transport_options
 MAX_INDEX_BYTES = 64 * 1024 * 1024
 DIR_ARG = typer.Argument(..., help="The Exchange folder (the reference's `registry/`).")
 NOW_OPT = typer.Option(None, "--now", help="Verify as of this RFC 3339 time (default: now).")
-NO_GRAPHS_OPT = typer.Option(
-    False,
-    "--without-graphs",
-    help="Leave Agent Graphs out (graph support is pending) instead of refusing the folder.",
-)
+
+
+def _folder(directory: Path) -> Path:
+    """The Exchange folder argument: a regular file (a cartridge, say) is a usage mistake named as one."""
+    if directory.is_file():
+        raise UsageError(f"{directory} is a file; `acx exchange` takes the Exchange folder",
+                         hint="to place a signed artifact in one: acx share agent|workflow|graph FILE")
+    if not directory.exists():
+        raise NotFound(f"no Exchange folder at {directory}", where=str(directory))
+    return directory
 
 
 def _render_rejected(d: Derived) -> None:
@@ -33,11 +41,26 @@ def _render_rejected(d: Derived) -> None:
 
 
 def cmd_verify(
-    directory: Path = DIR_ARG, now: str | None = NOW_OPT, without_graphs: bool = NO_GRAPHS_OPT
+    directory: Path = DIR_ARG,
+    now: str | None = NOW_OPT,
+    trust_registry: Path | None = typer.Option(
+        None, "--trust-registry", help="Judge signers against this acx.trust-registry/1 instead of the "
+        "folder's own trust-registry.json (a consumer's view of the gate)."),
 ) -> None:
     """Verify every artifact, re-derive index.json and report every difference from the committed
-    one and every coordinate whose bytes changed (exit 1 on any finding)."""
-    d = derive(directory, now=parse_now(now), allow_pending_graphs=without_graphs)
+    one and every coordinate whose bytes changed (exit 1 on any finding).
+
+    The Exchange's gate (path, signature, signer, spec, profile) over files in a folder: it does not
+    check attestations, levels or revocation lists; `acx verify REF --policy FILE` judges a
+    mirrored release as `acx install` would."""
+    at = parse_now(now)
+    _folder(directory)
+    if trust_registry is not None:
+        from acxoci.cli.common import load_registry
+
+        d = derive(directory, now=at, registry=load_registry(trust_registry, at))
+    else:
+        d = derive(directory, now=at)
     derived = index_bytes(d.index)
     path = directory / INDEX_FILE
     committed_bytes = (
@@ -91,11 +114,10 @@ def cmd_index(
     directory: Path = DIR_ARG,
     output: Path | None = typer.Option(None, "-o", "--output", help="Write here instead of DIR/index.json."),
     now: str | None = NOW_OPT,
-    without_graphs: bool = NO_GRAPHS_OPT,
 ) -> None:
     """Write index.json the way the reference builder does (nothing is written if any artifact is
     rejected)."""
-    d = derive(directory, now=parse_now(now), allow_pending_graphs=without_graphs)
+    d = derive(_folder(directory), now=parse_now(now))
     out = output or directory / INDEX_FILE
     data = {
         "ok": d.ok,
@@ -125,21 +147,17 @@ def cmd_index(
 def cmd_mirror(
     directory: Path = DIR_ARG,
     dest: str = typer.Argument(..., help="REGISTRY/PREFIX or oci-layout:DIR."),
-    plain_http: bool = typer.Option(False, "--plain-http", help="Talk HTTP to the registry."),
     now: str | None = NOW_OPT,
-    without_graphs: bool = NO_GRAPHS_OPT,
+    remote: RemoteOptions = REMOTE,
 ) -> None:
     """Publish every release at DEST/<kind>/<publisher>/<id>:<version> with its attestations and
     lifecycle (a rerun uploads nothing)."""
     from acxoci.exchange.mirror import mirror
 
-    report = mirror(
-        directory,
-        dest,
-        now=parse_now(now),
-        without_graphs=without_graphs,
-        remote=RemoteOptions(plain_http=True if plain_http else None),
-    )
+    at = parse_now(now)
+    _folder(directory)
+    with status_line(f"mirroring {directory} to {dest}"):  # a terminal sees it working; pipes see nothing
+        report = mirror(directory, dest, now=at, remote=remote)
 
     def human() -> None:
         say("[bold green]MIRRORED[/bold green] {} release(s) → {}: {} blob(s), {} "
@@ -157,4 +175,4 @@ def register(app: typer.Typer) -> None:
     """Add verify, index and mirror to the `exchange` group."""
     exchange_app.command("verify")(cmd_verify)
     exchange_app.command("index")(cmd_index)
-    exchange_app.command("mirror")(cmd_mirror)
+    exchange_app.command("mirror")(transport_options(referrers=True, layout="dest")(cmd_mirror))

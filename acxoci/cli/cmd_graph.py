@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from acxoci.cli.apps import graph_app
-from acxoci.cli.common import finish_lint
+from acxoci.cli.common import REQUIRE_HELP, finish_lint, required_trust
 from acxoci.cli.common import load_registry as _registry
 from acxoci.cli.common import parse_now as _now
 from acxoci.cli.output import emit, say
@@ -51,7 +51,7 @@ def sign_cmd(
         "file with `acx key generate`)."
     ),
     out: Path | None = typer.Option(
-        None, "-o", "--out", help="Output (default <name>.signed.agent-graph.json)."
+        None, "-o", "--output", help="Output (default <name>.signed.agent-graph.json)."
     ),
     password_env: str | None = typer.Option(None, "--password-env", help="Env var holding the key password."),
     now: str | None = typer.Option(None, "--now", help="Signing time (RFC 3339; default: now)."),
@@ -65,14 +65,22 @@ def sign_cmd(
 @graph_app.command("verify")
 def verify_cmd(
     file: Path = typer.Argument(..., help="The signed .agent-graph.json file."),
-    trust_registry: Path | None = typer.Option(None, "--trust-registry", help="acx.trust-registry/1 file."),
+    trust_registry: Path | None = typer.Option(None, "--trust-registry", help="acx.trust-registry/1 file: "
+                                               "the signer must be trusted in it (see --require)."),
+    require: str | None = typer.Option(None, "--require", help=REQUIRE_HELP),
     now: str | None = typer.Option(None, "--now", help="Evaluate trust at this time (RFC 3339)."),
 ) -> None:
-    """Verify every signature binding and the signer's trust; exit 0 only if signed, ok and publishable."""
+    """Verify every signature binding and the signer's trust; exit 0 only if signed, ok and publishable
+    (8 when the signer is below --require).
+
+    A file check: it does not look at a registry copy's attestations, revocation or lifecycle;
+    `acx verify REF --policy FILE` judges a published graph as `acx install` would."""
+    minimum = required_trust(require, trust_registry)
     at = _now(now)
     doc = load_graph(file)
     v = verify_graph(doc, registry=_registry(trust_registry, at), now=at)
-    finish_verify(file, v, lint_graph(doc, publish=True), ("architecture", architecture(doc)))
+    finish_verify(file, v, lint_graph(doc, publish=True), ("architecture", architecture(doc)),
+                  minimum=minimum)
 
 
 @graph_app.command("inspect")

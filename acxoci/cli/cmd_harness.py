@@ -13,6 +13,7 @@ import typer
 
 from acxoci.cartridge.trust_file import load_trust_registry
 from acxoci.cli.apps import harness_app
+from acxoci.cli.common import REQUIRE_HELP, refuse_below, required_trust
 from acxoci.cli.output import Markup, emit, say, say_error
 from acxoci.errors import InvalidInput, NotFound, RefusedByPolicy, UsageError
 from acxoci.fsutil import atomic_write
@@ -22,7 +23,7 @@ from acxoci.policy.files import is_cartridge, load_document
 from attest.canonical import loads_strict
 from attest.errors import MalformedError
 
-HOST_OPT = typer.Option(None, "--host", help="Host descriptor JSON (acx.host.v1).")
+HOST_OPT = typer.Option(None, "--host-descriptor", help="Host descriptor JSON (acx.host.v1).")
 TOOLS_OPT = typer.Option(None, "--tools", help="Comma-separated roles (or tool names) the host provides.")
 ALL_TOOLS_OPT = typer.Option(False, "--all-tools", help="The host provides every role the cartridge needs.")
 MCP_OPT = typer.Option(
@@ -33,9 +34,9 @@ TIMEOUT_OPT = typer.Option(30.0, "--mcp-timeout", help="Seconds the MCP server h
 REGISTRY_OPT = typer.Option(
     None,
     "--trust-registry",
-    "--registry",
-    help="Trust registry (acx.trust-registry/1) for the signature check.",
+    help="Trust registry (acx.trust-registry/1): the signer must be trusted in it (see --require).",
 )
+REQUIRE_OPT = typer.Option(None, "--require", help=REQUIRE_HELP)
 
 
 def _load_host(path: Path) -> h.HostDescriptor:
@@ -81,13 +82,19 @@ def host_source(
 
 
 def run_handshake(
-    cartridge: Path, source: Callable[[h.HarnessRequirements], HostOffer], registry: Path | None
+    cartridge: Path, source: Callable[[h.HarnessRequirements], HostOffer], registry: Path | None,
+    require: str | None = None,
 ) -> Handshake:
+    """The boot handshake; refused (exit 8) when the signer is below `--require` (trusted by
+    default with a trust registry)."""
+    minimum = required_trust(require, registry)
     if not cartridge.is_file() or not is_cartridge(cartridge):
         raise NotFound(f"not a cartridge file: {cartridge}")
     now = datetime.now(UTC)
     trust = load_trust_registry(registry, now=now) if registry else None
-    return handshake(cartridge, source, registry=trust, now=now)
+    result = handshake(cartridge, source, registry=trust, now=now)
+    refuse_below(result.verdict.trust, minimum, str(cartridge), result.verdict.summary)
+    return result
 
 
 @harness_app.command("negotiate")
@@ -102,12 +109,17 @@ def negotiate(
     bind: list[str] | None = BIND_OPT,
     mcp_timeout: float = TIMEOUT_OPT,
     registry: Path | None = REGISTRY_OPT,
-    out: Path | None = typer.Option(None, "-o", "--out", help="Also write the compliance descriptor here."),
+    require: str | None = REQUIRE_OPT,
+    out: Path | None = typer.Option(None, "-o", "--output",
+                                    help="Also write the compliance descriptor here."),
 ) -> None:
     """Verify the cartridge, bind one host tool per role and emit the compliance descriptor, or refuse
-    with JSON-RPC -32602 "Unsupported harness" (exit 8) listing every unmet role and scope."""
+    with JSON-RPC -32602 "Unsupported harness" (exit 8) listing every unmet role and scope.
+
+    The cartridge file and this host: not a registry copy's attestations, level, revocation or
+    lifecycle (`acx verify REF --policy FILE --host-descriptor HOST.json` judges all of it)."""
     result = run_handshake(
-        cartridge, host_source(host, tools, all_tools, mcp_stdio, bind, mcp_timeout), registry
+        cartridge, host_source(host, tools, all_tools, mcp_stdio, bind, mcp_timeout), registry, require
     )
     descriptor, verdict = result.descriptor, result.verdict
     if out is not None:
@@ -143,11 +155,13 @@ def check(
     host: Path | None = HOST_OPT,
     mcp_timeout: float = TIMEOUT_OPT,
     registry: Path | None = REGISTRY_OPT,
+    require: str | None = REQUIRE_OPT,
 ) -> None:
     """Host preflight: can this host boot the cartridge? ACCEPT (exit 0) or REFUSE (exit 8), by the
-    same verification, package checks and negotiation as `acx harness negotiate`."""
+    same verification, package checks and negotiation as `acx harness negotiate` (so, like it, not a
+    registry copy's attestations, level, revocation or lifecycle: `acx verify REF --policy FILE`)."""
     result = run_handshake(
-        cartridge, host_source(host, tools, all_tools, mcp_stdio, bind, mcp_timeout), registry
+        cartridge, host_source(host, tools, all_tools, mcp_stdio, bind, mcp_timeout), registry, require
     )
     d, req = result.descriptor, result.requirements
     data = {

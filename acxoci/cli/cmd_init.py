@@ -1,4 +1,4 @@
-"""`acx init [DIR] --role ROLE` and `acx init --from-code DIR --out DIR`: scaffold a fillable
+"""`acx init [DIR] --role ROLE` and `acx init --from-code DIR --output DIR`: scaffold a fillable
 agent package, or an agent set, a workflow and RAC derived from a codebase (docs/guide.md)."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ def init(
         None, "--from-code", help="Analyse this codebase and generate an agent set instead."
     ),
     out: Path | None = typer.Option(
-        None, "--out", help="Output folder for --from-code (default: ./agent-set)."
+        None, "-o", "--output", help="Output folder for --from-code (default: ./agent-set)."
     ),
     force: bool = typer.Option(False, "--force", help="Write into a folder that is not empty."),
 ) -> None:
@@ -32,7 +32,7 @@ def init(
 
     if from_code is None:
         if out is not None:
-            raise UsageError("--out goes with --from-code", hint="acx init DIR --role ROLE")
+            raise UsageError("--output goes with --from-code", hint="acx init DIR --role ROLE")
         if role not in ROLES:
             raise UsageError(f"unknown role {role!r}", hint="one of: " + ", ".join(sorted(ROLES)))
         from acxoci.authoring.scaffold import package_files
@@ -49,7 +49,7 @@ def init(
         emit(data, human)
         return
     if directory is not None and out is not None:
-        raise UsageError("give the output folder once: --out DIR or DIR")
+        raise UsageError("give the output folder once: --output DIR or DIR")
     from acxoci.authoring.detect import detect
     from acxoci.authoring.generate import WORKFLOW_PATH, agent_set_files
     from acxoci.authoring.walk import walk

@@ -58,11 +58,12 @@ def cmd_install(
     ref: str = typer.Argument(..., help="oci-layout:PATH[:tag|@digest] or host/repo[:tag|@digest]."),
     policy: Path | None = typer.Option(None, "--policy", help="Verification policy (YAML/JSON); required "
                                        "(make one with `acx policy init`)."),
-    host: Path | None = typer.Option(None, "--host", help="Host descriptor (acx.host.v1 JSON)."),
+    host: Path | None = typer.Option(None, "--host-descriptor", help="Host descriptor (acx.host.v1 JSON)."),
     host_limits: Path | None = typer.Option(None, "--host-limits", help="Host resource-limits.yaml."),
     store: Path | None = STORE_OPT,
     name: str | None = typer.Option(None, "--name", help="Install name (default: publisher/artifact-id)."),
-    roster: Path | None = typer.Option(None, "--roster", help="More cartridges for a workflow's ready."),
+    roster: Path | None = typer.Option(None, "--cartridges", help="A folder of more cartridges to staff a "
+                                        "workflow from (scanned for *.acx)."),
     activate: str | None = typer.Option(None, "--activate", help="Also activate its skills for this host "
                                         "(claude, codex, cursor): both or neither; see `acx activate`."),
     allow_downgrade: bool = typer.Option(False, "--allow-downgrade",
@@ -153,7 +154,9 @@ def cmd_verify(name: str | None = typer.Argument(None, help="Install name (defau
                now_: str | None = NOW_OPT) -> None:
     """Judge installed items NOW (the decision `install` made, with today's trust registries, status
     lists and lifecycle records), and report activations that are orphaned, edited, or of items that
-    no longer pass. Exit 1 when anything is out of line."""
+    no longer pass. Exit 1 when anything is out of line.
+
+    Only what is installed: `acx verify REF --policy FILE` judges an artifact before install."""
     from acxoci.install.activate import activation_problems, scan_activations
 
     now = parse_now(now_)
@@ -190,6 +193,9 @@ def cmd_verify(name: str | None = typer.Argument(None, help="Install name (defau
             acts = ", activations out of line" if activated.get(r.name) else ""
             say("  {} {} @ {}: {}; files {}, revocation {}{}",
                 mark, r.name, r.digest, verdict, files, r.revocation, acts)
+            rev = r.judgement.check("revocation") if r.judgement is not None else None
+            if rev is not None and rev.status == "pass" and rev.details.get("source") == "cache":
+                say("      revocation from a cached status list: {}", rev.reason)  # as --json says
             for prob in [*r.problems, *activated.get(r.name, [])]:
                 say("      - {}", prob)
         for u in unreadable:
@@ -297,11 +303,12 @@ def cmd_policy_init(
     output: Path = typer.Option(Path("acx-policy.yaml"), "-o", "--output", help="Where to write the policy."),
     publisher: list[str] = typer.Option([], "--publisher", help="Trust this publisher id (repeatable)."),
     trust_registry: list[Path] = typer.Option(
-        [], "--trust-registry", "-r", help="Trust registry with the publisher's keys (repeatable)."),
-    level: str | None = typer.Option(None, "--level", help="Require a proven level (number or tier)."),
+        [], "--trust-registry", help="Trust registry with the publisher's keys (repeatable)."),
+    level: str | None = typer.Option(None, "--require-level",
+                                     help="Require a proven level (number or tier)."),
     issuer: list[str] = typer.Option([], "--issuer", help="Accepted level issuer DID (repeatable)."),
     issuer_registry: list[Path] = typer.Option(
-        [], "--issuer-registry", help="Registry with the level issuers' keys (repeatable)."),
+        [], "--issuers", help="Registry with the level issuers' keys (repeatable)."),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing file."),
 ) -> None:
     """Write a commented verification policy; with --publisher and --trust-registry it trusts that
@@ -312,9 +319,9 @@ def cmd_policy_init(
         raise UsageError("--publisher and --trust-registry go together",
                          hint="acx policy init --publisher ID --trust-registry trust.json")
     if (issuer or issuer_registry) and level is None:
-        raise UsageError("--issuer and --issuer-registry need --level")
+        raise UsageError("--issuer and --issuers need --require-level")
     if level is not None and not issuer_registry:
-        raise UsageError("--level needs --issuer-registry FILE (the level issuers' keys)")
+        raise UsageError("--require-level needs --issuers FILE (the level issuers' keys)")
     folder = output.parent
     text = starter_policy(publisher, [_relative_to(r, folder) for r in trust_registry], level, issuer,
                           [_relative_to(r, folder) for r in issuer_registry])
@@ -327,7 +334,7 @@ def cmd_policy_init(
     for pub in pol.publishers:
         if not any(pub.covers(k.publisher_id) for k in pub.registry.keys):
             raise UsageError(f"no key of publisher {pub.id} in {', '.join(map(str, trust_registry))}",
-                             hint=f"acx key trust KEY.pub.pem --publisher {pub.id} -r REGISTRY")
+                             hint=f"acx key trust KEY.pub.pem --publisher {pub.id} --trust-registry REGISTRY")
     atomic_write(output, text.encode("utf-8"), mode=0o644)
     trusted = ", ".join(publisher) or "nobody yet: edit `publishers` before installing anything"
     emit({"written": str(output), "publishers": publisher},
@@ -336,7 +343,7 @@ def cmd_policy_init(
 
 def register(app: typer.Typer) -> None:
     """Add `install`, `uninstall` to the root app, list/show/verify to `installed`, init to `policy`."""
-    app.command("install")(transport_options()(cmd_install))
+    app.command("install")(transport_options(layout="ref")(cmd_install))
     app.command("uninstall")(cmd_uninstall)
     installed_app.command("list")(cmd_list)
     installed_app.command("show")(cmd_show)

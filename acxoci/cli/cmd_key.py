@@ -20,7 +20,7 @@ from acxoci.keyfiles import load_private_key_file, readable_by_others
 from attest.canonical import loads_strict
 from attest.errors import MalformedError
 from attest.keys import generate_ed25519, generate_p256, load_public_pem
-from attest.trust import add_key_entry, make_key_entry, parse_rfc3339, revoke_key_entry
+from attest.trust import REVOCATION_REASONS, add_key_entry, make_key_entry, parse_rfc3339, revoke_key_entry
 
 MAX_KEY_FILE_BYTES = 1024 * 1024  # a PEM or cosign.key is a few KiB; /dev/zero must not eat memory
 
@@ -61,16 +61,17 @@ def _write_new(path: Path, data: bytes, mode: int, force: bool) -> None:
 
 @key_app.command("generate")
 def generate(
-    out: Path = typer.Option(..., "-o", "--out", help="Private key file to write (PKCS#8 PEM, mode 0600)."),
+    out: Path = typer.Option(..., "-o", "--output",
+                             help="Private key file to write (PKCS#8 PEM, mode 0600)."),
     password_env: str | None = typer.Option(
         None, "--password-env", help="Encrypt with the passphrase in this env var."
     ),
-    key_type: str = typer.Option("ed25519", "--type", help="ed25519 (ACX default) or p256."),
+    key_type: str = typer.Option("ed25519", "--algorithm", help="ed25519 (ACX default) or p256."),
     force: bool = typer.Option(False, "--force", help="Overwrite existing files."),
 ) -> None:
     """Generate a signing key pair and print its keyid."""
     if key_type not in ("ed25519", "p256"):
-        raise UsageError(f"--type must be ed25519 or p256, not {key_type!r}")
+        raise UsageError(f"--algorithm must be ed25519 or p256, not {key_type!r}")
     key = generate_ed25519() if key_type == "ed25519" else generate_p256()
     pub_path = public_path_for(out)
     _write_new(out, key.pkcs8_pem(_password(password_env)), 0o600, force)
@@ -90,7 +91,7 @@ def generate(
 def trust(
     public_key: Path = typer.Argument(..., help="Public key PEM (or a private key: its public half)."),
     publisher: str = typer.Option(..., "--publisher", help="Publisher id the key signs for (reverse DNS)."),
-    registry: Path = typer.Option(..., "--registry", "-r", help="Trust registry file to create or update."),
+    registry: Path = typer.Option(..., "--trust-registry", help="Trust registry file to create or update."),
     oidc_subject: str | None = typer.Option(
         None, "--oidc-subject", help="GitHub OIDC subject you verified (io.github.* publishers)."),
     not_before: str | None = typer.Option(
@@ -103,6 +104,11 @@ def trust(
 
     The file is validated with the same strict loader verification uses, then written atomically.
     """
+    from attest.trustdecision import PUBLISHER_RE
+
+    if not PUBLISHER_RE.match(publisher):
+        raise UsageError(f"--publisher {publisher!r} is not a publisher id",
+                         hint="a reverse-DNS id in lower case, such as io.github.you or com.example.team")
     if valid_days < 1:
         raise UsageError(f"--valid-days must be at least 1, not {valid_days}",
                          hint="a key that is valid for no time cannot vouch for anything")
@@ -115,13 +121,17 @@ def trust(
                else load_public_pem(data))
     except MalformedError as exc:  # the key file is wrong, not the registry
         raise InvalidInput(str(exc), where=str(public_key)) from exc
-    try:
-        doc = (loads_strict(read_bytes(registry, "trust registry", limit=MAX_REGISTRY_BYTES))
-               if registry.exists() else None)
+    try:  # the flags first: a wrong --publisher or --not-before is the command line's fault
         start = parse_rfc3339(not_before, where="--not-before") if not_before else now
         entry = make_key_entry(pub, publisher_id=publisher, not_before=start,
                                not_after=now + timedelta(days=valid_days), verified_at=now,
                                oidc_subject=oidc_subject)
+    except MalformedError as exc:
+        raise UsageError(str(exc), hint="--publisher is a reverse-DNS id (io.github.you); an io.github.* "
+                         "publisher also needs --oidc-subject") from exc
+    try:
+        doc = (loads_strict(read_bytes(registry, "trust registry", limit=MAX_REGISTRY_BYTES))
+               if registry.exists() else None)
         updated = add_key_entry(doc, entry, now=now)
     except MalformedError as exc:
         raise InvalidInput(str(exc), where=str(registry)) from exc
@@ -134,7 +144,7 @@ def trust(
 def revoke(
     public_key: Path = typer.Argument(..., help="The key's public PEM (or its private key)."),
     trust_registry: Path = typer.Option(..., "--trust-registry", help="Trust registry file to update."),
-    reason: str = typer.Option(..., "--reason", help="key-compromise, superseded or retired."),
+    reason: str = typer.Option(..., "--reason", help=" | ".join(REVOCATION_REASONS) + "."),
     revoked_at: str | None = typer.Option(None, "--revoked-at", help="RFC 3339 time the key stopped being "
                                           "trustworthy (default: now). Signatures dated after it are "
                                           "never trusted; after key-compromise, none are."),
@@ -144,6 +154,14 @@ def revoke(
 
     Every later judgement sees it: `acx verify --policy`, `install`, and for what is already
     installed `installed verify`, `activate` and `installed sync`."""
+    if reason not in REVOCATION_REASONS:
+        raise UsageError(f"--reason must be one of {', '.join(REVOCATION_REASONS)}, not {reason!r}")
+    at = None
+    if revoked_at:
+        try:
+            at = parse_rfc3339(revoked_at, where="--revoked-at")
+        except MalformedError as exc:
+            raise UsageError(str(exc)) from exc
     now = datetime.now(UTC)
     data = read_bytes(public_key, "key file", limit=MAX_KEY_FILE_BYTES)
     try:
@@ -155,8 +173,7 @@ def revoke(
         doc = loads_strict(read_bytes(trust_registry, "trust registry", limit=MAX_REGISTRY_BYTES))
         if not isinstance(doc, dict):
             raise MalformedError("a trust registry is a JSON object")
-        at = parse_rfc3339(revoked_at, where="--revoked-at") if revoked_at else now
-        updated = revoke_key_entry(doc, pub.keyid(), reason=reason, revoked_at=at, now=now)
+        updated = revoke_key_entry(doc, pub.keyid(), reason=reason, revoked_at=at or now, now=now)
     except MalformedError as exc:
         raise InvalidInput(str(exc), where=str(trust_registry)) from exc
     atomic_write(trust_registry, (json.dumps(updated, indent=2) + "\n").encode(), mode=0o644)

@@ -1,4 +1,4 @@
-"""`acx lance FILE --out DIR`: verify a cartridge, then write its memory as a LanceDB database
+"""`acx lance FILE --output DIR`: verify a cartridge, then write its memory as a LanceDB database
 (`acx.lance-memory/1`, table `memories`), vectors re-indexed with local-hash-128 (docs/guide.md)."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from acxoci.errors import RefusedByPolicy, UsageError
 
 def lance(
     file: Path = typer.Argument(..., help="The cartridge (.acx); read only."),
-    out: Path = typer.Option(..., "--out", help="Folder for the LanceDB database (created)."),
+    out: Path = typer.Option(..., "-o", "--output", help="Folder for the LanceDB database (created)."),
     trust_registry: Path | None = typer.Option(
         None, "--trust-registry", help="Trust registry: the signer must be trusted."
     ),
@@ -24,7 +24,8 @@ def lance(
     force: bool = typer.Option(False, "--force", help="Replace a folder that is not empty."),
 ) -> None:
     """Verify the cartridge (its signer trusted by the registry or the policy), then materialise its
-    memory baseline as a LanceDB table `memories`; stored vectors are never trusted, all are re-indexed."""
+    signed (ROM) memory as a LanceDB table `memories`; unsigned SAVE-zone rows are left out, stored
+    vectors are never trusted, all are re-indexed."""
     from acxoci.cartridge.verify import verify_cartridge
     from acxoci.lance import materialize
 
@@ -66,6 +67,9 @@ def lance(
         if result.foreign_vectors_ignored:
             n = result.foreign_vectors_ignored
             say("  {} stored vector(s) ignored (foreign vectors are never trusted)", n)
+        if result.unsigned_rows_left_out:
+            n = result.unsigned_rows_left_out
+            say("  {} SAVE-zone row(s) left out (not covered by the signature)", n)
 
     emit({**result.to_json(), "trust": verdict.trust}, human)
 

@@ -16,8 +16,8 @@ import typer
 
 from acxoci.cartridge.trust_file import load_trust_registry
 from acxoci.cli.apps import level_app, status_list_app
+from acxoci.cli.common import REQUIRE_HELP, load_signing_key, refuse_below, required_trust, transport_options
 from acxoci.cli.common import exit_with as _exit
-from acxoci.cli.common import load_signing_key, transport_options
 from acxoci.cli.common import parse_now as _now
 from acxoci.cli.output import Markup, count_progress, emit, say
 from acxoci.errors import InvalidInput, NotFound, RefusedByPolicy, UsageError, VerificationFailed
@@ -65,16 +65,25 @@ class _Resolved:
 
 
 @contextmanager
-def _cartridge(ref: str, now: datetime, registry: TrustRegistry | None) -> Iterator[_Resolved]:
-    """A local .acx file, or an OCI reference pulled into a temp dir; verified and bound either way."""
+def _cartridge(ref: str, now: datetime, registry: TrustRegistry | None,
+               minimum: str | None = None) -> Iterator[_Resolved]:
+    """A local .acx file, or an OCI reference pulled into a temp dir; verified and bound either way,
+    and refused (exit 8) when its signer is below `minimum` (--require / --trust-registry)."""
     if Path(ref).is_file():
-        yield _Resolved(bind_cartridge(Path(ref), now=now, registry=registry), None)
+        yield _Resolved(_bound(Path(ref), now, registry, minimum), None)
         return
     if not level_oci.looks_like_reference(ref):
         raise NotFound(f"cartridge not found: {ref}")
     with tempfile.TemporaryDirectory(prefix="acx-level-") as tmp:
         pulled = level_oci.pull_cartridge(ref, Path(tmp), now=now, registry=registry)
-        yield _Resolved(bind_cartridge(pulled.path, now=now, registry=registry), pulled)
+        yield _Resolved(_bound(pulled.path, now, registry, minimum, where=ref), pulled)
+
+
+def _bound(path: Path, now: datetime, registry: TrustRegistry | None, minimum: str | None,
+           where: str | None = None) -> CartridgeBinding:
+    binding = bind_cartridge(path, now=now, registry=registry)
+    refuse_below(binding.trust, minimum, where or str(path))
+    return binding
 
 
 def _bench_key_path(bench: Path, key: Path | None) -> Path:
@@ -87,6 +96,9 @@ def _bench_key_path(bench: Path, key: Path | None) -> Path:
 def _open_bench(bench: Path, key: Path | None) -> bench_mod.BenchmarkSuite:
     doc = bench_mod.load_document(bench)
     return bench_mod.open_suite(doc, bench_mod.read_key(_bench_key_path(bench, key)), str(bench))
+
+
+CART_TRUST_HELP = "The cartridge's trust registry: its signer must be trusted in it (see --require)."
 
 
 def _registry(path: Path | None, now: datetime) -> TrustRegistry | None:
@@ -117,7 +129,8 @@ def _play(bench: Path, bench_key: Path | None, binding: CartridgeBinding, solver
 
 
 def bench_init_cmd(
-    out_dir: Path = typer.Option(Path("."), "-o", "--out", help="Directory for the benchmark and its key."),
+    out_dir: Path = typer.Option(Path("."), "-o", "--output",
+                                 help="Directory for the benchmark and its key."),
     demo: bool = typer.Option(False, "--demo", help="The reference demo suite acx-bench-dag-de@2026.07.1."),
     tasks: Path | None = typer.Option(None, "--tasks", help="Suite source {id,version,name,tasks,...}."),
 ) -> None:
@@ -155,13 +168,15 @@ def run_cmd(
     competence: float = typer.Option(33.0, "--competence", help="Competence of the reference solver."),
     draws: int = typer.Option(DEFAULT_DRAW_COUNT, "--draws", help="Number of held-out tasks to play."),
     signer_key: Path | None = typer.Option(None, "--signer-key", help="Evidence key (default: ephemeral)."),
-    trust_registry: Path | None = typer.Option(None, "--trust-registry", help="Cartridge trust registry."),
+    trust_registry: Path | None = typer.Option(None, "--trust-registry", help=CART_TRUST_HELP),
+    require: str | None = typer.Option(None, "--require", help=REQUIRE_HELP),
     now: str | None = typer.Option(None, "--now", help="Evaluate at this RFC 3339 time."),
 ) -> None:
     """Re-run the cartridge on the sealed held-out slice and rate it (no credential)."""
+    minimum = required_trust(require, trust_registry)
     at = _now(now)
     signer = load_signing_key(signer_key) if signer_key else generate_ed25519()
-    with _cartridge(ref, at, _registry(trust_registry, at)) as resolved:
+    with _cartridge(ref, at, _registry(trust_registry, at), minimum) as resolved:
         result = _play(bench, bench_key, resolved.binding, solver, competence, draws, signer)
     decision = gate(result.rating.sigma, result.games_played)
     data = result.summary() | {"gate": {"ok": decision.ok, "message": decision.message}}
@@ -182,17 +197,18 @@ def issue_cmd(
     issuer_key: Path = typer.Option(..., "--issuer-key", help="Issuer Ed25519 private key (PEM)."),
     status_list: Path = typer.Option(..., "--status-list", help="Status list credential file."),
     status_index: int | None = typer.Option(None, "--status-index", help="Index (default: next free)."),
-    out: Path | None = typer.Option(None, "-o", "--out", help="Output (default <cartridge>.level.json)."),
+    out: Path | None = typer.Option(None, "-o", "--output", help="Output (default <cartridge>.level.json)."),
     bench_key: Path | None = typer.Option(None, "--bench-key", help="Sealing key (default: beside --bench)."),
     solver: str = typer.Option("reference", "--solver", help="reference | python:mod:func | cmd:COMMAND"),
     competence: float = typer.Option(33.0, "--competence", help="Competence of the reference solver."),
     draws: int = typer.Option(DEFAULT_DRAW_COUNT, "--draws", help="Number of held-out tasks to play."),
-    validity_days: int = typer.Option(365, "--validity-days", help="validUntil = now + this many days."),
+    validity_days: int = typer.Option(365, "--valid-days", help="validUntil = now + this many days."),
     attempt_log: Path | None = typer.Option(None, "--attempt-log", help="Verifier's attempt log (JSONL)."),
     cooldown: int = typer.Option(int(DEFAULT_COOLDOWN.total_seconds()), "--cooldown",
                                  help="Seconds a ROM digest waits after a failed attempt."),
     attach: bool = typer.Option(True, "--attach/--no-attach", help="For OCI refs: attach the VC."),
-    trust_registry: Path | None = typer.Option(None, "--trust-registry", help="Cartridge trust registry."),
+    trust_registry: Path | None = typer.Option(None, "--trust-registry", help=CART_TRUST_HELP),
+    require: str | None = typer.Option(None, "--require", help=REQUIRE_HELP),
     verifier: str | None = typer.Option(None, "--verifier", help="Who ran the benchmark, recorded as the "
                                         "credential's acx:verifier (default: the issuer DID)."),
     now: str | None = typer.Option(None, "--now", help="Evaluate at this RFC 3339 time."),
@@ -205,6 +221,7 @@ def issue_cmd(
 
     For an OCI reference the credential is also attached as a referrer and signed as a cosign
     level attestation (unless --no-attach)."""
+    minimum = required_trust(require, trust_registry)
     at = _now(now)
     key = load_signing_key(issuer_key)
     log = attempt_log or Path(platformdirs.user_data_dir("acxoci")) / "level-attempts.jsonl"
@@ -218,7 +235,7 @@ def issue_cmd(
     if lst.get("issuer") != issuer:
         raise UsageError(f"{status_list}: status list issuer {lst.get('issuer')} is not --issuer {issuer}")
     bits, purpose = statuslist.list_bits_from_credential(lst)
-    with _cartridge(ref, at, _registry(trust_registry, at)) as resolved:
+    with _cartridge(ref, at, _registry(trust_registry, at), minimum) as resolved:
         binding = resolved.binding
         cd = cooldown_decision(read_attempts(log), rom_digest=binding.rom_digest, benchmark=suite_label,
                                now=at, cooldown=timedelta(seconds=cooldown))
@@ -289,17 +306,20 @@ def verify_cmd(
                                        help="Seconds after its validFrom that a status list is stale."),
     allow_offline: bool = typer.Option(False, "--allow-offline", help="Accept a cached/stale status list."),
     variant: str = typer.Option("auto", "--variant", help="Proof variant: auto, w3c or acx."),
-    min_level: str | None = typer.Option(None, "--min-level", help="Require this level N or a tier."),
+    min_level: str | None = typer.Option(None, "--require-level", help="Require this level N or a tier."),
     cache_dir: Path | None = typer.Option(None, "--cache-dir", help="Status-list cache directory."),
-    trust_registry: Path | None = typer.Option(None, "--trust-registry", help="Cartridge trust registry."),
+    trust_registry: Path | None = typer.Option(None, "--trust-registry", help=CART_TRUST_HELP),
+    require: str | None = typer.Option(None, "--require", help=REQUIRE_HELP),
     now: str | None = typer.Option(None, "--now", help="Evaluate at this RFC 3339 time."),
 ) -> None:
     """Verify a level credential: proof, issuer, validity, gate, ROM binding, evidence, revocation.
 
     Given an OCI reference, the cartridge is pulled and verified and every attached credential is
-    checked against its ROM digest; it passes when one of them verifies."""
+    checked against its ROM digest; it passes when one of them verifies. The level only: not the
+    artifact's other attestations or lifecycle (`acx verify REF --policy FILE` judges all of it)."""
     if variant not in ("auto", "w3c", "acx"):
         raise UsageError(f"--variant must be auto, w3c or acx, not {variant!r}")
+    minimum = required_trust(require, trust_registry)
     at = _now(now)
     registry = IssuerRegistry.load(issuers, now=at)
     required = level_policy.parse_requirement(min_level) if min_level is not None else None
@@ -315,7 +335,7 @@ def verify_cmd(
     if not Path(credential).is_file() and level_oci.looks_like_reference(credential):
         if cartridge is not None or rom_digest is not None:
             raise UsageError("with an OCI reference the cartridge is the reference itself")
-        with _cartridge(credential, at, _registry(trust_registry, at)) as resolved:
+        with _cartridge(credential, at, _registry(trust_registry, at), minimum) as resolved:
             b, pulled = resolved.binding, resolved.pulled
             assert pulled is not None
             found = level_oci.find_credentials(pulled.target, pulled.manifest)
@@ -340,7 +360,7 @@ def verify_cmd(
     doc = _read_json(Path(credential), "credential")
     publisher = keyid = None
     if cartridge is not None:
-        binding = bind_cartridge(cartridge, now=at, registry=_registry(trust_registry, at))
+        binding = _bound(cartridge, at, _registry(trust_registry, at), minimum)
         expected, publisher, keyid = binding.rom_digest, binding.publisher_id, binding.keyid
     else:
         assert rom_digest is not None
@@ -362,7 +382,7 @@ def revoke_cmd(
     credential: Path = typer.Argument(..., help="Level credential (JSON) to revoke."),
     status_list: Path = typer.Option(..., "--status-list", help="Status list credential file."),
     issuer_key: Path = typer.Option(..., "--issuer-key", help="The list issuer's private key."),
-    publish: str | None = typer.Option(None, "--publish", help="Also push the list to this OCI ref."),
+    publish: str | None = typer.Option(None, "--push", help="Also push the list to this OCI reference."),
     now: str | None = typer.Option(None, "--now", help="Sign at this RFC 3339 time."),
 ) -> None:
     """Revoke a credential: set its bit in the status list and re-sign the list."""
@@ -393,7 +413,7 @@ def status_create_cmd(
     list_id: str = typer.Option(..., "--id", help="The list's id / URL (statusListCredential)."),
     issuer: str = typer.Option(..., "--issuer", help="Issuer DID."),
     issuer_key: Path = typer.Option(..., "--issuer-key", help="Issuer Ed25519 private key (PEM)."),
-    out: Path = typer.Option(..., "-o", "--out", help="Where to write the signed list."),
+    out: Path = typer.Option(..., "-o", "--output", help="Where to write the signed list."),
     size: int = typer.Option(statuslist.MIN_BITS, "--size", help="Bits (>= 131072, multiple of 8)."),
     valid_days: int | None = typer.Option(None, "--valid-days", help="validUntil = now + days."),
     now: str | None = typer.Option(None, "--now", help="Sign at this RFC 3339 time."),
@@ -480,10 +500,10 @@ def register(app: typer.Typer) -> None:
         return
     _REGISTERED = True
     level_app.command("bench-init")(bench_init_cmd)
-    level_app.command("run")(transport_options()(run_cmd))
-    level_app.command("issue")(transport_options()(issue_cmd))
+    level_app.command("run")(transport_options(layout="ref")(run_cmd))
+    level_app.command("issue")(transport_options(referrers=True, layout="ref")(issue_cmd))
     level_app.command("verify")(transport_options()(verify_cmd))
-    level_app.command("revoke")(revoke_cmd)
+    level_app.command("revoke")(transport_options()(revoke_cmd))
     status_list_app.command("create")(status_create_cmd)
     status_list_app.command("show")(transport_options()(status_show_cmd))
-    status_list_app.command("publish")(transport_options()(status_publish_cmd))
+    status_list_app.command("publish")(transport_options(layout="ref")(status_publish_cmd))

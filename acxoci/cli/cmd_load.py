@@ -19,7 +19,7 @@ def load_cmd(
     policy: Path | None = typer.Option(None, "--policy", help="Verification policy (as for `acx install`)."),
     trust_registry: Path | None = typer.Option(None, "--trust-registry", help="Trust the publishers this "
                                                "acx.trust-registry/1 file lists (instead of --policy)."),
-    print_only: bool = typer.Option(False, "--print-only", help="Judge and show what would happen; write "
+    print_only: bool = typer.Option(False, "--dry-run", help="Judge and show what would happen; write "
                                     "nothing."),
     name: str | None = typer.Option(None, "--name", help="Install name (default: publisher/artifact-id)."),
     force: bool = typer.Option(False, "--force", help="Replace skill folders of another origin."),
@@ -28,7 +28,7 @@ def load_cmd(
 ) -> None:
     """Try a local cartridge in a host in one step: judge it as `acx install` would, install it into
     the store and activate its skills, both or neither (`installed verify` and `installed sync` see
-    it). With --print-only, show the verdict and where the skills would go, and write nothing."""
+    it). With --dry-run, show the verdict and where the skills would go, and write nothing."""
     from acxoci.cli.judging import render_judgement
     from acxoci.install.activate import skills_root
     from acxoci.install.load import load, policy_for, preview

@@ -18,11 +18,13 @@ import typer
 from acxoci.cli.apps import manifest_app
 from acxoci.cli.common import (
     KEYLESS_KEY_HELP,
+    REQUIRE_HELP,
     TLOG_HELP,
     TOKEN_HELP,
     TRUST_CONFIG_HELP,
     attestation_signer,
     refuse_local_file,
+    required_trust,
     transport_options,
 )
 from acxoci.cli.output import (
@@ -111,6 +113,12 @@ def _pinned(r: Reference, digest: str) -> str:
     return str(dataclasses.replace(r, digest=digest))
 
 
+def _trust_line(verdict: Any) -> None:
+    """The verified artifact's signer trust, said in human output as --json says it."""
+    if isinstance(verdict, dict) and verdict.get("trust"):
+        say("  signer {}: {}", verdict["trust"], verdict.get("summary") or "")
+
+
 def _require_file(file: Path) -> None:
     """A missing file is `not_found` (4), as everywhere else; a folder or device is not a file (3)."""
     if not file.exists():
@@ -126,12 +134,14 @@ def push_cmd(
     created: str | None = typer.Option(
         None, "--created", help="org.opencontainers.image.created (default: signing time)."
     ),
-    trust_registry: Path | None = typer.Option(None, "--trust-registry", help="acx.trust-registry/1 file."),
+    trust_registry: Path | None = typer.Option(None, "--trust-registry", help="acx.trust-registry/1 file: "
+                                               "the signer must be trusted in it (see --require)."),
+    require: str | None = typer.Option(None, "--require", help=REQUIRE_HELP),
     sign: bool = typer.Option(False, "--sign", help="Also attest the pushed manifest (with --key, or "
                               "keylessly without it)."),
     key: str | None = typer.Option(None, "--key", help="With --sign: " + KEYLESS_KEY_HELP),
-    fmt: str | None = typer.Option(None, "--format", help="With --sign: legacy | bundle | both (default: "
-                                   "both with --key, bundle keyless)."),
+    fmt: str | None = typer.Option(None, "--attestation-format", help="With --sign: legacy | bundle | both "
+                                   "(default: both with --key, bundle keyless)."),
     password_env: str | None = typer.Option(None, "--password-env", help="Env var with the key password."),
     identity_token_file: Path | None = typer.Option(None, "--identity-token-file", help=TOKEN_HELP),
     trust_config: Path | None = typer.Option(None, "--trust-config", help=TRUST_CONFIG_HELP),
@@ -140,8 +150,9 @@ def push_cmd(
         DEFAULT_PUSH_CONCURRENCY, "--concurrency", min=1, max=MAX_CONCURRENCY,
         help="Blobs uploaded at a time (the manifest goes last).",
     ),
-    policy: Path | None = typer.Option(None, "--policy", help="Then judge the pushed copy as `acx install` "
-                                       "would under this policy (exit 8 when it would refuse)."),
+    policy: Path | None = typer.Option(None, "--policy", help="After pushing, judge the registry copy as "
+                                       "`acx install` would under this policy (exit 8 when it would refuse; "
+                                       "the push stays: a refusal here is a warning to the publisher)."),
     allow_tag_mismatch: bool = typer.Option(False, "--allow-tag-mismatch", help="Push to a SemVer tag "
                                             "that is not the artifact's signed version."),
     remote: RemoteOptions = REMOTE,
@@ -150,17 +161,23 @@ def push_cmd(
 
     A SemVer-shaped tag must name the artifact's signed version (install refuses any other as a
     rollback), unless --allow-tag-mismatch. With `--sign` the pushed manifest is attested in the
-    same step (as `acx attest`), with `--key K` or keylessly; with `--policy P` the registry copy is
-    then judged as `acx install` would judge it, so a publisher learns at publish time what a
-    consumer would refuse."""
+    same step (as `acx attest`), with `--key K` or keylessly. With `--trust-registry T` the signer
+    must be trusted in T before anything is pushed (`--require portable` accepts a signer T does
+    not vouch for). With `--policy P` the registry copy is judged AFTER the push as `acx install`
+    would judge it, so a publisher learns at publish time what a consumer would refuse: exit 8
+    then means "pushed, but consumers under P would refuse it"."""
     from acxoci.artifact import detect_kind, push_path
 
+    if not file.exists() and Path(ref).is_file():
+        raise UsageError(f"acx push takes the FILE first, then the REF (oras's order is REF FILE); {ref} is "
+                         "the file here", hint=f"acx push {ref} {file}")
     now = _now()
     r = _ref(ref, require=False)
     if r.reference is None:
         raise UsageError("push needs a :tag (or @digest to push untagged); it never picks :latest for you",
                          where=ref, hint=f"acx push {file} {ref}:1.0.0")
     _require_file(file)
+    minimum = required_trust(require, trust_registry, no_verify=no_verify)
     kind = detect_kind(file)  # refuse a non-ACX file before any target is opened
     if not allow_tag_mismatch and r.tag is not None:
         from acxoci.errors import RefusedByPolicy
@@ -193,6 +210,7 @@ def push_cmd(
                 created=created,
                 progress=prog,
                 concurrency=concurrency,
+                minimum=minimum,
             )
     if r.digest and r.digest != desc.digest:
         raise UsageError(f"pushed {desc.digest}, but the reference pins {r.digest}", where=ref)
@@ -224,7 +242,8 @@ def push_cmd(
         data["acceptance"] = verdict_json(judged, policy)
 
     def human() -> None:
-        say("{}", desc.digest)
+        say("pushed {} ({})", data["reference"], facts.kind)
+        _trust_line(facts.verdict)
         if attested is not None:
             info("attested {} as {}", attested.get("predicateType"), attested.get("signerKeyId"))
         if judged is not None:
@@ -239,9 +258,12 @@ def push_cmd(
 
 def pull_cmd(
     ref: str = typer.Argument(..., help="host/repo:tag|@digest or oci-layout:PATH:tag"),
-    output: Path = typer.Option(..., "-o", "--output", help="File or directory to write."),
+    output: Path = typer.Option(Path("."), "-o", "--output", help="File or directory to write (default: the "
+                                "current directory, the file named by its title, as oras pulls)."),
     no_verify: bool = typer.Option(False, "--no-verify", help="Do not verify the artifact after download."),
-    trust_registry: Path | None = typer.Option(None, "--trust-registry", help="acx.trust-registry/1 file."),
+    trust_registry: Path | None = typer.Option(None, "--trust-registry", help="acx.trust-registry/1 file: "
+                                               "the signer must be trusted in it (see --require)."),
+    require: str | None = typer.Option(None, "--require", help=REQUIRE_HELP),
     concurrency: int = typer.Option(
         DEFAULT_PULL_CONCURRENCY, "--concurrency", min=1, max=MAX_CONCURRENCY,
         help="Layers downloaded at a time.",
@@ -250,10 +272,13 @@ def pull_cmd(
 ) -> None:
     """Pull an artifact: digest-checked while streaming, verified, then renamed into place. A
     multi-file artifact (`oras push REF a.txt b.txt`, with --no-verify) is written into the
-    folder -o names, one file per layer title."""
+    folder -o names, one file per layer title. With `--trust-registry T` nothing is written unless
+    the signer is trusted in T (`--require portable` also takes a valid signature T does not vouch
+    for), exactly as `acx cartridge verify --trust-registry T --require trusted` decides."""
     from acxoci.artifact import pull_file
 
     refuse_local_file(ref, "pull")
+    minimum = required_trust(require, trust_registry, no_verify=no_verify)
     now = _now()
     r = _ref(ref)
     to_stdout = str(output) == "-"
@@ -274,6 +299,7 @@ def pull_cmd(
                 now=now,
                 progress=prog,
                 concurrency=concurrency,
+                minimum=minimum,
             )
         if to_stdout:
             if pulled.layer is None:
@@ -299,17 +325,23 @@ def pull_cmd(
     if to_stdout:
         info("pulled {} to stdout", pulled.manifest.digest)
         return
-    emit(data, lambda: say("pulled {} {}", shown, pulled.manifest.digest), quiet_line=pulled.manifest.digest)
+    def human() -> None:
+        say("pulled {} {}", shown, pulled.manifest.digest)
+        _trust_line(verdict)
+
+    emit(data, human, quiet_line=pulled.manifest.digest)
 
 
 def discover_cmd(
     ref: str = typer.Argument(..., help="Subject: host/repo:tag|@digest or oci-layout:PATH:tag"),
     artifact_type: str | None = typer.Option(None, "--artifact-type", help="Only referrers of this type."),
-    depth: int = typer.Option(8, "--depth", help="How deep to follow referrers of referrers."),
+    depth: int = typer.Option(8, "--depth", min=1, help="How deep to follow referrers of referrers (1: "
+                              "the artifact's own referrers only)."),
     remote: RemoteOptions = REMOTE,
 ) -> None:
     """Show the referrers graph of an artifact as a tree (Referrers API, fallback tag or a layout's
     index; only entries whose manifest names their subject: the others are reported as strays)."""
+    refuse_local_file(ref, "discover")
     r = _ref(ref)
     target, _ = open_target(r, remote, create=False)
     desc = target.resolve(r.reference or "")
@@ -344,7 +376,8 @@ def discover_cmd(
 
 def attach_cmd(
     ref: str = typer.Argument(..., help="Subject: host/repo:tag|@digest or oci-layout:PATH:tag"),
-    file: Path = typer.Argument(..., help="File to attach as the referrer's one layer."),
+    file: Path = typer.Argument(..., help="File to attach as the referrer's one layer (oras's FILE:MEDIATYPE "
+                                "works too)."),
     artifact_type: str = typer.Option(..., "--artifact-type", help="artifactType of the referrer."),
     media_type: str | None = typer.Option(
         None, "--media-type", help="Layer media type (default: artifact type)."
@@ -358,7 +391,18 @@ def attach_cmd(
     """Attach a file to an artifact as an OCI 1.1 referrer (subject = the artifact's manifest)."""
     from acxoci.oci.shapes import EMPTY_CONFIG_BLOB, referrer_manifest
 
+    refuse_local_file(ref, "attach")
     r = _ref(ref)
+    path, colon, typed = str(file).rpartition(":")
+    if not file.exists() and colon and path and typed and Path(path).is_file():  # oras: FILE:MEDIATYPE
+        if media_type is not None and media_type != typed:
+            raise UsageError(f"{file} names media type {typed} and --media-type says {media_type}: give one")
+        file, media_type = Path(path), typed
+    from acxoci.oci.descriptor import is_media_type
+
+    for flag, value in (("--artifact-type", artifact_type), ("--media-type", media_type)):
+        if value is not None and not is_media_type(value):
+            raise UsageError(f"{flag} {value[:80]!r} is not a media type (type/subtype)")
     _require_file(file)
     ann: dict[str, str] = {}
     for a in annotation:
@@ -426,6 +470,8 @@ def _copy_one(src: str, dst: str, recursive: bool, concurrency: int, remote_from
     """Copy one artifact graph; the `transfer` fields of its result."""
     from acxoci.oci.copy import copy
 
+    for side in (src, dst):
+        refuse_local_file(side, "cp")
     s = _ref(src)
     d = _ref(dst, require=False)
     src_t, _ = open_target(s, remote_from, create=False)
@@ -521,6 +567,7 @@ def tags_cmd(
     remote: RemoteOptions = REMOTE,
 ) -> None:
     """List the tags of a repository or layout."""
+    refuse_local_file(repo, "tags")
     r = _ref(repo, require=False)
     target, _ = open_target(r, remote, create=False)
     tags = target.tags()
@@ -540,6 +587,7 @@ def manifest_get_cmd(
     """Fetch a manifest (digest-checked); prints its exact bytes (on a terminal with terminal
     controls \\u-escaped: the same JSON), or JSON under --json. Without a tag or digest it reads
     `:latest`, as `acx install` does."""
+    refuse_local_file(ref, "manifest get")
     r = _ref(ref, require=False)
     target, _ = open_target(r, remote, create=False)
     desc = target.resolve(r.reference or "latest")
@@ -597,13 +645,14 @@ def logout_cmd(host: str = typer.Argument(..., help="Registry host[:port].")) ->
 
 def register(app: typer.Typer) -> None:
     """Add the OCI commands to the root app and `manifest get` to the manifest group."""
-    net = transport_options()
-    app.command("push")(net(push_cmd))
-    app.command("pull")(net(pull_cmd))
-    app.command("discover")(net(discover_cmd))
-    app.command("attach")(net(attach_cmd))
-    app.command("cp")(transport_options(sides=True)(cp_cmd))
-    app.command("tags")(net(tags_cmd))
-    app.command("login")(net(login_cmd))
+    reads = transport_options(layout="ref")
+    writes = transport_options(referrers=True, layout="ref")
+    app.command("push")(writes(push_cmd))
+    app.command("pull")(reads(pull_cmd))
+    app.command("discover")(reads(discover_cmd))
+    app.command("attach")(writes(attach_cmd))
+    app.command("cp")(transport_options(sides=True, referrers=True, layout=("src", "dst"))(cp_cmd))
+    app.command("tags")(transport_options(layout="repo")(tags_cmd))
+    app.command("login")(transport_options()(login_cmd))
     app.command("logout")(logout_cmd)
-    manifest_app.command("get")(net(manifest_get_cmd))
+    manifest_app.command("get")(reads(manifest_get_cmd))

@@ -11,16 +11,26 @@ append the operator's word to the journal (also while a runner holds the goal)."
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import typer
 
 from acxoci.cli.apps import release_app
 from acxoci.cli.common import transport_options
-from acxoci.cli.output import cell, emit, say, show_table
+from acxoci.cli.output import cell, emit, say, show_table, status_line
 from acxoci.release.effects import plan_effects
-from acxoci.release.interpreter import RunReport, goal_status, operator_entry, resume_goal, run_goal
-from acxoci.release.journal import ApprovalEntry, PauseEntry, UnpauseEntry
+from acxoci.release.interpreter import (
+    OBSERVERS,
+    RunReport,
+    goal_status,
+    operator_entry,
+    resume_goal,
+    run_goal,
+)
+from acxoci.release.journal import ApprovalEntry, AttemptEntry, EffectEntry, PauseEntry, UnpauseEntry
 from acxoci.release.lease import default_runner_id
 from acxoci.release.plan import load_plan
 from acxoci.release.status import GoalStatus
@@ -81,6 +91,43 @@ def _render_status(status: GoalStatus, headline: str) -> None:
     show_table(("state", "effect", "tries", "evidence / next action"), rows)
 
 
+class _Progress:
+    """A run observer (the interpreter's OBSERVERS seam) that tells the status line which effect is
+    being worked on and where it ended, by its description and digest."""
+
+    def __init__(self, note: Callable[[str], None], names: Mapping[str, str]) -> None:
+        self.note, self.names = note, names
+
+    def after_work(self, effect_id: str) -> None:
+        self.note(f"{self.names.get(effect_id, effect_id)}: recording the result")
+
+    def after_entry(self, entry: Any) -> None:
+        if isinstance(entry, AttemptEntry):
+            self.note(f"{self.names.get(entry.effect, entry.effect)} (attempt {entry.attempt})")
+        elif isinstance(entry, EffectEntry):
+            evidence = entry.evidence or {}
+            digest = evidence.get("digest") or evidence.get("resolves")
+            failure = getattr(entry.failure, "cls", None)
+            self.note(f"{self.names.get(entry.effect, entry.effect)}: {entry.to}"
+                      + (f" {digest}" if isinstance(digest, str) else "")
+                      + (f" ({failure})" if failure else ""))
+
+
+@contextlib.contextmanager
+def _progress(goal: str, names: Mapping[str, str]) -> Iterator[None]:
+    """The release's progress line on a terminal (quiet otherwise, and under --json or -q)."""
+    with status_line(f"release {goal}") as note:
+        if note is None:
+            yield
+            return
+        observer = _Progress(note, names)
+        OBSERVERS.append(observer)
+        try:
+            yield
+        finally:
+            OBSERVERS.remove(observer)
+
+
 def _finish(report: RunReport) -> None:
     st = report.status
     headline = (f"release {st.goal_id}: this run executed {report.executed} effect(s), "
@@ -122,7 +169,7 @@ def register(app: typer.Typer) -> None:
         emit(data, human)
 
     @release_app.command("run")
-    @transport_options()
+    @transport_options(referrers=True)
     def run_cmd(
         file: Path = typer.Argument(..., help="The release plan (acx-release.yaml)."),
         allow_retag: bool = typer.Option(False, "--allow-retag", help=RETAG_HELP),
@@ -131,11 +178,13 @@ def register(app: typer.Typer) -> None:
         repaired: str | None = typer.Option(None, "--repaired", help=REPAIRED_HELP),
     ) -> None:
         """Execute the plan's goal, resuming from its journal if it was started before."""
-        _finish(run_goal(load_plan(file), root=state_dir, runner=runner, allow_retag=allow_retag,
-                         repaired=repaired))
+        plan = load_plan(file)
+        with _progress(plan.goal_id, {e.id: e.describe() for e in plan_effects(plan)}):
+            report = run_goal(plan, root=state_dir, runner=runner, allow_retag=allow_retag, repaired=repaired)
+        _finish(report)
 
     @release_app.command("resume")
-    @transport_options()
+    @transport_options(referrers=True)
     def resume_cmd(
         goal: str = typer.Argument(..., help="Goal id (the plan's goal.id)."),
         allow_retag: bool = typer.Option(False, "--allow-retag", help=RETAG_HELP),
@@ -144,7 +193,10 @@ def register(app: typer.Typer) -> None:
         repaired: str | None = typer.Option(None, "--repaired", help=REPAIRED_HELP),
     ) -> None:
         """Resume a goal from its journal (reloads the plan it was opened with)."""
-        _finish(resume_goal(goal, root=state_dir, runner=runner, allow_retag=allow_retag, repaired=repaired))
+        with _progress(goal, {}):
+            report = resume_goal(goal, root=state_dir, runner=runner, allow_retag=allow_retag,
+                                 repaired=repaired)
+        _finish(report)
 
     @release_app.command("status")
     def status_cmd(

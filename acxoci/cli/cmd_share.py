@@ -1,4 +1,4 @@
-"""`acx share agent|workflow|graph FILE`: place a verified artifact in an Exchange folder at its
+"""`acx share cartridge|agent|workflow|graph FILE`: place a verified artifact in an Exchange folder at its
 immutable coordinate, with the agent card and the suggested pull-request body (docs/exchange.md)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from acxoci.cli.output import emit, say, show_lines
 
 
 def share(
-    kind: str = typer.Argument(..., help="agent, workflow or graph."),
+    kind: str = typer.Argument(..., help="cartridge (the Exchange calls it an agent), workflow or graph."),
     file: Path = typer.Argument(..., help="The signed artifact (.acx, .cal.json, .agent-graph.json)."),
     registry: Path | None = typer.Option(
         None, "--registry", help="The Exchange folder (default: ./registry when it holds index.json)."
@@ -31,6 +31,7 @@ def share(
     from acxoci.exchange.share import share as do_share
 
     root = registry if registry is not None else default_registry(Path.cwd())
+    kind = {"cartridge": "agent"}.get(kind, kind)  # acx's word for it; the Exchange's folder kind is agent
     plan = do_share(
         kind, file, root, publisher=publisher, slug=slug, dry_run=dry_run, force=force, now=parse_now(now)
     )

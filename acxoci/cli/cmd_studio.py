@@ -4,6 +4,7 @@ Exchange folder or a mirrored OCI layout), the two web pages of acx (docs/studio
 from __future__ import annotations
 
 import errno
+import shlex
 import sys
 import webbrowser
 from pathlib import Path
@@ -47,7 +48,7 @@ def cmd_builder(
 def cmd_site(
     source: str = typer.Argument(..., help="An Exchange folder, or oci-layout:PATH written by "
                                  "`acx exchange mirror`."),
-    out: Path = typer.Option(..., "--out", help="The catalog folder to write (new, empty, or an "
+    out: Path = typer.Option(..., "-o", "--output", help="The catalog folder to write (new, empty, or an "
                              "earlier catalog)."),
     trust_registry: Path | None = typer.Option(None, "--trust-registry",
                                                help="Judge signers against this acx.trust-registry/1."),
@@ -98,7 +99,10 @@ def cmd_site(
             gate = FolderGate(root, source, at, registry, option, fpolicy, mirror)
             candidates, findings = folder_candidates(root), gate.findings
             judge = gate
-            basis = f"acx exchange verify {option}" + (" and the install decision" if fpolicy else "")
+            folder = shlex.quote(source)
+            basis = (f"acx exchange verify {folder} --trust-registry {shlex.quote(str(trust_registry))}"
+                     if fpolicy is None else f"acx exchange verify {folder} with the policy's trust "
+                     f"registries, then the install decision {option}")
         result = build_site(candidates, judge, out=out, title=title, built=built, basis=basis,
                             findings=findings)
     data = {"out": str(result.out), "index": str(result.out / "index.html"), "artifacts": len(result.entries),

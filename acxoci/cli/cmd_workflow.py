@@ -11,8 +11,8 @@ from typing import Any
 import typer
 
 from acxoci.cli.apps import workflow_app
+from acxoci.cli.common import REQUIRE_HELP, finish_lint, print_issues, required_trust, transport_options
 from acxoci.cli.common import exit_with as _exit
-from acxoci.cli.common import finish_lint, print_issues, transport_options
 from acxoci.cli.common import load_registry as _registry
 from acxoci.cli.common import parse_now as _now
 from acxoci.cli.output import Markup, emit, say
@@ -57,7 +57,7 @@ def sign_cmd(
         None, "--key", help="Ed25519 private key: a PKCS#8 PEM file, env://VAR or a pkcs11: URI (make a "
         "file with `acx key generate`)."
     ),
-    out: Path | None = typer.Option(None, "-o", "--out", help="Output (default <name>.signed.cal.json)."),
+    out: Path | None = typer.Option(None, "-o", "--output", help="Output (default <name>.signed.cal.json)."),
     password_env: str | None = typer.Option(None, "--password-env", help="Env var holding the key password."),
     now: str | None = typer.Option(None, "--now", help="Signing time (RFC 3339; default: now)."),
 ) -> None:
@@ -70,20 +70,27 @@ def sign_cmd(
 @workflow_app.command("verify")
 def verify_cmd(
     file: Path = typer.Argument(..., help="The signed .cal.json workflow."),
-    trust_registry: Path | None = typer.Option(None, "--trust-registry", help="acx.trust-registry/1 file."),
+    trust_registry: Path | None = typer.Option(None, "--trust-registry", help="acx.trust-registry/1 file: "
+                                               "the signer must be trusted in it (see --require)."),
+    require: str | None = typer.Option(None, "--require", help=REQUIRE_HELP),
     now: str | None = typer.Option(None, "--now", help="Evaluate trust at this time (RFC 3339)."),
 ) -> None:
-    """Verify every signature binding and the signer's trust; exit 0 only if signed, ok and publishable."""
+    """Verify every signature binding and the signer's trust; exit 0 only if signed, ok and publishable
+    (8 when the signer is below --require).
+
+    A file check: it does not look at a registry copy's attestations, level, revocation or
+    lifecycle; `acx verify REF --policy FILE` judges a published workflow as `acx install` would."""
+    minimum = required_trust(require, trust_registry)
     at = _now(now)
     doc = load_document(file)
     v = verify_workflow(doc, registry=_registry(trust_registry, at), now=at)
-    finish_verify(file, v, lint(doc, publish=True))
+    finish_verify(file, v, lint(doc, publish=True), minimum=minimum)
 
 
 @workflow_app.command("remix")
 def remix_cmd(
     signed: Path = typer.Argument(..., help="The signed parent workflow."),
-    out: Path = typer.Option(..., "-o", "--out", help="Where to write the unsigned draft."),
+    out: Path = typer.Option(..., "-o", "--output", help="Where to write the unsigned draft."),
     relation: str = typer.Option("remix", "--relation", help="remix | fork | derived-from | supersedes."),
     new_id: str | None = typer.Option(None, "--id", help="New workflow id for the draft."),
     new_version: str | None = typer.Option(None, "--version", help="New SemVer for the draft."),
@@ -155,8 +162,8 @@ def ready_cmd(
     cache_dir: Path | None = typer.Option(None, "--cache-dir", help="Status-list cache directory."),
     now: str | None = typer.Option(None, "--now", help="Evaluate trust at this time (RFC 3339)."),
     require: str | None = typer.Option(
-        None, "--require", help="Least signer trust to staff: portable or trusted (default: portable "
-        "with --trust-registry: the registry must tie each key to its publisher)."
+        None, "--require", help="Least signer trust to staff: portable or trusted (default with "
+        "--trust-registry: trusted; portable still needs the registry to tie each key to its publisher)."
     ),
     policy: Path | None = typer.Option(
         None, "--policy", help="Judge the workflow and every team member as `acx install` would under "
@@ -188,7 +195,14 @@ def ready_cmd(
         raise UsageError(f"--require must be portable or trusted, not {require!r}")
     if require is not None and trust_registry is None:
         raise UsageError("--require needs --trust-registry (nothing vouches for a key without one)")
-    minimum: Minimum = "trusted" if require == "trusted" else "portable" if trust_registry else "none"
+    # a trust flag never passes silently: with a trust registry each signer must be trusted in it,
+    # unless --require portable (a key the registry ties to its publisher, outside its window)
+    minimum: Minimum = "portable" if require == "portable" else "trusted" if trust_registry else "none"
+    if not file.exists():
+        raise NotFound(f"workflow file not found: {file}",
+                       hint="workflow ready takes the workflow FILE; for a published one, `acx pull REF -o "
+                       "team.cal.json` first, or judge it with `acx verify REF --policy FILE` (which staffs "
+                       "it as install would)")
     at = _now(now)
     registry = _registry(trust_registry, at)
     doc = load_document(file)
@@ -239,10 +253,13 @@ def ready_cmd(
         for w in report.warnings:
             say("  [yellow]warning:[/yellow] {}", w)
         say("Team ({} cartridge(s) scanned):", report.roster_size)
+        needs = {p.alias: _needs(p) for p in wf.participants}
         for s in report.participants:
             mark: str = Markup("[green]✓[/green]") if s.staffed else Markup("[red]✗[/red]")
             who = s.cartridge.label if s.cartridge else "—"
             say("  {} {:<12} {:<5} {}  ({})", mark, s.alias, s.bind, who, s.reason)
+            if not s.staffed and needs.get(s.alias):
+                say("      needs {}", needs[s.alias])
         if wf.rac:
             say("RAC checklist (□ required, · optional):")
             for item in wf.rac:
@@ -257,6 +274,19 @@ def ready_cmd(
 
     emit(data, human)
     _exit(0 if report.ready else 1)
+
+
+def _needs(p: Any) -> str:
+    """What a participant asks of the cartridge that fills it, in words (role, level, capabilities)."""
+    if p.slot is None:
+        return f"the cartridge with ROM digest {p.rom_digest}" if p.rom_digest else ""
+    parts = [f"role {p.slot.role}"] if p.slot.role else []
+    lvl = p.slot.min_level
+    if lvl is not None:
+        parts.append("level " + " / ".join(str(x) for x in (lvl.acx_level, lvl.career_tier) if x is not None))
+    parts += [f"capability {c.task_type}" + (f" ({', '.join(c.stack)})" if c.stack else "")
+              for c in p.slot.capabilities]
+    return ", ".join(parts)
 
 
 def _ready_under_policy(file: Path, policy: Path, cartridges: Path | None, roster: list[str],

@@ -10,6 +10,7 @@ import typer
 
 from acxoci import __version__
 from acxoci.cli import groups
+from acxoci.cli.common import VocabularyGroup
 from acxoci.cli.output import OPTS, ErrorResult, say, say_error, show_traceback, write_json
 from acxoci.errors import DISK_SAID_NO, AcxError, InternalError, InvalidInput, UsageError, WriteBackFailed
 from attest.errors import MalformedError
@@ -23,6 +24,8 @@ GLOBAL_FLAGS = {"--json": "json", "-v": "verbose", "--verbose": "verbose", "-q":
 
 app = typer.Typer(
     name="acx",
+    cls=VocabularyGroup,  # every command also takes its old flag spellings (common.OLD_SPELLINGS)
+    rich_markup_mode=None,  # click's plain help: rewrapped to the terminal, no option name ever cut
     help="acxoci: build, sign, verify, push, pull, attest, level and install ACX agent artifacts.",
     no_args_is_help=True,
     add_completion=True,  # --install-completion / --show-completion, and _ACX_COMPLETE
@@ -47,6 +50,8 @@ def root(
         False, "--version", callback=_version, is_eager=True, help="Print the version."
     ),
     json_: bool = typer.Option(False, "--json", help="Machine-readable JSON output (any position)."),
+    format_: str | None = typer.Option(None, "--format", help="Output format: json (the same as --json) or "
+                                       "text (any position)."),
     verbose: bool = typer.Option(False, "-v", "--verbose", help="More detail; tracebacks on errors."),
     quiet: bool = typer.Option(False, "-q", "--quiet",
                                help="Only errors, and the digest of a push, pull, cp or attach."),
@@ -56,12 +61,18 @@ def root(
 
 
 
+OUTPUT_FORMATS = ("json", "text")
+#: `push --format` / `attest --format` values of before `--attestation-format` (passed on to them).
+OLD_ATTESTATION_FORMATS = ("legacy", "bundle", "both")
+
+
 def _extract_global_flags(argv: list[str]) -> list[str]:
     """Pull global flags out of argv wherever they stand (before `--`), so `--json` works
-    after any subcommand too."""
+    after any subcommand too; `--format json|text` is the output format (as oras's)."""
     out: list[str] = []
     passthrough = False
-    for arg in argv:
+    rest = iter(argv)
+    for arg in rest:
         if passthrough:
             out.append(arg)
             continue
@@ -72,6 +83,16 @@ def _extract_global_flags(argv: list[str]) -> list[str]:
         attr = GLOBAL_FLAGS.get(arg)
         if attr:
             setattr(OPTS, attr, True)
+            continue
+        if arg == "--format" or arg.startswith("--format="):
+            value = arg.partition("=")[2] if "=" in arg else next(rest, "")
+            if value in OUTPUT_FORMATS:
+                OPTS.json = OPTS.json or value == "json"
+                continue
+            if value not in OLD_ATTESTATION_FORMATS:
+                raise UsageError(f"--format takes json or text (the output format), not {value!r}",
+                                 hint="an attestation's format is --attestation-format legacy|bundle|both")
+            out.extend((arg,) if "=" in arg else (arg, value))
             continue
         out.append(arg)
     return out
@@ -112,8 +133,8 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _main(argv: list[str] | None = None) -> None:
-    args = _extract_global_flags(list(sys.argv[1:] if argv is None else argv))
     try:
+        args = _extract_global_flags(list(sys.argv[1:] if argv is None else argv))
         groups.register(app, groups.modules_for(args))
         # In non-standalone mode click returns the code of `typer.Exit(code)` instead of exiting.
         rc = app(args=args, prog_name="acx", standalone_mode=False)

@@ -12,7 +12,7 @@ each with a JSON Schema in `schemas/output/`:
 Field names are one vocabulary everywhere (`keyId`, `publisherId`, `digest`, `reference`, …):
 `canonical_fields` renames the few old spellings, outside documents embedded verbatim.
 
-Human output has one rule (docs/decisions/0034-untrusted-text-in-human-output.md): a line is a
+Human output has one rule (docs/decisions/0037-untrusted-text-in-human-output.md): a line is a
 *template* of ours (a literal in the code: its markup and its line breaks are ours) filled with
 *values*, and every value is shown escaped (`shown`): controls including newline, carriage
 return and tab, Unicode format characters (bidi embeddings, overrides and isolates, zero-width

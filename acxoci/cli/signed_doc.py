@@ -75,11 +75,26 @@ def render_verdict(v: SignedVerdict, structure: LintResult, *extra: tuple[str, s
     print_issues(structure)
 
 
-def finish_verify(file: Path, v: SignedVerdict, structure: LintResult, *extra: tuple[str, str]) -> None:
-    """Emit the verdict and exit: 0 only when the document is signed, verifies and is publishable."""
+def finish_verify(file: Path, v: SignedVerdict, structure: LintResult, *extra: tuple[str, str],
+                  minimum: str | None = None) -> None:
+    """Emit the verdict and exit: 0 only when the document is signed, verifies and is publishable,
+    and its signer meets `minimum` (`--require`, trusted by default with a trust registry: exit 8
+    below it, as `cartridge verify --require`)."""
+    from acxoci.artifact import MEETS
+
     code = 0 if (v.ok and v.signed and structure.ok) else 1
-    emit(
-        {"file": str(file), **v.to_json(), "structure": structure.to_json()},
-        lambda: render_verdict(v, structure, *extra),
-    )
+    below = code == 0 and minimum is not None and v.trust not in MEETS[minimum]
+    if below:
+        code = 8
+
+    def human() -> None:
+        render_verdict(v, structure, *extra)
+        if below:
+            say("[red]refused:[/red] trust {} does not meet --require {}", v.trust, minimum)
+
+    data = {"file": str(file), **v.to_json(), "structure": structure.to_json(), "require": minimum,
+            "exitCode": code, "ok": code == 0}
+    if below:
+        data["verdict"] = "refused"
+    emit(data, human)
     exit_with(code)

@@ -571,7 +571,14 @@ def derive(
             if rel.endswith(suffix):
                 rejected.append(Rejected(kind, rel, "symbolic links are forbidden"))
         for rel in w.under(folder, suffix):
-            release, rej = fn(root / rel, rel, ledger, registry, now)
+            try:
+                release, rej = fn(root / rel, rel, ledger, registry, now)
+            except AcxError as exc:
+                release, rej = None, Rejected(kind, rel, exc.one_line())
+            except Exception as exc:  # one file's bug is that file's rejection, not the folder's end
+                release, rej = None, Rejected(
+                    kind, rel, f"could not be checked (internal error {type(exc).__name__}: "
+                    f"{str(exc)[:200]}; please report it)")
             if rej is not None:
                 rejected.append(rej)
                 continue

@@ -22,7 +22,7 @@ from acxoci.errors import Blocked, InvalidInput, NotFound, UsageError, Verificat
 from acxoci.exchange.coordinates import card_path, folder_path
 from acxoci.exchange.index import Release, _ledger, _trust_registry, summarize_cartridge, summarize_workflow
 from acxoci.exchange.status import AGENT_ID_RE, SEMVER_RE
-from acxoci.fsutil import atomic_write, read_bytes
+from acxoci.fsutil import read_bytes, require_real_folders
 
 KINDS = {"agent": "agent", "workflow": "workflow", "graph": "agent-graph"}
 SUFFIXES = {"agent": ".acx", "workflow": ".cal.json", "agent-graph": ".agent-graph.json"}
@@ -265,21 +265,6 @@ def _check_segments(kind: str, publisher: str, aid: str, version: str, where: st
         raise ShareRefused("share refused: " + "; ".join(problems), where=where)
 
 
-def _check_inside(root: Path, rel: str) -> None:
-    """No component from the registry root down to `rel` may be a symlink or a non-folder."""
-    if root.is_symlink():
-        raise InvalidInput("the registry folder must not be a symlink", where=str(root))
-    cur = root
-    for seg in rel.split("/")[:-1]:
-        cur = cur / seg
-        try:
-            st = cur.lstat()
-        except FileNotFoundError:
-            return
-        if not stat.S_ISDIR(st.st_mode):
-            raise InvalidInput("a symlink or file stands where a registry folder should be", where=str(cur))
-
-
 def _judge(kind: str, path: Path, rel: str, root: Path, now: datetime) -> Release:
     ledger, registry = _ledger(root), _trust_registry(root, now)
     if kind == "agent":
@@ -307,6 +292,80 @@ def _same_file(path: Path, data: bytes) -> bool:
     if not stat.S_ISREG(st.st_mode):
         raise Blocked("the coordinate holds something that is not a regular file", where=str(path))
     return st.st_size == len(data) and read_bytes(path, "artifact", limit=MAX_ARTIFACT_BYTES) == data
+
+
+def _stage(folder: Path, data: bytes, suffix: str) -> Path:
+    """`data` in a new file inside `folder` (the Exchange), synced, mode 0644: placed later by name."""
+    fd, name = tempfile.mkstemp(prefix=".share-", suffix=suffix, dir=folder)
+    path = Path(name)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(path, 0o644)
+    except BaseException:
+        path.unlink(missing_ok=True)
+        raise
+    return path
+
+
+def _card(release: Release, root: Path, card_rel: str | None, force: bool) -> bytes | None:
+    """The agent card to write (None: no card, or the same one is there). Refused when a symlink or
+    other non-file stands at its place, or when other text is there and `force` is not given."""
+    if card_rel is None:
+        return None
+    from acxoci.authoring.roles import role_label
+
+    card = agent_card(release.entry, role_label(str(release.entry.get("role")))).encode("utf-8")
+    card_file = root / card_rel
+    try:
+        st = card_file.lstat()
+    except FileNotFoundError:
+        return card
+    if not stat.S_ISREG(st.st_mode):
+        raise InvalidInput("refusing to replace a symlink or a non-file with the agent card",
+                           where=str(card_file))
+    if st.st_size == len(card) and read_bytes(card_file, "agent card", limit=len(card)) == card:
+        return None
+    if not force:
+        raise Blocked(
+            f"{card_rel} exists with other text",
+            where=str(card_file),
+            hint="review it and pass --force to regenerate the card",
+        )
+    return card
+
+
+def _place(folder: Path, moves: list[tuple[Path, Path, bool]]) -> None:
+    """Put staged files in place, all or none: each (staged, destination, may_replace); a file
+    that may not replace is linked (an existing one stays, Blocked), the others are renamed over
+    (so they go last). When a later one fails, the earlier ones placed here are taken back."""
+    placed: list[Path] = []
+    try:
+        for staged, dest, may_replace in moves:
+            if may_replace:
+                if dest.is_symlink():
+                    raise InvalidInput("refusing to replace a symlink", where=str(dest))
+                os.replace(staged, dest)
+            else:
+                try:
+                    os.link(staged, dest)  # never replaces: a coordinate written meanwhile stays
+                except FileExistsError as exc:
+                    raise Blocked(f"{dest.name} appeared while sharing; nothing replaced",
+                                  where=str(dest)) from exc
+            placed.append(dest)
+    except BaseException:
+        for dest in placed:
+            with contextlib.suppress(OSError):
+                dest.unlink()
+        raise
+    with contextlib.suppress(OSError):
+        dfd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
 
 
 def share(
@@ -341,7 +400,7 @@ def share(
     if slug is not None and slug != aid:
         raise ShareRefused(f"share refused: --slug {slug!r} is not the ROM-bound artifact id {aid!r}")
     rel = folder_path(kind, aid_pub, aid, version)
-    _check_inside(registry_root, rel)
+    require_real_folders(registry_root, rel, "registry folder")
     dest = registry_root / rel
     data = read_bytes(file, kind, limit=MAX_ARTIFACT_BYTES)
     existing_same = _same_file(dest, data)
@@ -352,56 +411,48 @@ def share(
             hint="publish a new version instead",
         )
     changed = not existing_same
+    card_rel = card_path(aid_pub, aid, version) if kind == "agent" else None
+    if card_rel is not None:
+        require_real_folders(registry_root, card_rel, "registry folder")
+    readme = str(registry_root / card_rel) if card_rel is not None else None
     if dry_run or existing_same:
         release = _judge(kind, file if dry_run and not existing_same else dest, rel, registry_root, now)
+        card = _card(release, registry_root, card_rel, force)
+        if card is not None:
+            changed = True
+            if not dry_run:
+                assert card_rel is not None
+                card_tmp = _stage(dest.parent, card, ".md")
+                try:
+                    _place(dest.parent, [(card_tmp, registry_root / card_rel, True)])
+                finally:
+                    card_tmp.unlink(missing_ok=True)
     else:
         made = [
             d for d in reversed(dest.relative_to(registry_root).parents) if not (registry_root / d).exists()
         ]
         dest.parent.mkdir(parents=True, exist_ok=True)
-        _check_inside(registry_root, rel)
-        fd, tmp_name = tempfile.mkstemp(prefix=".share-", suffix=SUFFIXES[kind], dir=dest.parent)
-        tmp = Path(tmp_name)
+        require_real_folders(registry_root, rel, "registry folder")
+        staged: list[Path] = []
         ok = False
         try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.chmod(tmp, 0o644)
+            tmp = _stage(dest.parent, data, SUFFIXES[kind])
+            staged.append(tmp)
             release = _judge(kind, tmp, rel, registry_root, now)  # the very bytes that land
-            try:
-                os.link(tmp, dest)  # never replaces: a coordinate written meanwhile stays as it is
-            except FileExistsError as exc:
-                raise Blocked(f"{rel} appeared while sharing; nothing replaced", where=str(dest)) from exc
+            card = _card(release, registry_root, card_rel, force)  # every destination checked first
+            moves = [(tmp, dest, False)]
+            if card is not None:
+                assert card_rel is not None
+                staged.append(_stage(dest.parent, card, ".md"))
+                moves.append((staged[-1], registry_root / card_rel, True))
+            _place(dest.parent, moves)
             ok = True
         finally:
-            tmp.unlink(missing_ok=True)
+            for t in staged:
+                t.unlink(missing_ok=True)
             for d in reversed(made if not ok else []):  # a refused share leaves no empty folders
                 with contextlib.suppress(OSError):
                     (registry_root / d).rmdir()
-    readme: str | None = None
-    if kind == "agent":
-        from acxoci.authoring.roles import role_label
-
-        card_rel = card_path(aid_pub, aid, version)
-        readme = str(registry_root / card_rel)
-        card = agent_card(release.entry, role_label(str(release.entry.get("role")))).encode("utf-8")
-        card_file = registry_root / card_rel
-        same_card = card_file.is_file() and not card_file.is_symlink() and card_file.read_bytes() == card
-        if not same_card:
-            if card_file.exists() and not force:
-                raise Blocked(
-                    f"{card_rel} exists with other text",
-                    where=str(card_file),
-                    hint="review it and pass --force to regenerate the card",
-                )
-            changed = True
-            if not dry_run:
-                _check_inside(registry_root, card_rel)
-                if card_file.is_symlink():
-                    raise InvalidInput("refusing to replace a symlink", where=str(card_file))
-                atomic_write(card_file, card)
     entry = dict(release.entry)
     entry.pop("registryStatus", None)
     return SharePlan(

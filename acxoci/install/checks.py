@@ -37,7 +37,8 @@ CHECK_DOC: dict[str, str] = {
     "harness": "the host descriptor satisfies the cartridge's harness requirements",
     "policy-budget": "the package passes `acx cartridge spec` (loop + context policy, harness document, "
                      "skills) and its budget fits the host's limits",
-    "staffing": "a workflow's team can be staffed from the installed cartridges (workflow `ready`)",
+    "staffing": "a workflow's team can be staffed from the installed cartridges and the host's --cartridges "
+                "(workflow `ready`)",
     "version": "a SemVer tag names the signed version, and no newer version of the name is replaced",
     "lifecycle": "the release is not withdrawn in the Exchange it came from (newest record seen)",
 }
@@ -329,17 +330,14 @@ def check_attestations(found: Sequence[AttestationFound] | None, policy: Verific
         return _skip(cid, "the policy requires no attestation")
     if found is None:
         return unavailable(cid, "attestation verification is not available")
+    from acxoci.attestation.evidence import missing_evidence
+
     ok = [a for a in found if a.verified]
     listing = [{"format": a.format, "predicateType": a.predicate_type, "verified": a.verified,
                 "reason": a.reason, "digest": a.digest, "keyid": a.keyid} for a in found]
-    missing: list[str] = []
-    for fmt in policy.attestation_formats:
-        types = policy.predicate_types or (None,)
-        for pt in types:
-            if not any(a.format == fmt and (pt is None or a.predicate_type == pt) for a in ok):
-                missing.append(f"{fmt}:{pt}" if pt else fmt)
-    if not policy.attestation_formats:
-        missing = [pt for pt in policy.predicate_types if not any(a.predicate_type == pt for a in ok)]
+    # the one evidence rule (plain `acx verify` applies it too): a rejected attestation is no veto
+    missing = missing_evidence([(a.format, a.predicate_type) for a in ok], policy.attestation_formats,
+                               policy.predicate_types)
     if missing:
         bad = [f"{a.format}:{a.predicate_type}: {a.reason}" for a in found if not a.verified]
         why = f"missing verified attestation(s): {', '.join(missing)}"
@@ -533,7 +531,8 @@ def check_staffing(kind: str | None, staffing: Mapping[str, Any] | None) -> Chec
     if not staffing.get("ready"):
         reasons = staffing.get("reasons") or []
         return _fail(cid, K_NOT_READY, "NOT READY: " + "; ".join(map(str, reasons)), reasons=list(reasons))
-    return _pass(cid, "READY: team staffed from the installed cartridges")
+    return _pass(cid, "READY: every required participant is staffed (from the installed cartridges and the "
+                 "host's --cartridges)")
 
 
 @dataclass(frozen=True)

@@ -286,10 +286,9 @@ def gather_attestations(target: Target, desc: Descriptor, ref: str, policy: Veri
         verified = j.verdict == "verified"
         digest = None
         item = found.get(a.location)
-        if verified and item is not None:
-            data = fetch_bytes(target, item.layer, limit=MAX_DOC_BYTES)
+        if verified and item is not None and a.document is not None:  # the bytes judged, not a refetch
             folder.mkdir(exist_ok=True)
-            (folder / f"{i:02d}-{a.format}.json").write_bytes(data)
+            (folder / f"{i:02d}-{a.format}.json").write_bytes(a.document)
             if legacy_material(item.layer.annotations or {}) is not None:  # cosign 2 keyless: the cert
                 (folder / f"{i:02d}-{a.format}.annotations.json").write_text(
                     json.dumps(dict(item.layer.annotations), sort_keys=True), encoding="utf-8")
@@ -308,15 +307,21 @@ def rejudge_attestations(folder: Path, subject_digest: str, policy: Verification
     from acxoci.attestation.judge import judge
     from acxoci.attestation.sigstore_verify import legacy_material
     from acxoci.attestation.verify import provenance_item
+    from acxoci.fsutil import read_bytes
+    from acxoci.oci.errors import LimitExceeded
+    from acxoci.oci.listing import MAX_ATTESTATION_LAYERS
 
     out: list[C.AttestationFound] = []
     keys = _attestation_keys(policy, publisher_id)
     sig = _sigstore(policy, publisher_id)
-    for doc in sorted(folder.glob("*.json")) if folder.is_dir() else []:
-        if doc.name.endswith(".annotations.json"):
-            continue
+    kept = sorted(p for p in folder.glob("*.json") if not p.name.endswith(".annotations.json")) \
+        if folder.is_dir() else []
+    if len(kept) > MAX_ATTESTATION_LAYERS:  # the same cap as when they were read from the registry
+        raise LimitExceeded(f"{len(kept)} kept attestations (at most {MAX_ATTESTATION_LAYERS})",
+                            where=str(folder))
+    for doc in kept:
         fmt = "bundle" if doc.stem.endswith("-bundle") else "legacy"
-        data = doc.read_bytes()
+        data = read_bytes(doc, "kept attestation", limit=MAX_DOC_BYTES, nofollow=True)
         legacy = None
         notes = doc.with_name(doc.stem + ".annotations.json")
         if fmt == "legacy" and notes.is_file():
@@ -401,15 +406,13 @@ def gather_credentials(docs: Iterable[tuple[str, bytes]], sig: C.SignatureEviden
     return out
 
 
-def status_cache_dir(policy: VerificationPolicy, store_root: Path | None = None) -> Path:
+def status_cache_dir(policy: VerificationPolicy) -> Path:
     """Where status lists and the trust documents' high-water marks are kept: the policy's
-    `revocation.statusListCache`, else beside the install store (`STORE/cache`: every judgement of
-    the store's items sees the same marks, whoever runs it), else the user's cache folder."""
+    `revocation.statusListCache`, else the user's cache folder (`acxoci/status-lists`). Not in the
+    store: a refusal leaves the store byte-identical, while a mark must outlive the refusal."""
     from acxoci.level.status import default_cache_dir
 
-    if policy.status_list_cache:
-        return Path(policy.status_list_cache)
-    return store_root / "cache" if store_root is not None else default_cache_dir()
+    return Path(policy.status_list_cache) if policy.status_list_cache else default_cache_dir()
 
 
 def _with_status(cred: C.CredentialFound, doc: dict[str, Any], policy: VerificationPolicy, issuers: Any,
@@ -568,8 +571,7 @@ class Context:
         """The status-list cache and high-water marks this judgement reads and writes."""
         if self.cache is not None and not self.policy.status_list_cache:
             return self.cache
-        root = getattr(self.installed, "root", None)
-        return status_cache_dir(self.policy, root if isinstance(root, Path) else None)
+        return status_cache_dir(self.policy)
 
     def tell(self, what: str) -> None:
         """Say what the judge is doing now (for a progress line; nothing when nobody listens)."""
@@ -909,8 +911,6 @@ def judge_installed(item: Any, ctx: Context, policy: VerificationPolicy | None =
 
     if policy is not None:
         ctx = replace(ctx, policy=policy)
-    if ctx.installed is None and ctx.cache is None:  # the marks of the store the item lives in
-        ctx = replace(ctx, cache=status_cache_dir(ctx.policy, Path(item.path).parent.parent))
     rec = item.record
     kind = rec.get("kind") if rec.get("kind") in CONTENT_FILE else None
     repository = str(rec.get("repository") or "")

@@ -1,13 +1,16 @@
 """A minimal MCP client over stdio for the boot handshake (`--mcp-stdio 'CMD ...'`): start the
 server (the command split as a shell would, run without a shell), `initialize` with the
 cartridge's protocol revision, `notifications/initialized`, `tools/list` (every page), then stop
-it. Bounded: one deadline for the whole exchange, a cap on each message and on all output, on
-pages and on tools; the server's stderr is discarded; the process group is killed at the end.
+it. Bounded: one deadline for the whole exchange, every read and write non-blocking within it, a
+cap on each message, on all output, on what waits to be written, on the requests the server may
+send and on pages and tools; the server's stderr is discarded; its process group is killed at
+the end (at once when the exchange failed).
 Everything the server says is untrusted JSON, decoded strictly and checked before use."""
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import selectors
 import shlex
@@ -28,6 +31,10 @@ MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 MAX_OUTPUT_BYTES = 16 * 1024 * 1024
 MAX_PAGES = 32
 MAX_TOOLS = 1024
+MAX_PENDING_BYTES = 1024 * 1024  # written to the server but not yet read by it
+MAX_SERVER_REQUESTS = 64  # requests the server may send us (each refused)
+MAX_ID_CHARS = 256
+GRACE_SECONDS = 2.0  # a server that answered may exit on its own, within the deadline
 CLIENT_INFO = {"name": "acxoci", "version": "0.1.0"}
 
 
@@ -63,15 +70,18 @@ def split_command(command: str) -> list[str]:
 
 
 class _Session:
-    """One server process and its line-delimited JSON-RPC stream, under one deadline."""
+    """One server process and its line-delimited JSON-RPC stream, under one deadline: every read
+    and every write is non-blocking and waits only as long as the deadline leaves."""
 
     def __init__(self, argv: list[str], timeout: float) -> None:
         self.argv = argv
         self.deadline = time.monotonic() + timeout
         self.timeout = timeout
         self.buf = b""
+        self.out = bytearray()  # what is still to be written to the server
         self.total = 0
         self.next_id = 0
+        self.requests = 0  # requests the server sent us
         self.proc = subprocess.Popen(
             argv,
             stdin=subprocess.PIPE,
@@ -81,33 +91,66 @@ class _Session:
             close_fds=True,
         )
         assert self.proc.stdout is not None and self.proc.stdin is not None
-        os.set_blocking(self.proc.stdout.fileno(), False)
+        self.rfd = self.proc.stdout.fileno()
+        self.wfd = self.proc.stdin.fileno()
+        os.set_blocking(self.rfd, False)
+        os.set_blocking(self.wfd, False)
         self.sel = selectors.DefaultSelector()
-        self.sel.register(self.proc.stdout, selectors.EVENT_READ)
+        self.sel.register(self.rfd, selectors.EVENT_READ)
+
+    def _queue(self, msg: Mapping[str, Any]) -> None:
+        """Add one message to what is written to the server as it reads (never blocking)."""
+        data = json.dumps(msg, separators=(",", ":")).encode("utf-8") + b"\n"
+        if len(self.out) + len(data) > MAX_PENDING_BYTES:
+            raise InvalidInput(
+                f"the MCP server does not read its input (more than {MAX_PENDING_BYTES} bytes wait)",
+                where=self.where,
+            )
+        self.out += data
 
     def send(self, method: str, params: Mapping[str, Any] | None = None, *, notify: bool = False) -> int:
-        import json
-
         msg: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
         if params is not None:
             msg["params"] = dict(params)
         if not notify:
             self.next_id += 1
             msg["id"] = self.next_id
-        assert self.proc.stdin is not None
-        try:
-            self.proc.stdin.write(json.dumps(msg, separators=(",", ":")).encode("utf-8") + b"\n")
-            self.proc.stdin.flush()
-        except (BrokenPipeError, OSError) as exc:
-            raise TransientError(f"the MCP server closed its input ({self._exit()})") from exc
+        self._queue(msg)
         return self.next_id
 
     def _exit(self) -> str:
         code = self.proc.poll()
         return "still running" if code is None else f"exit code {code}"
 
+    def _write(self) -> None:
+        """Write what the server's input pipe takes now."""
+        try:
+            n = os.write(self.wfd, self.out[:65536])
+        except BlockingIOError:
+            return
+        except OSError as exc:
+            raise TransientError(
+                f"the MCP server closed its input ({self._exit()})", where=self.where
+            ) from exc
+        del self.out[:n]
+
+    def _read(self) -> None:
+        """Read what the server wrote, within the caps."""
+        try:
+            chunk = os.read(self.rfd, 65536)
+        except BlockingIOError:
+            return
+        if not chunk:
+            raise TransientError(
+                f"the MCP server stopped before answering ({self._exit()})", where=self.where
+            )
+        self.total += len(chunk)
+        if self.total > MAX_OUTPUT_BYTES:
+            raise InvalidInput(f"the MCP server wrote more than {MAX_OUTPUT_BYTES} bytes", where=self.where)
+        self.buf += chunk
+
     def _line(self) -> bytes:
-        assert self.proc.stdout is not None
+        """The next line the server writes; meanwhile what waits for it is written as it reads."""
         while b"\n" not in self.buf:
             if len(self.buf) > MAX_MESSAGE_BYTES:
                 raise InvalidInput(
@@ -118,22 +161,17 @@ class _Session:
                 raise TransientError(
                     f"the MCP server did not answer within {self.timeout:g} s", where=self.where
                 )
-            if not self.sel.select(left):
-                continue
-            try:
-                chunk = os.read(self.proc.stdout.fileno(), 65536)
-            except BlockingIOError:
-                continue
-            if not chunk:
-                raise TransientError(
-                    f"the MCP server stopped before answering ({self._exit()})", where=self.where
-                )
-            self.total += len(chunk)
-            if self.total > MAX_OUTPUT_BYTES:
-                raise InvalidInput(
-                    f"the MCP server wrote more than {MAX_OUTPUT_BYTES} bytes", where=self.where
-                )
-            self.buf += chunk
+            writing = self.wfd in self.sel.get_map()
+            if bool(self.out) != writing:
+                if writing:
+                    self.sel.unregister(self.wfd)
+                else:
+                    self.sel.register(self.wfd, selectors.EVENT_WRITE)
+            for key, _ in self.sel.select(left):
+                if key.fd == self.wfd:
+                    self._write()
+                else:
+                    self._read()
         line, _, self.buf = self.buf.partition(b"\n")
         return line
 
@@ -142,7 +180,7 @@ class _Session:
         return "mcp-stdio: " + " ".join(self.argv)
 
     def result(self, want: int) -> Mapping[str, Any]:
-        """The result of request `want`; notifications and other traffic are skipped."""
+        """The result of request `want`; notifications are skipped, requests to us refused."""
         while True:
             line = self._line().strip()
             if not line:
@@ -157,11 +195,16 @@ class _Session:
                 raise InvalidInput(
                     "the MCP server wrote a message that is not JSON-RPC 2.0", where=self.where
                 )
-            if "method" in msg and "id" in msg:  # a request to us: we offer no client features
-                self._reply_unsupported(msg["id"])
-                continue
-            if msg.get("id") != want:
-                continue
+            if "method" in msg:
+                if "id" in msg:  # a request to us: we offer no client features
+                    self._reply_unsupported(msg["id"])
+                continue  # a notification
+            rid = msg.get("id")
+            if not same_id(rid, want):
+                raise InvalidInput(
+                    f"the MCP server answered request {want} with the id {json.dumps(rid)[:40]}",
+                    where=self.where,
+                )
             err = msg.get("error")
             if err is not None:
                 text = err.get("message") if isinstance(err, dict) else err
@@ -174,34 +217,41 @@ class _Session:
             return res
 
     def _reply_unsupported(self, rid: Any) -> None:
-        import json
+        """`Method not found` for a request the server sent us; a bounded number, with a valid id."""
+        self.requests += 1
+        if self.requests > MAX_SERVER_REQUESTS:
+            raise InvalidInput(
+                f"the MCP server sent more than {MAX_SERVER_REQUESTS} requests", where=self.where
+            )
+        valid = (isinstance(rid, str) and len(rid) <= MAX_ID_CHARS) or (
+            type(rid) is int and abs(rid) <= 2**53
+        )
+        if not valid:
+            raise InvalidInput(
+                "the MCP server sent a request whose id is not a short string or an integer",
+                where=self.where,
+            )
+        self._queue({"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": "Method not found"}})
 
-        assert self.proc.stdin is not None
-        reply = {"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": "Method not found"}}
-        with contextlib.suppress(OSError):
-            self.proc.stdin.write(json.dumps(reply).encode("utf-8") + b"\n")
-            self.proc.stdin.flush()
-
-    def close(self) -> None:
+    def close(self, *, graceful: bool) -> None:
+        """Stop the server: after a good exchange it may exit on end of input until the deadline;
+        then (and at once otherwise) its whole process group is killed."""
         self.sel.close()
+        assert self.proc.stdin is not None and self.proc.stdout is not None
         with contextlib.suppress(OSError):
-            assert self.proc.stdin is not None
             self.proc.stdin.close()
-        try:
-            self.proc.wait(timeout=2)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=2)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
+        if graceful:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=max(0.0, min(GRACE_SECONDS, self.deadline - time.monotonic())))
         with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.proc.pid, signal.SIGKILL)  # anything the server left behind in its group
-        assert self.proc.stdout is not None
+            os.killpg(self.proc.pid, signal.SIGKILL)  # the server and anything it left in its group
+        self.proc.wait()
         self.proc.stdout.close()
+
+
+def same_id(got: Any, sent: int) -> bool:
+    """Whether a response's id is the integer id we sent (by type and value: not `true`, not `1.0`)."""
+    return type(got) is int and got == sent
 
 
 def _tools(page: Mapping[str, Any], where: str) -> list[McpTool]:
@@ -223,6 +273,7 @@ def query_server(command: str, *, protocol_version: str, timeout: float = DEFAUL
     """Start the server, initialize it at `protocol_version`, list every tool, stop it."""
     argv = split_command(command)
     session = _Session(argv, timeout)
+    done = False
     try:
         init = session.result(
             session.send(
@@ -249,6 +300,7 @@ def query_server(command: str, *, protocol_version: str, timeout: float = DEFAUL
             cursor = nxt
         else:
             raise InvalidInput(f"tools/list has more than {MAX_PAGES} pages", where=session.where)
+        done = True
     finally:
-        session.close()
+        session.close(graceful=done)
     return McpServer(version[:64], name[:128] if name else None, tuple(tools), tuple(argv))

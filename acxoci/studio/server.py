@@ -3,15 +3,20 @@
 It serves its own shipped files (an exact list, read once at start: no path from a request ever
 reaches the filesystem) and one read-only endpoint, `POST /api/lint` (analysis.analyse). Every
 request must name the builder itself in `Host` (a DNS-rebinding page reaches 127.0.0.1 under its
-own name, and is refused); the endpoint also requires the builder's own `Origin` and a JSON body
-of at most 1 MiB, so another site cannot use it even blindly. Every answer carries the strict
-security headers below. There is no write, upload or execution endpoint, and no private key or
-registry is ever involved."""
+own name, and is refused) in the origin form (`GET /path`, never `GET http://host/`); the
+endpoint also requires the builder's own `Origin` and a JSON body of at most 1 MiB, so another
+site cannot use it even blindly. A request has one deadline for its line, headers and body; at
+most MAX_CONNECTIONS are open at once. Every answer, errors and a handler's failure included,
+carries the strict security headers below. There is no write, upload or execution endpoint,
+and no private key or registry is ever involved."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import signal
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -39,13 +44,44 @@ SECURITY_HEADERS = (
     ("Cross-Origin-Resource-Policy", "same-origin"),
     ("Cache-Control", "no-store"),
 )
-REQUEST_TIMEOUT = 10.0  # seconds a client may take to send its request (no slow-loris hold)
+REQUEST_TIMEOUT = 10.0  # seconds a client may take to send its whole request (no slow-loris hold)
+WRITE_TIMEOUT = 10.0  # seconds an answer may take to be taken by the client
 MAX_ANALYSES = 2  # at once (two cores; a third request waits)
+MAX_CONNECTIONS = 32  # open at once; one more is answered 503 and closed
 
 
 def allowed_hosts(port: int) -> frozenset[str]:
     """The `Host` values that name this builder."""
     return frozenset({f"{HOST}:{port}", f"localhost:{port}"})
+
+
+def _busy_answer() -> bytes:
+    """The 503 a connection over MAX_CONNECTIONS gets (sent without waiting, then closed)."""
+    body = json.dumps({"error": {"kind": "busy", "message": "too many connections; try again"}}).encode()
+    head = ["HTTP/1.0 503 Service Unavailable", "Content-Type: application/json",
+            f"Content-Length: {len(body)}", "Connection: close",
+            *(f"{k}: {v}" for k, v in SECURITY_HEADERS)]
+    return ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body
+
+
+class _DeadlineReader(io.RawIOBase):
+    """The connection's bytes, every read bounded by what is left of the request's one deadline
+    (a client trickling a byte at a time cannot stretch it)."""
+
+    def __init__(self, sock: socket.socket, deadline: float) -> None:
+        super().__init__()
+        self.sock = sock
+        self.deadline = deadline
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("the request did not arrive in time")
+        self.sock.settimeout(left)
+        return self.sock.recv_into(buffer)
 
 
 class StudioServer(ThreadingHTTPServer):
@@ -57,7 +93,29 @@ class StudioServer(ThreadingHTTPServer):
         self.assets = studio_assets()
         self.now = now
         self.analyses = threading.BoundedSemaphore(MAX_ANALYSES)
+        self.connections = threading.BoundedSemaphore(MAX_CONNECTIONS)
         super().__init__((HOST, port), StudioHandler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        """A thread per connection, at most MAX_CONNECTIONS; one more gets 503 and is closed."""
+        if not self.connections.acquire(blocking=False):
+            with contextlib.suppress(OSError):
+                request.setblocking(False)
+                request.send(BUSY_ANSWER)
+                request.recv(65536)  # what the client sent already: closing over it would reset
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self.connections.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self.connections.release()
 
     @property
     def port(self) -> int:
@@ -75,14 +133,71 @@ class StudioHandler(BaseHTTPRequestHandler):
     server_version = "acx-builder"
     sys_version = ""
     timeout = REQUEST_TIMEOUT
+    default_request_version = "HTTP/1.0"  # so even a malformed request line gets a full answer
+    deadline = 0.0
+    responded = False
+
+    def setup(self) -> None:
+        """The connection, read through the request's one deadline."""
+        super().setup()
+        self.deadline = time.monotonic() + REQUEST_TIMEOUT
+        self.rfile.close()
+        self.rfile = io.BufferedReader(_DeadlineReader(self.connection, self.deadline))
+
+    def handle_one_request(self) -> None:
+        """The standard request loop; a handler that fails still answers 500 with the headers."""
+        self.responded = False
+        try:
+            super().handle_one_request()
+        except Exception as exc:  # a bug must not drop the connection without an answer
+            self.close_connection = True
+            if not self.responded:
+                with contextlib.suppress(OSError):
+                    self._refuse(HTTPStatus.INTERNAL_SERVER_ERROR,
+                                 f"the builder failed on this request ({type(exc).__name__}); "
+                                 "please report it", "internal")
 
     def log_message(self, format: str, *args: Any) -> None:
         """Quiet: a local tool does not log every request."""
+
+    def send_response(self, code: int, message: str | None = None) -> None:
+        self.responded = True
+        self.connection.settimeout(WRITE_TIMEOUT)
+        super().send_response(code, message)
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """The standard library's errors (bad request line, headers too long, unknown method) as
+        the builder's own JSON answer, with the security headers."""
+        status = HTTPStatus(code)
+        self._refuse(status, message or status.phrase, "invalid_input")
 
     def end_headers(self) -> None:
         for name, value in SECURITY_HEADERS:
             self.send_header(name, value)
         super().end_headers()
+
+    def parse_request(self) -> bool:
+        """The request line and headers, then the checks every request meets before any method:
+        an HTTP/1.x request line, the builder's own Host, an origin-form target, one Content-Length."""
+        if not super().parse_request():
+            return False
+        problem = self._request_problem()
+        if problem is not None:
+            self._refuse(*problem)
+            return False
+        return True
+
+    def _request_problem(self) -> tuple[HTTPStatus, str, str] | None:
+        if len(self.requestline.split()) != 3:
+            return HTTPStatus.BAD_REQUEST, "an HTTP/1.0 or HTTP/1.1 request line is required", "invalid_input"
+        host = self._one("Host")
+        if host is None or host not in allowed_hosts(self.server.port):
+            return HTTPStatus.MISDIRECTED_REQUEST, "this builder answers only to its own address", "refused"
+        if not self.path.startswith("/"):
+            return HTTPStatus.BAD_REQUEST, "the request target must be a path here", "invalid_input"
+        if len(self.headers.get_all("Content-Length") or []) > 1:
+            return HTTPStatus.BAD_REQUEST, "Content-Length is sent more than once", "invalid_input"
+        return None
 
     def _send(self, status: HTTPStatus, body: bytes, ctype: str, *, head: bool = False) -> None:
         self.send_response(status)
@@ -96,23 +211,14 @@ class StudioHandler(BaseHTTPRequestHandler):
     def _refuse(self, status: HTTPStatus, message: str, kind: str = "refused") -> None:
         body = json.dumps({"error": {"kind": kind, "message": message}}).encode()
         self.close_connection = True
-        self._send(status, body, "application/json")
+        self._send(status, body, "application/json", head=self.command == "HEAD")
 
     def _one(self, name: str) -> str | None:
         """The header's value when it is sent exactly once (None when absent or repeated)."""
         values = self.headers.get_all(name) or []
         return values[0] if len(values) == 1 else None
 
-    def _host_ok(self) -> bool:
-        host = self._one("Host")
-        if host is None or host not in allowed_hosts(self.server.port):
-            self._refuse(HTTPStatus.MISDIRECTED_REQUEST, "this builder answers only to its own address")
-            return False
-        return True
-
     def _static(self, head: bool) -> None:
-        if not self._host_ok():
-            return
         path = urlsplit(self.path).path
         found = self.server.assets.get(path)
         if found is None:
@@ -127,8 +233,6 @@ class StudioHandler(BaseHTTPRequestHandler):
         self._static(head=True)
 
     def do_POST(self) -> None:
-        if not self._host_ok():
-            return
         url = urlsplit(self.path)
         if url.path != API:
             self._refuse(HTTPStatus.METHOD_NOT_ALLOWED, "the only POST endpoint is " + API)
@@ -158,13 +262,10 @@ class StudioHandler(BaseHTTPRequestHandler):
         self._send(HTTPStatus.OK, data, "application/json; charset=utf-8")
 
     def _body(self, length: int) -> bytes | None:
-        """Exactly `length` bytes, within REQUEST_TIMEOUT in all (None when too slow or cut short)."""
-        deadline = time.monotonic() + REQUEST_TIMEOUT
+        """Exactly `length` bytes, within the request's deadline (None when too slow or cut short)."""
         parts: list[bytes] = []
         left = length
         while left > 0:
-            if time.monotonic() > deadline:
-                return None
             try:
                 chunk = self.rfile.read1(min(left, 64 * 1024))
             except (TimeoutError, OSError):
@@ -184,9 +285,9 @@ class StudioHandler(BaseHTTPRequestHandler):
             return HTTPStatus.FORBIDDEN, "cross-site request refused"
         if (h.get("Content-Type") or "").split(";")[0].strip().lower() != "application/json":
             return HTTPStatus.UNSUPPORTED_MEDIA_TYPE, "the body must be application/json"
-        if h.get("Transfer-Encoding") is not None:
+        if h.get_all("Transfer-Encoding"):
             return HTTPStatus.LENGTH_REQUIRED, "send a Content-Length, not a chunked body"
-        raw = h.get("Content-Length")
+        raw = self._one("Content-Length")
         if raw is None or not raw.isascii() or not raw.isdigit():
             return HTTPStatus.LENGTH_REQUIRED, "a Content-Length is required"
         if int(raw) > MAX_BODY:
@@ -197,6 +298,9 @@ class StudioHandler(BaseHTTPRequestHandler):
         self._refuse(HTTPStatus.METHOD_NOT_ALLOWED, "method not allowed")
 
     do_PUT = do_DELETE = do_PATCH = do_OPTIONS = do_TRACE = do_CONNECT = _not_allowed
+
+
+BUSY_ANSWER = _busy_answer()
 
 
 class _Stop(Exception):

@@ -191,6 +191,52 @@ def test_what_the_exchange_would_reject_is_not_shared(
     assert human.returncode == 0 and "SHARE PLAN workflow" in human.stdout
 
 
+def test_a_share_whose_card_cannot_be_placed_places_nothing(
+    made: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every destination is checked before anything is placed: a symlink (even dangling) or a
+    folder standing where the agent card goes, or a card with other text without --force, leaves
+    the coordinate as it was (no cartridge linked in without its card, nothing staged left)."""
+    ex: Path = made["ex"]
+    tmp: Path = made["tmp"]
+    folder = (ex / folder_path("agent", PUBLISHER, "pr-reviewer", "1.0.0")).parent
+    folder.mkdir(parents=True)
+    outside = tmp / "outside"
+    outside.mkdir()
+    traps: list[tuple[str, int]] = [("dangling", 3), ("outside", 3), ("folder", 3), ("edited", 9)]
+    for trap, want in traps:
+        card = folder / "README.md"
+        if trap == "dangling":
+            card.symlink_to(outside / "README.md")
+        elif trap == "outside":
+            (outside / "README.md").write_text("theirs")
+            card.symlink_to(outside / "README.md")
+        elif trap == "folder":
+            card.mkdir()
+        else:
+            card.write_text("edited by hand")
+        before = _tree(ex), sorted(p.name for p in folder.iterdir())
+        for force in ((), ("--force",)):
+            if trap == "edited" and force:
+                continue
+            code, err = acx_json(capsys, "share", "agent", str(made["agent"]), "--registry", str(ex), *force)
+            assert code == want, (trap, force, err)
+            assert (_tree(ex), sorted(p.name for p in folder.iterdir())) == before, (trap, force)
+            assert not (folder / "cartridge.acx").exists()
+        assert sorted(p.name for p in outside.iterdir()) == (["README.md"] if trap == "outside" else [])
+        if trap == "outside":
+            assert (outside / "README.md").read_text() == "theirs"
+        if card.is_dir() and not card.is_symlink():
+            card.rmdir()
+        else:
+            card.unlink()
+        (outside / "README.md").unlink(missing_ok=True)
+    # with the place clear, the cartridge and its card land together
+    code, plan = acx_json(capsys, "share", "agent", str(made["agent"]), "--registry", str(ex))
+    assert code == 0 and plan["changed"], plan
+    assert sorted(p.name for p in folder.iterdir()) == ["README.md", "cartridge.acx"]
+
+
 def test_the_reference_registry_build_accepts_a_shared_folder(
     made: dict[str, Any], capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -84,8 +84,11 @@ def test_one_broken_cache_or_manifest_does_not_stop_the_others(world: World, tmp
         code, out = acx_json(capsys, "install", f"oci-layout:{world.layout}:1.0.0", "--policy", str(pol),
                              "--store", str(store), "--name", name, "--activate", host)
         assert code == 0, out
-    marks = sorted((store / "cache" / "high-water").glob("lifecycle-*.json"))
-    assert marks, "the lifecycle mark lives beside the store"
+    import os as _os
+
+    cache = Path(_os.environ["XDG_CACHE_HOME"]) / "acxoci" / "status-lists" / "high-water"
+    marks = sorted(cache.glob("lifecycle-*.json"))
+    assert marks, "the lifecycle mark lives in the status-list cache"
     marks[0].write_text("{not json")  # the one mark both items share: each is reported, none aborts
     manifest = next((store / "activations").glob("a+one@*.json"))
     doc = json.loads(manifest.read_text())

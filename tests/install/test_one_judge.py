@@ -5,7 +5,9 @@ verdict as `install` gives: the same checks, statuses and failure kinds."""
 
 from __future__ import annotations
 
+import inspect
 import json
+import re
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -15,7 +17,8 @@ from typing import Any
 
 import pytest
 
-from acxoci.install.install import install
+from acxoci.errors import AcxError
+from acxoci.install.install import HostInputs, install
 from acxoci.install.judge import Context, judge_installed, judge_reference
 from acxoci.install.store import Store
 from acxoci.install.vpolicy import load_policy
@@ -23,7 +26,8 @@ from acxoci.oci.descriptor import Descriptor
 from acxoci.oci.layout import LayoutStore
 from acxoci.workflow.graph import sign_graph
 from attest.keys import PrivateKey, generate_ed25519
-from tests.harness.cli import acx_json
+from tests.harness.cli import acx_json, run_acx
+from tests.unit import test_install_flow as flow
 from tests.unit.test_install_support import (
     NOW,
     PUBLISHER,
@@ -370,3 +374,69 @@ def test_install_says_what_it_is_doing_with_names_and_digests(world: World, tmp_
     assert f"pulling {world.desc.digest}" in notes
     assert f"judging cartridge {world.desc.digest}" in notes
     assert notes[-1] == f"installing {out.name} @ {world.desc.digest}"
+
+
+# ---- every install case of tests/unit/test_install_flow.py, asked of `acx verify REF --policy` too ----
+
+#: The flow's cases that install through its `run` (the refusals go through `assert_refused`, which
+#: calls it): each such install is also asked of `acx verify REF --policy`.
+FLOW_CASES = sorted(name for name, fn in vars(flow).items() if name.startswith("test_") and callable(fn)
+                    and set(inspect.signature(fn).parameters) <= {"world", "vectors_dir"}
+                    and re.search(r"\b(run|assert_refused)\(", inspect.getsource(fn)))
+
+
+def _host_files(host: HostInputs | None, folder: Path) -> list[str]:
+    """The in-memory host inputs of an install case as the files `verify` takes."""
+    if host is None:
+        return []
+    args: list[str] = []
+    if host.descriptor is not None:
+        (folder / "host.json").write_text(json.dumps(host.descriptor))
+        args += ["--host-descriptor", str(folder / "host.json")]
+    if host.limits is not None:
+        doc: dict[str, Any] = {}
+        for name, value in host.limits.numbers.items():
+            group, key = name.split(".", 1)
+            doc.setdefault(group, {})[key] = value
+        assert host.limits.kill_switch is None  # no case sets one; it would need writing too
+        (folder / "limits.yaml").write_text(json.dumps(doc))
+        args += ["--host-limits", str(folder / "limits.yaml")]
+    assert host.roster is None
+    return args
+
+
+@pytest.mark.parametrize("name", FLOW_CASES)
+def test_verify_policy_agrees_with_every_install_case(name: str, tmp_path: Path, vectors_dir: Path,
+                                                      monkeypatch: pytest.MonkeyPatch,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """Each install the flow case makes (through its `run`) is first asked of `acx verify REF
+    --policy P` against the same store and host files: the same checks, statuses and failure kinds,
+    exit 0 for an install and 8 for a refusal, or the same error when install cannot judge at all."""
+    real_run = flow.run
+    compared: list[str] = []
+
+    def run_and_verify(w: flow.World, policy: Path, *, host: HostInputs | None = None,
+                       ref: str | None = None) -> Any:
+        target = ref or w.ref
+        # the same store (read only: the flow's own checks prove verify left it byte-identical)
+        r = run_acx(capsys, "--json", "verify", target, "--policy", str(policy), "--now", NOW.isoformat(),
+                    "--store", str(w.store.root), *_host_files(host, tmp_path))
+        said = json.loads(r.stdout)
+        try:
+            outcome = real_run(w, policy, host=host, ref=ref)
+        except AcxError as exc:
+            assert r.returncode == exc.exit_code and said["error"]["kind"] == exc.kind, said
+            compared.append(f"{target}: {exc.kind}")
+            raise
+        if outcome.status in ("installed", "refused"):
+            assert r.returncode == (0 if outcome.status == "installed" else 8), said
+            assert _shape(said["checks"]) == _shape(outcome.checks), said
+            compared.append(f"{target}: {outcome.status}")
+        return outcome
+
+    monkeypatch.setattr(flow, "run", run_and_verify)
+    world = flow.world.__wrapped__(tmp_path, vectors_dir)  # type: ignore[attr-defined]
+    fn = getattr(flow, name)
+    kwargs = {"world": world, "vectors_dir": vectors_dir}
+    fn(**{k: v for k, v in kwargs.items() if k in inspect.signature(fn).parameters})
+    assert compared, f"{name} made no install through `run`: nothing was compared"

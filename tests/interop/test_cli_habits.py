@@ -177,7 +177,7 @@ def test_a_usage_error_points_at_the_help_of_the_command_that_was_wrong(tmp_path
 
 def test_key_trust_names_the_bad_key_file_and_bounds_its_read(tmp_path: Path) -> None:
     """A file that is not a key is blamed on the key file (not the registry); an endless file
-    (/dev/zero) is refused after a bounded read instead of eating memory."""
+    (/dev/zero) is refused before a byte is read: a key file must be a regular file."""
     (tmp_path / "junk.pem").write_bytes(b"not a key\n")
     err = js(acx("--json", "key", "trust", "junk.pem", "--publisher", "dev.example.x", "-r", "t.json",
                  cwd=tmp_path, code=3))["error"]
@@ -186,7 +186,7 @@ def test_key_trust_names_the_bad_key_file_and_bounds_its_read(tmp_path: Path) ->
     for args in (["key", "trust", "/dev/zero", "--publisher", "dev.example.x", "-r", "t.json"],
                  ["key", "inspect", "/dev/zero"]):
         err = js(acx("--json", *args, cwd=tmp_path, code=3))["error"]
-        assert err["kind"] == "invalid_input" and "exceeds" in err["message"], err
+        assert err["kind"] == "invalid_input" and "not a regular file" in err["message"], err
 
 
 def test_login_with_an_empty_stdin_says_stdin_was_empty(tmp_path: Path) -> None:

@@ -42,7 +42,9 @@ def test_policy_init_trusts_the_named_publisher(tmp_path: Path, capsys: pytest.C
     (["--publisher", "dev.example.other", "--trust-registry", "{reg}"], "no key of publisher"),
     (["--publisher", "dev.example.me"], "go together"),
     (["--trust-registry", "{reg}"], "go together"),
-    (["--publisher", "dev.example.me", "--trust-registry", "{reg}", "--level", "9"], "--issuer-registry"),
+    (["--publisher", "dev.example.me", "--trust-registry", "{reg}", "--require-level", "9"],
+     "needs --issuers"),
+    (["--publisher", "dev.example.me", "--trust-registry", "{reg}", "--level", "9"], "needs --issuers"),
 ])
 def test_policy_init_refuses_a_policy_that_cannot_work(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str

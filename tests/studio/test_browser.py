@@ -241,9 +241,9 @@ def test_catalog_of_the_folder_shows_the_cli_verdicts_and_filters_offline(
     expected: dict[str, str] = {}
     for a in doc["artifacts"]:
         code, cli = acx_json(capsys, VERIFY[a["kind"]], "verify", str(ex.root / a["location"]),
-                             "--trust-registry", str(ex.trust))
-        # the gate rejects what does not verify; what it accepts carries the verifier's trust word,
-        # unless the folder's ledger withdrew it
+                             "--trust-registry", str(ex.trust), "--require", "portable")
+        # the gate rejects what does not verify and takes a portable signer; what it accepts carries
+        # the verifier's trust word, unless the folder's ledger withdrew it
         word = cli["trust"] if code == 0 else "rejected"
         if cli.get("romDigest", cli.get("digest")) in withdrawn:
             word = "withdrawn"

@@ -13,6 +13,7 @@ import signal
 import socket
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -285,3 +286,138 @@ def test_builder_writes_nothing_and_stops_on_sigterm(tmp_path: Path, vectors_dir
 def test_a_busy_port_is_a_typed_error(builder: Builder, capsys: pytest.CaptureFixture[str]) -> None:
     code, out = acx_json(capsys, "builder", "--port", str(builder.port))
     assert code == 9 and out["error"]["kind"] == "blocked" and str(builder.port) in out["error"]["message"]
+
+
+# ---- the review's HTTP findings ------------------------------------------------------------------
+
+
+def raw(port: int, data: bytes, *, timeout: float = 10) -> bytes:
+    """Send `data` as is and read the whole answer (until the builder closes)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        s.sendall(data)
+        out = b""
+        while chunk := s.recv(65536):
+            out += chunk
+    return out
+
+
+def head_of(answer: bytes) -> tuple[int, dict[str, str]]:
+    """(status, headers) of a raw answer; fails when it has no HTTP status line."""
+    head = answer.split(b"\r\n\r\n", 1)[0].decode("latin-1").split("\r\n")
+    assert head[0].startswith("HTTP/1."), answer[:200]
+    return int(head[0].split()[1]), {k.lower(): v.strip() for k, v in (h.split(":", 1) for h in head[1:])}
+
+
+@contextmanager
+def in_process(monkeypatch: pytest.MonkeyPatch, **limits: Any) -> Iterator[Any]:
+    """A StudioServer in this process on a real socket, with module limits overridden."""
+    import threading
+
+    from acxoci.studio import server as S
+
+    for name, value in limits.items():
+        monkeypatch.setattr(S, name, value)
+    srv = S.StudioServer(0)
+    t = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    t.start()
+    try:
+        yield srv
+    finally:
+        srv.shutdown()
+        srv.server_close()
+
+
+def test_a_malformed_request_gets_a_status_line_and_the_headers(builder: Builder) -> None:
+    mine = b"127.0.0.1:%d" % builder.port
+    for data in (b"GARBAGE\r\n\r\n", b"GET /\r\n\r\n",
+                 b"GET / HTTP/9.9<b>x</b>\r\nHost: " + mine + b"\r\n\r\n",
+                 b"GET / HTTP/2.0\r\nHost: " + mine + b"\r\n\r\n", b"GET / HTTP/1.1 extra\r\n\r\n"):
+        status, h = head_of(raw(builder.port, data))
+        assert 400 <= status < 600, data
+        assert_strict_headers(h)
+        assert h["content-type"] == "application/json", data
+
+
+def test_the_host_is_checked_before_the_method(builder: Builder) -> None:
+    for method in ("PUT", "DELETE", "PATCH", "OPTIONS", "TRACE", "FOO"):
+        status, h, _ = request(builder, method, "/", host="evil.example")
+        assert status == 421, method
+        assert_strict_headers(h)
+    status, h, _ = request(builder, "FOO", "/")
+    assert status == 501
+    assert_strict_headers(h)
+
+
+def test_only_origin_form_targets_and_one_content_length(builder: Builder) -> None:
+    mine = f"127.0.0.1:{builder.port}"
+    for target in ("http://evil.example/", f"http://{mine}/", "*", "evil.example:443"):
+        status, h, _ = request(builder, "GET", target)
+        assert status == 400, target
+        assert_strict_headers(h)
+    data = (f"POST /api/lint HTTP/1.1\r\nHost: {mine}\r\nOrigin: http://{mine}\r\n"
+            "Content-Type: application/json\r\nContent-Length: 2\r\nContent-Length: 100\r\n\r\n{}").encode()
+    status, h = head_of(raw(builder.port, data))
+    assert status == 400
+    assert_strict_headers(h)
+
+
+def test_a_request_has_one_deadline_however_its_headers_trickle(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each header byte arrives well within the per-read timeout; the request as a whole does not
+    arrive within REQUEST_TIMEOUT (here shortened), and the connection is closed then."""
+    from acxoci.studio import server as S
+
+    monkeypatch.setattr(S.StudioHandler, "timeout", 0.5)
+    with in_process(monkeypatch, REQUEST_TIMEOUT=0.8) as srv:
+        start = time.monotonic()
+        with socket.create_connection(("127.0.0.1", srv.port), timeout=5) as s:
+            s.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nX-Slow: " % srv.port)
+            closed = False
+            while time.monotonic() - start < 4:
+                time.sleep(0.2)
+                try:
+                    s.sendall(b"a")
+                    s.setblocking(False)
+                    closed = s.recv(1) == b""
+                except BlockingIOError:
+                    pass
+                except OSError:
+                    closed = True
+                finally:
+                    s.setblocking(True)
+                if closed:
+                    break
+        assert closed and time.monotonic() - start < 2.5
+
+
+def test_connections_are_capped(monkeypatch: pytest.MonkeyPatch) -> None:
+    with in_process(monkeypatch, MAX_CONNECTIONS=2) as srv:
+        held = [socket.create_connection(("127.0.0.1", srv.port), timeout=5) for _ in range(2)]
+        for s in held:
+            s.sendall(b"GET / HTTP/1.1\r\n")  # half a request: each holds its connection
+        time.sleep(0.3)
+        status, h = head_of(raw(srv.port, b"GET / HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n" % srv.port))
+        assert status == 503
+        assert_strict_headers(h)
+        for s in held:
+            s.close()
+        b = Builder(srv.url, srv.port, None, Path())  # type: ignore[arg-type]
+        deadline = time.monotonic() + 5
+        while request(b, "GET", "/")[0] != 200:
+            assert time.monotonic() < deadline, "the closed connections were never released"
+            time.sleep(0.1)
+
+
+def test_a_failing_handler_answers_500_with_the_headers(monkeypatch: pytest.MonkeyPatch) -> None:
+    from acxoci.studio import server as S
+
+    def analyse_with_a_bug(*args: Any, **kwargs: Any) -> Any:  # a stand-in for any handler bug
+        raise TypeError("a stand-in bug")
+
+    monkeypatch.setattr(S, "analyse", analyse_with_a_bug)
+    with in_process(monkeypatch) as srv:
+        b = Builder(srv.url, srv.port, None, Path())  # type: ignore[arg-type]
+        status, h, body = request(b, "POST", "/api/lint", b"{}", headers={
+            "Origin": f"http://127.0.0.1:{srv.port}", "Content-Type": "application/json"})
+        assert status == 500 and json.loads(body)["error"]["kind"] == "internal"
+        assert_strict_headers(h)
+        assert request(b, "GET", "/")[0] == 200

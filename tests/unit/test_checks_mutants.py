@@ -304,7 +304,8 @@ def test_staffing_is_exact() -> None:
     exact(C.check_staffing("workflow", {"ready": False}), "staffing", "fail", "NOT READY: ", "not_ready",
           reasons=[])
     exact(C.check_staffing("workflow", {"ready": True, "reasons": []}), "staffing", "pass",
-          "READY: team staffed from the installed cartridges")
+          "READY: every required participant is staffed (from the installed cartridges and the host's "
+          "--cartridges)")
 
 
 # ---- version --------------------------------------------------------------------------------

@@ -142,9 +142,10 @@ def test_workflow_ready_require_trusted(signed: tuple[PrivateKey, Path, Path], t
     retired = _reg(tmp_path / "t.json", registry_entry(key, PUBLISHER, status="revoked",
                                                        revocationReason="retired", revokedAt=HOUR_AGO))
     base = ["workflow", "ready", str(wf), "--cartridges", str(roster), "--trust-registry", str(retired)]
-    assert acx_json(capsys, *base)[0] == 0  # portable is enough by default
-    code, out = acx_json(capsys, *base, "--require", "trusted")
-    assert code == 1 and "signer key is retired" in out["participants"][0]["reason"], out
+    assert acx_json(capsys, *base, "--require", "portable")[0] == 0  # portable when asked for
+    for extra in ((), ("--require", "trusted")):  # a trust registry means trusted unless told otherwise
+        code, out = acx_json(capsys, *base, *extra)
+        assert code == 1 and "signer key is retired" in out["participants"][0]["reason"], out
 
 
 def test_install_portable_refuses_a_key_claiming_a_trusted_publisher(
