@@ -1,8 +1,11 @@
 """Cartridge verification (brief §4): the reference order, plus the checks the reference misses.
 
-`verify_cartridge` returns a `CartridgeVerdict` and never raises for a merely bad cartridge; it
-raises InvalidInput/NotFound only when the file is not a readable cartridge at all. Time and the
-trust registry are explicit inputs.
+Reading is split from deciding, as for install (acxoci/install/checks.py): `read_cartridge` (or
+`read_open` on an opened cartridge) does all the I/O and structural checks and returns
+`CartridgeFacts`; `decide(facts, registry, now)` is pure and returns the `CartridgeVerdict`, the
+integrity part that every acceptance decision calls. `verify_cartridge` is the two together: it
+never raises for a merely bad cartridge, only InvalidInput/NotFound when the file is not a
+readable cartridge at all.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from acxoci.cartridge.constants import (
 from acxoci.cartridge.manifest import RomManifest, compute_rom_manifest
 from acxoci.cartridge.reader import Cartridge, SignatureRow, open_cartridge
 from acxoci.cartridge.sqlar import BadEntry
-from acxoci.gcpause import paused_gc
+from acxoci.errors import InvalidInput
 from attest.canonical import loads_strict
 from attest.dsse import Envelope
 from attest.errors import AttestError, MalformedError, SignatureError
@@ -206,42 +209,83 @@ def _envelope_shape_issues(doc: Any, env: Envelope) -> list[str]:
     return issues
 
 
-def verify_open(cart: Cartridge, *, registry: TrustRegistry | None, now: datetime) -> CartridgeVerdict:
-    """Verify an already opened cartridge (see `verify_cartridge`)."""
-    with paused_gc():
-        verdict = _verify_open(cart, registry=registry, now=now)
-    if verdict.trust != "tampered":
-        # a file written in place or swapped while it was read gets no verdict that accepts it
+@dataclass(frozen=True)
+class CartridgeFacts:
+    """Everything a verdict rests on, read from one cartridge: the signature row picked (or why
+    the signatures could not be read), the meta table, the rebuilt ROM manifest or why the content
+    could not be read (a malformed entry, BadEntry; or a file unreadable as a cartridge, raised
+    where the reference's order reads it), and whether the file was changed while it was read."""
+
+    file: str
+    signature: SignatureRow | None = None
+    signature_error: str | None = None
+    meta: dict[str, str] = field(default_factory=dict)
+    manifest: RomManifest | None = None
+    content_problem: InvalidInput | None = None
+    changed: bool = False
+
+
+def read_open(cart: Cartridge) -> CartridgeFacts:
+    """The facts of an opened cartridge: signatures first (a malformed row is decided on alone),
+    then the meta table, the side tables, every index and the ROM manifest."""
+    try:
+        sig = pick_signature(cart.signatures())
+    except BadEntry as exc:
+        return CartridgeFacts(cart.label, signature_error=exc.message)
+    try:
+        meta = cart.meta()
+        cart.check_side_tables()
+        cart.check_indexes()
+        manifest = compute_rom_manifest(cart)
+    except InvalidInput as exc:
+        return CartridgeFacts(cart.label, sig, content_problem=exc, changed=_changed(cart))
+    return CartridgeFacts(cart.label, sig, meta=meta, manifest=manifest, changed=_changed(cart))
+
+
+def _changed(cart: Cartridge) -> bool:
+    try:
         cart.require_unchanged()
-    return verdict
+    except InvalidInput:
+        return True
+    return False
 
 
-def _verify_open(cart: Cartridge, *, registry: TrustRegistry | None, now: datetime) -> CartridgeVerdict:
-    file = cart.label
+def read_cartridge(
+    path: str | os.PathLike[str], *, max_decompressed: int = DEFAULT_MAX_DECOMPRESSED_BYTES
+) -> CartridgeFacts:
+    """Open `path` read-only and read its facts. Raises only if it is not an acceptable cartridge
+    file (header, sidecars, schema: InvalidInput naming the field, table or column)."""
+    with open_cartridge(path, max_decompressed=max_decompressed) as cart:
+        return read_open(cart)
+
+
+def _content_problem(facts: CartridgeFacts) -> str:
+    """The malformed entry that left no manifest; a file unreadable as a cartridge raises here."""
+    problem = facts.content_problem
+    if isinstance(problem, BadEntry):
+        return problem.message
+    raise problem or InvalidInput("the ROM manifest was not read", where=facts.file)
+
+
+def decide(facts: CartridgeFacts, *, registry: TrustRegistry | None, now: datetime) -> CartridgeVerdict:
+    """The verdict on one cartridge's facts (pure: no I/O; time and registry are inputs)."""
 
     def verdict(
         trust: TrustLevel, summary: str, issues: list[str] | tuple[str, ...] = (), **kw: Any
     ) -> CartridgeVerdict:
-        return CartridgeVerdict(_status_for(trust), trust, summary, tuple(issues), file=file, **kw)
-
-    # the ROM hashing pass starts first: for a large ROM its helper hashes while we check
-    cart.begin_rom_hashing()
+        return CartridgeVerdict(_status_for(trust), trust, summary, tuple(issues), file=facts.file, **kw)
 
     # 1. signature row (before any content check: an unsigned file is legacy, never tampered)
-    try:
-        sig = pick_signature(cart.signatures())
-    except BadEntry as exc:
-        return verdict("tampered", S_MALFORMED_ENV, [exc.message])
+    if facts.signature_error is not None:
+        return verdict("tampered", S_MALFORMED_ENV, [facts.signature_error])
+    sig, manifest = facts.signature, facts.manifest
     if sig is None:
         issues = ["Missing rom-manifest signature"]
-        rom: str | None = None
-        try:
-            m = compute_rom_manifest(cart)
-            rom = m.hash
-            issues += list(m.mismatches) + list(m.uncovered)
-        except BadEntry as exc:
-            issues.append(exc.message)
-        return verdict("legacy", S_UNSIGNED, issues, rom_digest=rom)
+        if manifest is not None:
+            issues += list(manifest.mismatches) + list(manifest.uncovered)
+        else:
+            issues.append(_content_problem(facts))
+        return verdict("legacy", S_UNSIGNED, issues, rom_digest=manifest.hash if manifest else None)
 
     # 2. envelope
     try:
@@ -261,13 +305,8 @@ def _verify_open(cart: Cartridge, *, registry: TrustRegistry | None, now: dateti
     entry = registry.get(keyid) if registry is not None else None
 
     # 4. ROM objects (and the coverage the reference misses)
-    try:
-        meta = cart.meta()
-        cart.check_side_tables()
-        cart.check_indexes()
-        manifest = compute_rom_manifest(cart)
-    except BadEntry as exc:
-        return verdict("tampered", S_MALFORMED_CONTENT, [exc.message], keyid=keyid)
+    if manifest is None:
+        return verdict("tampered", S_MALFORMED_CONTENT, [_content_problem(facts)], keyid=keyid)
     common: dict[str, Any] = {
         "rom_digest": manifest.hash,
         "keyid": keyid,
@@ -321,7 +360,7 @@ def _verify_open(cart: Cartridge, *, registry: TrustRegistry | None, now: dateti
         stmt_doc = loads_strict(env.payload, max_bytes=MAX_ENVELOPE_BYTES)
     except MalformedError as exc:
         return verdict("tampered", S_DSSE_FAILED, [f"payload: {exc}"], **common)
-    subject_issues, stmt_issues, pred = _statement_issues(stmt_doc, manifest, meta)
+    subject_issues, stmt_issues, pred = _statement_issues(stmt_doc, manifest, facts.meta)
     publisher = pred.get("publisherId") if isinstance(pred.get("publisherId"), str) else None
     raw_signed = pred.get("signedAt")
     signed_at: str = raw_signed if isinstance(raw_signed, str) else sig.created_at
@@ -358,6 +397,20 @@ def _verify_open(cart: Cartridge, *, registry: TrustRegistry | None, now: dateti
     )
 
 
+def _accepted(facts: CartridgeFacts, verdict: CartridgeVerdict) -> CartridgeVerdict:
+    """The verdict, unless the file was written or replaced while it was read: then no verdict
+    that accepts it is given (a TAMPERED one stands as it is)."""
+    if facts.changed and verdict.trust != "tampered":
+        raise InvalidInput("the file changed while it was being verified; refusing it", where=facts.file)
+    return verdict
+
+
+def verify_open(cart: Cartridge, *, registry: TrustRegistry | None, now: datetime) -> CartridgeVerdict:
+    """Verify an already opened cartridge (see `verify_cartridge`)."""
+    facts = read_open(cart)
+    return _accepted(facts, decide(facts, registry=registry, now=now))
+
+
 def verify_cartridge(
     path: str | os.PathLike[str],
     *,
@@ -367,12 +420,5 @@ def verify_cartridge(
 ) -> CartridgeVerdict:
     """Open `path` read-only and verify it. Raises only if it is not an acceptable cartridge file
     (header, sidecars, schema: InvalidInput naming the field, table or column)."""
-    with paused_gc():
-        cart = open_cartridge(path, max_decompressed=max_decompressed)
-        try:
-            return verify_open(cart, registry=registry, now=now)
-        finally:
-            cart.close()
-            # its scans are freed while the collector is still paused: resumed, it would first
-            # walk every one of them (~100,000 objects) for nothing
-            del cart
+    facts = read_cartridge(path, max_decompressed=max_decompressed)
+    return _accepted(facts, decide(facts, registry=registry, now=now))

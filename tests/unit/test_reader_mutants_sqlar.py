@@ -16,13 +16,10 @@ from typing import Any
 
 import pytest
 
-import acxoci.cartridge.reader as reader
-from acxoci.cartridge import romhash
 from acxoci.cartridge.constants import DEFAULT_MAX_DECOMPRESSED_BYTES
 from acxoci.cartridge.reader import BadEntry, SqlarInfo, open_cartridge
 from acxoci.cartridge.sqlar import Budget, decode_entry, stream_entry
 from acxoci.errors import InvalidInput
-from tests.unit.hostile_btree import corrupt_a_sqlar_leaf
 from tests.unit.test_reader_mutants_support import ROM_FILE, edited, refused
 
 TEXT = bytes(range(256)) * 8  # 2,048 bytes
@@ -261,40 +258,12 @@ def test_rom_digests_are_the_uncompressed_bytes(vectors_dir: Path, tmp_path: Pat
         if n.startswith("rom/")
     }
     with open_cartridge(p) as cart:
-        assert cart.rom_sqlar_digests() == want
+        got = {i.rowid: cart.sqlar_sha256(i) for i in cart.sqlar_infos() if i.zone == "rom"}
+        assert got == want
         for info in cart.sqlar_infos():
             name, data, _ = _decoded(p)[info.rowid]
             assert cart.sqlar_sha256(info) == ("sha256:" + hashlib.sha256(data).hexdigest(), len(data)), name
             assert cart.sqlar_read(name) == data
-
-
-def test_small_raw_rows_are_hashed_by_the_pass_only(
-    vectors_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    p = _forms(vectors_dir, tmp_path)
-    with open_cartridge(p) as cart:
-        streamed: list[str] = []
-        real = cart.sqlar_sha256
-
-        def spy(info: SqlarInfo) -> tuple[str, int]:
-            streamed.append(info.name)
-            return real(info)
-
-        monkeypatch.setattr(cart, "sqlar_sha256", spy)
-        digests = cart.rom_sqlar_digests()
-        conn = sqlite3.connect(f"{p.as_uri()}?mode=ro", uri=True)
-        others = {  # compressed, larger than 1 MiB, or NULL: streamed when asked for
-            n
-            for (n,) in conn.execute(
-                "SELECT name FROM sqlar WHERE name GLOB 'rom/*' AND NOT (typeof(data) = 'blob'"
-                " AND length(data) = sz AND length(data) <= 1048576)"
-            )
-        }
-        conn.close()
-        assert {"rom/f/z", "rom/f/d", "rom/f/big", "rom/f/empty"} <= others
-        assert "rom/f/raw" not in others and "rom/f/blank" not in others
-        assert sorted(streamed) == sorted(others)
-        assert len(digests) == len([i for i in cart.sqlar_infos() if i.zone == "rom"])
 
 
 def test_sqlar_read_refusals_on_a_file(vectors_dir: Path, tmp_path: Path) -> None:
@@ -341,93 +310,6 @@ def test_a_row_that_cannot_be_read_is_typed(vectors_dir: Path, tmp_path: Path) -
             "cannot read sqlar data: no such rowid: 99999",
             where=str(p),
         )
-
-
-def test_a_closed_hashing_pass_is_refused(vectors_dir: Path, tmp_path: Path) -> None:
-    p = edited(vectors_dir, tmp_path)
-    with open_cartridge(p) as cart:
-        hashing = cart.start_rom_hashing()
-        info = cart.sqlar_info(ROM_FILE)
-        assert info is not None
-        hashing.close()
-        hashing.close()  # twice is fine
-        refused(
-            lambda: hashing.digest(info),
-            InvalidInput,
-            "the ROM hashing pass failed or was closed",
-            where=str(p),
-        )
-        again = cart.start_rom_hashing()
-        assert again.digest(info) == again.digest(info) == cart.sqlar_sha256(info)
-        again.close()
-
-
-def test_a_sqlar_table_the_pass_cannot_read_is_typed(
-    vectors_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    p = edited(vectors_dir, tmp_path)
-    corrupt_a_sqlar_leaf(p)
-    info = SqlarInfo(ROM_FILE, 420, 0, 394, 263, 8, "rom")
-    with open_cartridge(p) as cart:
-        hashing = cart.start_rom_hashing()
-        refused(
-            lambda: hashing.digest(info),
-            InvalidInput,
-            "cannot read cartridge table sqlar: database disk image is malformed",
-            where=str(p),
-        )
-        refused(
-            lambda: hashing.digest(info),
-            InvalidInput,
-            "the ROM hashing pass failed or was closed",
-            where=str(p),
-        )
-    monkeypatch.setattr(romhash, "HELPER_MIN_BYTES", 0)  # a large file: a helper starts early
-    with open_cartridge(p) as cart:
-        cart.begin_rom_hashing()  # an early start reads nothing: the refusal is at the first digest
-        early = cart.start_rom_hashing()
-        refused(
-            lambda: early.digest(info),
-            InvalidInput,
-            "cannot read cartridge table sqlar: database disk image is malformed",
-            where=str(p),
-        )
-
-
-def test_an_early_pass_is_handed_out_once_and_closed_with_the_cartridge(
-    vectors_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    made: list[Any] = []
-    closed: list[Any] = []
-
-    class Spy(romhash.RomPass):
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            super().__init__(*args, **kwargs)
-            made.append(self)
-
-        def close(self) -> None:
-            closed.append(self)
-            super().close()
-
-    monkeypatch.setattr(reader, "RomPass", Spy)
-    p = edited(vectors_dir, tmp_path)
-    with open_cartridge(p) as cart:
-        cart.begin_rom_hashing()
-        assert len(made) == 1  # started now, before anyone asks for it
-        cart.begin_rom_hashing()
-        assert len(made) == 1  # already started
-        first = cart.start_rom_hashing()
-        assert len(made) == 1  # the early pass, handed over
-        second = cart.start_rom_hashing()
-        assert len(made) == 2  # handed out once only
-        first.close()
-        second.close()
-    assert closed.count(made[0]) >= 1 and closed.count(made[1]) >= 1
-    made.clear()
-    closed.clear()
-    with open_cartridge(p) as cart:
-        cart.begin_rom_hashing()
-    assert closed == made and len(made) == 1  # never used: the cartridge's close stops it
 
 
 def test_a_bomb_past_one_read_still_costs_sz_plus_one() -> None:
