@@ -36,7 +36,6 @@ __all__ = [
     "LiveSource",
     "RomManifest",
     "compute_rom_manifest",
-    "manifest_hash_of",
     "meta_object_bytes",
     "oid_capability",
     "oid_memory",
@@ -175,12 +174,6 @@ def _memory_columns_problem(mem: MemoryRow, oid: str) -> str | None:
         if stored != signed:
             return f"{column} column differs from the signed payload"
     return None
-
-
-def manifest_hash_of(entries: list[dict[str, Any]]) -> tuple[str, bytes]:
-    """(sha256:…, canonical bytes) of a manifest entry list (a bare JSON array, JCS)."""
-    canonical = jcs(entries)
-    return sha256_digest(canonical), canonical
 
 
 @dataclass(frozen=True)

@@ -383,6 +383,9 @@ def parse_header(head: bytes, size: int, *, where: str) -> Header:
 
 _MAX_SCHEMA_ROWS = 64
 _MAX_SCHEMA_SQL = 64 * 1024
+# sqlite_master rows (type, name, tbl_name, sql: all but the root pages) already accepted in this
+# process, and their tables: what SQLite parses, and so every check below, is a function of them
+_ACCEPTED: dict[tuple[tuple[Any, ...], ...], frozenset[str]] = {}
 
 
 def _bad(msg: str, where: str, **details: str) -> InvalidInput:
@@ -465,6 +468,9 @@ def check_schema(conn: sqlite3.Connection, *, where: str) -> frozenset[str]:
         raise InvalidInput(f"not a readable SQLite database: {exc}", where=where) from exc
     if len(rows) > _MAX_SCHEMA_ROWS:
         raise _bad(f"more than {_MAX_SCHEMA_ROWS} schema objects", where)
+    key = tuple(rows)
+    if key in _ACCEPTED:  # the same statements, byte for byte: SQLite parses them the same way
+        return _ACCEPTED[key]
     tables: set[str] = set()
     pending: list[tuple[str, str, str | None]] = []
     for t, n, tbl, sql in rows:
@@ -519,7 +525,10 @@ def check_schema(conn: sqlite3.Connection, *, where: str) -> frozenset[str]:
                     where,
                     table=table,
                 )
-    return frozenset(tables)
+    if len(_ACCEPTED) >= 16:
+        _ACCEPTED.clear()
+    _ACCEPTED[key] = frozenset(tables)
+    return _ACCEPTED[key]
 
 
 # --- sqlar modes ----------------------------------------------------------------------------

@@ -16,17 +16,17 @@ import typer
 
 from acxoci.cli.output import info
 from acxoci.errors import UsageError
-from acxoci.oci.settings import RemoteOptions, using
 from attest.errors import MalformedError
 
 if TYPE_CHECKING:
+    from acxoci.oci.settings import RemoteOptions
     from acxoci.workflow.lint import LintResult
     from attest.keys import PrivateKey
     from attest.trust import TrustRegistry
 
-# The trust-registry, key-file and time-parsing modules (and the crypto libraries under them) are
-# imported by the helpers that need them, not here: every command imports this module, and a
-# registry copy or a pull should not pay their start-up.
+# The trust-registry, key-file, time-parsing and transport-settings modules (and the libraries under
+# them) are imported by the helpers that need them, not here: every command imports this module,
+# and a registry copy should not pay for the crypto stack, nor a cartridge verify for the transport.
 
 
 def parse_now(value: str | None) -> datetime:
@@ -98,6 +98,8 @@ def _transport_params(side: str | None) -> list[inspect.Parameter]:
 
 
 def _remote(kw: dict[str, Any], side: str | None, base: RemoteOptions | None) -> RemoteOptions:
+    from acxoci.oci.settings import RemoteOptions
+
     pre = f"{side}_" if side else ""
     plain = kw.pop(f"{pre}plain_http")
     ca = kw.pop(f"{pre}ca_file")
@@ -142,6 +144,8 @@ def transport_options(*, sides: bool = False) -> Callable[[F], F]:
 
         @functools.wraps(fn)
         def wrapper(*args: Any, **kw: Any) -> Any:
+            from acxoci.oci.settings import using
+
             if sides:
                 kw_from = {k: kw.pop(k) for k in list(kw) if k.startswith("from_")}
                 kw_to = {k: kw.pop(k) for k in list(kw) if k.startswith("to_")}

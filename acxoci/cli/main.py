@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import traceback
 
 import typer
 from rich.markup import escape
@@ -123,7 +122,7 @@ def _main(argv: list[str] | None = None) -> None:
         rc = app(args=args, prog_name="acx", standalone_mode=False)
     except AcxError as err:
         if OPTS.verbose:
-            traceback.print_exc()
+            _traceback()
         _print_error(err)
         sys.exit(err.exit_code)
     except MalformedError as exc:  # a malformed document a command did not map itself: never "internal"
@@ -158,17 +157,24 @@ def _main(argv: list[str] | None = None) -> None:
         sys.exit(derr.exit_code)
     except Exception as exc:  # a real bug: one line, traceback only with -v
         if OPTS.verbose:
-            traceback.print_exc()
+            _traceback()
         ierr = InternalError(f"unexpected {type(exc).__name__}: {exc}", hint="rerun with -v and report it")
         _print_error(ierr)
         sys.exit(ierr.exit_code)
     sys.exit(rc if isinstance(rc, int) else 0)
 
 
+def _traceback() -> None:
+    """Print the exception being handled (-v); `traceback` is loaded only then."""
+    import traceback
+
+    traceback.print_exc()
+
+
 def _internal(exc: BaseException) -> None:
     """Report an unexpected exception as InternalError (exit 70)."""
     if OPTS.verbose:
-        traceback.print_exc()
+        _traceback()
     ierr = InternalError(f"unexpected {type(exc).__name__}: {exc}", hint="rerun with -v and report it")
     _print_error(ierr)
     sys.exit(ierr.exit_code)

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from acxoci.cartridge.sqlar import decode_entry
 from acxoci.cartridge.verify import verify_cartridge
 from tests.unit.hostile_btree import corrupt_a_sqlar_leaf
 from tests.unit.test_cartridge_hostile import assert_refused_verify
 from tests.unit.test_cartridge_verify_support import NOW, SAMPLE, copy_vector
+from tests.unit.test_reader_mutants_support import decoded
 
 MIN_ROWID = -(2**63)
 
@@ -29,7 +29,7 @@ def _raw(path: Path) -> Path:
     """Store every sqlar row raw (compression is not signed: the verdict stays trusted)."""
     conn = sqlite3.connect(path)
     for rowid, name, sz, data in conn.execute("SELECT rowid, name, sz, data FROM sqlar").fetchall():
-        raw = decode_entry(name, sz, data, where="t")
+        raw = decoded(name, sz, data)
         conn.execute("UPDATE sqlar SET data = ? WHERE rowid = ?", (raw, rowid))
     conn.commit()
     conn.close()

@@ -130,31 +130,50 @@ def test_a_file_written_in_place_while_it_is_verified_gets_no_verdict(
     assert "the file changed while it was being verified" in str(err.value)
 
 
-def test_the_private_copy_is_in_a_folder_of_its_own_and_gone_after_the_open(
-    folders: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.fixture
+def scratch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """TMPDIR, for this test only."""
+    folder = tmp_path / "tmp"
+    folder.mkdir(mode=0o700)
+    monkeypatch.setenv("TMPDIR", str(folder))
+    monkeypatch.setattr(reader.tempfile, "tempdir", None)  # read TMPDIR again
+    return folder
+
+
+def test_the_private_copy_is_the_process_s_own_and_gone_once_sqlite_holds_it(
+    folders: tuple[Path, Path], scratch: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     d, _ = folders
-    scratch = tmp_path / "tmp"
-    scratch.mkdir()
-    monkeypatch.setenv("TMPDIR", str(scratch))
-    monkeypatch.setattr(reader.tempfile, "tempdir", None)  # read TMPDIR again
-    seen: list[tuple[int, int]] = []
+    seen: list[tuple[Path, int]] = []
     real_connect = reader._connect
 
     def look(uri: str, *, where: str) -> sqlite3.Connection:
         copy = Path(uri.removeprefix("file://").partition("?")[0])
-        seen.append((stat.S_IMODE(os.stat(copy.parent).st_mode), stat.S_IMODE(os.stat(copy).st_mode)))
+        seen.append((copy.parent, stat.S_IMODE(os.stat(copy).st_mode)))
         return real_connect(uri, where=where)
 
     monkeypatch.setattr(reader, "_connect", look)
     with open_cartridge(d / "cart.acx") as cart:
         assert list(scratch.iterdir()) == []  # the name goes once SQLite holds the file
         assert cart.meta()
-    assert seen == [(0o700, 0o600)]
+    assert seen == [(scratch, 0o600)]
     (d / "cart.acx").write_bytes(b"SQLite format 3\0" + b"\0" * 4080)  # refused after the header
     with pytest.raises(InvalidInput):
         open_cartridge(d / "cart.acx")
     assert list(scratch.iterdir()) == []
+
+
+def test_a_temporary_folder_others_may_replace_files_in_is_refused(
+    folders: tuple[Path, Path], scratch: Path
+) -> None:
+    d, _ = folders
+    scratch.chmod(0o777)  # writable by anyone and not sticky: another user could swap the copy
+    with pytest.raises(InvalidInput) as err:
+        open_cartridge(d / "cart.acx")
+    assert "not sticky" in str(err.value) and err.value.where == str(scratch)
+    scratch.chmod(0o1777)  # as /tmp is: only the owner of a file may rename or remove it
+    with open_cartridge(d / "cart.acx") as cart:
+        assert cart.meta()
 
 
 def test_no_room_for_the_private_copy_is_a_typed_error(folders: tuple[Path, Path]) -> None:
