@@ -14,7 +14,7 @@ import hashlib
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from acxoci.cartridge.constants import (
     BOUND_META_KEYS,
@@ -32,19 +32,8 @@ from acxoci.cartridge.reader import BadEntry, Cartridge, MemoryRow, ObjectRow
 from attest.canonical import jcs, loads_strict, sha256_digest
 from attest.errors import AttestError
 
-__all__ = [
-    "LiveSource",
-    "RomManifest",
-    "compute_rom_manifest",
-    "meta_object_bytes",
-    "oid_capability",
-    "oid_memory",
-    "oid_meta",
-    "oid_sqlar",
-    "ref_kind",
-    "sort_key",
-    "utf16_key",
-]
+__all__ = ["LiveSource", "RomManifest", "compute_rom_manifest", "meta_object_bytes", "oid_capability",
+           "oid_memory", "oid_meta", "oid_sqlar", "ref_kind", "sort_key", "utf16_key"]
 
 
 def oid_sqlar(data: bytes) -> tuple[str, int]:
@@ -97,8 +86,7 @@ def sort_key(row: ObjectRow) -> tuple[bytes, bytes]:
     return utf16_key(row.kind), utf16_key(row.source_ref)
 
 
-@dataclass(frozen=True, slots=True)
-class LiveSource:
+class LiveSource(NamedTuple):
     """The recomputed oid and size of one ROM object's source, or why it could not be found."""
 
     oid: str | None

@@ -18,6 +18,7 @@ import sqlite3
 import stat
 import sys
 import tempfile
+from collections import Counter
 from collections.abc import Callable, Iterator
 from itertools import pairwise
 from pathlib import Path
@@ -50,21 +51,8 @@ from acxoci.cartridge.sqlar import BadEntry, Budget, stream_entry
 from acxoci.errors import InvalidInput, NotFound, WriteBackFailed
 from acxoci.fsutil import FileIdentity, identity_of
 
-__all__ = [
-    "SIDECAR_SUFFIXES",
-    "AttestationRow",
-    "BadEntry",
-    "CapabilityRow",
-    "Cartridge",
-    "Header",
-    "MemoryRow",
-    "ObjectRow",
-    "SignatureRow",
-    "SkillRow",
-    "SqlarInfo",
-    "open_cartridge",
-    "read_header",
-]
+__all__ = ["SIDECAR_SUFFIXES", "AttestationRow", "BadEntry", "CapabilityRow", "Cartridge", "Header",
+           "MemoryRow", "ObjectRow", "SignatureRow", "SkillRow", "SqlarInfo", "open_cartridge", "read_header"]
 
 
 class SqlarInfo(NamedTuple):
@@ -154,46 +142,24 @@ _CHUNK = 1 << 20
 # What the one scan of each table reads: the columns its rows are made of, the key, and the rowid
 # of a rowid table. Stored JSON and envelopes are read as their bytes (parsed strictly later); the
 # memory scan reads no SAVE payload (the "memory+save" scan does), and sqlar data only its length.
+_ENVELOPE = MAX_ENVELOPE_BYTES + 1  # read one byte past the limit: the parser refuses it, naming it
+_ROM_PAYLOAD = "CASE WHEN zone = 'rom' THEN CAST(payload AS BLOB) END"
 _READ: dict[str, tuple[str, ...]] = {
     "cartridge": ("key", "value"),
     "sqlar": ("name", "mode", "mtime", "sz", "ifnull(length(data), 0)", "rowid"),
-    "memory": (
-        "id",
-        "zone",
-        "CASE WHEN zone = 'rom' THEN CAST(payload AS BLOB) END",
-        "oid",
-        "created_at",
-        "artifact_fingerprint",
-        "codebase_fingerprint",
-    ),
+    "memory": ("id", "zone", _ROM_PAYLOAD, "oid", "created_at", "artifact_fingerprint",
+               "codebase_fingerprint"),
     "vectors": ("memory_id", "rowid"),
     "objects": ("oid", "kind", "source_ref", "canon", "zone", "sz"),
-    "signatures": (
-        "sig_id",
-        "target",
-        "manifest_hash",
-        f"substr(CAST(envelope AS BLOB), 1, {MAX_ENVELOPE_BYTES + 1})",
-        "keyid",
-        "public_key_pem",
-        "alg",
-        "created_at",
-    ),
-    "attestations": (
-        "att_id",
-        "type",
-        "subject_oid",
-        "media_type",
-        "CAST(document AS BLOB)",
-        "status_url",
-        "created_at",
-    ),
+    "signatures": ("sig_id", "target", "manifest_hash", f"substr(CAST(envelope AS BLOB), 1, {_ENVELOPE})",
+                   "keyid", "public_key_pem", "alg", "created_at"),
+    "attestations": ("att_id", "type", "subject_oid", "media_type", "CAST(document AS BLOB)", "status_url",
+                     "created_at"),
     "acx_skill": ("sqlar_path", "name", "description", "skill_version", "license", "content_sha256", "rowid"),
     "capabilities": ("id", "CAST(json AS BLOB)", "content_hash", "rowid"),
 }
-_READ["memory+save"] = tuple(
-    c.replace("CASE WHEN zone = 'rom' THEN ", "").replace(" END", "") for c in _READ["memory"]
-)
-_CLASSES = {"t": "'text'", "i": "'integer'", "b": "'blob'"}
+_READ["memory+save"] = tuple("CAST(payload AS BLOB)" if c == _ROM_PAYLOAD else c for c in _READ["memory"])
+_CLASS = {"t": "text", "i": "integer", "b": "blob"}
 
 
 def _open_file(path: Path) -> int:
@@ -464,9 +430,8 @@ class Cartridge:
     def tables(self) -> frozenset[str]:
         """Names of the tables present."""
         if self._tables is None:
-            self._tables = frozenset(
-                str(r[0]) for r in self.query("SELECT name FROM sqlite_master WHERE type='table'")
-            )
+            names = self.query("SELECT name FROM sqlite_master WHERE type='table'")
+            self._tables = frozenset(str(r[0]) for r in names)
         return self._tables
 
     def has_table(self, name: str) -> bool:
@@ -476,9 +441,8 @@ class Cartridge:
         """Raise InvalidInput naming the missing tables."""
         missing = [t for t in REQUIRED_TABLES if t not in self.tables()]
         if missing:
-            raise InvalidInput(
-                f"not an .acx cartridge: missing table(s) {', '.join(missing)}", where=self.label
-            )
+            raise InvalidInput(f"not an .acx cartridge: missing table(s) {', '.join(missing)}",
+                               where=self.label)
 
     def _bad(self, msg: str, **details: str) -> BadEntry:
         return BadEntry(msg, where=self.label, details=details)
@@ -504,61 +468,44 @@ class Cartridge:
         """
         key = KEY_COLUMNS[table]
         own = values.index(key if table in WITHOUT_ROWID else "rowid")
-        columns = COLUMNS[table]
-        ok = " AND ".join(
-            f"typeof({c}) IN ({_CLASSES[k[0]]}{', ' + repr('null') if k.endswith('?') else ''})"
-            for c, k in columns
-        )
-        said = " || ',' || ".join(f"typeof({c})" for c, _ in columns)
+        allowed = {c: (_CLASS[k[0]], "null")[: len(k)] for c, k in COLUMNS[table]}  # "t?": text or null
+        ok = " AND ".join(f"typeof({c}) IN ({', '.join(map(repr, a))})" for c, a in allowed.items())
+        said = " || ',' || ".join(f"typeof({c})" for c in allowed)
         sql = f"SELECT CASE WHEN {ok} THEN NULL ELSE {said} END, {', '.join(values)} FROM {table} NOT INDEXED"
         try:
             _require_plan(self.conn, sql, f"SCAN {table}", where=self.label, checked=self._owns)
             rows = self.conn.execute(sql).fetchall()
         except sqlite3.OperationalError as exc:
-            text = str(exc)
-            if text.startswith("Could not decode to UTF-8 column '"):
-                column = text.split("'")[1]
-                raise self._bad(
-                    f"{table}.{column} holds text that is not valid UTF-8", table=table, column=column
-                ) from exc
-            raise InvalidInput(f"cannot read cartridge table {table}: {exc}", where=self.label) from exc
+            if not str(exc).startswith("Could not decode to UTF-8 column '"):
+                raise InvalidInput(f"cannot read cartridge table {table}: {exc}", where=self.label) from exc
+            column = str(exc).split("'")[1]
+            raise self._bad(f"{table}.{column} holds text that is not valid UTF-8", table=table,
+                            column=column) from exc
         except (sqlite3.Error, UnicodeDecodeError) as exc:
             raise InvalidInput(f"cannot read cartridge table {table}: {exc}", where=self.label) from exc
-        for row in rows:
-            if row[0] is not None:
-                for (column, kind), typ in zip(columns, row[0].split(","), strict=True):
-                    if typ[0] != kind[0] and not (typ == "null" and kind.endswith("?")):
-                        article = "an" if typ[0] in "aeiou" else "a"
-                        expected = {"t": "text", "i": "integer", "b": "blob"}[kind[0]]
-                        raise self._bad(
-                            f"{table}.{column} holds {article} {typ} value, expected {expected}"
-                            + (" or null" if kind.endswith("?") else ""),
-                            table=table,
-                            column=column,
-                        )
+        wrong = next((r[0] for r in rows if r[0] is not None), None)
+        if wrong is not None:  # the first row at fault, and its first column at fault
+            found = zip(allowed, wrong.split(","), strict=True)
+            column, typ = next((c, t) for c, t in found if t not in allowed[c])
+            raise self._bad(
+                f"{table}.{column} holds {'an' if typ[0] in 'aeiou' else 'a'} {typ} value, "
+                f"expected {' or '.join(allowed[column])}",
+                table=table,
+                column=column,
+            )
         keys = [r[values.index(key) + 1] for r in rows]
         odd = odd_character("".join(keys))
         if odd is not None:
             bad = next(k for k in keys if odd in k)
-            raise self._bad(
-                f"{table}.{key} {bad!r} holds the control or format character {odd!r}",
-                table=table,
-                column=key,
-            )
+            raise self._bad(f"{table}.{key} {bad!r} holds the control or format character {odd!r}",
+                            table=table, column=key)
         if len(set(keys)) != len(keys):
-            seen: set[str] = set()
-            for k in keys:
-                if k in seen:
-                    raise self._bad(
-                        f"{table}.{key} {k!r} appears twice (the key must be unique)", table=table, column=key
-                    )
-                seen.add(k)
-        ordered = [r[own + 1] for r in rows]
-        if any(a >= b for a, b in pairwise(ordered)):
-            raise self._bad(
-                f"table {table} is out of key order (a lookup by key would miss rows a scan sees)",
-                table=table,
-            )
+            dup = next(k for k, n in Counter(keys).items() if n > 1)
+            raise self._bad(f"{table}.{key} {dup!r} appears twice (the key must be unique)", table=table,
+                            column=key)
+        if any(a[own + 1] >= b[own + 1] for a, b in pairwise(rows)):
+            raise self._bad(f"table {table} is out of key order (a lookup by key would miss rows a scan "
+                            "sees)", table=table)
         return [r[1:] for r in rows]
 
     # -- rows --

@@ -28,22 +28,9 @@ from acxoci.cartridge.constants import (
 )
 from acxoci.errors import InvalidInput
 
-__all__ = [
-    "COLUMNS",
-    "DDL",
-    "INDEXES",
-    "KEY_COLUMNS",
-    "OPTIONAL_TABLES",
-    "REQUIRED_TABLES",
-    "TABLES",
-    "WITHOUT_ROWID",
-    "Header",
-    "check_schema",
-    "mode_problem",
-    "odd_character",
-    "parse_header",
-    "sql_tokens",
-]
+__all__ = ["COLUMNS", "DDL", "INDEXES", "KEY_COLUMNS", "OPTIONAL_TABLES", "REQUIRED_TABLES", "TABLES",
+           "WITHOUT_ROWID", "Header", "check_schema", "mode_problem", "odd_character", "parse_header",
+           "sql_tokens"]
 
 # The reference's statements, verbatim (comments included) as its `export` leaves them in
 # sqlite_master. Comparison is token by token, so whitespace and comments do not matter.
@@ -130,15 +117,8 @@ TABLES = REQUIRED_TABLES + OPTIONAL_TABLES
 
 #: The key column of each table: TEXT, unique, free of control and format characters.
 KEY_COLUMNS: dict[str, str] = {
-    "cartridge": "key",
-    "sqlar": "name",
-    "memory": "id",
-    "objects": "oid",
-    "signatures": "sig_id",
-    "capabilities": "id",
-    "vectors": "memory_id",
-    "attestations": "att_id",
-    "acx_skill": "sqlar_path",
+    "cartridge": "key", "sqlar": "name", "memory": "id", "objects": "oid", "signatures": "sig_id",
+    "capabilities": "id", "vectors": "memory_id", "attestations": "att_id", "acx_skill": "sqlar_path",
 }
 
 #: Tables whose b-tree is keyed by their TEXT primary key (the others are keyed by rowid).
@@ -168,10 +148,8 @@ COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
 #: Every index a cartridge has, with the columns of one entry in key order (ending with the row's
 #: identity): the automatic indexes of the rowid tables' TEXT primary keys, and memory_zone_fp.
 INDEXES: dict[str, tuple[str, tuple[str, ...]]] = {
-    **{
-        f"sqlite_autoindex_{t}_1": (t, (KEY_COLUMNS[t], "rowid"))
-        for t in ("sqlar", "vectors", "acx_skill", "capabilities")
-    },
+    **{f"sqlite_autoindex_{t}_1": (t, (KEY_COLUMNS[t], "rowid")) for t in ("sqlar", "vectors", "acx_skill",
+                                                                           "capabilities")},
     "memory_zone_fp": ("memory", ("zone", "artifact_fingerprint", "id")),
 }
 
@@ -216,21 +194,13 @@ def sql_tokens(sql: str) -> tuple[str, ...]:
 _REF_TOKENS: dict[str, tuple[str, ...]] = {name: sql_tokens(sql) for _, name, sql in _REF}
 
 # What SQLite parsed of each table: its kind and flags, its columns, its indexes and their entries.
+_PER_TABLE = "FROM sqlite_master m, pragma_{}(m.name) {} WHERE m.type = 'table'"
 _STRUCTURE = (
     ("table_list", "SELECT name, type, ncol, wr, strict FROM pragma_table_list WHERE schema = 'main'"),
-    (
-        "table_xinfo",
-        "SELECT m.name, c.* FROM sqlite_master m, pragma_table_xinfo(m.name) c WHERE m.type = 'table'",
-    ),
-    (
-        "index_list",
-        "SELECT m.name, i.* FROM sqlite_master m, pragma_index_list(m.name) i WHERE m.type = 'table'",
-    ),
-    (
-        "index_xinfo",
-        "SELECT m.name, i.name, x.* FROM sqlite_master m, pragma_index_list(m.name) i,"
-        " pragma_index_xinfo(i.name) x WHERE m.type = 'table'",
-    ),
+    ("table_xinfo", "SELECT m.name, c.* " + _PER_TABLE.format("table_xinfo", "c")),
+    ("index_list", "SELECT m.name, i.* " + _PER_TABLE.format("index_list", "i")),
+    ("index_xinfo", "SELECT m.name, i.name, x.* FROM sqlite_master m, pragma_index_list(m.name) i,"
+                    " pragma_index_xinfo(i.name) x WHERE m.type = 'table'"),
 )
 
 
@@ -267,8 +237,7 @@ def reference_columns() -> dict[str, tuple[tuple[Any, ...], ...]]:
 
 
 class Header(NamedTuple):
-    """The SQLite header fields that identify a cartridge (a NamedTuple, not a dataclass: this
-    module is read before `acx cartridge verify` starts its hashing, and dataclasses costs 8 ms)."""
+    """The SQLite header fields that identify a cartridge."""
 
     page_size: int
     page_count: int
@@ -294,14 +263,9 @@ class Header(NamedTuple):
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "applicationId": f"0x{self.application_id:08x}",
-            "userVersion": f"0x{self.user_version:08x}",
-            "specMajor": self.spec_major,
-            "specMinor": self.spec_minor,
-            "vec0Format": self.vec0_format,
-            "flags": self.flags,
-            "pageSize": self.page_size,
-            "pageCount": self.page_count,
+            "applicationId": f"0x{self.application_id:08x}", "userVersion": f"0x{self.user_version:08x}",
+            "specMajor": self.spec_major, "specMinor": self.spec_minor, "vec0Format": self.vec0_format,
+            "flags": self.flags, "pageSize": self.page_size, "pageCount": self.page_count,
             "fileSize": self.file_size,
         }
 
@@ -317,37 +281,26 @@ def parse_header(head: bytes, size: int, *, where: str) -> Header:
     the real content), UTF-8, no reserved bytes, no auto-vacuum, power-of-two page size.
     """
     if len(head) < HEADER_SIZE:
-        raise InvalidInput(
-            f"not an .acx cartridge: {len(head)} bytes is shorter than a SQLite header", where=where
-        )
+        raise InvalidInput(f"not an .acx cartridge: {len(head)} bytes is shorter than a SQLite header",
+                           where=where)
     if not head.startswith(SQLITE_MAGIC):
         raise InvalidInput("not an .acx cartridge: not a SQLite database", where=where)
     (app_id,) = struct.unpack(">I", head[APPLICATION_ID_OFFSET : APPLICATION_ID_OFFSET + 4])
     if app_id != APPLICATION_ID:
-        raise InvalidInput(
-            f"not an .acx cartridge: application_id=0x{app_id:08x} (expected 0x{APPLICATION_ID:08x})",
-            where=where,
-            details={"header": "application_id"},
-        )
+        raise InvalidInput(f"not an .acx cartridge: application_id=0x{app_id:08x} (expected "
+                           f"0x{APPLICATION_ID:08x})", where=where, details={"header": "application_id"})
     (user_version,) = struct.unpack(">I", head[USER_VERSION_OFFSET : USER_VERSION_OFFSET + 4])
     if (user_version >> 24) & 0xFF != SPEC_MAJOR:
-        raise InvalidInput(
-            f"unsupported container version: user_version=0x{user_version:08x} "
-            f"(spec major must be {SPEC_MAJOR})",
-            where=where,
-            details={"header": "user_version"},
-        )
+        raise InvalidInput(f"unsupported container version: user_version=0x{user_version:08x} (spec major "
+                           f"must be {SPEC_MAJOR})", where=where, details={"header": "user_version"})
     (raw_page,) = struct.unpack(">H", head[16:18])
     page_size = 65536 if raw_page == 1 else raw_page
     if page_size < 512 or page_size & (page_size - 1):
         raise _bad_header("page_size", f"{raw_page} is not a power of two from 512 to 65536", where)
     if head[18] != 1 or head[19] != 1:
         mode = "WAL" if 2 in (head[18], head[19]) else "unknown"
-        raise _bad_header(
-            "write_version/read_version",
-            f"{head[18]}/{head[19]} ({mode} mode); a cartridge is written in rollback-journal mode (1/1)",
-            where,
-        )
+        why = f"{head[18]}/{head[19]} ({mode} mode); a cartridge is written in rollback-journal mode (1/1)"
+        raise _bad_header("write_version/read_version", why, where)
     if head[20] != 0:
         raise _bad_header("reserved_space", f"{head[20]} reserved bytes per page (expected 0)", where)
     if head[21:24] != b"\x40\x20\x20":
@@ -365,17 +318,14 @@ def parse_header(head: bytes, size: int, *, where: str) -> Header:
     if any(head[72:92]):
         raise _bad_header("reserved", "bytes 72..91 must be zero", where)
     if size % page_size:
-        raise InvalidInput(
-            f"truncated or corrupt: size {size} is not a multiple of page size {page_size}", where=where
-        )
+        raise InvalidInput(f"truncated or corrupt: size {size} is not a multiple of page size {page_size}",
+                           where=where)
     (change_counter,) = struct.unpack(">I", head[24:28])
     (page_count,) = struct.unpack(">I", head[28:32])
     (valid_for,) = struct.unpack(">I", head[92:96])
     if valid_for == change_counter and page_count and page_count * page_size > size:
-        raise InvalidInput(
-            f"truncated: header says {page_count} pages of {page_size} bytes but the file has {size} bytes",
-            where=where,
-        )
+        raise InvalidInput(f"truncated: header says {page_count} pages of {page_size} bytes but the file "
+                           f"has {size} bytes", where=where)
     return Header(page_size, page_count or size // page_size, app_id, user_version, size)
 
 
@@ -400,11 +350,8 @@ def _text(raw: object, what: str, where: str, *, spaces: bool = False) -> str:
     except UnicodeDecodeError:
         text = None
     if text is None or odd_character(text.translate(_SQL_SPACE) if spaces else text) is not None:
-        raise _bad(
-            f"sqlite_master holds {what} that SQLite may read otherwise (not UTF-8, or a control "
-            "or format character)",
-            where,
-        )
+        raise _bad(f"sqlite_master holds {what} that SQLite may read otherwise (not UTF-8, or a "
+                   "control or format character)", where)
     return text
 
 
@@ -412,38 +359,27 @@ def _explain(got: dict[str, set[tuple[Any, ...]]], table: str, where: str) -> In
     """Why `table` as SQLite parsed it differs from the reference, naming the column when one does."""
     mine = sorted(got.get(table, set()))
     want = reference_columns()[table]
-    names = {w[1] for w in want}
-    by_name = {r[1]: r for r in mine}
+    by_name, names = {r[1]: r for r in mine}, {w[1] for w in want}
+
+    def bad(msg: str, column: Any) -> InvalidInput:
+        return _bad(msg, where, table=table, column=str(column))
+
     for r in mine:
         if r[6] != 0:
             kind = "generated" if r[6] in (2, 3) else "hidden"
-            return _bad(f"column {table}.{r[1]} is a {kind} column", where, table=table, column=str(r[1]))
+            return bad(f"column {table}.{r[1]} is a {kind} column", r[1])
         if r[1] not in names:
-            return _bad(
-                f"column {table}.{r[1]} is not in the reference schema", where, table=table, column=str(r[1])
-            )
+            return bad(f"column {table}.{r[1]} is not in the reference schema", r[1])
     for w in want:
         g = by_name.get(w[1])
         if g is None:
-            return _bad(f"column {table}.{w[1]} is missing", where, table=table, column=str(w[1]))
+            return bad(f"column {table}.{w[1]} is missing", w[1])
         if g[2] != w[2]:
-            return _bad(
-                f"column {table}.{w[1]} is declared {g[2]!r}, expected {w[2]!r}",
-                where,
-                table=table,
-                column=str(w[1]),
-            )
+            return bad(f"column {table}.{w[1]} is declared {g[2]!r}, expected {w[2]!r}", w[1])
         if g[5] != w[5]:
-            return _bad(
-                f"primary key of {table} differs at column {w[1]}", where, table=table, column=str(w[1])
-            )
+            return bad(f"primary key of {table} differs at column {w[1]}", w[1])
         if (g[3], g[4]) != (w[3], w[4]):
-            return _bad(
-                f"column {table}.{w[1]} has other constraints or default",
-                where,
-                table=table,
-                column=str(w[1]),
-            )
+            return bad(f"column {table}.{w[1]} has other constraints or default", w[1])
     if [g[1] for g in mine] != [w[1] for w in want]:
         return _bad(f"columns of {table} are not in the reference order", where, table=table)
     return _bad(f"table {table} is not defined as the reference defines it", where, table=table)
@@ -487,11 +423,8 @@ def check_schema(conn: sqlite3.Connection, *, where: str) -> frozenset[str]:
         pending.append((kind, name, text))
     missing = [t for t in REQUIRED_TABLES if t not in tables]
     if missing:
-        raise InvalidInput(
-            f"not an .acx cartridge: missing table(s) {', '.join(missing)}",
-            where=where,
-            details={"table": missing[0]},
-        )
+        raise InvalidInput(f"not an .acx cartridge: missing table(s) {', '.join(missing)}", where=where,
+                           details={"table": missing[0]})
     try:
         got = _structure(conn)
     except (sqlite3.Error, UnicodeDecodeError) as exc:
@@ -514,17 +447,13 @@ def check_schema(conn: sqlite3.Connection, *, where: str) -> frozenset[str]:
     for name, (owner, _) in INDEXES.items():
         if owner in tables and name not in indexes:
             raise _bad(f"index {name!r} of table {owner} is missing", where, table=owner, index=name)
-    ref = _reference()
-    for pragma, per_table in ref.items():
+    for pragma, per_table in _reference().items():
         for table in sorted(tables):
             if got[pragma].get(table, set()) != per_table[table]:
                 if pragma == "table_xinfo":
                     raise _explain(got[pragma], table, where)
-                raise _bad(
-                    f"table {table} is not what the reference's text makes of it ({pragma})",
-                    where,
-                    table=table,
-                )
+                why = f"table {table} is not what the reference's text makes of it ({pragma})"
+                raise _bad(why, where, table=table)
     if len(_ACCEPTED) >= 16:
         _ACCEPTED.clear()
     _ACCEPTED[key] = frozenset(tables)

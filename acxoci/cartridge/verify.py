@@ -98,18 +98,10 @@ class CartridgeVerdict:
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
-            "status": self.status,
-            "trust": self.trust,
-            "summary": self.summary,
-            "issues": list(self.issues),
-            "romDigest": self.rom_digest,
-            "keyId": self.keyid,
-            "publisherId": self.publisher_id,
-            "signedAt": self.signed_at,
-            "inRegistry": self.in_registry,
-            "keySource": self.key_source,
-            "checksumHash": self.checksum_hash,
-            "fileCount": self.file_count,
+            "status": self.status, "trust": self.trust, "summary": self.summary, "issues": list(self.issues),
+            "romDigest": self.rom_digest, "keyId": self.keyid, "publisherId": self.publisher_id,
+            "signedAt": self.signed_at, "inRegistry": self.in_registry, "keySource": self.key_source,
+            "checksumHash": self.checksum_hash, "fileCount": self.file_count,
         }
         if self.compromised:
             out["compromised"] = True
@@ -128,10 +120,7 @@ def _status_for(trust: TrustLevel) -> Status:
 
 def pick_signature(rows: list[SignatureRow]) -> SignatureRow | None:
     """The first `rom-manifest` row by created_at DESC (rows arrive in that order)."""
-    for r in rows:
-        if r.target == SIGNATURE_TARGET:
-            return r
-    return None
+    return next((r for r in rows if r.target == SIGNATURE_TARGET), None)
 
 
 def _statement_issues(
@@ -307,13 +296,8 @@ def decide(facts: CartridgeFacts, *, registry: TrustRegistry | None, now: dateti
     # 4. ROM objects (and the coverage the reference misses)
     if manifest is None:
         return verdict("tampered", S_MALFORMED_CONTENT, [_content_problem(facts)], keyid=keyid)
-    common: dict[str, Any] = {
-        "rom_digest": manifest.hash,
-        "keyid": keyid,
-        "checksum_hash": manifest.checksum_hash,
-        "file_count": manifest.file_count,
-        "recorded_hash": sig.manifest_hash,
-    }
+    common: dict[str, Any] = dict(rom_digest=manifest.hash, keyid=keyid, checksum_hash=manifest.checksum_hash,
+                                  file_count=manifest.file_count, recorded_hash=sig.manifest_hash)
     if manifest.mismatches:
         return verdict("tampered", S_DIVERGES, manifest.mismatches, **common)
     if manifest.uncovered:
@@ -329,25 +313,16 @@ def decide(facts: CartridgeFacts, *, registry: TrustRegistry | None, now: dateti
         try:
             key = load_public_pem(sig.public_key_pem)
         except MalformedError as exc:
-            return verdict(
-                "tampered", S_DSSE_FAILED, [f"public_key_pem: {exc}"], key_source=key_source, **common
-            )
+            return verdict("tampered", S_DSSE_FAILED, [f"public_key_pem: {exc}"], key_source=key_source,
+                           **common)
     common["key_source"] = key_source
     if env.payload_type != PAYLOAD_TYPE:
-        return verdict(
-            "tampered",
-            S_DSSE_FAILED,
-            [f"payloadType is {env.payload_type!r}, expected {PAYLOAD_TYPE}"],
-            **common,
-        )
+        why = f"payloadType is {env.payload_type!r}, expected {PAYLOAD_TYPE}"
+        return verdict("tampered", S_DSSE_FAILED, [why], **common)
     if key is not None:
         if key.keyid() != keyid:
-            return verdict(
-                "tampered",
-                S_KEYID,
-                [f"keyid {keyid} != sha256(SPKI) of the verifying key {key.keyid()}"],
-                **common,
-            )
+            why = f"keyid {keyid} != sha256(SPKI) of the verifying key {key.keyid()}"
+            return verdict("tampered", S_KEYID, [why], **common)
         try:
             env.verify(key, index=0)
         except SignatureError as exc:
@@ -372,29 +347,17 @@ def decide(facts: CartridgeFacts, *, registry: TrustRegistry | None, now: dateti
 
     # 7. recorded hash
     if sig.manifest_hash != manifest.hash:
-        return verdict(
-            "tampered",
-            S_RECORDED,
-            [f"signatures.manifest_hash {sig.manifest_hash} != {manifest.hash}"],
-            **common,
-        )
+        why = f"signatures.manifest_hash {sig.manifest_hash} != {manifest.hash}"
+        return verdict("tampered", S_RECORDED, [why], **common)
 
     if key is None:
-        return verdict(
-            "unverified", S_UNVERIFIED, ["no public key in the cartridge or the trust registry"], **common
-        )
+        return verdict("unverified", S_UNVERIFIED, ["no public key in the cartridge or the trust registry"],
+                       **common)
 
     # 8. registry
     j: SignerJudgement = judge_signer(entry, signed_publisher=publisher or "", signed_at=signed_at, now=now)
-    return verdict(
-        j.trust,
-        j.summary,
-        j.issues,
-        in_registry=j.in_registry,
-        compromised=j.compromised,
-        extra={"signerFacts": j.facts},
-        **common,
-    )
+    return verdict(j.trust, j.summary, j.issues, in_registry=j.in_registry, compromised=j.compromised,
+                   extra={"signerFacts": j.facts}, **common)
 
 
 def _accepted(facts: CartridgeFacts, verdict: CartridgeVerdict) -> CartridgeVerdict:
