@@ -5,14 +5,14 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export ACX_PEERS_DIR ?= $(CURDIR)/.peers
 
-.PHONY: venv peers test test-fast lint demo bench clean dist fuzz soak mutate
+.PHONY: venv peers test test-fast lint demo bench clean dist fuzz soak mutate screenshots
 
 # bytecode is compiled once here: with PYTHONDONTWRITEBYTECODE set (as on CI machines) every acx
 # run would otherwise compile the package from source (decision 0027)
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev]'
+	$(BIN)/python -m pip install -q -e '.[dev,lance]'
 	$(BIN)/python -m compileall -q -j 0 attest acxoci > /dev/null
 	touch $(STAMP)
 
@@ -36,6 +36,11 @@ demo: venv
 
 bench: venv peers
 	$(BIN)/python scripts/bench.py
+
+# The PNGs docs/guide.md shows: the browser tests write them to build/screenshots on every run;
+# here they go to docs/img instead (tests/studio/test_browser.py, chromium from `make peers`).
+screenshots: venv peers
+	ACX_SCREENSHOTS=$(CURDIR)/docs/img $(BIN)/pytest -q -p no:cacheprovider tests/studio/test_browser.py
 
 # A wheel and an sdist in dist/, each checked to install into a clean venv and run.
 DIST ?= dist

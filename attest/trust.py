@@ -441,3 +441,22 @@ def add_key_entry(doc: dict[str, Any] | None, entry: dict[str, Any], *, now: dat
     base["updatedAt"] = format_rfc3339(now)
     TrustRegistry.from_json(base, now=now)
     return base
+
+
+def revoke_key_entry(doc: dict[str, Any], keyid: str, *, reason: str, revoked_at: datetime,
+                     now: datetime) -> dict[str, Any]:
+    """Return a registry document with `keyid` marked revoked for `reason` at `revoked_at`, validated
+    (MalformedError when the key is not in it or the reason is not a known one)."""
+    if reason not in REVOCATION_REASONS:
+        raise MalformedError(f"revocation reason {reason!r} is not one of {list(REVOCATION_REASONS)}")
+    raw = doc.get("keys")
+    keys: list[Any] = raw if isinstance(raw, list) else []
+    if not any(isinstance(k, dict) and k.get("keyid") == keyid for k in keys):
+        raise MalformedError(f"{keyid} is not in the trust registry")
+    base = dict(doc)
+    base["keys"] = [{**k, "status": "revoked", "revokedAt": format_rfc3339(revoked_at),
+                     "revocationReason": reason}
+                    if isinstance(k, dict) and k.get("keyid") == keyid else k for k in keys]
+    base["updatedAt"] = format_rfc3339(now)
+    TrustRegistry.from_json(base, now=now)
+    return base

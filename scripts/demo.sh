@@ -3,7 +3,7 @@
 # registry with `make demo REGISTRY=host:port`:
 #   build → sign → trust → push → attest (cosign legacy + bundle) → level benchmark → issue and
 #   attach a level credential with a status list → verify → install (and activate into a scratch
-#   HOME) → revoke → installed verify.
+#   HOME) → revoke → installed verify reports it → installed sync deactivates it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ACX=${ACX:-.venv/bin/acx}
@@ -73,6 +73,7 @@ level:
   minimum: senior
   issuers: [$ISSUER]
   issuerRegistries: [issuers.json]
+  allowDemo: true           # the demo benchmark and solver measure nothing; real policies leave this false
 harness:
   requireHost: true
 limits:
@@ -85,19 +86,27 @@ XDG_CACHE_HOME="${XDG_CACHE_HOME:-$HOME/.cache}" HOME="$SCRATCH_HOME" "$ACX" ins
     --host-limits examples/resource-limits.yaml --store "$D/installed" --activate claude
 acx installed list --store "$D/installed"
 
-step "8. The verifier revokes the credential (flip one bit, re-sign, republish the list)"
+step "8. The installed agent is active in the scratch HOME: its skills, byte for byte the cartridge's ROM files"
+find "$SCRATCH_HOME" -type f | sort
+cmp "$SCRATCH_HOME/.claude/skills/review-checklist/SKILL.md" examples/agent-package/skills/review-checklist/SKILL.md
+echo "skills/review-checklist/SKILL.md is identical to the signed ROM file"
+
+step "9. The verifier revokes the credential (flip one bit, re-sign, republish the list)"
 acx level revoke "$D/level.vc.json" --status-list "$D/status.json" --issuer-key "$D/verifier.pem" \
     --publish "$STATUS_REF"
 
-step "9. The host re-checks what it installed: the revocation is reported"
-if "$ACX" installed verify --store "$D/installed"; then
+step "10. The host judges what it installed again, now: the revocation is reported"
+if XDG_CACHE_HOME="${XDG_CACHE_HOME:-$HOME/.cache}" HOME="$SCRATCH_HOME" "$ACX" installed verify --store "$D/installed"; then
   echo "demo: expected installed verify to report the revocation" >&2
   exit 1
 fi
 
-step "10. The installed agent is active in the scratch HOME: its skills, byte for byte the cartridge's ROM files"
-find "$SCRATCH_HOME" -type f | sort
-cmp "$SCRATCH_HOME/.claude/skills/review-checklist/SKILL.md" examples/agent-package/skills/review-checklist/SKILL.md
-echo "skills/review-checklist/SKILL.md is identical to the signed ROM file"
+step "11. The host's timer job: what no longer passes is deactivated"
+XDG_CACHE_HOME="${XDG_CACHE_HOME:-$HOME/.cache}" HOME="$SCRATCH_HOME" "$ACX" installed sync --store "$D/installed"
+if [ -e "$SCRATCH_HOME/.claude/skills/review-checklist" ]; then
+  echo "demo: expected installed sync to deactivate the revoked agent" >&2
+  exit 1
+fi
+echo "the revoked agent's skills are gone from the scratch HOME"
 
 step "Done: every step above ran against $where; artifacts are in $D/"

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Install the interop peers (distribution registry, oras 1.2/1.3, cosign 2.5/3.x, crane,
-# acx-refreg) from Debian packages into a git-ignored folder, without touching the system's
-# apt sources. Idempotent: a second run only re-checks what is there.
+# acx-refreg, chromium and chromium-driver for the browser tests) from Debian packages into a
+# git-ignored folder, without touching the system's apt sources, and the reference MCP filesystem
+# server from the npm registry (the boot handshake's real MCP server). Idempotent: a second run
+# only re-checks what is there.
 #   ACX_PEERS_DIR  target folder (default: <repo>/.peers)
 #   PEERS_FORCE=1  re-extract everything
 set -euo pipefail
@@ -9,14 +11,19 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 PEERS=${ACX_PEERS_DIR:-$here/.peers}
 mkdir -p "$PEERS/apt"
+MCP_FS_VERSION=2026.8.31
+MCP_FS_BIN=mcp-filesystem/node_modules/.bin/mcp-server-filesystem
 
 have_all() {
   for b in cosign2/usr/bin/cosign cosign3/usr/bin/cosign oras12/usr/bin/oras \
-           oras13/usr/bin/oras crane/usr/bin/crane refreg/acx-refreg; do
+           oras13/usr/bin/oras crane/usr/bin/crane refreg/acx-refreg \
+           "$MCP_FS_BIN"; do
     [ -x "$PEERS/$b" ] || return 1
   done
   command -v docker-registry >/dev/null || return 1
   command -v tmux >/dev/null || return 1
+  command -v chromium >/dev/null || return 1
+  command -v chromedriver >/dev/null || return 1
 }
 if [ -z "${PEERS_FORCE:-}" ] && have_all; then
   echo "peers: all present in $PEERS"
@@ -104,6 +111,27 @@ fi
 if ! command -v tmux >/dev/null; then
   apt-get update -q >/dev/null
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q tmux >/dev/null
+fi
+
+# The reference MCP filesystem server (npm), pinned; needs Node.js >= 18 (Debian's nodejs).
+install_mcp_fs() {
+  [ -x "$PEERS/$MCP_FS_BIN" ] && [ -z "${PEERS_FORCE:-}" ] && return 0
+  if ! command -v npm >/dev/null; then
+    apt-get update -q >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q nodejs npm >/dev/null
+  fi
+  rm -rf "$PEERS/mcp-filesystem"; mkdir -p "$PEERS/mcp-filesystem"
+  npm install --prefix "$PEERS/mcp-filesystem" --no-audit --no-fund --silent \
+    "@modelcontextprotocol/server-filesystem@$MCP_FS_VERSION" >/dev/null
+  echo "peers: @modelcontextprotocol/server-filesystem $MCP_FS_VERSION (npm)"
+}
+install_mcp_fs
+
+# chromium + chromium-driver drive the web pages' browser tests (tests/studio/test_browser.py,
+# `make screenshots`; required in CI). Debian's own packages, no browser download at test time.
+if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
+  apt-get update -q >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium chromium-driver >/dev/null
 fi
 
 have_all || { echo "peers: some peers are missing after install" >&2; exit 1; }

@@ -13,7 +13,7 @@ import os
 import sqlite3
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -46,6 +46,7 @@ from attest.trust import RFC3339_RE
 ENGINE_ID = "local-hash-128"
 ENGINE_DIM = 128
 SQLAR_MODE = 420
+EXEC_MODE = 0o755
 PAGE_SIZE = 4096
 #: Namespace of the deterministic cartridge-id UUIDv5 (docs/decisions/0003-deterministic-build.md).
 CARTRIDGE_ID_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://acxoci.dev/ns/cartridge-id")
@@ -333,15 +334,33 @@ def _skills(pkg: AgentPackage, license_id: str, purls: Sequence[str], stack: Seq
             version=pkg.artifact_version,
         )
     ]
-    for dir_name, data in pkg.skills:
-        skill = load_skill(dir_name, data)
+    for folder in pkg.skills:
+        skill = load_skill(folder.name, folder.skill_md)
         if any(s.path == skill.path for s in out):
             raise InvalidInput(
                 f"skill {skill.name!r} collides with the generated expertise skill",
-                where=f"skills/{dir_name}",
+                where=f"skills/{folder.name}",
             )
-        out.append(skill)
+        inventory = tuple(
+            {
+                "path": f"skills/{folder.name}/{f.rel}",
+                "bytes": len(f.data),
+                "sha256": hashlib.sha256(f.data).hexdigest(),
+            }
+            for f in folder.resources
+        )
+        out.append(replace(skill, resources=inventory))
     return sorted(out, key=lambda s: s.path)
+
+
+def _skill_files(pkg: AgentPackage) -> list[tuple[str, bytes, int]]:
+    """Every file of every skill folder other than SKILL.md, as (sqlar name, bytes, mode): the
+    reference's mode 420 for a plain file, 493 (0755) for an executable script."""
+    return [
+        (f"rom/skills/{folder.name}/{f.rel}", f.data, EXEC_MODE if f.executable else SQLAR_MODE)
+        for folder in pkg.skills
+        for f in folder.resources
+    ]
 
 
 def build_cartridge(
@@ -392,6 +411,9 @@ def build_cartridge(
     policy_bytes = _policy_bytes(pkg, ENGINE_ID, _doc(harness_bytes, harness_mod.ROM_PATH))
     files: list[tuple[str, bytes]] = [(f"rom/knowledge/{n}.md", d) for n, d in pkg.knowledge]
     files += [(s.path, s.data) for s in skills]
+    skill_files = _skill_files(pkg)
+    files += [(n, d) for n, d, _mode in skill_files]
+    modes = {n: mode for n, _d, mode in skill_files}
     files += [
         (harness_mod.ROM_PATH, harness_bytes),
         (policy_mod.ROM_PATH, policy_bytes),
@@ -436,7 +458,7 @@ def build_cartridge(
             conn.executemany("INSERT INTO cartridge (key, value) VALUES (?, ?)", sorted(meta.items()))
             conn.executemany(
                 "INSERT INTO sqlar (name, mode, mtime, sz, data) VALUES (?, ?, 0, ?, ?)",
-                [(n, SQLAR_MODE, len(d), d) for n, d in files],
+                [(n, modes.get(n, SQLAR_MODE), len(d), d) for n, d in files],
             )
             for e in (*parts.rom, *parts.save):
                 conn.execute(

@@ -33,6 +33,8 @@ class Skill:
     compatibility: str | None
     version: str | None
     body_tokens: int
+    #: The L3 inventory (SPEC §5.5): `{path: "skills/<name>/<file>", bytes, sha256}` per other file.
+    resources: tuple[Mapping[str, Any], ...] = ()
 
     def index_row(self) -> tuple[Any, ...]:
         """The `acx_skill` row: (sqlar_path, name, description, license, compatibility, skill_version,
@@ -46,7 +48,7 @@ class Skill:
             self.version,
             self.body_tokens,
             hashlib.sha256(self.data).hexdigest(),
-            json.dumps([]),
+            json.dumps([dict(r) for r in self.resources], separators=(",", ":")),
             None,
             SCHEMA_VERSION,
         )

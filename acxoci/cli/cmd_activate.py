@@ -12,6 +12,7 @@ from rich.markup import escape
 from acxoci.cli.output import console, emit
 from acxoci.install.activate import ActivationResult, activate, deactivate, skills_root
 from acxoci.install.store import Store
+from acxoci.oci.settings import active_options
 
 STORE_OPT = typer.Option(None, "--store", envvar="ACX_STORE", help="Install store folder.")
 HOST_OPT = typer.Option(None, "--host", help="claude, codex or cursor (where that host reads skills).")
@@ -20,11 +21,13 @@ PROJECT_OPT = typer.Option(None, "--project", help="Project scope: the host's fo
 
 
 def run_activation(
-    store: Store, name: str, host: str | None, skills_dir: Path | None, project: Path | None, force: bool
+    store: Store, name: str, host: str | None, skills_dir: Path | None, project: Path | None, force: bool,
+    policy: Path | None = None, now: datetime | None = None,
 ) -> ActivationResult:
-    """Resolve the folder and activate (shared by `activate` and `install --activate`)."""
+    """Resolve the folder, judge the item now and activate."""
     root = skills_root(host, home=Path.home(), project=project, skills_dir=skills_dir)
-    return activate(store, name, root, host=host, now=datetime.now(UTC), force=force)
+    return activate(store, name, root, host=host, now=now or datetime.now(UTC), force=force,
+                    policy_file=policy, remote=active_options())
 
 
 def render_activation(res: ActivationResult) -> None:
@@ -43,10 +46,16 @@ def cmd_activate(
     skills_dir: Path | None = SKILLS_DIR_OPT,
     project: Path | None = PROJECT_OPT,
     force: bool = typer.Option(False, "--force", help="Replace skill folders of another origin."),
+    policy: Path | None = typer.Option(None, "--policy", help="Judge under this policy (default: the one "
+                                       "recorded at install, read as it is now)."),
     store: Path | None = STORE_OPT,
+    now: str | None = typer.Option(None, "--now", help="Judge at this RFC 3339 time instead of the clock."),
 ) -> None:
-    """Write an installed cartridge's skills into a host's skills folder, from verified bytes only."""
-    res = run_activation(Store(store), name, host, skills_dir, project, force)
+    """Write an installed cartridge's skills into a host's skills folder, from bytes the one acceptance
+    decision accepts NOW (signer, level, revocation, lifecycle), never on the install record's word."""
+    from acxoci.cli.common import parse_now
+
+    res = run_activation(Store(store), name, host, skills_dir, project, force, policy, parse_now(now))
     emit(res.to_json(), lambda: render_activation(res))
 
 
@@ -77,5 +86,7 @@ def cmd_deactivate(
 
 def register(app: typer.Typer) -> None:
     """Add `activate` and `deactivate` to the root app."""
-    app.command("activate")(cmd_activate)
+    from acxoci.cli.common import transport_options
+
+    app.command("activate")(transport_options()(cmd_activate))
     app.command("deactivate")(cmd_deactivate)

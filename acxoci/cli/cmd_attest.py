@@ -34,7 +34,7 @@ from acxoci.attestation.verify import VerifyReport, pulled_content_path, verify_
 from acxoci.cartridge.constants import SQLITE_MAGIC
 from acxoci.cartridge.trust_file import load_trust_registry
 from acxoci.cli.common import exit_with as _exit
-from acxoci.cli.common import load_signing_key, transport_options
+from acxoci.cli.common import load_signing_key, refuse_local_file, transport_options
 from acxoci.cli.common import parse_now as _now
 from acxoci.cli.output import console, emit
 from acxoci.errors import AcxError, UsageError
@@ -217,10 +217,32 @@ def verify_cmd(
     allow_offline: bool = typer.Option(False, "--allow-offline", help="Accept a cached/stale status list."),
     cache_dir: Path | None = typer.Option(None, "--cache-dir", help="Status-list cache directory."),
     now_: str | None = typer.Option(None, "--now", help="RFC 3339 time to use instead of the clock."),
+    policy: Path | None = typer.Option(None, "--policy", help="Judge everything under this verification "
+                                       "policy, exactly as `acx install` would (exit 8 when refused)."),
+    host: Path | None = typer.Option(None, "--host", help="With --policy: the host descriptor."),
+    host_limits: Path | None = typer.Option(None, "--host-limits", help="With --policy: host limits."),
 ) -> None:
-    """Verify an artifact's attestations (cosign legacy + bundle) and their binding to the content;
-    with --require-level also its level credential (issuer, ROM binding, revocation)."""
+    """May I trust this artifact? With --policy: the artifact's own signature and trust, its
+    attestations, level, revocation and lifecycle, judged by the same decision as `acx install`
+    (which installs nothing here). Without it, a narrower check: the attestations (cosign legacy +
+    bundle) and their binding to the content, not the artifact's own signature; with
+    --require-level also its level credential (issuer, ROM binding, revocation)."""
+    refuse_local_file(ref, "verify")
     now = _now(now_)
+    if policy is not None:
+        narrower = [key, trust_registry, identity, identity_regexp, issuer, issuer_regexp, trusted_root,
+                    type_, require_level, issuers, cache_dir]
+        if any(v is not None for v in narrower) or staging or no_content or allow_offline:
+            raise UsageError("--policy judges what the policy says; the other verify flags are a narrower "
+                             "check", hint="put keys, identities and the level in the policy file")
+        from acxoci.cli.judging import judge_ref, render, verdict_json
+
+        j = judge_ref(ref, policy, host=host, host_limits=host_limits, now=now)
+        emit(verdict_json(j, policy), lambda: render(j))
+        _exit(0 if j.ok else 8)
+        return
+    if host is not None or host_limits is not None:
+        raise UsageError("--host and --host-limits go with --policy")
     sig = _sigstore(identity, identity_regexp, issuer, issuer_regexp, trusted_root, staging)
     keys: list[TrustedKey] = []
     if key is not None or trust_registry is not None or sig is None or not sig.rules:

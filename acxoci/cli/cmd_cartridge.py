@@ -110,8 +110,16 @@ def _render_inspect(d: dict[str, Any]) -> None:
             f"  signature {escape(s['sigId'])} keyid {escape(s['keyid'])} at {escape(s['createdAt'])}"
             + ("" if s["publicKeyPresent"] else " (no public key)")
         )
+    console.print(f"  metadata ({len(meta)}):")
+    for k in sorted(meta):
+        v = str(meta[k])
+        console.print(f"    {escape(k)} = {escape(v if len(v) <= 200 else v[:200] + '…')}")
+    console.print(f"  attestations ({len(d['attestations'])}):" + ("" if d["attestations"] else " none"))
     for a in d["attestations"]:
-        console.print(f"  attestation {escape(a['attId'])} {escape(a['type'])} {escape(a['mediaType'])}")
+        extra = "".join(
+            f" {k}={escape(str(a[k]))}" for k in ("createdAt", "statusUrl") if a.get(k) is not None
+        )
+        console.print(f"    {escape(a['attId'])} {escape(a['type'])} {escape(a['mediaType'])}{extra}")
     c = d["consistency"]
     if c["mismatches"] or c["uncovered"]:
         console.print(

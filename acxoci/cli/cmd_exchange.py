@@ -138,8 +138,8 @@ def cmd_mirror(
     now: str | None = NOW_OPT,
     without_graphs: bool = NO_GRAPHS_OPT,
 ) -> None:
-    """Publish every release at DEST/<publisher>/<id>:<version> with its attestations and lifecycle
-    (a rerun uploads nothing)."""
+    """Publish every release at DEST/<kind>/<publisher>/<id>:<version> with its attestations and
+    lifecycle (a rerun uploads nothing)."""
     from acxoci.exchange.mirror import mirror
 
     report = mirror(

@@ -55,7 +55,9 @@ def digest_cmd(file: Path = typer.Argument(..., help="The .agent-graph.json file
 def sign_cmd(
     file: Path = typer.Argument(..., help="The unsigned (or re-signed) .agent-graph.json file."),
     publisher: str = typer.Option(..., "--publisher", help="Reverse-DNS publisher id, e.g. io.github.you."),
-    key: Path = typer.Option(..., "--key", help="PKCS#8 PEM Ed25519 private key."),
+    key: Path | None = typer.Option(
+        None, "--key", help="PKCS#8 PEM Ed25519 private key (make one with `acx key generate`)."
+    ),
     out: Path | None = typer.Option(
         None, "-o", "--out", help="Output (default <name>.signed.agent-graph.json)."
     ),

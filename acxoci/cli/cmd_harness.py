@@ -1,9 +1,11 @@
-"""`acx harness negotiate|check`: the SPEC §8.5 boot handshake against a host descriptor, and
-validation of a harness requirements document. The cartridge is only ever read."""
+"""`acx harness negotiate|lint` and `acx check`: the SPEC §8.5 boot handshake against what a host
+offers (a host descriptor, the roles an operator names, or a live MCP server), and validation of
+a harness requirements document. The cartridge is only ever read."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -12,18 +14,81 @@ from rich.markup import escape
 
 from acxoci.cartridge.trust_file import load_trust_registry
 from acxoci.cli.apps import harness_app
-from acxoci.cli.output import console, emit
-from acxoci.errors import InvalidInput, NotFound, RefusedByPolicy
+from acxoci.cli.output import console, emit, err_console
+from acxoci.errors import InvalidInput, NotFound, RefusedByPolicy, UsageError
 from acxoci.fsutil import atomic_write
 from acxoci.policy import harness as h
-from acxoci.policy.boot import handshake
+from acxoci.policy.boot import Handshake, HostOffer, handshake
 from acxoci.policy.files import is_cartridge, load_document
 from attest.canonical import loads_strict
 from attest.errors import MalformedError
 
+HOST_OPT = typer.Option(None, "--host", help="Host descriptor JSON (acx.host.v1).")
+TOOLS_OPT = typer.Option(None, "--tools", help="Comma-separated roles (or tool names) the host provides.")
+ALL_TOOLS_OPT = typer.Option(False, "--all-tools", help="The host provides every role the cartridge needs.")
+MCP_OPT = typer.Option(
+    None, "--mcp-stdio", help="Start this MCP server (split like a shell, run without one) and use its tools."
+)
+BIND_OPT = typer.Option(None, "--bind", help="ROLE=TOOL: bind a role to an MCP tool (repeatable).")
+TIMEOUT_OPT = typer.Option(30.0, "--mcp-timeout", help="Seconds the MCP server has for the whole exchange.")
+REGISTRY_OPT = typer.Option(
+    None,
+    "--trust-registry",
+    "--registry",
+    help="Trust registry (acx.trust-registry/1) for the signature check.",
+)
 
-def _write_atomic(path: Path, data: bytes) -> None:
-    atomic_write(path, data)
+
+def _load_host(path: Path) -> h.HostDescriptor:
+    try:
+        doc = loads_strict(path.read_bytes())
+    except FileNotFoundError as exc:
+        raise NotFound(f"host descriptor not found: {path}") from exc
+    except MalformedError as exc:
+        raise InvalidInput(str(exc), where=str(path)) from exc
+    return h.parse_host(doc, where=str(path))
+
+
+def host_source(
+    host: Path | None,
+    tools: str | None,
+    all_tools: bool,
+    mcp_stdio: str | None,
+    binds: list[str] | None,
+    timeout: float,
+) -> Callable[[h.HarnessRequirements], HostOffer]:
+    """The one host source the options name (a host file, --tools/--all-tools, or --mcp-stdio)."""
+    from acxoci.policy import boot
+
+    if mcp_stdio is not None:
+        if tools is not None or all_tools:
+            raise UsageError("--mcp-stdio reads the tools from the server; drop --tools/--all-tools")
+        if not 0 < timeout <= 600:
+            raise UsageError("--mcp-timeout must be between 0 and 600 seconds")
+        base = _load_host(host) if host is not None else None
+        return boot.mcp_offer(mcp_stdio, binds=boot.parse_binds(binds or []), base=base, timeout=timeout)
+    if binds:
+        raise UsageError("--bind goes with --mcp-stdio")
+    if host is not None:
+        if tools is not None or all_tools:
+            raise UsageError("give one of --host FILE, --tools ROLE,… / --all-tools, --mcp-stdio CMD")
+        return boot.fixed_offer(_load_host(host), f"--host {host}")
+    if tools is None and not all_tools:
+        raise UsageError(
+            "say what the host offers", hint="--host FILE, --tools ROLE,…, --all-tools or --mcp-stdio 'CMD …'"
+        )
+    roles = [t.strip() for t in (tools or "").split(",") if t.strip()]
+    return boot.roles_offer(roles, all_tools=all_tools)
+
+
+def run_handshake(
+    cartridge: Path, source: Callable[[h.HarnessRequirements], HostOffer], registry: Path | None
+) -> Handshake:
+    if not cartridge.is_file() or not is_cartridge(cartridge):
+        raise NotFound(f"not a cartridge file: {cartridge}")
+    now = datetime.now(UTC)
+    trust = load_trust_registry(registry, now=now) if registry else None
+    return handshake(cartridge, source, registry=trust, now=now)
 
 
 @harness_app.command("negotiate")
@@ -31,33 +96,23 @@ def negotiate(
     cartridge: Path = typer.Argument(
         ..., help="Cartridge (.acx); it is opened read-only and never modified."
     ),
-    host: Path = typer.Option(..., "--host", help="Host descriptor JSON (acx.host.v1)."),
-    registry: Path | None = typer.Option(
-        None,
-        "--trust-registry",
-        "--registry",
-        help="Trust registry (acx.trust-registry/1) for the signature check.",
-    ),
+    host: Path | None = HOST_OPT,
+    tools: str | None = TOOLS_OPT,
+    all_tools: bool = ALL_TOOLS_OPT,
+    mcp_stdio: str | None = MCP_OPT,
+    bind: list[str] | None = BIND_OPT,
+    mcp_timeout: float = TIMEOUT_OPT,
+    registry: Path | None = REGISTRY_OPT,
     out: Path | None = typer.Option(None, "-o", "--out", help="Also write the compliance descriptor here."),
 ) -> None:
     """Verify the cartridge, bind one host tool per role and emit the compliance descriptor, or refuse
     with JSON-RPC -32602 "Unsupported harness" (exit 8) listing every unmet role and scope."""
-    if not cartridge.is_file() or not is_cartridge(cartridge):
-        raise NotFound(f"not a cartridge file: {cartridge}")
-    now = datetime.now(UTC)
-    try:
-        host_doc = loads_strict(host.read_bytes())
-    except FileNotFoundError as exc:
-        raise NotFound(f"host descriptor not found: {host}") from exc
-    except MalformedError as exc:
-        raise InvalidInput(str(exc), where=str(host)) from exc
-    result = handshake(
-        cartridge, host_doc, registry=load_trust_registry(registry, now=now) if registry else None, now=now
+    result = run_handshake(
+        cartridge, host_source(host, tools, all_tools, mcp_stdio, bind, mcp_timeout), registry
     )
     descriptor, verdict = result.descriptor, result.verdict
     if out is not None:
-        _write_atomic(out, (json.dumps(descriptor.to_json(), indent=2) + "\n").encode("utf-8"))
-    data = result.to_json()
+        atomic_write(out, (json.dumps(descriptor.to_json(), indent=2) + "\n").encode("utf-8"))
 
     def human() -> None:
         if descriptor.accepted:
@@ -74,22 +129,78 @@ def negotiate(
             )
         for u in descriptor.unmet:
             console.print(f"  unmet: {escape(u)}")
+        if result.host.assumed:
+            console.print(f"  assumed (not stated by the host): {', '.join(result.host.assumed)}")
 
-    emit(data, human)
+    emit(result.to_json(), human)
     raise SystemExit(0 if descriptor.accepted else RefusedByPolicy.exit_code)
 
 
-@harness_app.command("check")
-def check(file: Path = typer.Argument(..., help="A harness-requirements JSON file, or a cartridge.")) -> None:
-    """Validate a harness requirements document (acx.harness.v1) rule by rule."""
+def check(
+    cartridge: Path = typer.Argument(
+        ..., help="Cartridge (.acx); it is opened read-only and never modified."
+    ),
+    tools: str | None = TOOLS_OPT,
+    all_tools: bool = ALL_TOOLS_OPT,
+    mcp_stdio: str | None = MCP_OPT,
+    bind: list[str] | None = BIND_OPT,
+    host: Path | None = HOST_OPT,
+    mcp_timeout: float = TIMEOUT_OPT,
+    registry: Path | None = REGISTRY_OPT,
+) -> None:
+    """Host preflight: can this host boot the cartridge? ACCEPT (exit 0) or REFUSE (exit 8), by the
+    same verification, package checks and negotiation as `acx harness negotiate`."""
+    result = run_handshake(
+        cartridge, host_source(host, tools, all_tools, mcp_stdio, bind, mcp_timeout), registry
+    )
+    d, req = result.descriptor, result.requirements
+    data = {
+        "ok": d.accepted,
+        "verdict": "ACCEPT" if d.accepted else "REFUSE",
+        "unmet": list(d.unmet),
+        **result.to_json(),
+    }
+
+    def human() -> None:
+        console.print(f"Harness check — {escape(cartridge.name)} (cartridge {result.verdict.trust})")
+        console.print(
+            f"  MCP protocol floor: {req.min_protocol_revision}   model: toolUse={str(req.tool_use).lower()} "
+            f"minContext={req.min_context_window_tokens}"
+        )
+        console.print("  Required tool roles:")
+        for b in d.bindings:
+            mark = "✓" if b.satisfied else ("·" if b.tier == "optional" else "✗")
+            console.print(
+                f"    {mark} {b.role:<18} -> {escape(str(b.bound_tool))}  scopes={','.join(b.scopes_granted)}"
+            )
+        if req.external_tools:
+            console.print("  External binaries:")
+            have = set(result.host.descriptor.binaries or ())
+            for exe, optional in req.external_tools:
+                mark = "✓" if exe in have else ("·" if optional else "✗")
+                console.print(f"    {mark} {escape(exe)}{' (optional)' if optional else ''}")
+        if result.host.assumed:
+            console.print(f"  assumed (not stated by the host): {', '.join(result.host.assumed)}")
+        if d.accepted:
+            console.print("\n  verdict: [green]ACCEPT[/green] ✓ — this host can boot the cartridge")
+        else:
+            console.print(
+                "\n  verdict: [red]REFUSE[/red] ✗ — -32602 Unsupported harness; unmet: "
+                + escape(", ".join(d.unmet))
+            )
+
+    emit(data, human, kind="verdict")
+    raise SystemExit(0 if d.accepted else RefusedByPolicy.exit_code)
+
+
+def _lint(file: Path) -> None:
     loaded = load_document(file, h.ROM_PATH)
     issues = h.validate_harness(loaded.doc)
     valid = not h.errors_only(issues)
 
     def human() -> None:
         console.print(
-            f"harness: {'[green]VALID[/green]' if valid else '[red]INVALID[/red]'}  "
-            f"({escape(loaded.source)})"
+            f"harness: {'[green]VALID[/green]' if valid else '[red]INVALID[/red]'}  ({escape(loaded.source)})"
         )
         for i in issues:
             console.print(f"  - {escape(str(i))}" + (" (warning)" if i.severity == "warning" else ""))
@@ -102,9 +213,29 @@ def check(file: Path = typer.Argument(..., help="A harness-requirements JSON fil
             "issues": [i.to_json() for i in issues],
         },
         human,
+        kind="verdict",
     )
     raise SystemExit(0 if valid else 1)
 
 
+@harness_app.command("lint")
+def lint(file: Path = typer.Argument(..., help="A harness-requirements JSON file, or a cartridge.")) -> None:
+    """Validate a harness requirements document (acx.harness.v1) rule by rule."""
+    _lint(file)
+
+
+@harness_app.command("check", hidden=True)
+def check_deprecated(
+    file: Path = typer.Argument(..., help="A harness-requirements JSON file, or a cartridge."),
+) -> None:
+    """Deprecated name of `acx harness lint` (kept for one release)."""
+    err_console.print(
+        "warning: `acx harness check` is deprecated and will be removed in the next release; "
+        "use `acx harness lint` (the host preflight is `acx check`)"
+    )
+    _lint(file)
+
+
 def register(app: typer.Typer) -> None:
-    """Commands are added to `harness_app` at import time."""
+    """`harness` commands are added to `harness_app` at import time; `check` is top-level."""
+    app.command("check")(check)

@@ -13,23 +13,20 @@ import yaml
 from rich.markup import escape
 
 from acxoci.cli.apps import installed_app, policy_app
-from acxoci.cli.common import transport_options
+from acxoci.cli.common import parse_now, refuse_local_file, transport_options
+from acxoci.cli.judging import MARK as _MARK
 from acxoci.cli.output import console, emit
-from acxoci.errors import InvalidInput, NotFound, RefusedByPolicy, UsageError
+from acxoci.errors import NotFound, RefusedByPolicy, UsageError
 from acxoci.fsutil import atomic_write
-from acxoci.install.install import HostInputs, InstallOutcome, install
-from acxoci.install.reverify import verify_item
+from acxoci.install.hostfiles import host_inputs
+from acxoci.install.install import ActivateRequest, InstallOutcome, install
+from acxoci.install.reverify import verify_installed
 from acxoci.install.store import Store
-from acxoci.install.vpolicy import BUILTIN, load_policy, policy_from_json, starter_template
+from acxoci.install.vpolicy import load_policy, policy_from_json, starter_template
 from acxoci.oci.settings import active_options
-from attest.canonical import loads_strict, sha256_digest
-from attest.errors import AttestError
-
-_MARK = {"pass": "[green]✓[/green]", "skip": "[dim]-[/dim]", "fail": "[red]✗[/red]",
-         "unavailable": "[red]?[/red]"}
-
 
 STORE_OPT = typer.Option(None, "--store", envvar="ACX_STORE", help="Install store folder.")
+NOW_OPT = typer.Option(None, "--now", help="Judge at this RFC 3339 time instead of the clock.")
 
 
 def _now() -> datetime:
@@ -40,35 +37,7 @@ def _store(path: Path | None) -> Store:
     return Store(path)
 
 
-def _host_inputs(host: Path | None, host_limits: Path | None, roster: Path | None) -> HostInputs:
-    """Read the host descriptor and resource limits (bad files are InvalidInput/NotFound, not refusals)."""
-    descriptor = d_digest = l_digest = None
-    limits = None
-    if host is not None:
-        try:
-            data = host.read_bytes()
-        except FileNotFoundError as exc:
-            raise NotFound(f"host descriptor not found: {host}") from exc
-        try:
-            descriptor = loads_strict(data)
-        except AttestError as exc:
-            raise InvalidInput(f"host descriptor is not valid JSON: {exc}", where=str(host)) from exc
-        if not isinstance(descriptor, dict):
-            raise InvalidInput("host descriptor is not a JSON object", where=str(host))
-        from acxoci.policy.harness import parse_host
-
-        parse_host(descriptor, where=str(host))
-        d_digest = sha256_digest(data)
-    if host_limits is not None:
-        from acxoci.policy.limits import load_host_limits
-
-        limits = load_host_limits(host_limits)
-        l_digest = sha256_digest(host_limits.read_bytes())
-    return HostInputs(descriptor, str(host.resolve()) if host else None, d_digest, limits,
-                      str(host_limits.resolve()) if host_limits else None, l_digest, roster)
-
-
-def _render(outcome: InstallOutcome) -> None:
+def render_outcome(outcome: InstallOutcome) -> None:
     if outcome.lifecycle is not None:  # deprecated or superseded in the Exchange it came from
         console.print(f"[bold yellow]WARNING[/bold yellow] {escape(str(outcome.lifecycle.get('message')))}")
     if outcome.status == "refused":
@@ -98,8 +67,8 @@ def cmd_install(
     store: Path | None = STORE_OPT,
     name: str | None = typer.Option(None, "--name", help="Install name (default: publisher/artifact-id)."),
     roster: Path | None = typer.Option(None, "--roster", help="More cartridges for a workflow's ready."),
-    activate: str | None = typer.Option(None, "--activate", help="Then activate its skills for this host "
-                                        "(claude, codex, cursor); see `acx activate`."),
+    activate: str | None = typer.Option(None, "--activate", help="Also activate its skills for this host "
+                                        "(claude, codex, cursor): both or neither; see `acx activate`."),
     allow_downgrade: bool = typer.Option(False, "--allow-downgrade",
                                          help="Replace a newer installed version of the same name."),
 ) -> None:
@@ -109,29 +78,36 @@ def cmd_install(
     harness, policy budget (and staffing for a workflow), version (anti-rollback). A refusal lists
     every failed check and
     exits 8; the store is left byte-identical."""
+    refuse_local_file(ref, "install")
     if policy is None:
         raise UsageError("acx install needs --policy FILE: the publishers and keys this host trusts",
                          hint="make one with `acx policy init -o policy.yaml --publisher ID "
                               "--trust-registry trust.json`")
     now = _now()
     vpolicy = load_policy(policy, now=now)
-    hosts = _host_inputs(host, host_limits, roster)
-    outcome = install(ref, policy=vpolicy, store=_store(store), now=now, host=hosts,
-                      remote=active_options(), name=name, allow_downgrade=allow_downgrade)
-    if outcome.status == "refused" or activate is None or outcome.name is None:
-        emit(outcome.to_json(), lambda: _render(outcome))
-        if outcome.status == "refused":
-            raise typer.Exit(RefusedByPolicy.exit_code)
-        return
-    from acxoci.cli.cmd_activate import render_activation, run_activation
+    hosts = host_inputs(host, host_limits, roster)
+    request = None
+    if activate is not None:
+        from acxoci.install.activate import skills_root
 
-    act = run_activation(_store(store), outcome.name, activate, None, None, False)
+        request = ActivateRequest(skills_root(activate, home=Path.home()), activate)
+    from acxoci.cli.judging import steps
+
+    with steps("install") as note:
+        outcome = install(ref, policy=vpolicy, store=_store(store), now=now, host=hosts,
+                          remote=active_options(), name=name, allow_downgrade=allow_downgrade,
+                          activate=request, note=note)
 
     def human() -> None:
-        _render(outcome)
-        render_activation(act)
+        render_outcome(outcome)
+        if outcome.activation is not None:
+            from acxoci.cli.cmd_activate import render_activation
 
-    emit({**outcome.to_json(), "activation": act.to_json()}, human)
+            render_activation(outcome.activation)
+
+    emit(outcome.to_json(), human)
+    if outcome.status == "refused":
+        raise typer.Exit(RefusedByPolicy.exit_code)
 
 
 def cmd_list(store: Path | None = STORE_OPT) -> None:
@@ -176,55 +152,116 @@ def cmd_show(name: str = typer.Argument(..., help="Install name."),
 
 
 def cmd_verify(name: str | None = typer.Argument(None, help="Install name (default: every item)."),
-               policy: Path | None = typer.Option(None, "--policy", help="Policy for revocation (default: "
-                                                  "the one recorded at install, if it still exists)."),
-               store: Path | None = STORE_OPT) -> None:
-    """Re-check installed files against their record and re-check revocation now."""
-    now = _now()
+               policy: Path | None = typer.Option(None, "--policy", help="Judge under this policy (default: "
+                                                  "the one recorded at install, read as it is now)."),
+               store: Path | None = STORE_OPT,
+               now_: str | None = NOW_OPT) -> None:
+    """Judge installed items NOW (the decision `install` made, with today's trust registries, status
+    lists and lifecycle records), and report activations that are orphaned, edited, or of items that
+    no longer pass. Exit 1 when anything is out of line."""
+    from acxoci.install.activate import activation_problems, activations
+
+    now = parse_now(now_)
     st = _store(store)
     items = [st.require(name)] if name else st.list()
-    results = []
-    for item in items:
-        src = policy
-        recorded = item.record.get("policy", {}).get("source")
-        if src is None and isinstance(recorded, str) and recorded != BUILTIN and Path(recorded).is_file():
-            src = Path(recorded)
-        results.append(verify_item(item, load_policy(src, now=now), now))
-    from acxoci.install.activate import check_activations
-
-    activated = check_activations(st, [r.name for r in results])
+    results = [verify_installed(item, policy, now, store=st, remote=active_options()) for item in items]
+    by_name = {r.name: r for r in results}
+    installed = {i.name: i for i in st.list()}
+    activated: dict[str, list[str]] = {}
+    for act in activations(st):
+        if name is not None and act.name != name:
+            continue
+        problems = activation_problems(act, installed.get(act.name))
+        verdict = by_name.get(act.name)
+        if verdict is not None and not verdict.ok:
+            problems.append(f"activated ({act.doc.get('host') or 'custom'}) {act.root}: the item no longer "
+                            "passes its policy (`acx installed sync` deactivates it)")
+        activated.setdefault(act.name, []).extend(problems)
+    orphans = sorted(n for n in activated if n not in installed)
     ok = all(r.ok for r in results) and not any(activated.values())
     data = {"ok": ok, "items": [{**r.to_json(), "activationProblems": activated.get(r.name, [])}
-                                for r in results]}
+                                for r in results],
+            "orphanedActivations": [{"name": n, "problems": activated[n]} for n in orphans]}
 
     def human() -> None:
         head = "[bold green]OK[/bold green]" if ok else "[bold red]PROBLEMS[/bold red]"
-        console.print(f"{head} {len(results)} installed item(s) checked")
+        console.print(f"{head} {len(results)} installed item(s) judged now")
         for r in results:
             mark = _MARK["pass"] if r.ok and not activated.get(r.name) else _MARK["fail"]
+            verdict = "accepted" if r.ok else "REFUSED"
             files = "ok" if r.files_ok else "CHANGED"
             acts = ", activated files CHANGED" if activated.get(r.name) else ""
-            console.print(f"  {mark} {escape(r.name)} @ {r.digest}: files {files}, revocation {r.revocation}"
-                          f"{acts}")
-            for p in [*r.problems, *activated.get(r.name, [])]:
-                console.print(f"      - {escape(p)}")
+            console.print(f"  {mark} {escape(r.name)} @ {r.digest}: {verdict}; files {files}, revocation "
+                          f"{r.revocation}{acts}")
+            for prob in [*r.problems, *activated.get(r.name, [])]:
+                console.print(f"      - {escape(prob)}")
+        for n in orphans:
+            console.print(f"  {_MARK['fail']} {escape(n)}: activated but no longer installed (orphaned)")
+            for prob in activated[n]:
+                console.print(f"      - {escape(prob)}")
 
     emit(data, human)
     if not ok:
         raise typer.Exit(1)
 
 
+def cmd_sync(dry_run: bool = typer.Option(False, "--dry-run", help="Say what would change; change nothing."),
+             policy: Path | None = typer.Option(None, "--policy", help="Judge under this policy (default: "
+                                                "each item's recorded policy, read as it is now)."),
+             store: Path | None = STORE_OPT,
+             now_: str | None = NOW_OPT) -> None:
+    """Deactivate every activation whose item is gone, was replaced, or no longer passes its policy
+    now (run it on a timer). Edited files are never removed: such an activation is reported. Exit 1
+    when something out of line could not be deactivated."""
+    from acxoci.install.sync import sync
+
+    steps = sync(_store(store), parse_now(now_), policy_file=policy, dry_run=dry_run, remote=active_options())
+    stuck = [s for s in steps if s.action == "deactivate" and (s.done or "").startswith("failed")]
+    data = {"ok": not stuck, "dryRun": dry_run, "steps": [s.to_json() for s in steps]}
+
+    def human() -> None:
+        changes = [s for s in steps if s.action == "deactivate"]
+        verb = "would deactivate" if dry_run else "deactivated"
+        console.print(f"{len(steps)} activation(s) judged; {len(changes)} {verb if changes else 'to change'}")
+        for s in steps:
+            word = "keep" if s.action == "keep" else (verb if not s.done or s.done.startswith("deactivated")
+                                                       else "FAILED to deactivate")
+            console.print(f"  {escape(s.name)} in {escape(s.root)}: {word} — {escape(s.reason)}")
+            if s.done and s.done.startswith("failed"):
+                console.print(f"      - {escape(s.done)}")
+
+    emit(data, human)
+    if stuck:
+        raise typer.Exit(1)
+
+
 def cmd_uninstall(name: str = typer.Argument(..., help="Install name."),
+                  keep_activations: bool = typer.Option(False, "--keep-activations",
+                                                        help="Leave its activated skills in the hosts' "
+                                                        "folders (they are then reported as orphaned)."),
                   store: Path | None = STORE_OPT) -> None:
-    """Remove an installed item (atomically: a rename out of the store, then deletion)."""
+    """Deactivate an installed item everywhere it is activated, then remove it (atomically: a rename
+    out of the store, then deletion). An activated file edited since refuses (nothing is removed)."""
+    from acxoci.install.activate import activations, deactivate
+
     st = _store(store)
     if not st.items_dir.is_dir():
         raise NotFound(f"nothing is installed under the name {name!r}", where=str(st.root))
+    st.require(name)
+    deactivated: list[str] = []
+    if not keep_activations and activations(st, name):
+        res = deactivate(st, name)
+        deactivated = list(res.roots)
     with st.transaction() as txn:
         removed = txn.uninstall(name)
-    data = {"uninstalled": name, "digests": [i.digest for i in removed]}
-    emit(data, lambda: console.print(f"[green]UNINSTALLED[/green] {escape(name)} "
-                                     f"({', '.join(i.digest for i in removed)})"))
+    data = {"uninstalled": name, "digests": [i.digest for i in removed], "deactivated": deactivated}
+
+    def human() -> None:
+        console.print(f"[green]UNINSTALLED[/green] {escape(name)} ({', '.join(i.digest for i in removed)})")
+        for root in deactivated:
+            console.print(f"  deactivated in {escape(root)}")
+
+    emit(data, human)
 
 
 def _relative_to(path: Path, folder: Path) -> str:
@@ -305,4 +342,5 @@ def register(app: typer.Typer) -> None:
     installed_app.command("list")(cmd_list)
     installed_app.command("show")(cmd_show)
     installed_app.command("verify")(transport_options()(cmd_verify))
+    installed_app.command("sync")(transport_options()(cmd_sync))
     policy_app.command("init")(cmd_policy_init)

@@ -21,7 +21,7 @@ from acxoci.keyfiles import load_private_key_file, readable_by_others
 from attest.canonical import loads_strict
 from attest.errors import MalformedError
 from attest.keys import generate_ed25519, generate_p256, load_public_pem
-from attest.trust import add_key_entry, make_key_entry, parse_rfc3339
+from attest.trust import add_key_entry, make_key_entry, parse_rfc3339, revoke_key_entry
 
 MAX_KEY_FILE_BYTES = 1024 * 1024  # a PEM or cosign.key is a few KiB; /dev/zero must not eat memory
 
@@ -129,6 +129,40 @@ def trust(
     atomic_write(registry, (json.dumps(updated, indent=2) + "\n").encode(), mode=0o644)
     emit({"registry": str(registry), "keyid": entry["keyid"], "publisherId": publisher},
          lambda: console.print(f"trusted {entry['keyid']} for {publisher} in {registry}"))
+
+
+@key_app.command("revoke")
+def revoke(
+    public_key: Path = typer.Argument(..., help="The key's public PEM (or its private key)."),
+    trust_registry: Path = typer.Option(..., "--trust-registry", help="Trust registry file to update."),
+    reason: str = typer.Option(..., "--reason", help="key-compromise, superseded or retired."),
+    revoked_at: str | None = typer.Option(None, "--revoked-at", help="RFC 3339 time the key stopped being "
+                                          "trustworthy (default: now). Signatures dated after it are "
+                                          "never trusted; after key-compromise, none are."),
+    password_env: str | None = typer.Option(None, "--password-env", help="Env var with the key passphrase."),
+) -> None:
+    """Mark a key revoked in an `acx.trust-registry/1` file (validated, then written atomically).
+
+    Every later judgement sees it: `acx verify --policy`, `install`, and for what is already
+    installed `installed verify`, `activate` and `installed sync`."""
+    now = datetime.now(UTC)
+    data = read_bytes(public_key, "key file", limit=MAX_KEY_FILE_BYTES)
+    try:
+        pub = (load_signing_key(public_key, password_env).public() if b"PRIVATE KEY" in data
+               else load_public_pem(data))
+    except MalformedError as exc:
+        raise InvalidInput(str(exc), where=str(public_key)) from exc
+    try:
+        doc = loads_strict(read_bytes(trust_registry, "trust registry", limit=MAX_REGISTRY_BYTES))
+        if not isinstance(doc, dict):
+            raise MalformedError("a trust registry is a JSON object")
+        at = parse_rfc3339(revoked_at, where="--revoked-at") if revoked_at else now
+        updated = revoke_key_entry(doc, pub.keyid(), reason=reason, revoked_at=at, now=now)
+    except MalformedError as exc:
+        raise InvalidInput(str(exc), where=str(trust_registry)) from exc
+    atomic_write(trust_registry, (json.dumps(updated, indent=2) + "\n").encode(), mode=0o644)
+    emit({"registry": str(trust_registry), "keyid": pub.keyid(), "revocationReason": reason},
+         lambda: console.print(f"revoked {pub.keyid()} ({escape(reason)}) in {escape(str(trust_registry))}"))
 
 
 @key_app.command("inspect")

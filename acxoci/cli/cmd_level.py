@@ -29,6 +29,7 @@ from acxoci.level import oci as level_oci
 from acxoci.level import policy as level_policy
 from acxoci.level import status as st
 from acxoci.level.binding import CartridgeBinding, bind_cartridge
+from acxoci.level.constants import is_demo_measurement
 from acxoci.level.credential import LevelVerdict, issue_credential, verify_credential
 from acxoci.level.gate import (
     DEFAULT_COOLDOWN,
@@ -199,9 +200,15 @@ def issue_cmd(
                                  help="Seconds a ROM digest waits after a failed attempt."),
     attach: bool = typer.Option(True, "--attach/--no-attach", help="For OCI refs: attach the VC."),
     trust_registry: Path | None = typer.Option(None, "--trust-registry", help="Cartridge trust registry."),
+    verifier: str | None = typer.Option(None, "--verifier", help="Who ran the benchmark, recorded as the "
+                                        "credential's acx:verifier (default: the issuer DID)."),
     now: str | None = typer.Option(None, "--now", help="Evaluate at this RFC 3339 time."),
 ) -> None:
     """Run, gate (σ < 1.5, games ≥ 30) and issue a level credential bound to the verified ROM digest.
+
+    The credential records how the level was measured (benchmark, held-out slice, solver, verifier).
+    A level from the demo solver (`--solver reference`) or the demo benchmark is a demonstration:
+    policies refuse it unless their `level.allowDemo` is true.
 
     For an OCI reference the credential is also attached as a referrer and signed as a cosign
     level attestation (unless --no-attach)."""
@@ -239,7 +246,7 @@ def issue_cmd(
         entry = StatusEntry(str(lst["id"]), index, purpose, f"{lst['id']}#{index}")
         cred = issue_credential(result, cartridge_id=binding.cartridge_id, issuer=issuer, key=key, now=at,
                                 status=entry, validity=timedelta(days=validity_days),
-                                subject_keyid=binding.keyid)
+                                subject_keyid=binding.keyid, verifier=verifier)
         stem = Path(ref).name.removesuffix(".acx") if resolved.pulled is None else "cartridge"
         target = out or Path(stem + ".level.json")
         st.write_json_atomic(target, cred)
@@ -258,6 +265,9 @@ def issue_cmd(
         console.print(f"[bold green]ISSUED[/bold green] Lv{result.level} {result.tier} "
                       f"(μ {data['mu']}, σ {data['sigma']}, {result.games_played} games) "
                       f"→ {escape(str(target))}")
+        if is_demo_measurement(result.solver, result.benchmark_digest):
+            console.print("  [yellow]demonstration[/yellow]: measured by the demo solver or benchmark; "
+                          "policies refuse it unless level.allowDemo is true")
         console.print(f"  rom digest: {result.rom_digest}\n"
                       f"  status: {escape(entry.list_credential)} #{index}")
         if "referrer" in data:

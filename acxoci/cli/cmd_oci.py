@@ -20,7 +20,7 @@ from rich.markup import escape
 from rich.tree import Tree
 
 from acxoci.cli.apps import manifest_app
-from acxoci.cli.common import load_signing_key, transport_options
+from acxoci.cli.common import load_signing_key, refuse_local_file, transport_options
 from acxoci.cli.output import OPTS, console, emit, err_console, escape_json_controls, info
 from acxoci.errors import InvalidInput, NotFound, UsageError
 from acxoci.oci.descriptor import Descriptor, is_digest, parse_manifest
@@ -144,11 +144,18 @@ def push_cmd(
         DEFAULT_PUSH_CONCURRENCY, "--concurrency", min=1, max=MAX_CONCURRENCY,
         help="Blobs uploaded at a time (the manifest goes last).",
     ),
+    policy: Path | None = typer.Option(None, "--policy", help="Then judge the pushed copy as `acx install` "
+                                       "would under this policy (exit 8 when it would refuse)."),
+    allow_tag_mismatch: bool = typer.Option(False, "--allow-tag-mismatch", help="Push to a SemVer tag "
+                                            "that is not the artifact's signed version."),
     remote: RemoteOptions = REMOTE,
 ) -> None:
     """Push a cartridge, workflow or agent graph as an OCI artifact; prints the manifest digest.
 
-    With `--sign --key K` the pushed manifest is attested in the same step (as `acx attest`)."""
+    A SemVer-shaped tag must name the artifact's signed version (install refuses any other as a
+    rollback), unless --allow-tag-mismatch. With `--sign --key K` the pushed manifest is attested in
+    the same step (as `acx attest`); with `--policy P` the registry copy is then judged as `acx
+    install` would judge it, so a publisher learns at publish time what a consumer would refuse."""
     from acxoci.artifact import detect_kind, push_path
 
     now = _now()
@@ -157,7 +164,15 @@ def push_cmd(
         raise UsageError("push needs a :tag (or @digest to push untagged); it never picks :latest for you",
                          where=ref, hint=f"acx push {file} {ref}:1.0.0")
     _require_file(file)
-    detect_kind(file)  # refuse a non-ACX file before any target is opened
+    kind = detect_kind(file)  # refuse a non-ACX file before any target is opened
+    if not allow_tag_mismatch and r.tag is not None:
+        from acxoci.errors import RefusedByPolicy
+        from acxoci.install.judge import tag_decision
+
+        verdict = tag_decision(file, kind, r.tag)
+        if verdict.failed:
+            raise RefusedByPolicy(f"{verdict.reason}; nothing was pushed", where=ref,
+                                  hint="tag it with its signed version, or pass --allow-tag-mismatch")
     if sign and key is None:
         raise UsageError("--sign needs --key")
     if key is not None and not sign:
@@ -200,12 +215,25 @@ def push_cmd(
         "attestation": attested,
     }
 
+    judged = None
+    if policy is not None:
+        from acxoci.cli.judging import judge_ref, verdict_json
+
+        judged = judge_ref(data["reference"] if r.tag is None else str(r), policy, now=now)
+        data["acceptance"] = verdict_json(judged, policy)
+
     def human() -> None:
         console.print(desc.digest)
         if attested is not None:
             info(f"attested {attested.get('predicateType')} as {attested.get('signerKeyId')}")
+        if judged is not None:
+            from acxoci.cli.judging import render
+
+            render(judged, header=f" (as `acx install --policy {escape(str(policy))}` would judge it)")
 
     emit(data, human, quiet_line=desc.digest)
+    if judged is not None and not judged.ok:
+        raise typer.Exit(8)
 
 
 def pull_cmd(
@@ -224,6 +252,7 @@ def pull_cmd(
     folder -o names, one file per layer title."""
     from acxoci.artifact import pull_file
 
+    refuse_local_file(ref, "pull")
     now = _now()
     r = _ref(ref)
     to_stdout = str(output) == "-"

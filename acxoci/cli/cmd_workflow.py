@@ -54,7 +54,9 @@ def digest_cmd(file: Path = typer.Argument(..., help="The .cal.json workflow."))
 def sign_cmd(
     file: Path = typer.Argument(..., help="The unsigned (or re-signed) .cal.json workflow."),
     publisher: str = typer.Option(..., "--publisher", help="Reverse-DNS publisher id, e.g. io.github.you."),
-    key: Path = typer.Option(..., "--key", help="PKCS#8 PEM Ed25519 private key."),
+    key: Path | None = typer.Option(
+        None, "--key", help="PKCS#8 PEM Ed25519 private key (make one with `acx key generate`)."
+    ),
     out: Path | None = typer.Option(None, "-o", "--out", help="Output (default <name>.signed.cal.json)."),
     password_env: str | None = typer.Option(None, "--password-env", help="Env var holding the key password."),
     now: str | None = typer.Option(None, "--now", help="Signing time (RFC 3339; default: now)."),
@@ -157,13 +159,30 @@ def ready_cmd(
         None, "--require", help="Least signer trust to staff: portable or trusted (default: portable "
         "with --trust-registry: the registry must tie each key to its publisher)."
     ),
+    policy: Path | None = typer.Option(
+        None, "--policy", help="Judge the workflow and every team member as `acx install` would under "
+        "this verification policy (the one decision), instead of the narrower flags above."
+    ),
+    store: Path | None = typer.Option(None, "--store", help="With --policy: also staff from this install "
+                                      "store's cartridges, each judged now."),
 ) -> None:
     """Staff every participant from verified cartridges and check each task; READY exits 0.
 
-    With --issuers a minLevel slot is staffed only by a cartridge whose level credential (embedded
-    or attached as a referrer) verifies against its ROM digest and is not revoked."""
-    if cartridges is None and not roster:
+    With --policy the workflow and each team member are judged by the same decision as `acx install`
+    (signature, trust, level, revocation, lifecycle), so READY here means `install` staffs it. With
+    --issuers (no --policy) a minLevel slot is staffed only by a cartridge whose level credential
+    (embedded or attached as a referrer) verifies against its ROM digest and is not revoked."""
+    if cartridges is None and not roster and store is None:
         raise UsageError("give --cartridges DIR and/or --roster REF")
+    if policy is not None:
+        narrower = [trust_registry, issuers, cache_dir, require]
+        if any(v is not None for v in narrower) or allow_offline:
+            raise UsageError("--policy judges what the policy says; --trust-registry, --issuers, --require "
+                             "and the status-list flags are the narrower check")
+        _ready_under_policy(file, policy, cartridges, roster or [], store, _now(now))
+        return
+    if store is not None:
+        raise UsageError("--store goes with --policy (installed cartridges are judged under a policy)")
     if cartridges is not None and not cartridges.is_dir():
         raise NotFound(f"no such roster directory: {cartridges}")
     if require not in (None, "portable", "trusted"):
@@ -201,7 +220,14 @@ def ready_cmd(
             workflow_verdict=verify_workflow(doc, registry=registry, now=at),
             level_resolver=resolver,
         )
-    data: dict[str, Any] = {"file": str(file), **report.to_json(), "rac": rac_checklist(wf)}
+    view = inspect_workflow(wf)
+    data: dict[str, Any] = {
+        "file": str(file),
+        **report.to_json(),
+        "rac": rac_checklist(wf),
+        "flow": view["flow"],
+        "conditional": view["conditional"],
+    }
 
     def human() -> None:
         if report.ready:
@@ -224,9 +250,59 @@ def ready_cmd(
             for item in wf.rac:
                 mark = "□" if item.required else "·"
                 console.print(f"  {mark} {escape(item.id)} ({item.kind}) {escape(item.description)}")
+        lines = render_lines(view)  # the nodes, the flow and its conditions, as `workflow inspect` shows
+        start = next(i for i, line in enumerate(lines) if line.startswith("Nodes ("))
+        end = next((i for i in range(start, len(lines)) if lines[i].startswith("Limits")), len(lines))
+        for line in lines[start:end]:
+            if line:
+                console.print(escape(line))
 
     emit(data, human)
     _exit(0 if report.ready else 1)
+
+
+def _ready_under_policy(file: Path, policy: Path, cartridges: Path | None, roster: list[str],
+                        store: Path | None, at: datetime) -> None:
+    """`workflow ready --policy`: the workflow judged as `install` would, its team staffed from
+    members each judged now (the store's, a folder's, and pulled references)."""
+    from acxoci.install.judge import Context, HostInputs, judge_file
+    from acxoci.install.store import Store
+    from acxoci.install.vpolicy import load_policy
+    from acxoci.oci.settings import active_options
+
+    pol = load_policy(policy, now=at)
+    doc = load_document(file)
+    wf = Workflow.from_json(doc)
+    with tempfile.TemporaryDirectory(prefix="acx-roster-") as tmp:
+        pulled = tuple(load_registry_roster(roster, Path(tmp), registry=pol.combined_registry(), now=at,
+                                            options=active_options())) if roster else ()
+        ctx = Context(pol, at, HostInputs(roster=cartridges), Store(store) if store is not None else None,
+                      remote=active_options(), pulled=pulled)
+        j = judge_file(file, ctx)
+    staffing = dict(j.gathered.staffing or {}) if j.gathered is not None else {}
+    others = [r for r in j.reasons() if not r.startswith("staffing ")]
+    ready = j.ok
+    data: dict[str, Any] = {"file": str(file), **staffing, "ready": ready,
+                            "verdict": "READY" if ready else "NOT READY",
+                            "reasons": [*others, *staffing.get("reasons", [])],
+                            "checks": [c.to_json() for c in j.checks], "policy": str(policy),
+                            "rac": rac_checklist(wf)}
+
+    def human() -> None:
+        head = "[bold green]READY ✓[/bold green]" if ready else "[bold red]NOT READY[/bold red]"
+        console.print(f"{head} — judged under {escape(str(policy))} as `acx install` would")
+        for r in data["reasons"]:
+            console.print(f"  - {escape(str(r))}")
+        console.print(f"Team ({staffing.get('rosterSize', 0)} cartridge(s) judged):")
+        for s in staffing.get("participants", []):
+            mark = "[green]✓[/green]" if s.get("staffed") else "[red]✗[/red]"
+            cart = s.get("cartridge") or {}
+            who = cart.get("agentName") or cart.get("source") or "—"
+            console.print(f"  {mark} {escape(str(s.get('alias'))):<12} {s.get('bind')!s:<5} "
+                          f"{escape(str(who))}  ({escape(str(s.get('reason')))})")
+
+    emit(data, human)
+    _exit(0 if ready else 1)
 
 
 def register(app: typer.Typer) -> None:

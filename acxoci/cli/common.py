@@ -50,6 +50,27 @@ def load_registry(path: Path | None, now: datetime) -> TrustRegistry | None:
     return load_trust_registry(path, now=now)
 
 
+#: The command that takes a local file, for each command that takes a reference.
+FILE_COMMANDS = {
+    "install": "to install a local cartridge: acx load FILE",
+    "verify": "to verify a local file: acx cartridge verify FILE (workflow/graph verify for documents)",
+    "pull": "a local file needs no pull: acx cartridge verify FILE checks it, acx push FILE REF publishes it",
+}
+
+
+def refuse_local_file(ref: str, command: str) -> None:
+    """A reference that names an existing local file is a mistake, not a registry name: refuse it
+    (exit 2) before any network request, naming the command that takes a file."""
+    if ref.startswith("oci-layout:") or ref.startswith("oci://"):
+        return
+    if Path(ref).is_file():
+        raise UsageError(
+            f"{ref} is a local file; `acx {command}` takes a registry reference (host/repo:tag) "
+            "or oci-layout:PATH",
+            hint=FILE_COMMANDS[command],
+        )
+
+
 def exit_with(code: int) -> NoReturn:
     """End a verdict-style command with `code` (after its output was emitted)."""
     raise SystemExit(code)

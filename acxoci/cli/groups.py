@@ -30,6 +30,11 @@ ALL_MODULES = (
     "cmd_roster",
     "cmd_activate",
     "cmd_exchange",
+    "cmd_init",
+    "cmd_share",
+    "cmd_lance",
+    "cmd_load",
+    "cmd_studio",
 )
 
 # top-level command or group name -> the modules that add commands under it
@@ -45,6 +50,7 @@ ENTRY: dict[str, tuple[str, ...]] = {
     "key": ("cmd_key",),
     "policy": ("cmd_policy", "cmd_install"),
     "harness": ("cmd_harness",),
+    "check": ("cmd_harness",),
     "level": ("cmd_level",),
     "status-list": ("cmd_level",),
     "release": ("cmd_release",),
@@ -53,7 +59,12 @@ ENTRY: dict[str, tuple[str, ...]] = {
     "ls": ("cmd_roster",),
     "list": ("cmd_roster",),
     **{name: ("cmd_activate",) for name in ("activate", "deactivate")},
-    "exchange": ("cmd_exchange",),
+    "exchange": ("cmd_exchange", "cmd_studio"),
+    "init": ("cmd_init",),
+    "share": ("cmd_share",),
+    "lance": ("cmd_lance",),
+    "load": ("cmd_load",),
+    "builder": ("cmd_studio",),
 }
 
 # (group, subcommand) -> the one module that adds it, where a group spans several modules: `acx

@@ -127,7 +127,7 @@ COMMAND_KINDS: dict[str, ResultKind] = {
     "acx graph lint": "verdict", "acx exchange verify": "verdict",
     "acx push": "transfer", "acx pull": "transfer", "acx cp": "transfer", "acx attach": "transfer",
     "acx status-list publish": "transfer",
-    "acx install": "install",
+    "acx install": "install", "acx load": "install",
 }
 
 

@@ -13,6 +13,7 @@ from rich.markup import escape
 
 from acxoci.cli.common import exit_with, load_signing_key, print_issues
 from acxoci.cli.output import console, emit
+from acxoci.errors import UsageError
 from acxoci.workflow.lint import LintResult
 from acxoci.workflow.sign import render, write_atomic
 from acxoci.workflow.signed import SignedVerdict
@@ -29,11 +30,19 @@ def sign_and_write(
     *,
     target: Path,
     publisher: str,
-    key: Path,
+    key: Path | None,
     password_env: str | None,
     now: datetime,
 ) -> None:
-    """Sign `doc`, write it atomically to `target` and report digest, keyid, publisher, signedAt."""
+    """Sign `doc`, write it atomically to `target` and report digest, keyid, publisher, signedAt.
+    Without a key it refuses and names the one command that makes one (decision 0031): acx never
+    generates a signing key as a side effect of signing."""
+    if key is None:
+        raise UsageError(
+            "signing needs a key: --key FILE",
+            hint="make one with `acx key generate -o publisher.pem` (0600, plus publisher.pub.pem), "
+            "then pass --key publisher.pem",
+        )
     private: PrivateKey = load_signing_key(key, password_env)
     signed = sign(doc, publisher_id=publisher, key=private, now=now)
     write_atomic(target, render(signed))

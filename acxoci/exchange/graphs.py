@@ -14,6 +14,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from acxoci.exchange.coordinates import folder_path
+
 if TYPE_CHECKING:
     from acxoci.exchange.index import Rejected, Release
     from acxoci.exchange.status import Ledger
@@ -168,7 +170,7 @@ def summarize_graph(
     v = support.verify(doc, registry, now)
     profile = support.publish_issues(doc)
     card = graph_card(doc, v)
-    expected = f"graphs/{v.publisher_id}/{card['id']}/{card['version']}.agent-graph.json"
+    expected = folder_path("agent-graph", str(v.publisher_id), str(card["id"]), str(card["version"]))
     issues = [*v.issues, *profile] + (
         [f"non-canonical Agent Graph path (expected {expected})"] if rel != expected else []
     )

@@ -19,6 +19,7 @@ from typing import Any
 
 from acxoci.errors import AcxError, InvalidInput
 from acxoci.exchange import graphs as G
+from acxoci.exchange.coordinates import folder_path
 from acxoci.exchange.errors import GraphSupportPending
 from acxoci.exchange.order import locale_key, semver_cmp, semver_key
 from acxoci.exchange.status import (
@@ -328,7 +329,7 @@ def summarize_cartridge(
         meta.get("acx.artifact_version"),
     )
     parts = rel.split("/")[1:]
-    expected = f"cartridges/{publisher}/{aid}/{version}/cartridge.acx"
+    expected = folder_path("agent", str(publisher), str(aid), str(version))
     consistent = str(meta.get("acx.cartridge_id") or "").startswith(f"{publisher}/{aid}@")
     canonical = (
         len(parts) == 4
@@ -444,7 +445,7 @@ def summarize_workflow(
         for c in (req.get("capabilities") or []) if isinstance(req, dict) else []:
             if isinstance(c, str):
                 caps.add(c)
-    expected = f"cals/{v.publisher_id}/{doc.get('id')}/{doc.get('version')}.cal.json"
+    expected = folder_path("workflow", str(v.publisher_id), str(doc.get("id")), str(doc.get("version")))
     issues = [*v.issues, *profile]
     if rel != expected:
         issues.append(f"non-canonical workflow path (expected {expected})")
@@ -557,12 +558,21 @@ def _duplicates(releases: list[Release], kind: str, rejected: list[Rejected]) ->
             seen[key] = r.rel
 
 
-def derive(root: Path, *, now: datetime, allow_pending_graphs: bool = False) -> Derived:
-    """Walk `root`, verify every artifact and build the index (nothing is written)."""
+FOLDER_TRUST: Any = object()
+"""`derive`'s default trust: the folder's own trust-registry.json (the Exchange's gate)."""
+
+
+def derive(
+    root: Path, *, now: datetime, allow_pending_graphs: bool = False, registry: Any = FOLDER_TRUST
+) -> Derived:
+    """Walk `root`, verify every artifact and build the index (nothing is written). Signers are
+    judged against the folder's trust-registry.json, or against `registry` when one is given
+    (a consumer's view of the same gate: `acx exchange site --trust-registry`)."""
     root = Path(root)
     w = walk(root)
     ledger = _ledger(root)
-    registry = _trust_registry(root, now)
+    if registry is FOLDER_TRUST:
+        registry = _trust_registry(root, now)
     rejected = [Rejected("policy", r.split(":", 1)[0], r) for r in w.policy]
     stamps: list[str | None] = [ledger.updated_at]
     accepted: set[tuple[str, ...]] = set()

@@ -2,18 +2,21 @@
 referrer of the release's manifest (artifactType `application/vnd.acx.registry-status.v1`, one JSON
 layer), so a status can be added after publication without touching the release's digest.
 
-`lifecycle_gate` is the one hook `acx install` calls: it reads those referrers and applies
-`status.decide` (withdrawn refuses, deprecated warns, superseded warns and names the successor).
+`lifecycle_verdict` is what the one acceptance decision reads (acxoci/install/judge.py): those
+referrers, never older than the newest record seen, through `status.decide` (withdrawn refuses,
+deprecated warns, superseded warns and names the successor).
 """
 
 from __future__ import annotations
 
 import io
+from datetime import UTC, datetime
 from typing import Any
 
 from acxoci.errors import AcxError, InvalidInput, NotFound
-from acxoci.exchange.errors import ReleaseWithdrawn
+from acxoci.exchange.coordinates import KINDS, repository_path
 from acxoci.exchange.status import LifecycleVerdict, decide
+from acxoci.freshness import HighWater
 from acxoci.oci.descriptor import EMPTY_DATA, Descriptor, descriptor_for, parse_manifest
 from acxoci.oci.reference import parse_reference
 from acxoci.oci.shapes import referrer_manifest
@@ -33,7 +36,7 @@ OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
 
 def lifecycle_record(entry: dict[str, Any], successor_path: str | None) -> bytes:
     """The referrer's layer: the ledger entry as is, plus where the successor sits relative to the
-    mirror's prefix (`<publisher>/<id>:<tag>`, so the record names no registry host and a copied
+    mirror's prefix (`<kind>/<publisher>/<id>:<tag>`, so the record names no registry host and a copied
     mirror stays right). JCS: the same entry always gives the same bytes."""
     doc: dict[str, Any] = {
         "schemaVersion": RECORD_SCHEMA,
@@ -107,32 +110,44 @@ def read_lifecycle(target: Target, subject: Descriptor) -> list[dict[str, Any]]:
 
 def _successor_reference(record: dict[str, Any], reference: str) -> str | None:
     """Where the successor is in the mirror `reference` came from: its repository with the last
-    `<publisher>/<id>` replaced by the record's successor path."""
+    `<kind>/<publisher>/<id>` replaced by the record's successor path."""
     path, art = record.get("successorPath"), record.get("artifact")
-    if not isinstance(path, str) or not isinstance(art, dict):
+    if not isinstance(path, str) or not isinstance(art, dict) or art.get("artifactType") not in KINDS:
         return None
     try:
         repo = parse_reference(reference, require_ref=False).repo_string()
     except AcxError:
         return None
-    tail = f"/{art.get('publisherId')}/{art.get('id')}"
+    tail = "/" + repository_path(str(art["artifactType"]), str(art.get("publisherId")), str(art.get("id")))
     return f"{repo[: -len(tail)]}/{path}" if repo.endswith(tail) else None
 
 
-def lifecycle_gate(target: Target, subject: Descriptor, name: str) -> LifecycleVerdict:
-    """The install hook: the release's lifecycle verdict; ReleaseWithdrawn when it must not be
-    installed. `name` is the reference as typed."""
+def lifecycle_verdict(target: Target, subject: Descriptor, name: str, high_water: HighWater | None,
+                      now: datetime | None = None) -> LifecycleVerdict:
+    """The release's lifecycle verdict (withdrawn refuses, deprecated/superseded warn), never older
+    than the newest record `high_water` has seen for it. `name` is the reference as typed."""
     records = read_lifecycle(target, subject)
+    if high_water is not None:
+        records = high_water.lifecycle(subject.digest, records, now or datetime.now(UTC))
+    return _decide(records, name)
+
+
+def lifecycle_from_high_water(subject_digest: str, name: str, high_water: HighWater,
+                              now: datetime, max_age: float | None) -> LifecycleVerdict | None:
+    """The verdict from the newest record seen, when the registry cannot be read: None when nothing
+    was ever seen, or when it was checked longer than `max_age` seconds ago (None: any age)."""
+    seen = high_water.lifecycle_seen(subject_digest)
+    if seen is None:
+        return None
+    records, checked = seen
+    if max_age is not None and now.timestamp() - checked > max_age:
+        return None
+    return _decide(records, name)
+
+
+def _decide(records: list[dict[str, Any]], name: str) -> LifecycleVerdict:
     for r in records:
         ref = _successor_reference(r, name)
         if ref is not None:
             r["successorReference"] = ref
-    verdict = decide(records, name)
-    if verdict.action == "refuse":
-        raise ReleaseWithdrawn(
-            verdict.message,
-            where=f"{name}@{subject.digest}",
-            hint="install its successor or another version",
-            details={"lifecycle": verdict.to_json()},
-        )
-    return verdict
+    return decide(records, name)

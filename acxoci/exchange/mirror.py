@@ -1,7 +1,8 @@
 """`exchange mirror DIR DEST`: publish every accepted release of an Exchange folder as an OCI artifact
-at `DEST/<publisher>/<id>:<version>` (a registry prefix, or `oci-layout:DIR` → one layout per
-`<publisher>/<id>`), with its attestations (the cartridge's own DSSE envelope, its embedded level
-credentials) and its lifecycle record, through the existing push and attach machinery.
+at `DEST/<kind>/<publisher>/<id>:<version>` (a registry prefix, or `oci-layout:DIR` → one layout
+per `<kind>/<publisher>/<id>`; the rule is `acxoci.exchange.coordinates`), with its attestations
+(the cartridge's own DSSE envelope, its embedded level credentials) and its lifecycle record,
+through the existing push and attach machinery.
 
 Idempotent: a release whose tag already holds the same manifest is not pushed again and every
 referrer is looked up before it is written, so a rerun uploads nothing. A tag holding *other*
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from acxoci.errors import Blocked, NotFound, UsageError, VerificationFailed
+from acxoci.exchange.coordinates import repository_path, tagged_path, version_tag
 from acxoci.exchange.index import Derived, Release, derive
 from acxoci.exchange.lifecycle import push_lifecycle
 from acxoci.exchange.status import identity_key
@@ -73,18 +75,12 @@ class CountingTarget:
         self.inner.delete(desc)
 
 
-def version_tag(version: str) -> str:
-    """An OCI tag for a SemVer: `+` (build metadata) is not a tag character, `_` takes its place
-    (SemVer never contains `_`, so no two versions share a tag)."""
-    return version.replace("+", "_")
-
-
-def destination(dest: str, publisher: str, artifact_id: str, version: str) -> str:
-    """Where one release goes: `DEST/<publisher>/<id>:<tag>`."""
+def destination(dest: str, kind: str, publisher: str, artifact_id: str, version: str) -> str:
+    """Where one release goes: `DEST/<kind>/<publisher>/<id>:<tag>`."""
+    tail = tagged_path(kind, publisher, artifact_id, version)
     if dest.startswith(LAYOUT):
-        base = dest[len(LAYOUT) :].rstrip("/")
-        return f"{LAYOUT}{base}/{publisher}/{artifact_id}:{version_tag(version)}"
-    return f"{dest.rstrip('/')}/{publisher}/{artifact_id}:{version_tag(version)}"
+        return f"{LAYOUT}{dest[len(LAYOUT) :].rstrip('/')}/{tail}"
+    return f"{dest.rstrip('/')}/{tail}"
 
 
 def check_destination(dest: str) -> None:
@@ -98,7 +94,7 @@ def check_destination(dest: str) -> None:
     last = dest.rstrip("/").rsplit("/", 1)[-1]
     if ":" in last:
         raise UsageError(f"destination {dest!r} must not carry a tag", hint="REGISTRY/PREFIX")
-    parse_reference(destination(dest, "io.example", "probe", "1.0.0"))
+    parse_reference(destination(dest, "agent-graph", "io.example", "probe", "1.0.0"))
 
 
 @dataclass
@@ -211,7 +207,7 @@ def mirror_release(
     """Push one release (unless already there), then its attestations and lifecycle record."""
     from acxoci.artifact import build, gather, push_file
 
-    ref_text = destination(dest, release.publisher, release.id, release.version)
+    ref_text = destination(dest, release.kind, release.publisher, release.id, release.version)
     facts = gather(release.path, verify=True, registry=None, now=now)
     pushed_identity = facts.rom_digest if release.kind == "agent" else facts.workflow_digest
     if pushed_identity != release.digest:  # the file changed between verification and push
@@ -241,14 +237,18 @@ def mirror_release(
         push_file(target, facts, built, tag)
         status = "pushed"
     item = MirrorItem(
-        release.kind, f"{release.publisher}/{release.id}@{release.version}", ref_text, want.digest, status
+        release.kind,
+        f"{repository_path(release.kind, release.publisher, release.id)}@{release.version}",
+        ref_text,
+        want.digest,
+        status,
     )
     _attach(target, want, release, item)
     entry = derived.ledger.by_identity.get(identity_key(release.identity()))
     if entry is not None:
         succ = entry.get("successor")
         succ_path = (
-            f"{succ['publisherId']}/{succ['id']}:{version_tag(succ['version'])}"
+            tagged_path(str(succ["artifactType"]), succ["publisherId"], succ["id"], succ["version"])
             if isinstance(succ, dict)
             else None
         )

@@ -1,10 +1,11 @@
-"""Verify before install (docs/install.md): pull, prove and install atomically, or refuse and
-install nothing.
+"""Verify before install (docs/install.md), and keep a host in line with its policy over time.
 
-Public API:
-- `vpolicy.load_policy(path, now=)` / `default_policy()` / `starter_template()`: the verification policy;
-- `install.install(ref, policy=, store=, now=, host=, remote=, name=)` → `InstallOutcome`;
-- `store.Store(root)`: `list()`, `get(name)`, `require(name)`, `transaction()` (→ `uninstall(name)`);
-- `reverify.verify_item(item, policy, now)`: files against the record + revocation now;
-- `checks`: the pure checks in `CHECK_ORDER` and `run_checks(gathered, policy, now)`.
+- `judge`: the one acceptance decision's entry points (`judge_reference`, `judge_file`,
+  `judge_installed`, `judge_descriptor`) over the pure `checks.run_checks`;
+- `vpolicy.load_policy(path, now=)`: the verification policy;
+- `install.install(ref, policy=, store=, now=, ...)` → `InstallOutcome`;
+- `store.Store(root)`: the atomic local store;
+- `reverify.verify_item(item, policy, now)`: an installed item judged now;
+- `activate`: skills into a host's folder, from judged bytes only; `sync`: deactivate what no
+  longer passes.
 """

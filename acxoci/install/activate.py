@@ -34,7 +34,8 @@ from typing import Any
 
 from acxoci.errors import Blocked, InvalidInput, NotFound, RefusedByPolicy, Tampered, UsageError
 from acxoci.fsutil import atomic_write
-from acxoci.install.store import InstalledItem, Store, file_digest, slug, write_json_atomic
+from acxoci.install.store import InstalledItem, Store, Transaction, file_digest, slug, write_json_atomic
+from acxoci.oci.target import RemoteOptions
 from attest.canonical import loads_strict
 from attest.errors import AttestError
 
@@ -365,45 +366,33 @@ def _copy_verified(src: Path, dest: Path, want: str) -> None:
         )
 
 
-def read_verified_skills(item: InstalledItem, now: datetime) -> list[SkillFile]:
-    """The skill files of an installed cartridge, read only from bytes proven equal to the record."""
+def read_judged_skills(item: InstalledItem, store: Store, now: datetime, *, policy_file: Path | None = None,
+                       remote: RemoteOptions | None = None) -> list[SkillFile]:
+    """The skill files of an installed cartridge, read only from a private copy of its bytes, proven
+    equal to the record and accepted NOW by the one acceptance decision (signer under today's trust
+    registries, level not revoked, release not withdrawn): a record is never proof."""
     from acxoci.cartridge.reader import open_cartridge
-    from acxoci.cartridge.verify import verify_cartridge
-    from acxoci.install.reverify import file_problems
+    from acxoci.install.reverify import policy_now, verify_item
 
     if item.record.get("kind") != "cartridge":
         raise UsageError(f"{item.name} is a {item.record.get('kind')}, not a cartridge: it has no skills")
-    problems = file_problems(item)
-    if problems:
-        raise Tampered(
-            "installed item changed since install: " + "; ".join(problems[:5]),
-            where=str(item.path),
-            hint="uninstall and install it again",
-        )
     recorded = {f.get("path"): f.get("digest") for f in item.record.get("files") or [] if isinstance(f, dict)}
     want = recorded.get(CARTRIDGE_FILE)
     if not isinstance(want, str) or want != item.record.get("contentDigest"):
         raise Tampered("install record does not pin the cartridge bytes", where=str(item.path))
+    policy = policy_now(item, policy_file, now)
     with tempfile.TemporaryDirectory(prefix="acx-activate-") as tmp:
         copy = Path(tmp) / CARTRIDGE_FILE
         _copy_verified(item.path / CARTRIDGE_FILE, copy, want)
-        v = verify_cartridge(copy, registry=None, now=now)
-        if v.rejected or v.rom_digest != item.record.get("romDigest"):
-            raise Tampered(
-                f"installed cartridge no longer verifies as installed: {v.summary}", where=str(item.path)
-            )
-        signer = next(
-            (
-                k
-                for k in item.record.get("keys") or []
-                if isinstance(k, dict) and k.get("role") == "cartridge-signer"
-            ),
-            None,
-        )
-        if signer is not None and signer.get("keyid") and v.keyid != signer.get("keyid"):
-            raise Tampered(
-                "installed cartridge is signed by another key than at install", where=str(item.path)
-            )
+        verdict = verify_item(item, policy, now, store=store, remote=remote, content=copy)
+        if not verdict.files_ok:
+            raise Tampered("installed item changed since install: " + "; ".join(verdict.problems[:5]),
+                           where=str(item.path), hint="uninstall and install it again")
+        if not verdict.ok:
+            raise RefusedByPolicy(f"{item.name} is not accepted by its policy now: "
+                                  + "; ".join(verdict.problems[:5]) + "; refusing to activate",
+                                  where=str(item.path), hint="`acx installed verify` shows every check",
+                                  details={"checks": verdict.to_json().get("checks", [])})
         with open_cartridge(copy) as cart:
             rom = {o.source_ref: o.oid for o in cart.objects() if o.zone == "rom" and o.kind == "sqlar"}
             infos = [i for i in cart.sqlar_infos() if i.name.startswith(SKILLS_PREFIX)]
@@ -414,29 +403,6 @@ def read_verified_skills(item: InstalledItem, now: datetime) -> list[SkillFile]:
                 data = cart.sqlar_read(info.name) if stat.S_IFMT(info.mode or 0) != stat.S_IFDIR else b""
                 entries.append((info.name, info.mode, data or b""))
     return plan_skill_files(entries, rom)
-
-
-def revocation_gate(item: InstalledItem, now: datetime) -> None:
-    """Refuse to activate an item whose relied-on level credential is revoked now, or whose status
-    cannot be read (the check `installed verify` makes, with the policy recorded at install)."""
-    from acxoci.install.reverify import revocation_now
-    from acxoci.install.vpolicy import BUILTIN, load_policy
-
-    recorded = (item.record.get("policy") or {}).get("source")
-    src = (
-        Path(recorded)
-        if isinstance(recorded, str) and recorded != BUILTIN and Path(recorded).is_file()
-        else None
-    )
-    state, reason, _details = revocation_now(item, load_policy(src, now=now), now)
-    if state == "revoked":
-        raise RefusedByPolicy(f"{item.name}: {reason}; refusing to activate", where=str(item.path))
-    if state == "unknown":
-        raise RefusedByPolicy(
-            f"{item.name}: {reason}; refusing to activate",
-            where=str(item.path),
-            hint="run `acx installed verify` once the status list can be read",
-        )
 
 
 # ---- I/O: writing into the host folder ---------------------------------------------------------
@@ -538,106 +504,109 @@ def _iso(now: datetime) -> str:
 
 
 def activate(
-    store: Store, name: str, root: Path, *, host: str | None, now: datetime, force: bool = False
+    store: Store, name: str, root: Path, *, host: str | None, now: datetime, force: bool = False,
+    policy_file: Path | None = None, remote: RemoteOptions | None = None,
 ) -> ActivationResult:
     """Write `name`'s skills into `root` (see the module docstring); Blocked when a skill folder of
     another origin is in the way and `force` is not set. A file-system failure is InvalidInput."""
     try:
-        return _activate(store, name, root, host=host, now=now, force=force)
+        with store.transaction() as txn:
+            return activate_in(txn, store.require(name), root, host=host, now=now, force=force,
+                               policy_file=policy_file, remote=remote)
     except OSError as exc:
         raise InvalidInput(
             f"cannot write the skills folder: {exc.strerror or exc}", where=str(exc.filename or root)
         ) from exc
 
 
-def _activate(
-    store: Store, name: str, root: Path, *, host: str | None, now: datetime, force: bool
+def activate_in(
+    txn: Transaction, item: InstalledItem, root: Path, *, host: str | None, now: datetime, force: bool,
+    policy_file: Path | None = None, remote: RemoteOptions | None = None,
 ) -> ActivationResult:
-    with store.transaction() as txn:
-        item = store.require(name)
-        files = read_verified_skills(item, now)
-        revocation_gate(item, now)
-        if not files:
-            raise NotFound(f"{name} has no skills (no rom/skills/<skill>/SKILL.md)", where=str(item.path))
-        _check_root(root)
-        mpath = manifest_path(store, name, root)
-        previous = read_activation(mpath) if mpath.exists() else None
-        ours = set(previous.skills) if previous is not None else set()
-        skills = sorted({f.skill for f in files})
-        dirty = _dirty_skills(previous) if previous is not None else set()
-        in_the_way = [s for s in skills if _lexists(root / s) and (s not in ours or s in dirty)]
-        if in_the_way and not force:
-            raise Blocked(
-                f"skill folder(s) of another origin exist: {', '.join(in_the_way)}",
-                where=str(root),
-                hint="remove them, or pass --force to replace them",
-            )
-        created = _missing_levels(root)
-        if previous is not None:
-            created = max(created, int(previous.doc.get("createdLevels") or 0))
-        root.mkdir(parents=True, exist_ok=True)
-        _check_root(root)
-        _clean_leftovers(root)
-        written = tuple(
-            {"path": f.path, "digest": f.digest, "size": len(f.data), "mode": f"{f.mode:o}"} for f in files
+    """`activate` inside a store transaction the caller holds (install --activate holds its own)."""
+    store, name = txn.store, item.name
+    files = read_judged_skills(item, store, now, policy_file=policy_file, remote=remote)
+    if not files:
+        raise NotFound(f"{name} has no skills (no rom/skills/<skill>/SKILL.md)", where=str(item.path))
+    _check_root(root)
+    mpath = manifest_path(store, name, root)
+    previous = read_activation(mpath) if mpath.exists() else None
+    ours = set(previous.skills) if previous is not None else set()
+    skills = sorted({f.skill for f in files})
+    dirty = _dirty_skills(previous) if previous is not None else set()
+    in_the_way = [s for s in skills if _lexists(root / s) and (s not in ours or s in dirty)]
+    if in_the_way and not force:
+        raise Blocked(
+            f"skill folder(s) of another origin exist: {', '.join(in_the_way)}",
+            where=str(root),
+            hint="remove them, or pass --force to replace them",
         )
-        doc = {
-            "schemaVersion": ACTIVATION_SCHEMA,
-            "name": name,
-            "digest": item.digest,
-            "romDigest": item.record.get("romDigest"),
-            "host": host,
-            "root": str(root),
-            "skills": skills,
-            "files": list(written),
-            "createdLevels": created,
-            "activatedAt": _iso(now),
-        }
-        previous_bytes = mpath.read_bytes() if mpath.exists() else None
-        staging = root / f"{STAGING_PREFIX}{uuid.uuid4().hex}"
-        staging.mkdir(mode=0o700)
-        done: list[tuple[str, Path | None]] = []
-        try:
-            for f in files:
-                dest = staging.joinpath(*f.path.split("/"))
-                dest.parent.mkdir(parents=True, exist_ok=True)
-                _write_file(dest, f.data, f.mode)
-            for d in [staging, *sorted(p for p in staging.rglob("*") if p.is_dir())]:
-                os.chmod(d, 0o755)
-                _fsync_dir(d)
-            # the manifest first: whenever a written file is visible, the store says so
-            activations_dir(store).mkdir(exist_ok=True)
-            write_json_atomic(mpath, doc)
-            txn.changed = True
-            for s in skills:
-                final = root / s
-                old: Path | None = None
-                if _lexists(final):
-                    old = root / f"{OLD_PREFIX}{uuid.uuid4().hex}"
-                    os.rename(final, old)
-                os.rename(staging / s, final)
-                done.append((s, old))
-            _fsync_dir(root)
-        except BaseException:
-            for s, old in reversed(done):  # put back what was there before
-                _remove_tree(root / s)
-                if old is not None:
-                    os.rename(old, root / s)
-            shutil.rmtree(staging, ignore_errors=True)
-            if previous_bytes is None:
-                mpath.unlink(missing_ok=True)
-            else:
-                atomic_write(mpath, previous_bytes)
-            raise
-        shutil.rmtree(staging, ignore_errors=True)
-        for _s, old in done:
+    created = _missing_levels(root)
+    if previous is not None:
+        created = max(created, int(previous.doc.get("createdLevels") or 0))
+    root.mkdir(parents=True, exist_ok=True)
+    _check_root(root)
+    _clean_leftovers(root)
+    written = tuple(
+        {"path": f.path, "digest": f.digest, "size": len(f.data), "mode": f"{f.mode:o}"} for f in files
+    )
+    doc = {
+        "schemaVersion": ACTIVATION_SCHEMA,
+        "name": name,
+        "digest": item.digest,
+        "romDigest": item.record.get("romDigest"),
+        "host": host,
+        "root": str(root),
+        "skills": skills,
+        "files": list(written),
+        "createdLevels": created,
+        "activatedAt": _iso(now),
+    }
+    previous_bytes = mpath.read_bytes() if mpath.exists() else None
+    staging = root / f"{STAGING_PREFIX}{uuid.uuid4().hex}"
+    staging.mkdir(mode=0o700)
+    done: list[tuple[str, Path | None]] = []
+    try:
+        for f in files:
+            dest = staging.joinpath(*f.path.split("/"))
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            _write_file(dest, f.data, f.mode)
+        for d in [staging, *sorted(p for p in staging.rglob("*") if p.is_dir())]:
+            os.chmod(d, 0o755)
+            _fsync_dir(d)
+        # the manifest first: whenever a written file is visible, the store says so
+        activations_dir(store).mkdir(exist_ok=True)
+        write_json_atomic(mpath, doc)
+        txn.changed = True
+        for s in skills:
+            final = root / s
+            old: Path | None = None
+            if _lexists(final):
+                old = root / f"{OLD_PREFIX}{uuid.uuid4().hex}"
+                os.rename(final, old)
+            os.rename(staging / s, final)
+            done.append((s, old))
+        _fsync_dir(root)
+    except BaseException:
+        for s, old in reversed(done):  # put back what was there before
+            _remove_tree(root / s)
             if old is not None:
-                _remove_tree(old)
-        if previous is not None:  # skills this name wrote before and no longer has
-            gone = [s for s in previous.skills if s not in skills]
-            _remove_recorded(previous, only=set(gone), force=False)
-        replaced = tuple(s for s in in_the_way)
-        return ActivationResult(name, host, root, tuple(skills), written, replaced, mpath)
+                os.rename(old, root / s)
+        shutil.rmtree(staging, ignore_errors=True)
+        if previous_bytes is None:
+            mpath.unlink(missing_ok=True)
+        else:
+            atomic_write(mpath, previous_bytes)
+        raise
+    shutil.rmtree(staging, ignore_errors=True)
+    for _s, old in done:
+        if old is not None:
+            _remove_tree(old)
+    if previous is not None:  # skills this name wrote before and no longer has
+        gone = [s for s in previous.skills if s not in skills]
+        _remove_recorded(previous, only=set(gone), force=False)
+    replaced = tuple(s for s in in_the_way)
+    return ActivationResult(name, host, root, tuple(skills), written, replaced, mpath)
 
 
 # ---- deactivation and checking -----------------------------------------------------------------

@@ -20,7 +20,7 @@ CheckStatus = Literal["pass", "fail", "skip", "unavailable"]
 
 CHECK_ORDER: tuple[str, ...] = (
     "registry", "content-digest", "signature", "trust", "attestations", "level", "revocation", "harness",
-    "policy-budget", "staffing", "version",
+    "policy-budget", "staffing", "version", "lifecycle",
 )
 """The fixed order. Every check runs (so a refusal lists every failure), even after a failure."""
 
@@ -33,9 +33,11 @@ CHECK_DOC: dict[str, str] = {
     "level": "a level credential from an accepted issuer proves the required level for this ROM",
     "revocation": "the relied-on credential is not revoked, per a fresh enough status list",
     "harness": "the host descriptor satisfies the cartridge's harness requirements",
-    "policy-budget": "the loop + context policy is valid and its budget fits the host's limits",
+    "policy-budget": "the package passes `acx cartridge spec` (loop + context policy, harness document, "
+                     "skills) and its budget fits the host's limits",
     "staffing": "a workflow's team can be staffed from the installed cartridges (workflow `ready`)",
     "version": "a SemVer tag names the signed version, and no newer version of the name is replaced",
+    "lifecycle": "the release is not withdrawn in the Exchange it came from (newest record seen)",
 }
 
 # failure kinds (stable strings, shown with every failed check)
@@ -59,6 +61,9 @@ K_BUDGET = "budget_above_host"
 K_POLICY_INVALID = "invalid_policy"
 K_UNAVAILABLE = "unavailable"
 K_NOT_READY = "not_ready"
+K_WITHDRAWN = "withdrawn"
+K_DEMO_LEVEL = "demo_level"
+K_VERIFIER = "verifier_not_accepted"
 
 
 @dataclass(frozen=True)
@@ -149,6 +154,28 @@ class AttestationFound:
 
 
 @dataclass(frozen=True)
+class Measurement:
+    """How a level was measured, as its (verified) credential says: the benchmark, the solver that
+    ran the cartridge, and the verifier that ran the benchmark."""
+
+    benchmark_id: str | None = None
+    benchmark_digest: str | None = None
+    solver: str | None = None
+    verifier: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"benchmarkId": self.benchmark_id, "benchmarkDigest": self.benchmark_digest,
+                "solver": self.solver, "verifier": self.verifier}
+
+
+def measurement_of(doc: Mapping[str, Any]) -> Measurement:
+    """The measurement fields of a level credential (absent ones are None)."""
+    from acxoci.level.constants import measurement_fields
+
+    return Measurement(**measurement_fields(doc))
+
+
+@dataclass(frozen=True)
 class CredentialFound:
     """One level credential and what the level verifier said (revocation included)."""
 
@@ -168,6 +195,18 @@ class CredentialFound:
     status_stale: bool = False
     status_error: str | None = None
     status_reason: str | None = None
+    measurement: Measurement | None = None
+
+
+@dataclass(frozen=True)
+class LifecycleEvidence:
+    """The release's Exchange lifecycle: allow, warn (deprecated, superseded), refuse (withdrawn)
+    or unknown (could not be read, and no fresh enough record was seen before)."""
+
+    action: str
+    message: str
+    verdict: Mapping[str, Any] | None = None
+    error: str | None = None
 
 
 @dataclass(frozen=True)
@@ -258,10 +297,15 @@ def check_trust(ev: SignatureEvidence | None, policy: VerificationPolicy,
         return unavailable(cid, "no signature verdict (the verifier could not run)")
     details: dict[str, Any] = {"publisherId": ev.publisher_id, "keyid": ev.keyid, "trust": ev.trust,
                                "minimumTrust": policy.minimum_trust}
+    at = now if now is not None else datetime.now(UTC)
     if ev.status == "invalid" or ev.trust in ("tampered", "legacy", "unsigned", "unverified"):
         reason = ev.issues[0] if ev.trust == "tampered" and ev.issues else ev.trust
+        named = signer_decision(ev, policy, at) if ev.keyid is not None else None
+        if named is not None and named.standing == "rejected":  # a revoked key: say so by name
+            details["standing"] = named.standing
+            return _fail(cid, K_REVOKED_KEY, f"{named.reason}; no trust without a valid signature", **details)
         return _fail(cid, K_UNTRUSTED, f"no trust without a valid signature ({reason})", **details)
-    d = signer_decision(ev, policy, now if now is not None else datetime.now(UTC))
+    d = signer_decision(ev, policy, at)
     if d is None:
         return _fail(cid, K_UNTRUSTED, f"publisher {ev.publisher_id!r} is not trusted by the policy",
                      **details)
@@ -301,6 +345,23 @@ def check_attestations(found: Sequence[AttestationFound] | None, policy: Verific
     return _pass(cid, f"{len(ok)} verified attestation(s) cover the policy", found=listing)
 
 
+def measurement_refusal(m: Measurement | None, policy: VerificationPolicy) -> str | None:
+    """Why a level measured this way does not count under the policy (None: it counts): the demo
+    solver or the demo benchmark, unless the policy allows demo levels; a verifier the policy does
+    not name, when it names verifiers."""
+    from acxoci.level.constants import is_demo_measurement
+
+    m = m or Measurement()
+    if not policy.level_allow_demo and is_demo_measurement(m.solver, m.benchmark_digest):
+        demo_solver = m.solver is not None and m.solver.startswith("reference(")
+        what = f"solver {m.solver}" if demo_solver else "the demo benchmark"
+        return (f"level measured by {what}, a demonstration (the policy's level.allowDemo is false)")
+    if policy.level_verifiers and m.verifier not in policy.level_verifiers:
+        return (f"level measured by verifier {m.verifier or '(not named)'}, not one the policy accepts "
+                f"({', '.join(policy.level_verifiers)})")
+    return None
+
+
 def _tier_rank(tier: str | None) -> int:
     return TIER_FLOOR.get(tier or "", -1)
 
@@ -318,6 +379,8 @@ def relied_credential(creds: Sequence[CredentialFound], policy: VerificationPoli
             why.append(f"{c.issuer}: {c.reason or 'credential does not verify'}")
         elif rom_digest is not None and c.rom_digest != rom_digest:
             why.append(f"{c.issuer}: bound to ROM {c.rom_digest}, not {rom_digest}")
+        elif (unmeasured := measurement_refusal(c.measurement, policy)) is not None:
+            why.append(f"{c.issuer}: {unmeasured}")
         else:
             usable.append(c)
     floor = policy.level_floor
@@ -415,7 +478,7 @@ def check_budget(ev: BudgetEvidence | None, policy: VerificationPolicy) -> Check
     if not ev.present:
         return _fail(cid, K_POLICY_INVALID, "the cartridge has no loop + context policy")
     if ev.policy_errors:
-        return _fail(cid, K_POLICY_INVALID, "loop + context policy is invalid: "
+        return _fail(cid, K_POLICY_INVALID, "the package is invalid (as `acx cartridge spec` says): "
                      + "; ".join(ev.policy_errors), errors=list(ev.policy_errors))
     if ev.host is None:
         if policy.require_host_limits:
@@ -485,6 +548,21 @@ def check_version(ev: VersionEvidence | None) -> CheckResult:
     return _pass(cid, f"version {ev.signed}" if ev.signed else "no signed version", **details)
 
 
+def check_lifecycle(ev: LifecycleEvidence | None) -> CheckResult:
+    """Is the release still published (not withdrawn) in the Exchange it came from?"""
+    cid = "lifecycle"
+    if ev is None:
+        return _skip(cid, "not from a registry or layout (no lifecycle records)")
+    details = {"lifecycle": dict(ev.verdict)} if ev.verdict is not None else {}
+    if ev.action == "refuse":
+        return _fail(cid, K_WITHDRAWN, ev.message, **details)
+    if ev.action == "unknown":
+        return CheckResult(cid, "unavailable", ev.message, K_UNAVAILABLE)
+    if ev.action == "warn":
+        return _pass(cid, f"warning: {ev.message}", **details)
+    return _pass(cid, ev.message, **details)
+
+
 @dataclass(frozen=True)
 class Gathered:
     """Everything the checks decide on (None = that input could not be gathered)."""
@@ -501,17 +579,22 @@ class Gathered:
     kind: str | None = "cartridge"
     staffing: Mapping[str, Any] | None = None
     version: VersionEvidence | None = None
+    lifecycle: LifecycleEvidence | None = None
+    unavailable: Mapping[str, CheckResult] = field(default_factory=dict)
+    local_file: bool = False  # judged from a local file: no registry copy to hold to a digest
 
 
 def run_checks(g: Gathered, policy: VerificationPolicy, now: datetime) -> list[CheckResult]:
-    """Run every check in CHECK_ORDER and return all results (pure; `now` kept for future checks).
-    Checks that only apply to cartridges are skipped for workflows, and the reverse."""
+    """The one acceptance decision: every check in CHECK_ORDER over what was gathered (pure). A
+    check whose input could not be gathered is `unavailable` (and refuses). Checks that only apply
+    to cartridges are skipped for workflows and graphs, and the reverse."""
     rom = g.signature.rom_digest if g.signature else None
     cartridge_only = g.kind in ("workflow", "agent-graph")
     na = f"does not apply to {'an agent graph' if g.kind == 'agent-graph' else 'a workflow'}"
     results = [
         check_registry(g.repository, policy),
-        check_content(g.content),
+        _skip("content-digest", "a local file: no registry copy to hold to a digest") if g.local_file
+        else check_content(g.content),
         check_signature(g.signature),
         check_trust(g.signature, policy, now),
         check_attestations(g.attestations, policy),
@@ -522,9 +605,10 @@ def run_checks(g: Gathered, policy: VerificationPolicy, now: datetime) -> list[C
         _skip("policy-budget", na) if cartridge_only else check_budget(g.budget, policy),
         check_staffing(g.kind, g.staffing),
         check_version(g.version),
+        check_lifecycle(g.lifecycle),
     ]
     assert [r.id for r in results] == list(CHECK_ORDER), [r.id for r in results]
-    return results
+    return [g.unavailable.get(r.id, r) for r in results]
 
 
 def failures(results: Sequence[CheckResult]) -> list[CheckResult]:

@@ -1,145 +1,123 @@
-"""`acx installed verify [NAME]`: re-check an installed item against its install record — every
-file's digest, no file added — and re-check revocation of the level credential relied on at
-install time, so a credential revoked since install is reported."""
+"""`acx installed verify [NAME]` and `acx installed sync`: every installed item judged NOW by the one
+acceptance decision (`judge.judge_installed`): its files against its record, its signer under
+today's trust registries, its level credential against fresh status lists and the policy's
+issuers, its lifecycle as the registry says now. The install record is a cache of a decision made
+once, never proof. The policy is the one given, else the one recorded at install (read now)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from acxoci.errors import AcxError
-from acxoci.install.store import RECORD, InstalledItem, file_digest
-from acxoci.install.vpolicy import VerificationPolicy
-from attest.canonical import loads_strict, sha256_digest
-from attest.errors import AttestError
+from acxoci.install import judge as J
+from acxoci.install.store import InstalledItem, Store
+from acxoci.install.vpolicy import BUILTIN, VerificationPolicy, load_policy
+from acxoci.oci.target import RemoteOptions
 
 
 @dataclass(frozen=True)
 class ItemCheck:
-    """The re-verification of one installed item."""
+    """One installed item judged now, in the words `installed verify` reports."""
 
     name: str
     digest: str
-    files_ok: bool
-    revocation: str  # not-applicable | not-revoked | revoked | unknown
+    judgement: J.Judgement | None
     problems: tuple[str, ...] = ()
     details: dict[str, Any] = field(default_factory=dict)
-    signer_ok: bool = True
+
+    def _status(self, cid: str) -> str | None:
+        c = self.judgement.check(cid) if self.judgement is not None else None
+        return None if c is None else c.status
 
     @property
     def ok(self) -> bool:
-        return self.files_ok and self.signer_ok and self.revocation in ("not-applicable", "not-revoked")
+        return self.judgement is not None and self.judgement.ok
+
+    @property
+    def files_ok(self) -> bool:
+        """The item's files are exactly those the record pins (the content check)."""
+        return self._status("content-digest") in ("pass", "skip")
+
+    @property
+    def signer_ok(self) -> bool:
+        return self._status("signature") == "pass" and self._status("trust") == "pass"
+
+    @property
+    def revocation(self) -> str:
+        """not-applicable | not-revoked | revoked | unknown (the level credential relied on)."""
+        c = self.judgement.check("revocation") if self.judgement is not None else None
+        if c is None or c.status == "skip":
+            return "not-applicable"
+        if c.status == "pass":
+            return "not-revoked"
+        return "revoked" if c.kind == "revoked" else "unknown"
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "digest": self.digest, "ok": self.ok, "filesOk": self.files_ok,
-                "revocation": self.revocation, "problems": list(self.problems), **self.details}
+        out = {"name": self.name, "digest": self.digest, "ok": self.ok, "filesOk": self.files_ok,
+               "signerOk": self.signer_ok, "revocation": self.revocation, "problems": list(self.problems),
+               **self.details}
+        if self.judgement is not None:
+            trust = self.judgement.check("trust")
+            revocation = self.judgement.check("revocation")
+            if trust is not None:
+                out["signer"] = {"status": trust.status, "reason": trust.reason, "kind": trust.kind,
+                                 "standing": trust.details.get("standing")}
+            if revocation is not None:
+                out["revocationReason"] = revocation.reason
+            out["checks"] = [c.to_json() for c in self.judgement.checks]
+        return out
 
 
-def file_problems(item: InstalledItem) -> list[str]:
-    """Files missing, changed or added since install (record.json itself is the reference)."""
-    problems: list[str] = []
-    listed = item.record.get("files") or []
-    names = set()
-    for f in listed:
-        rel = str(f.get("path"))
-        names.add(rel)
-        p = item.path / rel
-        if not p.is_file():
-            problems.append(f"{rel}: missing")
-        elif file_digest(p) != f.get("digest"):
-            problems.append(f"{rel}: digest changed (recorded {f.get('digest')}, now {file_digest(p)})")
-    for p in sorted(item.path.rglob("*")):
-        rel = p.relative_to(item.path).as_posix()
-        if p.is_file() and rel != RECORD and rel not in names:
-            problems.append(f"{rel}: not in the install record")
-    return problems
+def policy_now(item: InstalledItem, override: Path | None, now: datetime) -> VerificationPolicy:
+    """The policy an installed item is judged under: `override`, else the file recorded at install
+    (read as it is now). NotFound when the recorded file is gone and none is given."""
+    from acxoci.errors import NotFound
+
+    if override is not None:
+        return load_policy(override, now=now)
+    pol = item.record.get("policy")
+    recorded = pol.get("source") if isinstance(pol, dict) else None
+    if not isinstance(recorded, str) or recorded == BUILTIN:
+        return load_policy(None, now=now)
+    path = Path(recorded)
+    if not path.is_file():
+        raise NotFound(f"the policy {item.name} was installed under is gone", where=recorded,
+                       hint="pass --policy FILE to judge it under another policy")
+    return load_policy(path, now=now)
 
 
-def _relied_credential(item: InstalledItem) -> tuple[dict[str, Any], str] | None:
-    level = item.record.get("level")
-    if not isinstance(level, dict) or not level.get("credentialDigest"):
-        return None
-    folder = item.path / "credentials"
-    for p in sorted(folder.glob("*.json")) if folder.is_dir() else []:
-        data = p.read_bytes()
-        if sha256_digest(data) == level["credentialDigest"]:
-            doc = loads_strict(data)
-            if isinstance(doc, dict):
-                return doc, str(level.get("issuer") or "")
-    return None
+def host_now(item: InstalledItem) -> J.HostInputs:
+    """The host inputs an item was installed with, read as they are now (a file that is gone is
+    not given: the policy decides whether a host is required)."""
+    from acxoci.install.hostfiles import host_inputs
+
+    host = item.record.get("host") if isinstance(item.record.get("host"), dict) else {}
+    assert isinstance(host, dict)
+    desc, limits = host.get("descriptor"), host.get("limits")
+    return host_inputs(Path(desc) if isinstance(desc, str) and Path(desc).is_file() else None,
+                       Path(limits) if isinstance(limits, str) and Path(limits).is_file() else None, None)
 
 
-def revocation_now(item: InstalledItem, policy: VerificationPolicy,
-                   now: datetime) -> tuple[str, str, dict[str, Any]]:
-    """Re-check the relied-on credential's status list now: (state, reason, details)."""
-    if not item.record.get("statusLists") and not item.record.get("level"):
-        return "not-applicable", "no credential was relied on at install", {}
+def verify_item(item: InstalledItem, policy: VerificationPolicy, now: datetime, *, store: Store | None = None,
+                remote: RemoteOptions | None = None, content: Path | None = None) -> ItemCheck:
+    """Judge one installed item now (the same decision as `install`, over the installed files)."""
     try:
-        from acxoci.level.issuers import IssuerRegistry
-        from acxoci.level.status import check_status
-        from attest.statuslist import StatusEntry
-        from attest.trust import TrustRegistry
-    except ImportError as exc:
-        return "unknown", f"revocation checking not available: {exc}", {}
-    got = _relied_credential(item)
-    if got is None:
-        return "unknown", "the relied-on credential is missing from the installed item", {}
-    doc, issuer = got
+        host = host_now(item)
+    except AcxError as exc:
+        return ItemCheck(item.name, item.digest, None, (f"host descriptor: {exc.one_line()}",))
+    ctx = J.Context(policy, now, host, store, None, False, remote)
+    j = J.judge_installed(item, ctx, content=content)
+    return ItemCheck(item.name, item.digest, j, tuple(j.reasons()))
+
+
+def verify_installed(item: InstalledItem, policy_file: Path | None, now: datetime, *,
+                     store: Store | None = None, remote: RemoteOptions | None = None) -> ItemCheck:
+    """`verify_item` under `policy_now`; a policy that cannot be read is reported, not raised."""
     try:
-        entry = StatusEntry.from_json(doc.get("credentialStatus"))
-    except (AttestError, AcxError) as exc:
-        return "unknown", f"credentialStatus: {exc}", {}
-    source = policy.status_list_sources.get(entry.list_credential, entry.list_credential)
-    issuers = IssuerRegistry(policy.issuer_registry or TrustRegistry(()))
-    outcome = check_status(entry, source=source, issuers=issuers,
-                           vc_issuer=issuer, now=now, max_age=timedelta(seconds=policy.max_status_list_age),
-                           allow_offline=policy.allow_offline_cached,
-                           cache_dir=Path(policy.status_list_cache) if policy.status_list_cache else None)
-    details = {"statusList": outcome.to_json()}
-    if outcome.state == "revoked":
-        return "revoked", f"credential revoked since install: {outcome.reason}", details
-    if outcome.state == "valid":
-        return "not-revoked", outcome.reason, details
-    return "unknown", f"revocation status unavailable: {outcome.reason}", details
-
-
-def signer_now(item: InstalledItem, policy: VerificationPolicy, now: datetime) -> tuple[bool, dict[str, Any]]:
-    """Re-judge the recorded signer (keyid, publisher, signedAt) through install's trust check,
-    under the policy as it is now: a key revoked (or no longer tied to the publisher) since
-    install is reported. The minimum is portable: a key that merely expired since is not a fault."""
-    from dataclasses import replace
-
-    from acxoci.install.checks import SignatureEvidence, check_trust
-
-    kind = item.record.get("kind")
-    signer = next((k for k in item.record.get("keys") or []
-                   if isinstance(k, dict) and k.get("role") == f"{kind}-signer"), None)
-    if signer is None or not isinstance(signer.get("keyid"), str):
-        return False, {"status": "unknown", "reason": "the install record names no signer key"}
-    pub, signed_at = signer.get("publisherId"), signer.get("signedAt")
-    ev = SignatureEvidence("verified", str(item.record.get("trust") or "portable"), "", keyid=signer["keyid"],
-                           publisher_id=pub if isinstance(pub, str) else None,
-                           signed_at=signed_at if isinstance(signed_at, str) else None)
-    result = check_trust(ev, replace(policy, minimum_trust="portable"), now)
-    return not result.failed, {"status": result.status, "reason": result.reason, "kind": result.kind,
-                               "standing": result.details.get("standing")}
-
-
-def verify_item(item: InstalledItem, policy: VerificationPolicy, now: datetime) -> ItemCheck:
-    """Files against the record, the signer against the policy's registries now, then revocation now."""
-    from acxoci.install.install import record_errors
-
-    problems = file_problems(item)
-    problems += [f"record.json: {e}" for e in record_errors(item.record)]
-    files_ok = not problems
-    signer_ok, signer = signer_now(item, policy, now)
-    if not signer_ok:
-        problems.append(f"signer: {signer['reason']}")
-    state, reason, details = revocation_now(item, policy, now)
-    if state in ("revoked", "unknown"):
-        problems.append(reason)
-    details["revocationReason"] = reason
-    details["signer"] = signer
-    return ItemCheck(item.name, item.digest, files_ok, state, tuple(problems), details, signer_ok)
+        policy = policy_now(item, policy_file, now)
+    except AcxError as exc:
+        return ItemCheck(item.name, item.digest, None, (f"policy: {exc.one_line()}",))
+    return verify_item(item, policy, now, store=store, remote=remote)

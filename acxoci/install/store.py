@@ -22,7 +22,7 @@ import os
 import re
 import shutil
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,7 +32,6 @@ from filelock import FileLock, Timeout
 
 from acxoci.errors import Blocked, InvalidInput, NotFound, RefusedByPolicy, UsageError
 from acxoci.install.semver import is_downgrade
-from acxoci.install.testhooks import pause_for_test
 from attest.canonical import loads_strict
 from attest.errors import AttestError
 
@@ -72,16 +71,72 @@ def file_digest(path: Path) -> str:
     return "sha256:" + h.hexdigest()
 
 
+MAX_ITEM_FILES = 10_000
+MAX_ITEM_DEPTH = 16
+
+
+def walk_files(folder: Path) -> list[tuple[str, Path]]:
+    """Every entry below `folder` as (relative POSIX path, path), iteratively and bounded, never
+    following a symlink (a symlink or special file is returned for the caller to refuse)."""
+    out: list[tuple[str, Path]] = []
+    stack: list[tuple[Path, str, int]] = [(folder, "", 0)]
+    while stack:
+        d, prefix, depth = stack.pop()
+        try:
+            entries = sorted(os.scandir(d), key=lambda e: e.name)
+        except OSError as exc:
+            raise InvalidInput(f"install folder unreadable: {exc.strerror}", where=str(d)) from exc
+        for e in entries:
+            rel = f"{prefix}{e.name}"
+            if e.is_dir(follow_symlinks=False):
+                if depth + 1 > MAX_ITEM_DEPTH:
+                    raise InvalidInput(f"install folder nested deeper than {MAX_ITEM_DEPTH}", where=e.path)
+                stack.append((Path(e.path), rel + "/", depth + 1))
+            else:
+                out.append((rel, Path(e.path)))
+            if len(out) > MAX_ITEM_FILES:
+                raise InvalidInput(f"more than {MAX_ITEM_FILES} files in an install folder",
+                                   where=str(folder))
+    return sorted(out)
+
+
 def list_files(folder: Path) -> list[dict[str, Any]]:
     """Every regular file under `folder` except the record: relative path, digest, size (sorted)."""
     out: list[dict[str, Any]] = []
-    for p in sorted(folder.rglob("*")):
-        if p.is_symlink():
-            raise InvalidInput("symlink in an install folder", where=str(p))
-        if p.is_file() and p.relative_to(folder).as_posix() != RECORD:
-            out.append({"path": p.relative_to(folder).as_posix(), "digest": file_digest(p),
-                        "size": p.stat().st_size})
+    for rel, p in walk_files(folder):
+        if p.is_symlink() or not p.is_file():
+            raise InvalidInput("symlink or special file in an install folder", where=str(p))
+        if rel != RECORD:
+            out.append({"path": rel, "digest": file_digest(p), "size": p.stat().st_size})
     return out
+
+
+def record_files_problems(item: InstalledItem) -> list[str]:
+    """Files missing, changed or added since install, against the record's file list (the record
+    itself is the reference); a record whose file list is malformed is itself a problem."""
+    listed = item.record.get("files")
+    if not isinstance(listed, list):
+        return ["record.json: no file list"]
+    recorded: dict[str, str] = {}
+    for i, f in enumerate(listed):
+        if not (isinstance(f, dict) and isinstance(f.get("path"), str) and isinstance(f.get("digest"), str)):
+            return [f"record.json: files[{i}] is malformed"]
+        recorded[f["path"]] = f["digest"]
+    try:
+        present = {rel: p for rel, p in walk_files(item.path) if rel != RECORD}
+    except InvalidInput as exc:
+        return [exc.one_line()]
+    problems: list[str] = []
+    for rel, want in recorded.items():
+        p = present.get(rel)
+        if p is None or p.is_symlink() or not p.is_file():
+            problems.append(f"{rel}: missing")
+            continue
+        got = file_digest(p)
+        if got != want:
+            problems.append(f"{rel}: digest changed (recorded {want}, now {got})")
+    problems += [f"{rel}: not in the install record" for rel in present if rel not in recorded]
+    return problems
 
 
 def _fsync_dir(path: Path) -> None:
@@ -290,10 +345,13 @@ class Transaction:
         os.rename(folder, dest)
         shutil.rmtree(dest, ignore_errors=True)
 
-    def commit(self, staged: Path, record: dict[str, Any], *, allow_downgrade: bool = False) -> InstalledItem:
+    def commit(self, staged: Path, record: dict[str, Any], *, allow_downgrade: bool = False,
+               after_rename: Callable[[InstalledItem], None] | None = None) -> InstalledItem:
         """Write the record into `staged`, fsync, and install it with one rename; then drop the
         superseded items of the same name. The previous item stays current until the rename.
-        Refuses to replace a newer `artifactVersion` of the same name unless `allow_downgrade`."""
+        Refuses to replace a newer `artifactVersion` of the same name unless `allow_downgrade`.
+        `after_rename(item)` runs before the superseded items go; if it fails, the new item is
+        removed again and the previous one stays current (install --activate: both or neither)."""
         if staged not in self._staged:
             raise UsageError("commit of a folder that was not staged by this transaction")
         name, digest = check_name(str(record["name"])), str(record["digest"])
@@ -318,7 +376,12 @@ class Transaction:
         _fsync_dir(self.store.items_dir)
         self._staged.remove(staged)
         self.changed = True
-        pause_for_test("renamed")
+        if after_rename is not None:
+            try:
+                after_rename(InstalledItem(name, digest, final, record))
+            except BaseException:  # both or neither: the new item goes, the previous one stays current
+                self._to_trash(final)
+                raise
         for item in self.store.all_items():
             if item.name == name and item.path != final:
                 self._to_trash(item.path)

@@ -70,6 +70,8 @@ class VerificationPolicy:
     attestation_keys: tuple[str, ...] = ()
     level_minimum: int | str | None = None
     level_issuers: tuple[str, ...] = ()
+    level_allow_demo: bool = False
+    level_verifiers: tuple[str, ...] = ()
     issuer_registry: TrustRegistry | None = None
     issuer_sources: tuple[FileInput, ...] = ()
     max_status_list_age: int = DEFAULT_MAX_STATUS_LIST_AGE
@@ -195,8 +197,13 @@ def _merged(groups: list[tuple[str, tuple[TrustKey, ...]]], where: str) -> tuple
 
 
 def _source(value: str, base: Path) -> str:
-    """A status-list source: an https URL as is, a file path resolved against the policy's folder."""
-    return value if value.startswith("https://") else str(base / value)
+    """A status-list source: an https URL or an OCI reference (`oci-layout:…`, `oci://…`,
+    `host/repo:tag`) as is, a file path resolved against the policy's folder."""
+    from acxoci.level.oci import looks_like_reference
+
+    if value.startswith("https://") or looks_like_reference(value):
+        return value
+    return str(base / value)
 
 
 def policy_from_json(doc: Any, *, base: Path, now: datetime, source: str) -> VerificationPolicy:
@@ -232,6 +239,8 @@ def policy_from_json(doc: Any, *, base: Path, now: datetime, source: str) -> Ver
         attestation_keys=att_keys,
         level_minimum=lvl.get("minimum"),
         level_issuers=tuple(lvl.get("issuers", ())),
+        level_allow_demo=bool(lvl.get("allowDemo", False)),
+        level_verifiers=tuple(lvl.get("verifiers", ())),
         issuer_registry=issuer_reg,
         issuer_sources=tuple(issuer_src),
         max_status_list_age=int(rev.get("maxStatusListAgeSeconds", DEFAULT_MAX_STATUS_LIST_AGE)),
@@ -299,6 +308,8 @@ level: {}
 #  minimum: senior
 #  issuers: [did:web:verifier.acx.dev]
 #  issuerRegistries: [issuers.json]
+#  verifiers: [did:web:verifier.acx.dev]    # who must have run the benchmark (acx:verifier)
+#  allowDemo: false                         # a level from the demo solver or benchmark counts
 
 # Revocation (W3C Bitstring Status List): how old a status list may be, and whether a cached
 # copy may be used when the list cannot be fetched. Default: 86400 s, no offline use.

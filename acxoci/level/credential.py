@@ -51,8 +51,11 @@ def schema_errors(doc: Any) -> list[str]:
 
 
 def build_credential(result: RunResult, *, cartridge_id: str, issuer: str, valid_from: datetime,
-                     valid_until: datetime | None, status: StatusEntry) -> dict[str, Any]:
-    """The unsigned level credential for a run (numbers rounded to 3 decimals)."""
+                     valid_until: datetime | None, status: StatusEntry,
+                     verifier: str | None = None) -> dict[str, Any]:
+    """The unsigned level credential for a run (numbers rounded to 3 decimals). It says how the level
+    was measured: the benchmark and held-out slice digests, the solver, and the verifier (default:
+    the issuer) that ran the benchmark."""
     bench, ver = result.benchmark_id, result.benchmark_version
     name = result.benchmark_name
     level, tier = result.level, result.tier
@@ -86,6 +89,8 @@ def build_credential(result: RunResult, *, cartridge_id: str, issuer: str, valid
         "acx:benchmarkVersion": ver,
         "acx:benchmarkDigest": result.benchmark_digest,
         "acx:heldOutSliceDigest": result.held_out_digest,
+        "acx:solver": result.solver,
+        "acx:verifier": verifier or issuer,
     }
     evidence = [{
         "id": f"https://acx.dev/evidence/{bench}/{g.task.id}",
@@ -111,8 +116,8 @@ def build_credential(result: RunResult, *, cartridge_id: str, issuer: str, valid
 
 def issue_credential(result: RunResult, *, cartridge_id: str, issuer: str, key: PrivateKey, now: datetime,
                      status: StatusEntry, validity: timedelta | None = DEFAULT_VALIDITY,
-                     subject_keyid: str | None = None, verification_method: str | None = None
-                     ) -> dict[str, Any]:
+                     subject_keyid: str | None = None, verification_method: str | None = None,
+                     verifier: str | None = None) -> dict[str, Any]:
     """Gate, build and sign (W3C eddsa-jcs-2022). Refuses a failed gate or a self-issued credential."""
     decision = gate(result.rating.sigma, result.games_played)
     if not decision.ok:
@@ -120,7 +125,8 @@ def issue_credential(result: RunResult, *, cartridge_id: str, issuer: str, key: 
     if subject_keyid is not None and key.public().keyid() == subject_keyid:
         raise RefusedByPolicy(f"{REASON_SELF}: the issuer key signed the cartridge ({subject_keyid})")
     doc = build_credential(result, cartridge_id=cartridge_id, issuer=issuer, valid_from=now,
-                           valid_until=now + validity if validity is not None else None, status=status)
+                           valid_until=now + validity if validity is not None else None, status=status,
+                           verifier=verifier)
     signed = vc.sign(doc, key, verification_method=verification_method or f"{issuer}#key-1", created=iso(now))
     errors = schema_errors(signed)
     if errors:

@@ -26,7 +26,7 @@ from acxoci.level.constants import iso as iso  # re-exported: callers use status
 from acxoci.level.issuers import IssuerRegistry, issuer_did
 from acxoci.oci.fetch import get_url
 from attest import statuslist, vc
-from attest.canonical import loads_strict
+from attest.canonical import jcs_digest, loads_strict
 from attest.errors import AttestError
 from attest.keys import PrivateKey
 from attest.statuslist import StatusEntry
@@ -223,6 +223,15 @@ def fetch_list(source: str, *, now: datetime, timeout: float = FETCH_TIMEOUT) ->
     return Fetched(read_list_file(Path(source)), source, now, False)
 
 
+def is_fetched_source(source: str) -> bool:
+    """True for a list fetched from elsewhere (https, a registry, a layout), False for a local file."""
+    if source.startswith(("https://", "oci://", "oci-layout:")):
+        return True
+    from acxoci.level.oci import looks_like_reference
+
+    return looks_like_reference(source)
+
+
 def store_cache(cache_dir: Path, fetched: Fetched) -> None:
     """Remember a verified list with its fetch time."""
     write_json_atomic(_cache_path(cache_dir, fetched.source),
@@ -326,6 +335,13 @@ def check_status(entry: StatusEntry, *, source: str, issuers: IssuerRegistry, vc
     except (VerificationFailed, InvalidInput) as exc:
         return StatusOutcome("failed", f"status list rejected: {exc.message}", entry.index, source,
                              fetched.fetched_at, None, fetched.from_cache)
+    if is_fetched_source(source):  # a list named by a local file is the user's own
+        from acxoci.freshness import HighWater
+
+        rollback = HighWater(cdir).status_list(listed.list_id, listed.valid_from, jcs_digest(fetched.doc))
+        if rollback is not None:
+            return StatusOutcome("failed", rollback, entry.index, source, fetched.fetched_at,
+                                 listed.valid_from, fetched.from_cache)
     if not fetched.from_cache:
         store_cache(cdir, fetched)
     return decide_status(entry, listed, vc_issuer=vc_issuer, now=now, max_age=max_age,

@@ -200,7 +200,7 @@ def _prepare(ctx: Context, e: Effect) -> Result:
         workflow_statement,
     )
     from acxoci.install import checks as C
-    from acxoci.install.install import cartridge_signature
+    from acxoci.install.judge import cartridge_signature
     from acxoci.install.vpolicy import load_policy
 
     assert e.artifact is not None

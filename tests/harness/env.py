@@ -25,6 +25,8 @@ PEER_PATHS = {
     "cosign3": PEERS / "cosign3/usr/bin/cosign",
     "crane": PEERS / "crane/usr/bin/crane",
     "acx-refreg": PEERS / "refreg/acx-refreg",
+    # the reference MCP filesystem server (npm @modelcontextprotocol/server-filesystem)
+    "mcp-filesystem": PEERS / "mcp-filesystem/node_modules/.bin/mcp-server-filesystem",
 }
 
 

@@ -39,8 +39,8 @@ def test_mirror_to_distribution_is_idempotent_and_install_honours_withdrawn(
     assert code == 0, out
     assert out["blobsSent"] > 0 and len(out["items"]) == 6 + len(ex.reference_cartridges)
     refs = {i["coordinate"]: i for i in out["items"]}
-    assert refs[f"{PUBLISHER}/pr-reviewer@1.0.0"]["lifecycle"] == "withdrawn"
-    assert {r["kind"] for r in refs[f"{PUBLISHER}/pr-reviewer@1.1.0"]["referrers"]} == {"dsse-envelope"}
+    assert refs[f"agent/{PUBLISHER}/pr-reviewer@1.0.0"]["lifecycle"] == "withdrawn"
+    assert {r["kind"] for r in refs[f"agent/{PUBLISHER}/pr-reviewer@1.1.0"]["referrers"]} == {"dsse-envelope"}
     # the rerun goes through a logging proxy: not one upload request reaches the registry
     with FaultProxy(distribution_registry.host) as proxy:
         code, again = acx_json(capsys, "exchange", "mirror", str(ex.root), f"{proxy.host}/exchange")
@@ -50,14 +50,14 @@ def test_mirror_to_distribution_is_idempotent_and_install_honours_withdrawn(
     ]
     assert uploads == [] and proxy.log.entries  # it did talk to the registry, read-only
     # the lifecycle is readable through the tag fallback
-    target = RegistryTarget(parse_reference(f"{prefix}/{PUBLISHER}/pr-reviewer"), RemoteOptions())
+    target = RegistryTarget(parse_reference(f"{prefix}/agent/{PUBLISHER}/pr-reviewer"), RemoteOptions())
     withdrawn = target.resolve("1.0.0")
     assert [r["status"] for r in read_lifecycle(target, withdrawn)] == ["withdrawn"]
     # install from the registry: withdrawn refused, nothing stored; 1.1.0 installed and activated
     trust = write_registry(tmp_path / "trust.json", [registry_entry(key, PUBLISHER)])
     policy = trusting_policy(tmp_path, trust)
     store = tmp_path / "store"
-    repo = f"{prefix}/{PUBLISHER}/pr-reviewer"
+    repo = f"{prefix}/agent/{PUBLISHER}/pr-reviewer"
     code, err = acx_json(capsys, "install", f"{repo}:1.0.0", "--policy", str(policy), "--store", str(store))
     assert (
         code == 8 and err["error"]["kind"] == "refused_by_policy" and "withdrawn" in err["error"]["message"]

@@ -25,7 +25,7 @@ from tests.unit.test_install_support import NOW, push_cartridge, tree_hash, trus
 
 pytestmark = pytest.mark.interop
 
-STAGES = ("locked", "resolved", "pulled", "checked", "staged", "renamed")
+STAGES = ("locked", "resolved", "checked", "staged", "renamed")
 
 
 def acx(
@@ -143,20 +143,9 @@ def test_bad_host_file_is_invalid_input(sample: dict[str, Any]) -> None:
 def test_sigkill_never_leaves_a_half_installed_item(sample: dict[str, Any], stage: str) -> None:
     store = Path(sample["store"])
     marker = sample["tmp"] / "paused"
-    env = {**os.environ, "ACX_TEST_PAUSE_AT": stage, "ACX_TEST_PAUSE_FILE": str(marker)}
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "acxoci",
-            "install",
-            sample["ref"],
-            "--policy",
-            str(sample["policy"]),
-            "--store",
-            str(store),
-        ],
-        env=env,
+        [sys.executable, "-m", "tests.harness.install_child", sample["ref"], str(sample["policy"]),
+         str(store), stage, str(marker)],
         cwd=REPO,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -195,7 +184,6 @@ def test_concurrent_installs_are_serialized(sample: dict[str, Any], vectors_dir:
     other = sample["tmp"] / "other"
     push_cartridge(other, vectors_dir / "sample" / "sample.stripped.acx", "v1")
     marker = sample["tmp"] / "first-holds-lock"
-    slow = {"ACX_TEST_PAUSE_AT": "checked", "ACX_TEST_PAUSE_FILE": str(marker), "ACX_TEST_PAUSE_SECONDS": "2"}
     base = [
         sys.executable,
         "-m",
@@ -206,8 +194,10 @@ def test_concurrent_installs_are_serialized(sample: dict[str, Any], vectors_dir:
         "--store",
         str(store),
     ]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ACX_TEST_")}
-    first = subprocess.Popen([*base, sample["ref"], "--name", "first/one"], env={**env, **slow}, cwd=REPO)
+    env = dict(os.environ)
+    first = subprocess.Popen([sys.executable, "-m", "tests.harness.install_child", sample["ref"],
+                              str(sample["policy"]), str(store), "checked", str(marker), "first/one", "2"],
+                             cwd=REPO)
     deadline = time.monotonic() + 60
     while not marker.exists():
         assert first.poll() is None and time.monotonic() < deadline
@@ -229,7 +219,7 @@ def test_concurrent_installs_are_serialized(sample: dict[str, Any], vectors_dir:
     assert [i.record["seq"] for i in st.list()] == [1, 2]
 
 
-@pytest.mark.parametrize("stage", ["pulled", "staged", "renamed"])
+@pytest.mark.parametrize("stage", ["checked", "staged", "renamed"])
 def test_sigkill_during_upgrade_keeps_the_previous_digest_current(
     sample: dict[str, Any], vectors_dir: Path, stage: str
 ) -> None:
@@ -241,11 +231,9 @@ def test_sigkill_during_upgrade_keeps_the_previous_digest_current(
     newer = sample["tmp"] / "newer"
     push_cartridge(newer, vectors_dir / "sample" / "sample.stripped.acx", "v2")
     marker = sample["tmp"] / "paused"
-    env = {**os.environ, "ACX_TEST_PAUSE_AT": stage, "ACX_TEST_PAUSE_FILE": str(marker)}
-    cmd = [sys.executable, "-m", "acxoci", "install", f"oci-layout:{newer}:v2", "--name", "agent/x"]
     proc = subprocess.Popen(
-        [*cmd, "--policy", str(sample["policy"]), "--store", str(store)],
-        env=env,
+        [sys.executable, "-m", "tests.harness.install_child", f"oci-layout:{newer}:v2", str(sample["policy"]),
+         str(store), stage, str(marker), "agent/x"],
         cwd=REPO,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

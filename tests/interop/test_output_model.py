@@ -40,6 +40,7 @@ NOT_RUN: dict[str, str] = {
     "acx policy simulate": "needs a run trace; tests/unit covers it",
     "acx list": "hidden alias of `acx ls`, which runs here",
     "acx harness negotiate": "writes a compliance file; `install --host` runs the negotiation here",
+    "acx builder": "serves until SIGINT/SIGTERM; tests/studio/test_builder_server.py runs it (--json too)",
 }
 
 
@@ -140,6 +141,14 @@ def test_every_command_json_validates_against_its_schema(
     acx("cartridge", "strip", f"{r}/agent.acx", "-o", f"{r}/stripped.acx")
     acx("policy", "check", f"{r}/agent.acx")
     acx("harness", "check", f"{r}/agent.acx")
+    acx("harness", "lint", f"{r}/agent.acx")
+    acx("check", f"{r}/agent.acx", "--all-tools")
+    acx("check", f"{r}/agent.acx", "--tools", "acx:execute", code=8)
+    acx("lance", f"{r}/agent.acx", "--out", f"{r}/memory", "--trust-registry", f"{r}/trust.json")
+    # authoring and sharing
+    acx("init", f"{r}/new-agent", "--role", "qa_engineer")
+    acx("init", "--from-code", str(REPO / "examples"), "--out", f"{r}/agent-set")
+    acx("share", "agent", f"{r}/agent.acx", "--registry", f"{r}", "--dry-run")
     # OCI
     layout = f"oci-layout:{r}/store"
     acx("push", f"{r}/agent.acx", f"{layout}:1.0.0", "--sign", "--key", f"{r}/pub.pem")
@@ -164,9 +173,16 @@ def test_every_command_json_validates_against_its_schema(
     acx("installed", "list", "--store", f"{r}/st")
     acx("installed", "show", done["name"], "--store", f"{r}/st")
     acx("installed", "verify", "--store", f"{r}/st")
+    acx("installed", "sync", "--dry-run", "--store", f"{r}/st")
+    acx("installed", "sync", "--store", f"{r}/st")
     acx("activate", done["name"], "--skills-dir", f"{r}/skills", "--store", f"{r}/st")
     acx("deactivate", done["name"], "--skills-dir", f"{r}/skills", "--store", f"{r}/st")
     acx("uninstall", done["name"], "--store", f"{r}/st")
+    acx("load", f"{r}/agent.acx", "--skills-dir", f"{r}/loaded", "--policy", f"{r}/policy.yaml",
+        "--print-only")
+    acx("load", f"{r}/agent.acx", "--skills-dir", f"{r}/loaded", "--policy", f"{r}/policy.yaml",
+        "--store", f"{r}/st")
+    acx("verify", f"{layout}:1.0.0", "--policy", f"{r}/policy.yaml")
     # the Exchange: one cartridge at its coordinate, indexed, verified, mirrored
     coord = tmp_path / "exchange" / "cartridges" / "dev.example.out" / "pr-reviewer" / "1.0.0"
     coord.mkdir(parents=True)
@@ -174,6 +190,8 @@ def test_every_command_json_validates_against_its_schema(
     acx("exchange", "index", f"{r}/exchange")
     acx("exchange", "verify", f"{r}/exchange")
     acx("exchange", "mirror", f"{r}/exchange", f"oci-layout:{r}/exmirror")
+    acx("exchange", "site", f"{r}/exchange", "--out", f"{r}/site", "--trust-registry", f"{r}/trust.json")
+    acx("exchange", "site", f"oci-layout:{r}/exmirror", "--out", f"{r}/msite", "--policy", f"{r}/policy.yaml")
     # workflows
     flow = str(REPO / "examples" / "workflow" / "review-team.cal.json")
     acx("workflow", "lint", flow, "--publish")

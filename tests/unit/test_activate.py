@@ -89,6 +89,7 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     (home / "notes").mkdir(parents=True)
     (home / "notes" / "keep.txt").write_text("mine")
     monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # trust documents' cache, not the home
     return {
         "key": key,
         "tmp": tmp_path,

@@ -27,6 +27,9 @@ DOMAIN = (
     "acxoci.artifact",
     "acxoci.install",
     "acxoci.exchange",
+    "acxoci.authoring",
+    "acxoci.studio",
+    "acxoci.catalog",
 )
 
 
@@ -167,7 +170,7 @@ def import_circles(files: list[Path], root: Path = REPO) -> list[list[str]]:
 
 
 @pytest.mark.parametrize("pkg", ["attest", "acxoci/install", "acxoci/level", "acxoci/cartridge",
-                                 "acxoci/workflow", "acxoci/policy"])
+                                 "acxoci/workflow", "acxoci/policy", "acxoci/studio", "acxoci/catalog"])
 def test_no_import_circles(pkg: str) -> None:
     """DESIGN: no import circles (the store once called back into the installer, and the level
     credential, status and OCI modules imported each other)."""
@@ -181,3 +184,18 @@ def test_circle_finder_finds_a_planted_circle(tmp_path: Path) -> None:
     (pkg / "b.py").write_text("from acxoci.zz.a import f\n")
     (pkg / "c.py").write_text("from acxoci.zz import a\n")
     assert import_circles(sorted(pkg.glob("*.py")), tmp_path) == [["acxoci.zz.a", "acxoci.zz.b"]]
+
+
+def test_one_acceptance_decision() -> None:
+    """DESIGN.md, "One judge": the acceptance decision is `acxoci.install.checks.run_checks`, and only
+    `acxoci.install.judge` (which gathers its inputs) calls it; every stage goes through the judge."""
+    callers = []
+    for path in sorted((REPO / "acxoci").rglob("*.py")):
+        tree = ast.parse(path.read_text(), filename=str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                fn = node.func
+                name = fn.attr if isinstance(fn, ast.Attribute) else fn.id if isinstance(fn, ast.Name) else ""
+                if name == "run_checks":
+                    callers.append(module_name(path))
+    assert sorted(set(callers)) == ["acxoci.install.judge"], callers

@@ -257,7 +257,8 @@ def test_budget_without_a_policy_or_with_errors_is_exact() -> None:
     exact(C.check_budget(C.BudgetEvidence(present=False), pol()), "policy-budget", "fail",
           "the cartridge has no loop + context policy", "invalid_policy")
     exact(C.check_budget(C.BudgetEvidence(("$.loop: bad", "$.context: bad")), pol()), "policy-budget", "fail",
-          "loop + context policy is invalid: $.loop: bad; $.context: bad", "invalid_policy",
+          "the package is invalid (as `acx cartridge spec` says): $.loop: bad; $.context: bad",
+          "invalid_policy",
           errors=["$.loop: bad", "$.context: bad"])
 
 

@@ -305,13 +305,13 @@ def test_mirror_into_a_layout_is_idempotent_and_install_honours_the_lifecycle(
     assert all(i["status"] == "unchanged" for i in again["items"])
     assert _layout_files(layout) == before  # nothing written at all
     # the lifecycle travelled as a referrer of the exact release
-    repo = LayoutStore(layout / PUBLISHER / "pr-reviewer", create=False)
+    repo = LayoutStore(layout / "agent" / PUBLISHER / "pr-reviewer", create=False)
     withdrawn = repo.resolve("1.0.0")
     assert [r["status"] for r in read_lifecycle(repo, withdrawn)] == ["withdrawn"]
     assert read_lifecycle(repo, repo.resolve("1.1.0")) == []
     # install refuses the withdrawn release and leaves no store behind
     store = ex["tmp"] / "store"
-    ref = f"oci-layout:{layout / PUBLISHER / 'pr-reviewer'}"
+    ref = f"oci-layout:{layout / 'agent' / PUBLISHER / 'pr-reviewer'}"
     code, err = acx_json(
         capsys, "install", f"{ref}:1.0.0", "--policy", str(ex["policy"]), "--store", str(store)
     )
@@ -335,14 +335,14 @@ def test_mirror_into_a_layout_is_idempotent_and_install_honours_the_lifecycle(
     assert code == 0 and res["status"] == "installed", res
     life = res["lifecycle"]
     assert life["status"] == "superseded" and "io.github.example-acx/pr-reviewer@1.1.0" in life["message"]
-    assert life["successorReference"] == f"oci-layout:{layout}/{PUBLISHER}/pr-reviewer:1.1.0"
+    assert life["successorReference"] == f"oci-layout:{layout}/agent/{PUBLISHER}/pr-reviewer:1.1.0"
     assert (home / ".claude" / "skills" / "review-checklist" / "SKILL.md").is_file()
     code, res = acx_json(
         capsys, "install", f"{ref}:1.1.0", "--policy", str(ex["policy"]), "--store", str(store)
     )
     assert code == 0 and "lifecycle" not in res
     # the deprecated workflow carries its record too
-    wrepo = LayoutStore(layout / PUBLISHER / "vector-team", create=False)
+    wrepo = LayoutStore(layout / "workflow" / PUBLISHER / "vector-team", create=False)
     assert [r["status"] for r in read_lifecycle(wrepo, wrepo.resolve("1.2.3"))] == ["deprecated"]
     # a coordinate that changed upstream is never overwritten in the mirror
     from tests.unit.exchange_support import build_version

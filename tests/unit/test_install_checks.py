@@ -522,7 +522,7 @@ def test_run_checks_passes_each_check_its_inputs() -> None:
         C.check_trust(g.signature, p, NOW), C.check_attestations(g.attestations, p),
         C.check_level(g.credentials, p, ROM), C.check_revocation(g.credentials, p, ROM),
         C.check_harness(g.harness, p, host_given=True, available=True), C.check_budget(None, p),
-        C.check_staffing("cartridge", None), C.check_version(g.version),
+        C.check_staffing("cartridge", None), C.check_version(g.version), C.check_lifecycle(None),
     ]
     # the credential bound to another ROM is set aside: only the ROM's own (level 3) counts
     assert got[5].status == "pass" and got[3].status == "pass" and got[7].kind == "harness_unmet"
@@ -553,7 +553,7 @@ def test_budget_equal_to_the_host_is_within_it() -> None:
         {"tokenSpend": {"dailyPerAgent": 100}})), pol(budget_above_host="cap"))
     assert capped.reason == "budget capped to the host's limits: tokenSpend.dailyPerAgent 500 > host 100"
     bad = C.check_budget(C.BudgetEvidence(("a", "b"), budget, None), pol())
-    assert bad.reason == "loop + context policy is invalid: a; b"
+    assert bad.reason == "the package is invalid (as `acx cartridge spec` says): a; b"
     assert dict(bad.details) == {"errors": ["a", "b"]}
 
 

@@ -133,6 +133,7 @@ def test_full_install_records_every_check(world: World) -> None:
         "policy-budget": "pass",
         "staffing": "skip",
         "version": "pass",
+        "lifecycle": "pass",
     }
     item = w.store.get(out.name or "")
     assert item is not None and item.digest == w.desc.digest
@@ -388,7 +389,7 @@ def test_installed_verify_reports_revocation_and_file_changes(world: World) -> N
     revoke(w.level, now=later - timedelta(minutes=5))
     res = verify_item(item, policy, later)
     assert not res.ok and res.revocation == "revoked"
-    assert any("revoked since install" in p for p in res.problems)
+    assert any("revocation [revoked]" in p and "is revoked" in p for p in res.problems), res.problems
     assert res.files_ok
     (item.path / "cartridge.acx").write_bytes(b"changed")
     res2 = verify_item(item, policy, later)

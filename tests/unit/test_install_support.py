@@ -250,8 +250,11 @@ def issue_level(
     now: datetime = NOW,
     competence: float = 33.0,
     list_valid_from: datetime | None = None,
+    demo: bool = False,
+    verifier: str | None = None,
 ) -> Level:
-    """Run the real level benchmark on `acx`, issue a credential with a status list entry (index 3)."""
+    """Run a real (non-demo) benchmark on `acx` with a measuring solver, and issue a credential with
+    a status list entry (index 3). `demo=True`: the demo suite and the demo solver instead."""
     from acxoci.level.benchmark import demo_suite
     from acxoci.level.credential import issue_credential
     from acxoci.level.issuers import did_web_publisher
@@ -263,9 +266,8 @@ def issue_level(
     issuer_key = generate_ed25519()
     reg = write_registry(tmp / "issuers.json", [registry_entry(issuer_key, did_web_publisher(ISSUER))])
     rom = rom_digest(acx)
-    result = run_level(
-        demo_suite(), cartridge=acx, rom_digest=rom, solver=ReferenceSolver(competence), signer=issuer_key
-    )
+    suite, solver = (demo_suite(), ReferenceSolver(competence)) if demo else measured_bench(competence)
+    result = run_level(suite, cartridge=acx, rom_digest=rom, solver=solver, signer=issuer_key)
     entry = StatusEntry(LIST_ID, 3, "revocation", f"{LIST_ID}#3")
     cred = issue_credential(
         result,
@@ -274,6 +276,7 @@ def issue_level(
         key=issuer_key,
         now=now - timedelta(hours=2),
         status=entry,
+        verifier=verifier,
     )
     sl = create_status_list(
         list_id=LIST_ID, issuer=ISSUER, key=issuer_key, now=list_valid_from or now - timedelta(hours=1)
@@ -281,6 +284,26 @@ def issue_level(
     list_path = tmp / "status-1.json"
     list_path.write_text(json.dumps(sl))
     return Level(issuer_key, reg, cred, sl, list_path)
+
+
+def measured_bench(competence: float) -> tuple[Any, Any]:
+    """A benchmark that is not the demo one, and a solver that is not the demo solver (its outcomes
+    follow the same logistic curve, so levels come out as the demo's would)."""
+    from acxoci.level.benchmark import BenchmarkSuite, Task
+    from acxoci.level.solver import CallableSolver, ReferenceSolver, SolveRequest
+
+    tasks = tuple(Task(f"etl-task-{i:03d}", 15 + i % 34, f"load and validate partition {i}")
+                  for i in range(160))
+    suite = BenchmarkSuite("acx-bench-etl-test", "2026.12.1", "ETL test suite", tasks, 0.6, "etl-test-seal")
+    by_id = {t.id: t for t in tasks}
+    ref = ReferenceSolver(competence)
+
+    def solve(req: dict[str, Any]) -> Any:
+        task = by_id[req["task"]["id"]]
+        return ref.solve(SolveRequest(req["benchmark"], req["version"], task, Path(req["cartridge"]),
+                                      req["romDigest"]))
+
+    return suite, CallableSolver(solve, "tests.measured:solve")
 
 
 def revoke(level: Level, *, now: datetime) -> None:

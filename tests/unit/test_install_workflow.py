@@ -118,3 +118,40 @@ def test_min_level_slots_use_levels_proven_at_install(setup: dict[str, Any]) -> 
     high = install(f"oci-layout:{s['layout']}:high", policy=pol, store=s["store"], now=NOW, name="team/high")
     assert high.status == "refused" and [c.id for c in high.failed] == ["staffing"]
     assert tree_hash(s["store"].root) == before
+
+
+def test_staffing_judges_each_member_now_not_the_record(setup: dict[str, Any],
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 28: after the level credential of an installed cartridge was revoked, a workflow whose
+    slot needs that level was installed READY (the level came from the install record). Now every
+    member is judged again, so install and `workflow ready --policy --store` both say NOT READY."""
+    from datetime import timedelta
+
+    from tests.harness.cli import acx_json
+    from tests.unit.test_install_support import revoke
+
+    s = setup
+    acx = make_cartridge(s["vectors"], s["tmp"] / "c.acx", s["key"])
+    desc = push_cartridge(s["layout"], acx, "c1")
+    lv = issue_level(s["tmp"], acx)
+    attach_level(s["layout"], desc, lv.credential)
+    pol_path = level_policy(s["tmp"], s["reg"], lv, "mid")
+    pol = load_policy(pol_path, now=NOW)
+    cart = install(f"oci-layout:{s['layout']}:c1", policy=pol, store=s["store"], now=NOW)
+    assert cart.status == "installed" and cart.record is not None
+    doc = signed_workflow(s["vectors"], s["key"], cart.record["level"]["level"])
+    push_workflow(s["layout"], doc, "team", s["tmp"])
+    wf = s["tmp"] / "team.cal.json"
+    at = ("--now", NOW.isoformat())
+    code, out = acx_json(capsys, "workflow", "ready", str(wf), "--policy", str(pol_path), "--store",
+                         str(s["store"].root), *at)
+    assert code == 0 and out["ok"], out
+    revoke(lv, now=NOW + timedelta(minutes=1))
+    later = NOW + timedelta(minutes=2)
+    out2 = install(f"oci-layout:{s['layout']}:team", policy=load_policy(pol_path, now=later),
+                   store=s["store"], now=later)
+    assert out2.status == "refused" and [c.id for c in out2.failed] == ["staffing"], out2.to_json()
+    assert "revoked" in out2.failed[0].reason
+    code, out = acx_json(capsys, "workflow", "ready", str(wf), "--policy", str(pol_path), "--store",
+                         str(s["store"].root), "--now", later.isoformat())
+    assert code == 1 and not out["ok"] and any("revoked" in r for r in out["reasons"]), out

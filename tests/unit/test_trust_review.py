@@ -207,8 +207,8 @@ def test_installed_verify_reports_a_signer_key_revoked_since_install(
     code, out = acx_json(capsys, "installed", "verify", "--store", str(store))
     assert code == 1 and not out["ok"], out
     item = out["items"][0]
-    assert item["signer"]["kind"] == "revoked_key", item
-    assert any(p.startswith("signer: signer key is revoked for key-compromise")
+    assert item["signer"]["kind"] == "revoked_key", item["problems"]
+    assert any(p.startswith("trust [revoked_key]: signer key is revoked for key-compromise")
                for p in item["problems"]), item
 
 

@@ -1,0 +1,39 @@
+"""The host's files (`--host HOST.json`, `--host-limits LIMITS.yaml`, `--roster DIR`) read into
+`HostInputs`: a bad file is invalid_input or not_found, never a refusal."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from acxoci.errors import InvalidInput, NotFound
+from acxoci.fsutil import read_bytes
+from acxoci.install.judge import HostInputs
+from attest.canonical import loads_strict, sha256_digest
+from attest.errors import AttestError
+
+
+def host_inputs(host: Path | None, host_limits: Path | None, roster: Path | None) -> HostInputs:
+    """Read the host descriptor and resource limits, each with its resolved path and digest."""
+    descriptor = d_digest = l_digest = None
+    limits = None
+    if host is not None:
+        if not host.exists():
+            raise NotFound(f"host descriptor not found: {host}")
+        data = read_bytes(host, "host descriptor", limit=1 << 20)
+        try:
+            descriptor = loads_strict(data)
+        except AttestError as exc:
+            raise InvalidInput(f"host descriptor is not valid JSON: {exc}", where=str(host)) from exc
+        if not isinstance(descriptor, dict):
+            raise InvalidInput("host descriptor is not a JSON object", where=str(host))
+        from acxoci.policy.harness import parse_host
+
+        parse_host(descriptor, where=str(host))
+        d_digest = sha256_digest(data)
+    if host_limits is not None:
+        from acxoci.policy.limits import load_host_limits
+
+        limits = load_host_limits(host_limits)
+        l_digest = sha256_digest(read_bytes(host_limits, "host limits", limit=1 << 20))
+    return HostInputs(descriptor, str(host.resolve()) if host else None, d_digest, limits,
+                      str(host_limits.resolve()) if host_limits else None, l_digest, roster)

@@ -1,0 +1,143 @@
+"""`acx lance` writes a verified cartridge's memory as a LanceDB database (acx.lance-memory/1),
+read back here with lancedb itself: the JSON baseline is the source, every vector is local-hash-128
+recomputed (stored vectors are ignored), an untrusted or tampered cartridge writes nothing, and no
+other command imports lancedb."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from acxoci.cartridge.build import build_cartridge
+from acxoci.lance import DIM, embed, memory_text
+from attest.keys import PrivateKey, generate_ed25519
+from tests.harness.cli import acx_json
+from tests.harness.env import REPO
+from tests.unit.test_install_support import PUBLISHER, registry_entry, trusting_policy, write_registry
+
+lancedb = pytest.importorskip("lancedb")  # installed by `make venv` (the `lance` extra)
+
+
+@pytest.fixture(scope="module")
+def key() -> PrivateKey:
+    return generate_ed25519()
+
+
+def _cartridge(tmp: Path, key: PrivateKey) -> Path:
+    out = tmp / "agent.acx"
+    build_cartridge(
+        REPO / "examples" / "agent-package",
+        out,
+        publisher=PUBLISHER,
+        key=key,
+        created_at="2026-05-04T09:00:00.000Z",
+        include_field_learned=True,
+    )
+    return out
+
+
+def test_memory_becomes_a_lancedb_table_with_local_vectors(
+    tmp_path: Path, key: PrivateKey, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cart = _cartridge(tmp_path, key)
+    with sqlite3.connect(cart) as db:  # a foreign vector: unsigned, never trusted, never read
+        db.execute("INSERT INTO vectors VALUES ('rev-0001', 'rom', ?, NULL)", (b"\x00" * 512,))
+        baseline = {
+            r[0]: (r[1], json.loads(r[2])) for r in db.execute("SELECT id, zone, payload FROM memory")
+        }
+    trust = write_registry(tmp_path / "trust.json", [registry_entry(key, PUBLISHER)])
+    out = tmp_path / "lance"
+    code, res = acx_json(capsys, "lance", str(cart), "--out", str(out), "--trust-registry", str(trust))
+    assert code == 0 and res["rows"] == len(baseline) and res["foreignVectorsIgnored"] == 1, res
+    assert res["zones"] == {"rom": 2, "save": 1}
+    table = lancedb.connect(str(out)).open_table("memories")
+    assert table.schema.names == [
+        "id",
+        "zone",
+        "portable",
+        "artifact_fingerprint",
+        "codebase_fingerprint",
+        "title",
+        "summary",
+        "source_type",
+        "tags",
+        "impact",
+        "xp_awarded",
+        "timestamp",
+        "text",
+        "vector",
+    ]
+    assert table.schema.metadata[b"acx.schema_version"] == b"acx.lance-memory/1"
+    assert str(table.schema.field("vector").type) == f"fixed_size_list<item: float>[{DIM}]"
+    rows = {r["id"]: r for r in table.to_arrow().to_pylist()}
+    assert set(rows) == set(baseline)
+    for mid, (zone, rec) in baseline.items():
+        row = rows[mid]
+        assert (row["zone"], row["title"], row["summary"], row["tags"]) == (
+            zone,
+            rec["title"],
+            rec["summary"],
+            rec["tags"],
+        )
+        assert row["portable"] is (zone == "rom") and (row["codebase_fingerprint"] is None) == (zone == "rom")
+        want = embed(memory_text(rec))
+        assert all(
+            math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-7) for a, b in zip(row["vector"], want, strict=True)
+        )
+    # a vector search over the table finds the record whose text it embeds
+    probe = next(iter(baseline.values()))[1]
+    hit = table.search(embed(memory_text(probe))).metric("cosine").limit(1).to_list()[0]
+    assert hit["title"] == probe["title"]
+    # with a policy too; an existing folder is kept unless --force
+    policy = trusting_policy(tmp_path, trust)
+    assert acx_json(capsys, "lance", str(cart), "--out", str(out), "--policy", str(policy))[0] == 2
+    assert acx_json(capsys, "lance", str(cart), "--out", str(out), "--policy", str(policy), "--force")[0] == 0
+
+
+def test_the_engine_is_the_reference_local_hash_128() -> None:
+    v = embed("Ask for a failing test first")
+    assert len(v) == DIM and math.isclose(sum(x * x for x in v), 1.0)
+    assert embed("") == [0.0] * DIM and embed("A a") == embed("a, A!")
+
+
+def test_untrusted_or_tampered_cartridges_write_nothing(
+    tmp_path: Path, key: PrivateKey, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cart = _cartridge(tmp_path, key)
+    other = write_registry(tmp_path / "other.json", [registry_entry(generate_ed25519(), PUBLISHER)])
+    out = tmp_path / "lance"
+    code, err = acx_json(capsys, "lance", str(cart), "--out", str(out), "--trust-registry", str(other))
+    assert code == 8 and not out.exists(), err
+    tampered = tmp_path / "t.acx"
+    shutil.copyfile(cart, tampered)
+    with sqlite3.connect(tampered) as db:
+        db.execute("UPDATE memory SET payload = replace(payload, 'failing', 'passing') WHERE zone = 'rom'")
+    trust = write_registry(tmp_path / "trust.json", [registry_entry(key, PUBLISHER)])
+    code, err = acx_json(capsys, "lance", str(tampered), "--out", str(out), "--trust-registry", str(trust))
+    assert code == 8 and "tampered" in err["error"]["message"] and not out.exists()
+    assert acx_json(capsys, "lance", str(cart), "--out", str(out))[0] == 2
+    assert not list(tmp_path.glob(".lance.*"))  # no staging folder left behind
+
+
+def test_no_other_command_imports_lancedb() -> None:
+    probe = (
+        "import sys\nfrom acxoci.cli.main import main\n"
+        "try:\n    main(['--json', 'cartridge', 'verify', sys.argv[1]])\nexcept SystemExit:\n    pass\n"
+        "from acxoci.cli import groups\nfrom acxoci.cli.main import app\ngroups.register_all(app)\n"
+        "import acxoci.policy.boot, acxoci.exchange.share, acxoci.authoring.generate\n"
+        "print('lancedb' in sys.modules, 'pyarrow' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe, str(REPO / "pyproject.toml")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.stdout.strip().splitlines()[-1] == "False False", done.stdout + done.stderr
