@@ -109,7 +109,8 @@ def main() -> int:
             for n in args.counts:
                 line = f"  {n:5d}: acx {_best(t, f'acx{n}')}"
                 if ref:
-                    line += f"  reference {_best(t, f'ref{n}')}  acx/reference {_ratio(t, f'acx{n}', f'ref{n}')}"
+                    line += f"  reference {_best(t, f'ref{n}')}"
+                    line += f"  acx/reference {_ratio(t, f'acx{n}', f'ref{n}')}"
                 print(line + ("  (target <= 0.5x)" if ref else ""))
             print(f"  acx {big}/{small}: {_ratio(t, f'acx{big}', f'acx{small}')} (target <= 2.2x)")
             if ref:
