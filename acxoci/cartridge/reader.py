@@ -542,8 +542,8 @@ class Cartridge:
     def _chunks(self, rowid: int) -> Iterator[bytes]:
         try:
             with self.conn.blobopen("sqlar", "data", rowid, readonly=True) as blob:
-                while chunk := blob.read(_CHUNK):
-                    yield chunk
+                for _ in range(0, len(blob), _CHUNK):
+                    yield blob.read(_CHUNK)
         except (sqlite3.Error, UnicodeDecodeError) as exc:
             raise InvalidInput(f"cannot read sqlar data: {exc}", where=self.label) from exc
 
@@ -565,20 +565,16 @@ class Cartridge:
         )
 
     def sqlar_sha256(self, info: SqlarInfo) -> tuple[str, int]:
-        """(sha256:…, uncompressed length) of one scanned row, streamed."""
-        state: list[Any] = []
+        """(sha256:…, uncompressed length) of one scanned row, streamed: the length is `sz`, which
+        a raw row's stored bytes are and an inflated row's output must be (sqlar.stream_entry)."""
+        hashes: list[Any] = []
 
         def factory() -> Callable[[bytes], object]:
-            state[:] = [hashlib.sha256(), 0]
-
-            def sink(b: bytes) -> None:
-                state[0].update(b)
-                state[1] += len(b)
-
-            return sink
+            hashes.append(hashlib.sha256())
+            return hashes[-1].update  # type: ignore[no-any-return]
 
         self.sqlar_stream(info, factory)
-        return "sha256:" + state[0].hexdigest(), int(state[1])
+        return "sha256:" + hashes[-1].hexdigest(), info.sz
 
     def sqlar_read(self, name: str) -> bytes | None:
         """The uncompressed bytes of sqlar entry `name`, or None if absent. Bounded (see sqlar.py)."""
