@@ -170,9 +170,7 @@ def _open_file(path: Path) -> int:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError as exc:
         raise NotFound(f"no such file: {path}", where=where) from exc
-    except IsADirectoryError as exc:
-        raise InvalidInput("is a directory, not a cartridge", where=where) from exc
-    except OSError as exc:
+    except OSError as exc:  # a directory opens read-only, and is refused below
         raise InvalidInput(f"cannot read: {exc.strerror or exc}", where=where) from exc
     mode = os.fstat(fd).st_mode
     if not stat.S_ISREG(mode):
@@ -270,19 +268,18 @@ def _private_copy(fd: int, st: os.stat_result, head: bytes, where: str) -> sqlit
 
 def _connect(uri: str, *, where: str) -> sqlite3.Connection:
     """A read-only, immutable connection with the value-size limit and safe pragmas."""
+    conn = None
     try:
         conn = sqlite3.connect(uri, uri=True)
-    except (sqlite3.Error, UnicodeDecodeError) as exc:
-        raise InvalidInput(f"cannot open as SQLite: {exc}", where=where) from exc
-    try:
         conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
         conn.setlimit(sqlite3.SQLITE_LIMIT_SQL_LENGTH, 1 << 20)
         for pragma in ("PRAGMA query_only = 1", "PRAGMA trusted_schema = 0", "PRAGMA cell_size_check = 1"):
             conn.execute(pragma)
+        return conn
     except (sqlite3.Error, UnicodeDecodeError) as exc:
-        conn.close()
-        raise InvalidInput(f"not a readable SQLite database: {exc}", where=where) from exc
-    return conn
+        if conn is not None:
+            conn.close()
+        raise InvalidInput(f"cannot open as SQLite: {exc}", where=where) from exc
 
 
 def open_cartridge(
