@@ -111,6 +111,9 @@ WIDE_EXCLUDE: dict[str, str] = {
     "test_concurrency.py": "races real `acx` processes: timing, not verdicts",
     "test_disk_full.py": "child processes under RLIMIT_FSIZE",
     "test_architecture.py": "reads the import graph, which the trampolines change",
+    # fails on main without any mutant (json.loads in acxoci/authoring/walk.py and install/load.py),
+    # which stops stage 2 before it starts; it reads source files, not the mutated code
+    "test_canonical.py": "a source grep that fails on main today; no mutant changes its answer",
 }
 
 
