@@ -253,7 +253,9 @@ def _content_problem(facts: CartridgeFacts) -> str:
     problem = facts.content_problem
     if isinstance(problem, BadEntry):
         return problem.message
-    raise problem or InvalidInput("the ROM manifest was not read", where=facts.file)
+    if problem is None:
+        raise InvalidInput("the ROM manifest was not read", where=facts.file)
+    raise problem.with_traceback(None)  # the facts may be decided again: no traceback piles up
 
 
 def decide(facts: CartridgeFacts, *, registry: TrustRegistry | None, now: datetime) -> CartridgeVerdict:

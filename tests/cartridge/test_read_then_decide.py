@@ -51,10 +51,17 @@ def test_a_signed_file_whose_rom_cannot_be_read_is_refused_there(sample: Path) -
     corrupt_a_sqlar_leaf(sample)
     facts = read_cartridge(sample)
     assert facts.manifest is None and facts.signature is not None
-    with pytest.raises(InvalidInput) as err:
-        decide(facts, registry=None, now=NOW)
-    assert err.value.message == "cannot read cartridge table sqlar: database disk image is malformed"
-    assert err.value.where == str(sample)
+    depths = []
+    for _ in range(3):  # the same facts decided again: the same refusal, no traceback piling up
+        with pytest.raises(InvalidInput) as err:
+            decide(facts, registry=None, now=NOW)
+        assert err.value.message == "cannot read cartridge table sqlar: database disk image is malformed"
+        assert err.value.where == str(sample)
+        tb, depth = err.value.__traceback__, 0
+        while tb is not None:
+            tb, depth = tb.tb_next, depth + 1
+        depths.append(depth)
+    assert depths[0] == depths[1] == depths[2]
 
 
 def test_an_unsigned_file_whose_rom_cannot_be_read_is_refused_too(sample: Path) -> None:
