@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export ACX_PEERS_DIR ?= $(CURDIR)/.peers
 
-.PHONY: venv peers test test-fast lint demo bench clean dist fuzz soak mutate screenshots
+.PHONY: venv peers sigstore-stack test test-fast lint demo bench clean dist fuzz soak mutate screenshots
 
 # bytecode is compiled once here: with PYTHONDONTWRITEBYTECODE set (as on CI machines) every acx
 # run would otherwise compile the package from source (decision 0027)
@@ -20,6 +20,11 @@ venv: $(STAMP)
 
 peers:
 	bash scripts/install-peers.sh
+
+# Fulcio, Rekor v2 and the timestamp authority from Debian's Go sources, into the peers folder
+# (cached; `make peers` builds them too). Run one with `scripts/sigstore-stack.sh up DIR`.
+sigstore-stack:
+	bash scripts/install-peers.sh sigstore
 
 lint: venv
 	$(BIN)/ruff check attest acxoci tests

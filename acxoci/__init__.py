@@ -1,3 +1,5 @@
-"""acxoci: move ACX agent cartridges and workflows through the software supply chain."""
+"""acxoci: move ACX agent cartridges, workflows and agent graphs through the software supply chain.
+
+The public Python API is `acxoci.api` (docs/api.md); every other module is internal."""
 
 __version__ = "0.1.0"

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from acxoci.errors import InvalidInput, NotFound, RefusedByPolicy, Tampered, UsageError
 from acxoci.fsutil import FileIdentity, file_identity, identity_of, require_unchanged
-from acxoci.oci.descriptor import EMPTY_DATA, EMPTY_DIGEST, EMPTY_JSON, Descriptor, Manifest
+from acxoci.oci.descriptor import EMPTY_DATA, EMPTY_DIGEST, EMPTY_JSON, Descriptor, Manifest, valid_title
 from acxoci.oci.digest import file_descriptor
 from acxoci.oci.scheduler import (
     DEFAULT_PULL_CONCURRENCY,
@@ -475,8 +475,8 @@ class Pulled:
 
 def _safe_title(title: str | None, fallback: str) -> str:
     name = os.path.basename(title or "") or fallback
-    if not name or name in (".", "..") or "/" in name or "\\" in name or "\x00" in name:
-        raise InvalidInput(f"unsafe file name in the title annotation: {title!r}", where="layer")
+    if not valid_title(name):  # the one title grammar (oci/descriptor.py): a plain file name
+        raise InvalidInput(f"unsafe file name in the title annotation: {(title or '')[:80]!r}", where="layer")
     return name
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from acxoci.errors import InvalidInput
 from acxoci.fsutil import atomic_write
 
 MAX_MARK_BYTES = 256 * 1024
+MAX_RECORDS = 64
 
 
 def _iso(dt: datetime) -> str:
@@ -33,20 +35,19 @@ class HighWater:
         return self.folder / f"{kind}-{hashlib.sha256(key.encode('utf-8')).hexdigest()}.json"
 
     def _read(self, kind: str, key: str) -> dict[str, Any] | None:
+        from acxoci.errors import NotFound
+        from acxoci.fsutil import read_bytes
         from attest.canonical import loads_strict
         from attest.errors import AttestError
 
         path = self._path(kind, key)
-        try:
-            with path.open("rb") as fh:
-                data = fh.read(MAX_MARK_BYTES + 1)
-        except FileNotFoundError:
+        try:  # regular files only (a FIFO would hang, a link may point anywhere), bounded
+            data = read_bytes(path, "high-water mark", limit=MAX_MARK_BYTES, nofollow=True)
+        except NotFound:
             return None
-        except OSError as exc:
-            raise InvalidInput(f"high-water mark unreadable: {exc.strerror}", where=str(path)) from exc
+        except InvalidInput as exc:
+            raise InvalidInput(f"{exc.message}; remove it to start over", where=str(path)) from exc
         try:
-            if len(data) > MAX_MARK_BYTES:
-                raise AttestError("too large")
             doc = loads_strict(data)
         except AttestError as exc:
             raise InvalidInput(f"high-water mark is corrupt ({exc}); remove it to start over",
@@ -63,44 +64,57 @@ class HighWater:
     # ---- status lists ---------------------------------------------------------------------------
 
     def status_list(self, list_id: str, valid_from: datetime, digest: str) -> str | None:
-        """Accept (and remember) a verified list, or say why it is a rollback: its validFrom is
-        earlier than that of the newest list seen for `list_id`. (Two lists the issuer signed with
-        the same validFrom are neither older than the other: the later one seen is remembered.)"""
+        """Accept (and remember) a verified list, or say why not: its validFrom is earlier than that
+        of the newest list seen for `list_id` (a rollback), or equal to it with other contents (two
+        lists the issuer signed for the same instant cannot be ordered, so neither is trusted over
+        the other: fail closed)."""
         seen = self._read("status-list", list_id)
         seen_ts = seen.get("validFromTs") if seen is not None else None
-        if isinstance(seen_ts, int | float) and valid_from.timestamp() < seen_ts:
-            return (f"status list {list_id} (validFrom {_iso(valid_from)}) is older than one already seen "
-                    f"(validFrom {seen.get('validFrom') if seen else '?'}): a rollback is refused")
-        if seen is None or seen.get("digest") != digest:
-            self._write("status-list", list_id, {"validFrom": _iso(valid_from),
-                                                 "validFromTs": valid_from.timestamp(), "digest": digest})
+        if isinstance(seen_ts, int | float) and seen is not None:
+            shown = seen.get("validFrom")
+            if valid_from.timestamp() < seen_ts:
+                return (f"status list {list_id} (validFrom {_iso(valid_from)}) is older than one already "
+                        f"seen (validFrom {shown}): a rollback is refused")
+            if valid_from.timestamp() == seen_ts and seen.get("digest") != digest:
+                return (f"status list {list_id} has other contents than the one already seen with the same "
+                        f"validFrom {shown}: the two cannot be ordered (the issuer must re-issue it later)")
+            if valid_from.timestamp() == seen_ts:
+                return None
+        self._write("status-list", list_id, {"validFrom": _iso(valid_from),
+                                             "validFromTs": valid_from.timestamp(), "digest": digest})
         return None
 
     # ---- lifecycle records ----------------------------------------------------------------------
 
-    def lifecycle(self, subject: str, records: list[dict[str, Any]], checked_at: datetime
-                  ) -> list[dict[str, Any]]:
-        """`records` as read now, plus the newest record seen before when none read now is as new
-        (a registry that drops a record cannot make the lifecycle older); remembers the newest."""
+    def lifecycle(self, subject: str, records: list[dict[str, Any]], checked_at: datetime,
+                  severity: Callable[[dict[str, Any]], int]) -> list[dict[str, Any]]:
+        """`records` as read now, plus every record seen before for `subject`: a registry that drops a
+        record (a withdrawal) cannot make the lifecycle older, and the most severe record seen keeps
+        deciding (decide() takes the most severe). Remembers them all (bounded) with the check time."""
+        from attest.canonical import jcs_digest
+
         seen = self._read("lifecycle", subject)
-        newest = _newest(records)
-        kept: dict[str, Any] | None = seen.get("newest") if seen is not None else None
-        out = list(records)
-        if isinstance(kept, dict) and (newest is None or _recorded(kept) > _recorded(newest)):
-            out.append(kept)
-            newest = kept
-        self._write("lifecycle", subject, {"newest": newest, "checkedAt": _iso(checked_at),
+        kept = seen.get("records") if seen is not None else None
+        merged: dict[str, dict[str, Any]] = {}
+        for r in [*(kept if isinstance(kept, list) else []), *records]:
+            if isinstance(r, dict):
+                merged.setdefault(jcs_digest(r), r)
+        out = list(merged.values())
+        if len(out) > MAX_RECORDS:  # keep what decides: the most severe, then the newest
+            out = sorted(out, key=lambda r: (severity(r), _recorded(r)), reverse=True)[:MAX_RECORDS]
+        self._write("lifecycle", subject, {"records": out, "checkedAt": _iso(checked_at),
                                            "checkedAtTs": checked_at.timestamp()})
         return out
 
     def lifecycle_seen(self, subject: str) -> tuple[list[dict[str, Any]], float] | None:
-        """The newest lifecycle record seen for `subject` (as a list) and when, or None."""
+        """Every lifecycle record seen for `subject` and when they were last checked, or None."""
         seen = self._read("lifecycle", subject)
         if seen is None:
             return None
         ts = seen.get("checkedAtTs")
-        kept = seen.get("newest")
-        return ([kept] if isinstance(kept, dict) else []), (float(ts) if isinstance(ts, int | float) else 0.0)
+        kept = seen.get("records")
+        records = [r for r in kept if isinstance(r, dict)] if isinstance(kept, list) else []
+        return records, (float(ts) if isinstance(ts, int | float) else 0.0)
 
 
 def _recorded(record: dict[str, Any]) -> float:
@@ -113,8 +127,3 @@ def _recorded(record: dict[str, Any]) -> float:
         return parse_rfc3339(value).timestamp() if isinstance(value, str) else float("-inf")
     except AttestError:
         return float("-inf")
-
-
-def _newest(records: list[dict[str, Any]]) -> dict[str, Any] | None:
-    dated = [r for r in records if _recorded(r) > float("-inf")]
-    return max(dated, key=_recorded) if dated else None

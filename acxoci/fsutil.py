@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 from pathlib import Path
+from typing import BinaryIO
 
 from acxoci.errors import InvalidInput, NotFound
 
@@ -66,16 +68,41 @@ def atomic_write(path: Path, data: bytes, *, mode: int = 0o644) -> None:
             os.close(dfd)
 
 
-def read_bytes(path: Path, what: str, *, limit: int | None = None) -> bytes:
-    """The bytes of `path`; NotFound or InvalidInput naming the file (and `what` it should be)
-    instead of a bare OSError, and InvalidInput when the file exceeds `limit` bytes."""
+DEFAULT_READ_LIMIT = 64 * 1024 * 1024
+
+
+def open_regular(path: Path, what: str, *, nofollow: bool = False) -> BinaryIO:
+    """`path` opened for reading, refusing anything but a regular file before a byte is read: a
+    FIFO, device or socket would block or never end (opened non-blocking, so opening cannot hang);
+    with `nofollow`, a symlink is refused too. NotFound or InvalidInput naming the file."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    if nofollow:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
     try:
-        with Path(path).open("rb") as fh:
-            data = fh.read() if limit is None else fh.read(limit + 1)
+        fd = os.open(path, flags)
     except FileNotFoundError as exc:
         raise NotFound(f"{what} not found", where=str(path)) from exc
     except OSError as exc:
         raise InvalidInput(f"cannot read {what}: {exc.strerror or exc}", where=str(path)) from exc
-    if limit is not None and len(data) > limit:
-        raise InvalidInput(f"{what} exceeds {limit} bytes", where=str(path))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise InvalidInput(f"{what} is not a regular file", where=str(path))
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_bytes(path: Path, what: str, *, limit: int | None = None, nofollow: bool = False) -> bytes:
+    """The bytes of a regular file `path` (`open_regular`), at most `limit` bytes (default 64 MiB):
+    more is InvalidInput naming the file; never a bare OSError."""
+    cap = DEFAULT_READ_LIMIT if limit is None else limit
+    with open_regular(Path(path), what, nofollow=nofollow) as fh:
+        try:
+            data = fh.read(cap + 1)
+        except OSError as exc:
+            raise InvalidInput(f"cannot read {what}: {exc.strerror or exc}", where=str(path)) from exc
+    if len(data) > cap:
+        raise InvalidInput(f"{what} exceeds {cap} bytes", where=str(path))
     return data

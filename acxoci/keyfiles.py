@@ -1,11 +1,15 @@
-"""Private key files for signing, one way for every command: a cosign.key (scrypt + secretbox)
-or a PKCS#8/SEC1 PEM, with the passphrase from an environment variable, and typed errors
-naming the file. Light on imports, so any command can load a key cheaply."""
+"""Signing keys, one way for every command: a key file (cosign.key, scrypt + secretbox, or a
+PKCS#8/SEC1 PEM) with the passphrase from an environment variable, or a key that never touches
+disk, named as cosign names them: `env://VAR` (the key file's bytes in an environment variable)
+or an RFC 7512 PKCS#11 URI (`pkcs11:token=…;object=…?module-path=…&pin-value=…`; the key stays
+in the token, which signs). Any other `scheme://` reference is refused, naming what acx supports.
+Typed errors name the file or reference. Light on imports, so any command can load a key cheaply."""
 
 from __future__ import annotations
 
 import getpass
 import os
+import re
 import stat
 import sys
 from pathlib import Path
@@ -75,6 +79,53 @@ def load_key(path: Path, password_env: str | None = None) -> PrivateKey:
     if not typed:
         raise AuthError("no passphrase was typed", where=str(path))
     return load_private_key_file(path, typed.encode("utf-8"))
+
+
+SUPPORTED_KEY_REFERENCES = "a key file, env://VAR or a pkcs11: URI"
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+
+
+def key_reference_kind(ref: str) -> str:
+    """`env`, `pkcs11` or `file` for a `--key` value; a usage error for any other `scheme://`
+    (awskms://, gcpkms://, hashivault://, azurekms://, k8s://, …)."""
+    if ref.startswith("env://"):
+        return "env"
+    if ref.startswith("pkcs11:"):
+        return "pkcs11"
+    m = _SCHEME.match(ref)
+    if m is not None:
+        raise UsageError(f"unsupported key reference {m.group(1)}://: acx signs with "
+                         f"{SUPPORTED_KEY_REFERENCES}", where="--key")
+    return "file"
+
+
+def load_key_reference(ref: str, password_env: str | None = None) -> PrivateKey:
+    """A `--key` value of any supported kind (see the module docstring)."""
+    kind = key_reference_kind(ref)
+    if kind == "file":
+        return load_key(Path(ref), password_env)
+    if kind == "env":
+        return load_env_key(ref.removeprefix("env://"), password_env)
+    from acxoci.pkcs11key import load_pkcs11_key
+
+    return load_pkcs11_key(ref)
+
+
+def load_env_key(var: str, password_env: str | None = None) -> PrivateKey:
+    """`env://VAR`: the bytes of a key file held in the environment variable VAR (cosign's form)."""
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", var):
+        raise UsageError(f"env://{var} does not name an environment variable", where="--key")
+    value = os.environ.get(var)
+    if not value:
+        raise AuthError(f"environment variable {var} (the signing key) is not set or empty", where=f"env://{var}")
+    password = password_from_env(password_env)
+    try:
+        return load_signing_key(value.encode("utf-8"), password)
+    except WrongPassword as exc:
+        raise AuthError(str(exc), where=f"env://{var}",
+                        hint="pass --password-env VAR, or set ACX_KEY_PASSWORD / COSIGN_PASSWORD") from exc
+    except MalformedError as exc:
+        raise InvalidInput(str(exc), where=f"env://{var}") from exc
 
 
 def readable_by_others(path: Path) -> bool:

@@ -1,13 +1,16 @@
 """Attest an OCI artifact through a Target: build the statement (cartridge, workflow or any
-predicate), sign it, and write it as cosign's legacy `.att` tag and/or a sigstore bundle referrer
-(default: both, so cosign 2.5 and 3.x verify with no extra flags), plus the cartridge's own DSSE
-envelope as a referrer.
+predicate), sign it (with a key, or keylessly through `sigstore`), and write it as cosign's legacy
+`.att` tag and/or a sigstore bundle referrer (with a key the default is both, so cosign 2.5 and 3.x
+verify with no extra flags; keyless the default is the bundle, as cosign 3 writes it), plus the
+cartridge's own DSSE envelope as a referrer.
 
-Re-attesting replaces rather than piles up: in the `.att` manifest the layers with the same
-predicate type are replaced (cosign's `--replace`); older bundle referrers with the same predicate
-type *signed by the same key* are deleted after the new one is written (best effort: a registry
-that refuses DELETE keeps them, and verification judges every one). Attestations by other signers
-are never touched. The cartridge-envelope referrer is deterministic, so it is written once.
+Attestations are additive, as in cosign: a new one is appended to the `.att` manifest and added as
+a referrer; another signer's attestation is never touched. Replacing your own is opt-in
+(`replace=True`, cosign's `--replace`): `.att` layers and bundle referrers of the same predicate
+type *by the same signer* (a signature that verifies with the key; for keyless, the same certificate
+identity and issuer) are removed (bundle referrers best effort: a registry that refuses DELETE
+keeps them, and verification judges every one). The cartridge-envelope referrer is deterministic,
+so it is written once.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
+
+from cryptography import x509
 
 from acxoci.attestation.content import cartridge_facts, embedded_envelope
 from acxoci.attestation.formats import (
@@ -32,6 +37,8 @@ from acxoci.attestation.formats import (
     legacy_layers,
     legacy_tag,
 )
+from acxoci.attestation.identity import certificate_issuer, certificate_subjects
+from acxoci.attestation.keyless import KeylessSignature, KeylessSigner
 from acxoci.attestation.signing import bundle_bytes, envelope_bytes, sign_statement
 from acxoci.attestation.statements import (
     cartridge_statement,
@@ -48,16 +55,24 @@ from acxoci.oci.digest import copy_verified
 from acxoci.oci.scheduler import DEFAULT_PUSH_CONCURRENCY, BlobScheduler
 from acxoci.oci.target import Target, fetch_bytes, fetch_manifest
 from attest.bundle import parse_bundle
-from attest.canonical import sha256_digest
+from attest.canonical import loads_strict, sha256_digest
+from attest.dsse import Envelope
 from attest.errors import AttestError
 from attest.intoto import Statement
 from attest.keys import PrivateKey
 
+COSIGN_CERTIFICATE = "dev.sigstore.cosign/certificate"
+COSIGN_RFC3161 = "dev.sigstore.cosign/rfc3161timestamp"
 FormatChoice = Literal["legacy", "bundle", "both"]
+#: What signs an attestation: a private key (file, env://, PKCS#11) or a keyless signer.
+AttestationSigner = PrivateKey | KeylessSigner
 
 
-def parse_format(value: str) -> FormatChoice:
-    """`legacy`, `bundle` or `both` (the `--format` option), else a usage error."""
+def parse_format(value: str | None, *, keyless: bool = False) -> FormatChoice:
+    """`legacy`, `bundle` or `both` (the `--format` option), else a usage error; unset means both
+    with a key and the bundle keylessly (cosign 3's choice; the `.att` layout only on request)."""
+    if value is None:
+        return "bundle" if keyless else "both"
     if value == "legacy":
         return "legacy"
     if value == "bundle":
@@ -153,62 +168,129 @@ def pull_layer(target: Target, layer: Descriptor, dest: Path) -> Path:
     return dest
 
 
-def write_attestation(target: Target, subject: Descriptor, statement: Statement, key: PrivateKey, *,
-                      formats: FormatChoice = "both", now: datetime,
+@dataclass(frozen=True)
+class SignedStatement:
+    """One statement signed for the formats asked: the documents and who signed."""
+
+    signer: str
+    legacy: bytes | None
+    legacy_keyless: dict[str, str] | None
+    bundle: bytes | None
+    keyless: KeylessSignature | None = None
+
+
+def sign_for_formats(statement: Statement, signer: AttestationSigner,
+                     formats: FormatChoice) -> SignedStatement:
+    """Sign `statement` once per format with a key (the `.att` envelope keeps the keyid, the bundle
+    must not), or once keylessly (both formats carry that one signature)."""
+    want_legacy, want_bundle = formats in ("legacy", "both"), formats in ("bundle", "both")
+    if isinstance(signer, KeylessSigner):
+        sig = signer.sign(statement, legacy=want_legacy)
+        annotations = None
+        if want_legacy:
+            annotations = {COSIGN_CERTIFICATE: sig.certificate_pem}
+            if sig.rfc3161_timestamp is not None:
+                annotations[COSIGN_RFC3161] = sig.rfc3161_timestamp
+        return SignedStatement(f"keyless:{sig.identity}", sig.envelope if want_legacy else None, annotations,
+                       sig.bundle if want_bundle else None, sig)
+    pub = signer.public()
+    legacy = envelope_bytes(sign_statement(statement, signer, keyid=pub.keyid())) if want_legacy else None
+    bundle = bundle_bytes(sign_statement(statement, signer, keyid=None), pub) if want_bundle else None
+    return SignedStatement(pub.keyid(), legacy, None, bundle)
+
+
+def write_attestation(target: Target, subject: Descriptor, statement: Statement, key: AttestationSigner, *,
+                      formats: FormatChoice = "both", now: datetime, replace: bool = False,
                       concurrency: int = DEFAULT_PUSH_CONCURRENCY) -> AttestResult:
-    """Sign `statement` and write it in the chosen formats as attestations of `subject`."""
-    pub = key.public()
+    """Sign `statement` and add it in the chosen formats as attestations of `subject`; with
+    `replace`, the signer's own earlier ones of the same predicate type go (module docstring)."""
     name = statement.subjects[0].name if statement.subjects else ""
-    result = AttestResult(subject.digest, name, statement.predicate_type, pub.keyid(),
-                          sha256_digest(statement.canonical_bytes()))
+    signed = sign_for_formats(statement, key, formats)
     legacy_fields: dict[str, Any] = {}
-    if formats in ("legacy", "both"):
-        env = envelope_bytes(sign_statement(statement, key, keyid=pub.keyid()))
+    if signed.legacy is not None:
         tag = legacy_tag(subject.digest)
         keep: list[LegacyLayer] = []
         replaced = 0
         try:
             old = fetch_manifest(target, target.resolve(tag))
             for la in legacy_layers(old):
-                if la.predicate_type == statement.predicate_type:
+                if replace and la.predicate_type == statement.predicate_type \
+                        and _own_legacy_layer(target, la, key, signed):
                     replaced += 1
                 else:
                     keep.append(la)
         except NotFound:
             pass
-        new_layer, data = legacy_layer(env, statement.predicate_type)
+        new_layer, data = legacy_layer(signed.legacy, statement.predicate_type, signed.legacy_keyless)
         nd = new_layer.desc
         _push_blob(target, Blob(Descriptor(nd.media_type, nd.digest, nd.size), data))
-        desc = _push_manifest(target, build_legacy_manifest([*keep, new_layer]), concurrency)
+        layers = [*(la for la in keep if la.desc.digest != nd.digest), new_layer]
+        desc = _push_manifest(target, build_legacy_manifest(layers), concurrency)
         target.tag(desc, tag)
         legacy_fields = {"legacy_tag": tag, "legacy_manifest": desc.digest, "replaced_layers": replaced}
     bundle_fields: dict[str, Any] = {}
-    if formats in ("bundle", "both"):
-        bundle = bundle_bytes(sign_statement(statement, key, keyid=None), pub)
-        built = build_bundle_referrer(bundle, subject.plain(), statement.predicate_type,
+    if signed.bundle is not None:
+        built = build_bundle_referrer(signed.bundle, subject.plain(), statement.predicate_type,
                                       created=_rfc3339(now))
         new = _push_manifest(target, built, concurrency)
-        gone, kept = _replace_old_bundles(target, subject, new.digest, statement.predicate_type, key)
+        gone: tuple[str, ...] = ()
+        kept: tuple[str, ...] = ()
+        if replace:
+            gone, kept = _replace_old_bundles(target, subject, new.digest, statement.predicate_type,
+                                              key, signed)
         bundle_fields = {"bundle_referrer": new.digest, "replaced_bundles": gone, "kept_bundles": kept}
-    return AttestResult(result.subject, result.repository, result.predicate_type, result.signer_keyid,
-                        result.statement_digest, **bundle_fields, **legacy_fields)
+    return AttestResult(subject.digest, name, statement.predicate_type, signed.signer,
+                        sha256_digest(statement.canonical_bytes()), **bundle_fields, **legacy_fields)
 
 
-def _same_signer_same_type(data: bytes, predicate_type: str, key: PrivateKey) -> bool:
-    """True if `data` is a bundle signed by `key` whose statement has `predicate_type`."""
+def _same_keyless_signer(cert: x509.Certificate, signed: SignedStatement) -> bool:
+    """The certificate names the signer of `signed` (same identity, same issuer)."""
+    ks = signed.keyless
+    return (ks is not None and ks.identity in certificate_subjects(cert)
+            and certificate_issuer(cert) == ks.issuer)
+
+
+def _own_legacy_layer(target: Target, layer: LegacyLayer, key: AttestationSigner,
+                      signed: SignedStatement) -> bool:
+    """True if the `.att` layer was signed by this signer (key: the signature verifies; keyless:
+    its certificate annotation names the same identity and issuer)."""
+    try:
+        if isinstance(key, KeylessSigner):
+            pem = layer.desc.annotations.get(COSIGN_CERTIFICATE, "")
+            return bool(pem) and _same_keyless_signer(x509.load_pem_x509_certificate(pem.encode("ascii")),
+                                                       signed)
+        env = Envelope.from_json(loads_strict(fetch_bytes(target, layer.desc, limit=MAX_WORKFLOW_BYTES)))
+        env.verify(key.public(), index=None)
+        return True
+    except (AcxError, AttestError, ValueError):
+        return False
+
+
+def _same_signer_same_type(data: bytes, predicate_type: str, key: AttestationSigner,
+                           signed: SignedStatement) -> bool:
+    """True if `data` is a bundle by this signer whose statement has `predicate_type`."""
     try:
         bundle = parse_bundle(data)
-        if bundle.envelope is None or bundle.keyless:
+        if bundle.envelope is None:
             return False
-        bundle.envelope.verify(key.public(), index=None)
+        if isinstance(key, KeylessSigner):
+            if not bundle.keyless or not bundle.certificates_der:
+                return False
+            if not _same_keyless_signer(x509.load_der_x509_certificate(bundle.certificates_der[0]), signed):
+                return False
+        else:
+            if bundle.keyless:
+                return False
+            bundle.envelope.verify(key.public(), index=None)
         return Statement.from_bytes(bundle.envelope.payload).predicate_type == predicate_type
-    except AttestError:
+    except (AttestError, ValueError):
         return False
 
 
 def _replace_old_bundles(target: Target, subject: Descriptor, new_digest: str, predicate_type: str,
-                         key: PrivateKey) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """Delete earlier bundle referrers of the same type by the same key; (deleted, kept)."""
+                         key: AttestationSigner,
+                         signed: SignedStatement) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Delete earlier bundle referrers of the same type by the same signer; (deleted, kept)."""
     deleted: list[str] = []
     kept: list[str] = []
     for entry in target.referrers(subject.plain()):
@@ -219,7 +301,7 @@ def _replace_old_bundles(target: Target, subject: Descriptor, new_digest: str, p
             kind, layer = classify_referrer(manifest)
             if kind != "bundle" or layer is None:
                 continue
-            if not _same_signer_same_type(fetch_bytes(target, layer), predicate_type, key):
+            if not _same_signer_same_type(fetch_bytes(target, layer), predicate_type, key, signed):
                 continue
         except AcxError:
             continue
@@ -239,10 +321,11 @@ def attach_envelope(target: Target, subject: Descriptor, envelope: bytes,
     return _push_manifest(target, built, concurrency).digest
 
 
-def attest_artifact(target: Target, subject: Descriptor, repository: str, key: PrivateKey, *,
+def attest_artifact(target: Target, subject: Descriptor, repository: str, key: AttestationSigner, *,
                     formats: FormatChoice = "both", predicate_type: str | None = None,
                     predicate: dict[str, Any] | None = None, attach_cartridge_envelope: bool = True,
-                    now: datetime, concurrency: int = DEFAULT_PUSH_CONCURRENCY) -> AttestResult:
+                    now: datetime, replace: bool = False,
+                    concurrency: int = DEFAULT_PUSH_CONCURRENCY) -> AttestResult:
     """Attest the artifact `subject` (a manifest in `target`), named `repository` in the statement.
 
     With `predicate_type`/`predicate` the statement carries that predicate; otherwise a cartridge
@@ -255,7 +338,7 @@ def attest_artifact(target: Target, subject: Descriptor, repository: str, key: P
     if predicate_type is not None and predicate is not None:
         stmt = oci_statement(subject.digest, repository, predicate_type, predicate)
         return write_attestation(target, subject, stmt, key, formats=formats, now=now,
-                                 concurrency=concurrency)
+                                 replace=replace, concurrency=concurrency)
     if kind == "cartridge":
         layer = content_layer(manifest, kind)
         with tempfile.TemporaryDirectory(prefix="acx-attest-") as tmp:
@@ -264,7 +347,7 @@ def attest_artifact(target: Target, subject: Descriptor, repository: str, key: P
             env = embedded_envelope(path)
         stmt = cartridge_statement(subject.digest, repository, facts)
         result = write_attestation(target, subject, stmt, key, formats=formats, now=now,
-                                 concurrency=concurrency)
+                                 replace=replace, concurrency=concurrency)
         if attach_cartridge_envelope and env is not None:
             digest = attach_envelope(target, subject, env, concurrency)
             result = AttestResult(**{**result.__dict__, "envelope_referrer": digest})
@@ -274,22 +357,22 @@ def attest_artifact(target: Target, subject: Descriptor, repository: str, key: P
         data = fetch_bytes(target, layer, limit=MAX_WORKFLOW_BYTES)
         stmt = workflow_statement(subject.digest, repository, workflow_facts(data, layer.digest))
         return write_attestation(target, subject, stmt, key, formats=formats, now=now,
-                                 concurrency=concurrency)
+                                 replace=replace, concurrency=concurrency)
     if kind == "agent-graph":
         layer = content_layer(manifest, kind)
         data = fetch_bytes(target, layer, limit=MAX_WORKFLOW_BYTES)
         stmt = graph_statement(subject.digest, repository, graph_facts(data, layer.digest))
         return write_attestation(target, subject, stmt, key, formats=formats, now=now,
-                                 concurrency=concurrency)
+                                 replace=replace, concurrency=concurrency)
     raise UsageError(f"{subject.digest} is not a cartridge, workflow or agent graph artifact "
                      f"(artifactType {manifest.artifact_type or 'none'}); "
                      "pass --predicate-type and --predicate")
 
 
-def attest_after_push(target: Target, manifest: Descriptor, repository: str, key: PrivateKey, *,
+def attest_after_push(target: Target, manifest: Descriptor, repository: str, key: AttestationSigner, *,
                       now: datetime, formats: FormatChoice = "both",
                       concurrency: int = DEFAULT_PUSH_CONCURRENCY) -> AttestResult:
     """`acx push --sign --key K`: attest the manifest just pushed (cartridge or workflow), dual-write
     by default, and attach the cartridge's DSSE envelope as a referrer."""
     return attest_artifact(target, manifest, repository, key, formats=formats, now=now,
-                                 concurrency=concurrency)
+                           concurrency=concurrency)

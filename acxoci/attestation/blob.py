@@ -12,6 +12,7 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from acxoci.attestation.judge import Judgement, Kind, Sigstore, Verdict, judge, judge_registry_key
+from acxoci.attestation.keyless import KeylessSigner
 from acxoci.attestation.signing import TrustedKey, bundle_bytes, envelope_bytes, sign_statement
 from acxoci.attestation.sigstore_verify import verify_keyless, verify_with_key
 from acxoci.errors import InvalidInput, NotFound, UsageError
@@ -45,10 +46,13 @@ def blob_statement(path: Path, predicate_type: str, predicate: dict[str, Any]) -
                      STATEMENT_V1)
 
 
-def attest_blob(path: Path, key: PrivateKey, predicate_type: str, predicate: dict[str, Any], *,
-                as_bundle: bool) -> bytes:
-    """Sign a statement about `path`; return bundle JSON (as_bundle) or DSSE envelope JSON."""
+def attest_blob(path: Path, key: PrivateKey | KeylessSigner, predicate_type: str,
+                predicate: dict[str, Any], *, as_bundle: bool) -> bytes:
+    """Sign a statement about `path`; return bundle JSON (as_bundle; always when keyless) or
+    DSSE envelope JSON."""
     stmt = blob_statement(path, predicate_type, predicate)
+    if isinstance(key, KeylessSigner):
+        return key.sign(stmt).bundle
     if as_bundle:
         return bundle_bytes(sign_statement(stmt, key, keyid=None), key.public())
     return envelope_bytes(sign_statement(stmt, key, keyid=""))

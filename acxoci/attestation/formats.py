@@ -77,9 +77,11 @@ class LegacyLayer:
     predicate_type: str | None
 
 
-def legacy_layer(envelope: bytes, predicate_type: str) -> tuple[LegacyLayer, bytes]:
-    """A new `.att` layer for `envelope` (annotated as cosign does)."""
-    ann = {COSIGN_SIGNATURE_ANNOTATION: "", PREDICATE_TYPE_ANNOTATION: predicate_type}
+def legacy_layer(envelope: bytes, predicate_type: str,
+                 keyless: dict[str, str] | None = None) -> tuple[LegacyLayer, bytes]:
+    """A new `.att` layer for `envelope` (annotated as cosign does; a keyless signature adds its
+    certificate and timestamp annotations, `dev.sigstore.cosign/*`)."""
+    ann = {COSIGN_SIGNATURE_ANNOTATION: "", PREDICATE_TYPE_ANNOTATION: predicate_type, **(keyless or {})}
     desc = descriptor_for(envelope, DSSE_MEDIA_TYPE, annotations=ann)
     return LegacyLayer(desc, predicate_type), envelope
 

@@ -21,6 +21,9 @@ from acxoci.errors import InvalidInput, UsageError
 OIDC_ISSUER_V1 = ObjectIdentifier("1.3.6.1.4.1.57264.1.1")
 OIDC_ISSUER_V2 = ObjectIdentifier("1.3.6.1.4.1.57264.1.8")
 SIGSTORE_OTHERNAME = ObjectIdentifier("1.3.6.1.4.1.57264.1.7")
+#: Fulcio's CI extensions (1.3.6.1.4.1.57264.1.N, DER UTF8String), by FulcioFacts field.
+FULCIO_CI_EXTENSIONS = {"build_signer_uri": 9, "source_repository_uri": 12, "source_repository_digest": 13,
+                        "source_repository_ref": 14, "build_config_uri": 18, "run_invocation_uri": 21}
 MAX_PATTERN = 1024
 MAX_IDENTITIES = 64
 
@@ -179,3 +182,34 @@ def certificate_subjects(cert: x509.Certificate) -> list[str]:
             if text is not None:
                 out.append(text)
     return out
+
+
+@dataclass(frozen=True)
+class FulcioFacts:
+    """What a Fulcio certificate says about the CI run that asked for it (its extensions)."""
+
+    issuer: str | None = None
+    source_repository_uri: str | None = None
+    source_repository_ref: str | None = None
+    source_repository_digest: str | None = None
+    build_signer_uri: str | None = None
+    build_config_uri: str | None = None
+    run_invocation_uri: str | None = None
+
+    def to_json(self) -> dict[str, str | None]:
+        return {"issuer": self.issuer, "sourceRepositoryURI": self.source_repository_uri,
+                "sourceRepositoryRef": self.source_repository_ref,
+                "sourceRepositoryDigest": self.source_repository_digest,
+                "buildSignerURI": self.build_signer_uri, "runInvocationURI": self.run_invocation_uri}
+
+
+def fulcio_facts(cert: x509.Certificate) -> FulcioFacts:
+    """The certificate's issuer and CI extensions (absent or malformed ones are None)."""
+    values: dict[str, str | None] = {}
+    for name, n in FULCIO_CI_EXTENSIONS.items():
+        try:
+            raw = cert.extensions.get_extension_for_oid(ObjectIdentifier(f"1.3.6.1.4.1.57264.1.{n}")).value
+            values[name] = _der_utf8(bytes(getattr(raw, "value", b"")))
+        except x509.ExtensionNotFound:
+            values[name] = None
+    return FulcioFacts(issuer=certificate_issuer(cert), **values)

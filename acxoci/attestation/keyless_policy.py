@@ -12,7 +12,7 @@ from typing import Any
 
 from acxoci.attestation.identity import IdentityRule, rules_from_policy
 from acxoci.attestation.judge import Sigstore
-from acxoci.attestation.sigstore_verify import Trust, load_trust
+from acxoci.attestation.sigstore_verify import Trust, load_trust, trust_from_config
 from acxoci.errors import InvalidInput
 
 
@@ -32,7 +32,8 @@ def policy_rules(document: Mapping[str, Any], publisher: str | None) -> tuple[Id
 
 
 def policy_trust(value: Any, source: str | None) -> Trust:
-    """`production` / `staging` (shipped roots) or a trusted_root.json next to the policy file."""
+    """`production` / `staging` (shipped roots), or a trusted_root.json or ClientTrustConfig file
+    next to the policy file."""
     if value is None:
         return load_trust(None, staging=False)
     if not isinstance(value, str) or not value:
@@ -41,7 +42,27 @@ def policy_trust(value: Any, source: str | None) -> Trust:
         trust = load_trust(None, staging=value == "staging")
         return Trust(trust.root, trust.name, True)
     base = Path(source).parent if source else Path.cwd()
-    return load_trust(base / value, staging=False)
+    path = base / value
+    if _is_client_trust_config(path):  # a ClientTrustConfig (as --trust-config takes): its trusted root
+        return trust_from_config(path)
+    return load_trust(path, staging=False)
+
+
+def _is_client_trust_config(path: Path) -> bool:
+    """True when the file is a Sigstore ClientTrustConfig (its mediaType says so)."""
+    from acxoci.attestation.sigstore_verify import MAX_TRUSTED_ROOT_BYTES
+    from acxoci.errors import AcxError
+    from acxoci.fsutil import read_bytes
+    from attest.canonical import loads_strict
+    from attest.errors import AttestError
+
+    try:
+        doc = loads_strict(read_bytes(path, "trusted root", limit=MAX_TRUSTED_ROOT_BYTES),
+                           max_bytes=MAX_TRUSTED_ROOT_BYTES)
+    except (AcxError, AttestError):  # unreadable or not JSON: load_trust names the problem
+        return False
+    return isinstance(doc, dict) and str(doc.get("mediaType", "")).startswith(
+        "application/vnd.dev.sigstore.clienttrustconfig")
 
 
 def policy_sigstore(document: Mapping[str, Any], source: str | None,

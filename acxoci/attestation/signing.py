@@ -6,14 +6,13 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from acxoci.errors import InvalidInput
 from acxoci.fsutil import read_bytes
 from attest.bundle import build_dsse_bundle
 from attest.dsse import INTOTO_PAYLOAD_TYPE, Envelope, Signature
 from attest.dsse import sign as dsse_sign
-from attest.errors import AttestError, MalformedError, SignatureError
+from attest.errors import MalformedError, SignatureError
 from attest.intoto import Statement
 from attest.keys import PrivateKey, PublicKey, load_public_pem
 from attest.trust import TrustKey, TrustRegistry
@@ -76,11 +75,3 @@ def verify_with_keys(envelope: Envelope, keys: list[TrustedKey]) -> tuple[Truste
     noun = "the given key" if len(keys) == 1 else f"any of the {len(keys)} trusted keys"
     raise SignatureError(f"DSSE signature does not verify with {noun}")
 
-
-def parse_json_bytes(data: bytes, where: str) -> Any:
-    """Strict JSON (typed InvalidInput naming `where`)."""
-    from attest.canonical import loads_strict
-    try:
-        return loads_strict(data)
-    except AttestError as exc:
-        raise InvalidInput(str(exc), where=where) from exc

@@ -12,7 +12,7 @@ count either way.
 from __future__ import annotations
 
 import tempfile
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -28,6 +28,7 @@ from acxoci.attestation.content import (
 )
 from acxoci.attestation.formats import classify_referrer, legacy_layers, legacy_tag
 from acxoci.attestation.judge import Judgement, Kind, Sigstore, judge
+from acxoci.attestation.provenance import SLSA_PROVENANCE_V1, VerifiedProvenance
 from acxoci.attestation.signing import TrustedKey
 from acxoci.attestation.sigstore_verify import legacy_material
 from acxoci.attestation.statements import (
@@ -38,8 +39,7 @@ from acxoci.attestation.statements import (
 )
 from acxoci.errors import AcxError, AuthError, NotFound, Tampered, TransientError
 from acxoci.oci.descriptor import Descriptor
-from acxoci.oci.reference import fallback_tag
-from acxoci.oci.target import Target, fetch_bytes, fetch_manifest, resolve_manifest
+from acxoci.oci.target import Stray, Target, fetch_bytes, fetch_manifest, resolve_manifest
 
 Format = Literal["legacy", "bundle", "envelope"]
 MAX_ATTESTATION_BYTES = 16 * 1024 * 1024
@@ -91,35 +91,28 @@ class VerifyReport:
     summary: str
     reasons: tuple[str, ...]
     attestations: tuple[AttestationReport, ...]
+    strays: tuple[Stray, ...] = ()
+    """Entries a referrer source listed that the one listing left out (listing.py)."""
 
     def to_json(self) -> dict[str, Any]:
         return {"ok": self.ok, "verdict": "verified" if self.ok else "failed", "summary": self.summary,
                 "reference": self.reference, "subject": self.subject, "reasons": list(self.reasons),
-                "attestations": [a.to_json() for a in self.attestations]}
+                "attestations": [a.to_json() for a in self.attestations],
+                "strays": [s.to_json() for s in self.strays]}
 
 
 def find_attestations(target: Target, subject: Descriptor) -> tuple[list[Found], list[str]]:
-    """Attestations of `subject`: bundle/envelope referrers, then the layers of the `.att` tag.
+    """Attestations of `subject`: bundle/envelope referrers of the one listing (every entry's
+    subject checked there, listing.py), then the layers of the `.att` tag.
 
-    Returns (found, problems); a referrer that cannot be read is a problem, not a crash.
+    Returns (found, problems); an entry the listing dropped (gone, unreadable, naming another
+    subject) is a problem, not a crash.
     """
     found: list[Found] = []
-    problems: list[str] = []
-    entries = list(target.referrers(subject.plain()))
-    seen = {e.digest for e in entries}
-    for extra in _fallback_entries(target, subject, problems):
-        if extra.digest not in seen:
-            seen.add(extra.digest)
-            entries.append(extra)
-    for entry in entries:
-        try:
-            manifest = fetch_manifest(target, entry)
-        except AcxError as exc:
-            problems.append(f"referrer {entry.digest}: {exc.one_line()}")
-            continue
-        if manifest.subject is None or manifest.subject.digest != subject.digest:
-            continue
-        kind, layer = classify_referrer(manifest)
+    listing = target.referrer_listing(subject.plain())
+    problems = [f"referrer {s.digest} ({s.source}) left out: {s.kind}: {s.reason}" for s in listing.strays]
+    for entry in listing.referrers:
+        kind, layer = classify_referrer(fetch_manifest(target, entry))  # its verified bytes ride in `data`
         if kind != "other" and layer is not None:
             found.append(Found(kind, f"referrer {entry.digest}", entry.digest, layer))
     tag = legacy_tag(subject.digest)
@@ -136,20 +129,6 @@ def find_attestations(target: Target, subject: Descriptor) -> tuple[list[Found],
     for i, la in enumerate(legacy_layers(att)):
         found.append(Found("legacy", f"{tag} layer {i}", att_desc.digest, la.desc))
     return found, problems
-
-
-def _fallback_entries(target: Target, subject: Descriptor, problems: list[str]) -> list[Descriptor]:
-    """Entries of the `sha256-<hex>` referrers tag even where the Referrers API is served (a tool
-    may have written only the tag, e.g. oras on a registry that sends no OCI-Subject header)."""
-    tag = fallback_tag(subject.digest)
-    try:
-        index = fetch_manifest(target, resolve_manifest(target, tag))
-    except NotFound:
-        return []
-    except AcxError as exc:
-        problems.append(f"{tag}: {exc.one_line()}")
-        return []
-    return list(index.manifests) if index.is_index else []
 
 
 def overall(reports: list[AttestationReport], want_type: str | None,
@@ -297,9 +276,20 @@ def verify_artifact(target: Target, subject: Descriptor, keys: list[TrustedKey],
                     j = j.with_reasons("rejected", cc.reasons)
             reports.append(AttestationReport(item.format, item.location, item.manifest, j, content))
     ok, summary, reasons = overall(reports, want_type, problems)
-    return VerifyReport(reference, subject.digest, ok, summary, reasons, tuple(reports))
+    strays = target.referrer_listing(subject.plain()).strays  # a ReadView lists once for both
+    return VerifyReport(reference, subject.digest, ok, summary, reasons, tuple(reports), strays)
 
 
-def verdict_only(report: VerifyReport) -> VerifyReport:
-    """The report without per-attestation content details (for terse output)."""
-    return replace(report, attestations=tuple(replace(a, content=None) for a in report.attestations))
+def provenance_item(location: str, j: Judgement) -> VerifiedProvenance | None:
+    """A verified SLSA provenance attestation with its signer's certificate facts (None for any
+    other attestation): the input of `provenance.check_provenance`."""
+    if j.verdict != "verified" or j.statement is None or j.statement.predicate_type != SLSA_PROVENANCE_V1:
+        return None
+    fulcio = j.signer.fulcio if j.signer is not None and j.signer.mode == "keyless" else None
+    return VerifiedProvenance(location, j.statement.predicate, fulcio)
+
+
+def verified_provenance(report: VerifyReport) -> list[VerifiedProvenance]:
+    """The report's verified SLSA provenance attestations (see `provenance_item`)."""
+    items = (provenance_item(a.location, a.judgement) for a in report.attestations)
+    return [i for i in items if i is not None]

@@ -5,7 +5,6 @@ finds is executed, imported or evaluated: manifests are parsed as data (JSON, TO
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 import tomllib
@@ -14,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from acxoci.errors import InvalidInput, NotFound
+from attest.canonical import loads_strict
 
 MAX_ENTRIES = 50_000
 MAX_DEPTH = 12
@@ -154,7 +154,7 @@ def declared_names(name: str, data: bytes) -> list[str]:
     """The dependency names a manifest declares, parsed as data; ValueError if it cannot be read."""
     text = data.decode("utf-8")
     if name in ("package.json", "composer.json"):
-        doc = json.loads(text)
+        doc = loads_strict(data)
         keys = ("dependencies", "devDependencies", "peerDependencies", "require", "require-dev")
         return _names_from_json(doc, keys)
     if name.endswith(".toml") or name == "Pipfile":

@@ -275,6 +275,13 @@ def _policy_bytes(pkg: AgentPackage, engine_id: str, harness_doc: Mapping[str, A
 
 
 def _cbf_salt(key: PrivateKey) -> bytes:
+    """A per-key secret salt. A key held in a token (PKCS#11) cannot be exported: its salt comes from
+    its (deterministic, Ed25519) signature over a fixed label instead, as stable and as secret."""
+    from acxoci.pkcs11key import is_token_key
+
+    if is_token_key(key):
+        return hashlib.sha256(b"acxoci/codebase-fingerprint-salt/v1/token\x00"
+                              + key.sign(b"acxoci/codebase-fingerprint-salt/v1")).digest()
     der = key.key.private_bytes(
         serialization.Encoding.DER, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     )
@@ -514,11 +521,6 @@ def build_cartridge(
         tuple(n for n, _ in files),
         tuple(notes),
     )
-
-
-def build_from_args(pkg_dir: str, out: str, **kw: Any) -> BuildResult:
-    """Convenience wrapper taking string paths."""
-    return build_cartridge(Path(pkg_dir), Path(out), **kw)
 
 
 __all__ = [

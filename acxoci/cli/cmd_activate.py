@@ -7,9 +7,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import typer
-from rich.markup import escape
 
-from acxoci.cli.output import console, emit
+from acxoci.cli.output import emit, say
 from acxoci.install.activate import ActivationResult, activate, deactivate, skills_root
 from acxoci.install.store import Store
 from acxoci.oci.settings import active_options
@@ -31,13 +30,11 @@ def run_activation(
 
 
 def render_activation(res: ActivationResult) -> None:
-    console.print(
-        f"[bold green]ACTIVATED[/bold green] {escape(res.name)} → {escape(str(res.root))} "
-        f"({len(res.skills)} skill(s), {len(res.files)} file(s))"
-    )
+    say("[bold green]ACTIVATED[/bold green] {} → {} ({} skill(s), {} file(s))",
+        res.name, str(res.root), len(res.skills), len(res.files))
     for s in res.skills:
         note = " (replaced a folder of another origin)" if s in res.replaced else ""
-        console.print(f"  {escape(s)}/SKILL.md{note}")
+        say("  {}/SKILL.md{}", s, note)
 
 
 def cmd_activate(
@@ -74,12 +71,10 @@ def cmd_deactivate(
     res = deactivate(Store(store), name, root=root, force=force)
 
     def human() -> None:
-        console.print(
-            f"[green]DEACTIVATED[/green] {escape(name)}: {len(res.removed)} file(s) removed from "
-            + ", ".join(escape(r) for r in res.roots)
-        )
+        say("[green]DEACTIVATED[/green] {}: {} file(s) removed from {}", name, len(res.removed),
+            ", ".join(res.roots))
         for k in res.kept:
-            console.print(f"  kept {escape(k)} (not a regular file)")
+            say("  kept {} (not a regular file)", k)
 
     emit(res.to_json(), human)
 

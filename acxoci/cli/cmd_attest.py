@@ -3,13 +3,14 @@ of OCI artifacts and of plain files (verdict first, short)."""
 
 from __future__ import annotations
 
+import json
+import re
 import tempfile
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import typer
-from rich.markup import escape
 
 from acxoci.attestation.attach import artifact_kind, attest_artifact, content_layer, parse_format, pull_layer
 from acxoci.attestation.blob import (
@@ -23,20 +24,31 @@ from acxoci.attestation.blob import (
 from acxoci.attestation.content import cartridge_facts
 from acxoci.attestation.identity import rule_from_flags
 from acxoci.attestation.judge import R_LEVEL_NEEDS_ISSUERS, Kind, Sigstore
+from acxoci.attestation.keyless import KeylessSigner
+from acxoci.attestation.provenance import Requirement, check_provenance
+from acxoci.attestation.provenance import url as provenance_url
 from acxoci.attestation.signing import (
     TrustedKey,
     load_public_key_file,
     trust_registry_keys,
 )
-from acxoci.attestation.sigstore_verify import SigstoreCheck, load_trust
+from acxoci.attestation.sigstore_verify import SigstoreCheck, load_trust, trust_from_config
 from acxoci.attestation.statements import CARTRIDGE_PREDICATE_TYPE, parse_predicate_file
-from acxoci.attestation.verify import VerifyReport, pulled_content_path, verify_artifact
+from acxoci.attestation.verify import VerifyReport, pulled_content_path, verified_provenance, verify_artifact
 from acxoci.cartridge.constants import SQLITE_MAGIC
 from acxoci.cartridge.trust_file import load_trust_registry
+from acxoci.cli.common import (
+    KEYLESS_KEY_HELP,
+    TLOG_HELP,
+    TOKEN_HELP,
+    TRUST_CONFIG_HELP,
+    attestation_signer,
+    refuse_local_file,
+    transport_options,
+)
 from acxoci.cli.common import exit_with as _exit
-from acxoci.cli.common import load_signing_key, refuse_local_file, transport_options
 from acxoci.cli.common import parse_now as _now
-from acxoci.cli.output import console, emit
+from acxoci.cli.output import emit, say
 from acxoci.errors import AcxError, UsageError
 from acxoci.fsutil import atomic_write, read_bytes
 from acxoci.level.binding import bind_cartridge
@@ -76,13 +88,43 @@ def _trusted_keys(key: Path | None, trust_registry: Path | None, now: datetime) 
 
 
 def _sigstore(identity: str | None, identity_regexp: str | None, issuer: str | None,
-              issuer_regexp: str | None, trusted_root: Path | None, staging: bool) -> Sigstore | None:
+              issuer_regexp: str | None, trusted_root: Path | None, staging: bool,
+              trust_config: Path | None = None) -> Sigstore | None:
     """The keyless context from cosign's identity flags and the trusted-root choice (lazy: the
-    shipped root is parsed only when a keyless or tlog check can use it)."""
+    shipped root is parsed only when a keyless or tlog check can use it). `--trust-config` names
+    a ClientTrustConfig whose trusted root is used (not with --trusted-root or --staging)."""
     rule = rule_from_flags(identity, identity_regexp, issuer, issuer_regexp)
+    if trust_config is not None:
+        if trusted_root is not None or staging:
+            raise UsageError("--trust-config already names the trusted root: drop --trusted-root / --staging")
+        return Sigstore((rule,) if rule is not None else (), trust_from_config(trust_config))
     if rule is None and trusted_root is None and not staging:
         return None
     return Sigstore((rule,) if rule is not None else (), load_trust(trusted_root, staging=staging))
+
+
+GITHUB_ACTIONS_ISSUER = "https://token.actions.githubusercontent.com"
+
+
+def _provenance_identity(req: Requirement, identity: str | None, identity_regexp: str | None,
+                         issuer: str | None, issuer_regexp: str | None
+                         ) -> tuple[str | None, str | None, str | None, str | None]:
+    """Like `gh attestation verify`: with --repo / --signer-workflow and no identity flag, the
+    certificate identity must be a workflow of that repository (or that workflow), and the issuer
+    GitHub Actions' unless --certificate-oidc-issuer[-regexp] says otherwise."""
+    if req.empty:
+        return identity, identity_regexp, issuer, issuer_regexp
+    if req.repository is None and req.signer_workflow is None:
+        raise UsageError("--source-ref needs --repo or --signer-workflow (whose workflow built it?)")
+    if identity is None and identity_regexp is None:
+        if req.signer_workflow is not None:
+            base = provenance_url(req.signer_workflow)
+            identity_regexp = re.escape(base) + ("" if "@" in base else "@.+")
+        else:
+            identity_regexp = re.escape(provenance_url(req.repository or "")) + "/.+"
+    if issuer is None and issuer_regexp is None:
+        issuer = GITHUB_ACTIONS_ISSUER
+    return identity, identity_regexp, issuer, issuer_regexp
 
 
 _IDENTITY_HELP = "Keyless: the certificate identity (SAN) must be exactly this."
@@ -90,43 +132,51 @@ _IDENTITY_HELP = "Keyless: the certificate identity (SAN) must be exactly this."
 
 def attest_cmd(
     ref: str = typer.Argument(..., help="host/repo:tag, host/repo@sha256:…, oci-layout:DIR:tag."),
-    key: Path = typer.Option(..., "--key", help="Signing key: cosign.key or PKCS#8 PEM (Ed25519 or P-256)."),
+    key: str | None = typer.Option(None, "--key", help=KEYLESS_KEY_HELP),
     predicate_type: str | None = typer.Option(None, "--predicate-type", help="Attest this predicate type …"),
     predicate: Path | None = typer.Option(None, "--predicate", help="… with this JSON predicate file."),
-    fmt: str = typer.Option("both", "--format", help="legacy (.att tag) | bundle (referrer) | both."),
+    fmt: str | None = typer.Option(None, "--format", help="legacy (.att tag) | bundle (referrer) | both "
+                                   "(default: both with --key, bundle keyless)."),
+    replace: bool = typer.Option(False, "--replace", help="Remove your own earlier attestations of this "
+                                 "predicate type (others' are never touched)."),
     password_env: str | None = typer.Option(None, "--password-env",
                                             help="Env var with the key password (default COSIGN_PASSWORD)."),
+    identity_token_file: Path | None = typer.Option(None, "--identity-token-file", help=TOKEN_HELP),
+    trust_config: Path | None = typer.Option(None, "--trust-config", help=TRUST_CONFIG_HELP),
+    tlog_upload: str = typer.Option("true", "--tlog-upload", help=TLOG_HELP),
     no_envelope: bool = typer.Option(False, "--no-envelope",
                                      help="Do not attach the cartridge's own DSSE envelope as a referrer."),
     now_: str | None = typer.Option(None, "--now", help="RFC 3339 time to use instead of the clock."),
 ) -> None:
-    """Attest an OCI artifact so that stock `cosign verify-attestation --key` accepts it."""
+    """Attest an OCI artifact so that stock cosign accepts it: with --key (`verify-attestation
+    --key`), or keylessly through Sigstore (`--certificate-identity`, `--certificate-oidc-issuer`)."""
     now = _now(now_)
-    formats = parse_format(fmt)
+    formats = parse_format(fmt, keyless=key is None)
     ptype, pred = _predicate(predicate_type, predicate)
-    private = load_signing_key(key, password_env)
+    private = attestation_signer(key, password_env, identity_token_file, trust_config, tlog_upload)
     target, parsed = open_target(parse_reference(ref, require_ref=True))
     subject = target.resolve(parsed.reference or "")
     result = attest_artifact(target, subject, parsed.repo_string(), private, formats=formats,
                              predicate_type=ptype, predicate=pred, attach_cartridge_envelope=not no_envelope,
-                             now=now)
+                             now=now, replace=replace)
     data = result.to_json()
 
     def human() -> None:
-        console.print(f"[bold green]ATTESTED[/bold green] {escape(parsed.repo_string())}@{result.subject}")
-        console.print(f"  predicate type: {escape(result.predicate_type)}")
-        console.print(f"  signer: {escape(result.signer_keyid)}")
+        say("[bold green]ATTESTED[/bold green] {}@{}", parsed.repo_string(), result.subject)
+        say("  predicate type: {}", result.predicate_type)
+        say("  signer: {}", result.signer_keyid)
         if result.legacy_manifest:
             extra = f" (replaced {result.replaced_layers})" if result.replaced_layers else ""
-            console.print(f"  legacy: tag {result.legacy_tag} → {result.legacy_manifest}{extra}")
+            say("  legacy: tag {} → {}{}", result.legacy_tag, result.legacy_manifest, extra)
         if result.bundle_referrer:
-            console.print(f"  bundle referrer: {result.bundle_referrer}")
+            say("  bundle referrer: {}", result.bundle_referrer)
         for d in result.replaced_bundles:
-            console.print(f"  replaced older bundle referrer {d}")
+            say("  replaced older bundle referrer {}", d)
         for d in result.kept_bundles:
-            console.print(f"  [yellow]could not delete older bundle referrer {d} (registry refused)[/yellow]")
+            say("  [yellow]could not delete older bundle referrer {} (registry "
+                "refused)[/yellow]", d)
         if result.envelope_referrer:
-            console.print(f"  cartridge envelope referrer: {result.envelope_referrer}")
+            say("  cartridge envelope referrer: {}", result.envelope_referrer)
 
     emit(data, human)
 
@@ -134,21 +184,22 @@ def attest_cmd(
 def _render_report(report: VerifyReport) -> None:
     color = "green" if report.ok else "red"
     word = "VERIFIED" if report.ok else "FAILED"
-    console.print(f"[bold {color}]{word}[/bold {color}]: {escape(report.summary)} "
-                  f"({escape(report.reference)}, subject {report.subject})")
+    say("[bold {}]{}[/bold {}]: {} ({}, subject {})",
+        color, word, color, report.summary, report.reference, report.subject)
     for why in report.reasons:
-        console.print(f"  - {escape(why)}")
+        say("  - {}", why)
+    for stray in report.strays:
+        say("  [yellow]left out[/yellow] {} ({}): {}", stray.digest, stray.source, stray.kind)
     for a in report.attestations:
         j = a.judgement
         c = _VERDICT_COLOR.get(j.verdict, "white")
-        console.print(f"  [{c}]{j.verdict}[/{c}] {a.format} {escape(a.location)}: "
-                      f"type={escape(j.predicate_type or '?')} signer={escape(j.signer_keyid or '-')}"
-                      + (f" trust={j.trust}" if j.trust else ""))
+        say("  [{}]{}[/{}] {} {}: type={} signer={}{}", c, j.verdict, c, a.format, a.location,
+            j.predicate_type or "?", j.signer_keyid or "-", f" trust={j.trust}" if j.trust else "")
         _render_signer(j.signer, "      ")
         for why in j.reasons:
-            console.print(f"      {escape(why)}")
+            say("      {}", why)
         for note in j.notes:
-            console.print(f"      [dim]note: {escape(note)}[/dim]")
+            say("      [dim]note: {}[/dim]", note)
 
 
 def _level_gate(target: Target, subject: Descriptor, workdir: Path, *, required: int,
@@ -205,6 +256,13 @@ def verify_cmd(
     trusted_root: Path | None = typer.Option(None, "--trusted-root", help="Sigstore trusted_root.json "
                                              "(default: the public-good production root, offline)."),
     staging: bool = typer.Option(False, "--staging", help="Use the shipped Sigstore staging root."),
+    trust_config: Path | None = typer.Option(None, "--trust-config", help=TRUST_CONFIG_HELP),
+    repo: str | None = typer.Option(None, "--repo", help="Require SLSA provenance built from this "
+                                    "repository (OWNER/REPO), in the certificate and the predicate."),
+    source_ref: str | None = typer.Option(None, "--source-ref", help="… from this git ref "
+                                          "(e.g. refs/heads/main)."),
+    signer_workflow: str | None = typer.Option(None, "--signer-workflow", help="… signed by this workflow "
+                                               "(OWNER/REPO/.github/workflows/FILE[@REF])."),
     type_: str | None = typer.Option(None, "--type", help="Only attestations of this predicate type count."),
     no_content: bool = typer.Option(False, "--no-content",
                                     help="Skip pulling the artifact to check the attested digests."),
@@ -221,29 +279,37 @@ def verify_cmd(
                                        "policy, exactly as `acx install` would (exit 8 when refused)."),
     host: Path | None = typer.Option(None, "--host", help="With --policy: the host descriptor."),
     host_limits: Path | None = typer.Option(None, "--host-limits", help="With --policy: host limits."),
+    store: Path | None = typer.Option(None, "--store", envvar="ACX_STORE", help="With --policy: the install "
+                                      "store a workflow is staffed from (read only; default: install's)."),
+    roster: Path | None = typer.Option(None, "--roster", help="With --policy: more cartridges for a "
+                                       "workflow's staffing (as install's --roster)."),
 ) -> None:
     """May I trust this artifact? With --policy: the artifact's own signature and trust, its
-    attestations, level, revocation and lifecycle, judged by the same decision as `acx install`
-    (which installs nothing here). Without it, a narrower check: the attestations (cosign legacy +
-    bundle) and their binding to the content, not the artifact's own signature; with
-    --require-level also its level credential (issuer, ROM binding, revocation)."""
+    attestations, level, revocation, lifecycle and provenance, judged by the same decision as
+    `acx install` (which installs nothing here). Without it, a narrower check: the attestations
+    (cosign legacy + bundle) and their binding to the content, not the artifact's own signature;
+    with --require-level also its level credential (issuer, ROM binding, revocation); with --repo,
+    --source-ref, --signer-workflow also its SLSA provenance (certificate and predicate)."""
     refuse_local_file(ref, "verify")
     now = _now(now_)
     if policy is not None:
         narrower = [key, trust_registry, identity, identity_regexp, issuer, issuer_regexp, trusted_root,
-                    type_, require_level, issuers, cache_dir]
+                    type_, require_level, issuers, cache_dir, trust_config, repo, source_ref, signer_workflow]
         if any(v is not None for v in narrower) or staging or no_content or allow_offline:
             raise UsageError("--policy judges what the policy says; the other verify flags are a narrower "
-                             "check", hint="put keys, identities and the level in the policy file")
-        from acxoci.cli.judging import judge_ref, render, verdict_json
+                             "check", hint="put keys, identities, provenance and the level in the policy")
+        from acxoci.cli.judging import judge_ref, render_judgement, verdict_json
 
-        j = judge_ref(ref, policy, host=host, host_limits=host_limits, now=now)
-        emit(verdict_json(j, policy), lambda: render(j))
+        j = judge_ref(ref, policy, host=host, host_limits=host_limits, now=now, store=store, roster=roster)
+        emit(verdict_json(j, policy), lambda: render_judgement(j))
         _exit(0 if j.ok else 8)
         return
-    if host is not None or host_limits is not None:
-        raise UsageError("--host and --host-limits go with --policy")
-    sig = _sigstore(identity, identity_regexp, issuer, issuer_regexp, trusted_root, staging)
+    if host is not None or host_limits is not None or roster is not None:
+        raise UsageError("--host, --host-limits and --roster go with --policy")
+    wanted = Requirement(repo, source_ref, signer_workflow)
+    identity, identity_regexp, issuer, issuer_regexp = _provenance_identity(
+        wanted, identity, identity_regexp, issuer, issuer_regexp)
+    sig = _sigstore(identity, identity_regexp, issuer, issuer_regexp, trusted_root, staging, trust_config)
     keys: list[TrustedKey] = []
     if key is not None or trust_registry is not None or sig is None or not sig.rules:
         keys = _trusted_keys(key, trust_registry, now)
@@ -266,10 +332,16 @@ def verify_cmd(
             registry = load_trust_registry(trust_registry, now=now) if trust_registry is not None else None
             level = _level_gate(target, subject, Path(tmp), required=required, issuers=level_issuers,
                                 registry=registry, now=now, status_check=check)
-    ok = report.ok and (level is None or bool(level["ok"]))
+    prov = None if wanted.empty else check_provenance(wanted, verified_provenance(report))
+    ok = report.ok and (level is None or bool(level["ok"])) and (prov is None or prov.ok)
     if level is not None:  # the level attestations' credentials were checked by the level gate
         report = _level_checked(report)
     data = report.to_json()
+    if prov is not None:
+        data["provenance"] = {"required": wanted.to_json(), **prov.to_json()}
+        data["ok"], data["verdict"] = ok, "verified" if ok else "failed"
+        if not prov.ok:
+            data["reasons"] = [*data["reasons"], *(f"provenance: {r}" for r in prov.reasons)]
     if level is not None:
         data["attestationsOk"] = report.ok
         data["level"] = level
@@ -279,13 +351,23 @@ def verify_cmd(
 
     def human() -> None:
         if report.ok and level is not None and not level["ok"]:
-            console.print(f"[bold red]FAILED[/bold red]: level requirement {required} not met: "
-                          f"{escape(str(level['reason']))}")
+            say("[bold red]FAILED[/bold red]: level requirement {} not met: {}",
+                required, str(level['reason']))
+        if report.ok and prov is not None and not prov.ok:
+            say("[bold red]FAILED[/bold red]: the provenance requirement is not met")
         _render_report(report)
+        if prov is not None:
+            if prov.ok:
+                say("[bold green]PROVENANCE OK[/bold green] ({}): {}", json.dumps(wanted.to_json()),
+                    prov.matched or "")
+            else:
+                say("[bold red]PROVENANCE FAILED[/bold red] ({})", json.dumps(wanted.to_json()))
+            for why in prov.reasons:
+                say("  - {}", why)
         if level is not None:
             color, word = ("green", "LEVEL OK") if level["ok"] else ("red", "LEVEL FAILED")
-            console.print(f"[bold {color}]{word}[/bold {color}] (required {required}): "
-                          f"{escape(str(level['reason']))}")
+            say("[bold {}]{}[/bold {}] (required {}): {}",
+                color, word, color, required, str(level['reason']))
 
     emit(data, human)
     _exit(0 if ok else 1)
@@ -301,20 +383,26 @@ def _is_cartridge(path: Path) -> bool:
 
 def attest_blob_cmd(
     file: Path = typer.Argument(..., help="The file to attest."),
-    key: Path = typer.Option(..., "--key", help="Signing key: cosign.key or PKCS#8 PEM."),
+    key: str | None = typer.Option(None, "--key", help=KEYLESS_KEY_HELP),
     type_: str | None = typer.Option(None, "--type", help="Predicate type (default: cartridge for .acx, "
                                      "else cosign's custom type)."),
     predicate: Path | None = typer.Option(None, "--predicate", help="JSON predicate file."),
     bundle: Path | None = typer.Option(None, "--bundle", help="Write a sigstore bundle v0.3 here."),
     output_signature: Path | None = typer.Option(None, "--output-signature", help="Write a DSSE envelope."),
     password_env: str | None = typer.Option(None, "--password-env", help="Env var with the key password."),
+    identity_token_file: Path | None = typer.Option(None, "--identity-token-file", help=TOKEN_HELP),
+    trust_config: Path | None = typer.Option(None, "--trust-config", help=TRUST_CONFIG_HELP),
+    tlog_upload: str = typer.Option("true", "--tlog-upload", help=TLOG_HELP),
     now_: str | None = typer.Option(None, "--now", help="RFC 3339 time to use instead of the clock."),
 ) -> None:
-    """Attest a file like `cosign attest-blob` (bundle or DSSE envelope, no transparency log)."""
+    """Attest a file like `cosign attest-blob`: with --key a bundle or DSSE envelope and no
+    transparency log; keyless a bundle with a Fulcio certificate, log entry and/or timestamps."""
     if (bundle is None) == (output_signature is None):
         raise UsageError("give exactly one of --bundle OUT or --output-signature OUT")
+    if key is None and output_signature is not None:
+        raise UsageError("a keyless attestation is a sigstore bundle: use --bundle OUT")
     now = _now(now_)
-    private = load_signing_key(key, password_env)
+    private = attestation_signer(key, password_env, identity_token_file, trust_config, tlog_upload)
     if predicate is not None:
         ptype = type_ or DEFAULT_BLOB_PREDICATE_TYPE
         pred = parse_predicate_file(read_bytes(predicate, "predicate"), where=str(predicate))
@@ -327,24 +415,25 @@ def attest_blob_cmd(
     out = bundle if bundle is not None else output_signature
     assert out is not None
     data = attest_blob(file, private, ptype, pred, as_bundle=bundle is not None)
+    signer = private.label if isinstance(private, KeylessSigner) else private.public().keyid()
     atomic_write(out, data)
     emit({"file": str(file), "digest": "sha256:" + file_sha256(file), "predicateType": ptype,
-          "signerKeyId": private.public().keyid(), "format": "bundle" if bundle else "envelope",
+          "signerKeyId": signer, "format": "bundle" if bundle else "envelope",
           "output": str(out)},
-         lambda: console.print(f"[bold green]ATTESTED[/bold green] {escape(str(file))} → {escape(str(out))} "
-                               f"({'bundle' if bundle else 'DSSE envelope'}, {escape(ptype)})"))
+         lambda: say("[bold green]ATTESTED[/bold green] {} → {} ({}, {})",
+                     str(file), str(out), 'bundle' if bundle else 'DSSE envelope', ptype))
 
 
 def _render_blob(v: BlobVerdict) -> None:
     j = v.judgement
     word, color = ("VERIFIED", "green") if v.ok else ("FAILED", "red")
-    console.print(f"[bold {color}]{word}[/bold {color}] {escape(v.file)} ({v.kind}, "
-                  f"type={escape(j.predicate_type or '?')}, signer={escape(j.signer_keyid or '-')})")
+    say("[bold {}]{}[/bold {}] {} ({}, type={}, signer={})",
+        color, word, color, v.file, v.kind, j.predicate_type or '?', j.signer_keyid or '-')
     _render_signer(j.signer, "  ")
     for why in j.reasons:
-        console.print(f"  - {escape(why)}")
+        say("  - {}", why)
     for note in j.notes:
-        console.print(f"  [dim]note: {escape(note)}[/dim]")
+        say("  [dim]note: {}[/dim]", note)
 
 
 def _render_signer(check: SigstoreCheck | None, indent: str) -> None:
@@ -352,11 +441,11 @@ def _render_signer(check: SigstoreCheck | None, indent: str) -> None:
     if check is None or not check.ok:
         return
     if check.issuer is not None:
-        console.print(f"{indent}issuer: {escape(check.issuer)}")
+        say("{}issuer: {}", indent, check.issuer)
     if check.log_index is not None:
-        console.print(f"{indent}log index: {check.log_index}")
+        say("{}log index: {}", indent, check.log_index)
     for t in check.verified_times:
-        console.print(f"{indent}verified time: {escape(t)}")
+        say("{}verified time: {}", indent, t)
 
 
 def verify_blob_cmd(
@@ -376,6 +465,7 @@ def verify_blob_cmd(
     trusted_root: Path | None = typer.Option(None, "--trusted-root", help="Sigstore trusted_root.json "
                                              "(default: the public-good production root, offline)."),
     staging: bool = typer.Option(False, "--staging", help="Use the shipped Sigstore staging root."),
+    trust_config: Path | None = typer.Option(None, "--trust-config", help=TRUST_CONFIG_HELP),
     type_: str | None = typer.Option(None, "--type", help="Required predicate type."),
     now_: str | None = typer.Option(None, "--now", help="RFC 3339 time to use instead of the clock."),
 ) -> None:
@@ -384,7 +474,7 @@ def verify_blob_cmd(
     if (bundle is None) == (signature is None):
         raise UsageError("give exactly one of --bundle FILE or --signature FILE")
     now = _now(now_)
-    sig = _sigstore(identity, identity_regexp, issuer, issuer_regexp, trusted_root, staging)
+    sig = _sigstore(identity, identity_regexp, issuer, issuer_regexp, trusted_root, staging, trust_config)
     has_rules = sig is not None and bool(sig.rules)
     keys: list[TrustedKey] = []
     if key is not None or trust_registry is not None or not has_rules:

@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.markup import escape
 
 from acxoci.cartridge.constants import DEFAULT_MAX_DECOMPRESSED_BYTES
 from acxoci.cartridge.verify import CartridgeVerdict, verify_cartridge
@@ -14,7 +13,7 @@ from acxoci.cli.apps import cartridge_app
 from acxoci.cli.common import exit_with as _exit
 from acxoci.cli.common import load_registry as _registry
 from acxoci.cli.common import parse_now as _now
-from acxoci.cli.output import console, emit
+from acxoci.cli.output import Markup, emit, say
 from acxoci.errors import RefusedByPolicy, UsageError
 from attest.trustdecision import Minimum, SignerFacts, decide
 
@@ -43,11 +42,11 @@ def _verdict_exit(v: CartridgeVerdict, require: str | None) -> int:
 
 def _render_verdict(v: CartridgeVerdict, require: str | None, code: int) -> None:
     color = _COLOR.get(v.trust, "white")
-    console.print(f"[bold {color}]{v.trust.upper()}[/bold {color}] ({v.status}): {escape(v.summary)}")
+    say("[bold {}]{}[/bold {}] ({}): {}", color, v.trust.upper(), color, v.status, v.summary)
     if code and not v.rejected:
-        console.print(f"[red]refused:[/red] trust {v.trust} does not meet --require {require}")
+        say("[red]refused:[/red] trust {} does not meet --require {}", v.trust, require)
     for issue in v.issues:
-        console.print(f"  - {escape(issue)}")
+        say("  - {}", issue)
     for label, val in (
         ("rom digest", v.rom_digest),
         ("keyid", v.keyid),
@@ -55,7 +54,7 @@ def _render_verdict(v: CartridgeVerdict, require: str | None, code: int) -> None
         ("signed at", v.signed_at),
     ):
         if val:
-            console.print(f"  {label}: {escape(val)}")
+            say("  {}: {}", label, val)
 
 
 def verify_cmd(
@@ -84,48 +83,35 @@ def verify_cmd(
 
 def _render_inspect(d: dict[str, Any]) -> None:
     meta = d["meta"]
-    console.print(
-        f"[bold]{escape(str(meta.get('acx.agent_name', '?')))}[/bold] "
-        f"{escape(str(meta.get('acx.cartridge_id', '')))}"
-    )
-    console.print(
-        f"  publisher {escape(str(meta.get('acx.publisher_id')))} · version "
-        f"{escape(str(meta.get('acx.artifact_version')))} · role {escape(str(meta.get('acx.role')))}"
-    )
-    console.print(f"  rom digest {d['romDigest']}")
+    say("[bold]{}[/bold] {}", str(meta.get('acx.agent_name', '?')), str(meta.get('acx.cartridge_id', '')))
+    say("  publisher {} · version {} · role {}",
+        str(meta.get('acx.publisher_id')), str(meta.get('acx.artifact_version')), str(meta.get('acx.role')))
+    say("  rom digest {}", d['romDigest'])
     ro = d["romObjects"]
     kinds = ", ".join(f"{k} {n}" for k, n in ro["byKind"].items())
-    console.print(f"  ROM objects {ro['count']} ({kinds}); SAVE objects {d['saveObjects']}")
-    console.print(
-        f"  sqlar rom {d['sqlar']['rom']}, save {d['sqlar']['save']}; memory "
-        + ", ".join(f"{z} {n}" for z, n in d["memory"].items())
-    )
-    console.print(f"  skills {len(d['skills'])}: " + ", ".join(escape(s["name"]) for s in d["skills"]))
-    console.print(
-        f"  capabilities {len(d['capabilities'])}: "
-        + ", ".join(escape(f"{c['taskType']}/{c['domain']}") for c in d["capabilities"])
-    )
+    say("  ROM objects {} ({}); SAVE objects {}", ro['count'], kinds, d['saveObjects'])
+    say("  sqlar rom {}, save {}; memory {}", d["sqlar"]["rom"], d["sqlar"]["save"],
+        ", ".join(f"{z} {n}" for z, n in d["memory"].items()))
+    say("  skills {}: {}", len(d["skills"]), ", ".join(s["name"] for s in d["skills"]))
+    say("  capabilities {}: {}", len(d["capabilities"]),
+        ", ".join(f"{c['taskType']}/{c['domain']}" for c in d["capabilities"]))
     for s in d["signatures"]:
-        console.print(
-            f"  signature {escape(s['sigId'])} keyid {escape(s['keyid'])} at {escape(s['createdAt'])}"
-            + ("" if s["publicKeyPresent"] else " (no public key)")
-        )
-    console.print(f"  metadata ({len(meta)}):")
+        say("  signature {} keyid {} at {}{}", s["sigId"], s["keyid"], s["createdAt"],
+            "" if s["publicKeyPresent"] else " (no public key)")
+    say("  metadata ({}):", len(meta))
     for k in sorted(meta):
         v = str(meta[k])
-        console.print(f"    {escape(k)} = {escape(v if len(v) <= 200 else v[:200] + '…')}")
-    console.print(f"  attestations ({len(d['attestations'])}):" + ("" if d["attestations"] else " none"))
+        say("    {} = {}", k, v if len(v) <= 200 else v[:200] + '…')
+    say("  attestations ({}):{}", len(d["attestations"]), "" if d["attestations"] else " none")
     for a in d["attestations"]:
         extra = "".join(
-            f" {k}={escape(str(a[k]))}" for k in ("createdAt", "statusUrl") if a.get(k) is not None
+            f" {k}={a[k]}" for k in ("createdAt", "statusUrl") if a.get(k) is not None
         )
-        console.print(f"    {escape(a['attId'])} {escape(a['type'])} {escape(a['mediaType'])}{extra}")
+        say("    {} {} {}{}", a['attId'], a['type'], a['mediaType'], extra)
     c = d["consistency"]
     if c["mismatches"] or c["uncovered"]:
-        console.print(
-            f"  [red]inconsistent:[/red] {len(c['mismatches'])} mismatches, "
-            f"{len(c['uncovered'])} uncovered (run `acx cartridge verify`)"
-        )
+        say("  [red]inconsistent:[/red] {} mismatches, {} uncovered (run `acx "
+            "cartridge verify`)", len(c['mismatches']), len(c['uncovered']))
 
 
 def inspect_cmd(file: Path = typer.Argument(..., help="The .acx cartridge.")) -> None:
@@ -150,13 +136,17 @@ def strip_cmd(
     code = 0 if r.ok else 1
 
     def human() -> None:
-        word = "[green]EQUAL[/green] (ROM intact; SAVE removed)" if r.equal else "[red]MISMATCH[/red]"
-        console.print(f"hash-equality proof: {word}")
-        console.print(f"rom hash before strip: {r.rom_before}")
-        console.print(f"rom hash after  strip: {r.rom_after}")
+        word = (Markup("[green]EQUAL[/green] (ROM intact; SAVE removed)") if r.equal
+                else Markup("[red]MISMATCH[/red]"))
+        say("hash-equality proof: {}", word)
+        say("rom hash before strip: {}", r.rom_before)
+        say("rom hash after  strip: {}", r.rom_after)
         v = r.verdict_after
-        console.print(f"signature after strip: {v.trust} ({v.status}): {escape(v.summary)}")
-        console.print(f"wrote: {escape(r.output)}" if r.output else "[red]nothing written[/red]")
+        say("signature after strip: {} ({}): {}", v.trust, v.status, v.summary)
+        if r.output:
+            say("wrote: {}", r.output)
+        else:
+            say("[red]nothing written[/red]")
 
     emit(r.to_json(), human)
     _exit(code)

@@ -8,12 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.markup import escape
 
 from acxoci.cartridge.reader import open_cartridge
 from acxoci.cli.apps import cartridge_app
 from acxoci.cli.common import load_signing_key
-from acxoci.cli.output import console, emit
+from acxoci.cli.output import Markup, emit, say
 from acxoci.errors import InvalidInput, NotFound
 from attest.canonical import loads_strict
 from attest.errors import MalformedError
@@ -26,7 +25,8 @@ def build(
     ),
     out: Path = typer.Option(..., "-o", "--out", help="Cartridge file to write (.acx)."),
     publisher: str = typer.Option(..., "--publisher", help="Publisher id (reverse DNS, e.g. io.github.you)."),
-    key: Path = typer.Option(..., "--key", help="Signing key (PKCS#8 PEM)."),
+    key: str = typer.Option(..., "--key", help="Ed25519 signing key: a PKCS#8 PEM file, env://VAR or a "
+                            "pkcs11: URI."),
     password_env: str | None = typer.Option(
         None, "--password-env", help="Env var holding the key passphrase."
     ),
@@ -53,15 +53,13 @@ def build(
     data = result.to_json()
 
     def human() -> None:
-        console.print(f"[green]built[/green] {escape(str(out))}")
-        console.print(f"cartridge id:  {escape(data['cartridgeId'])}")
-        console.print(f"rom hash:      {data['romDigest']}")
-        console.print(f"keyid:         {data['keyId']}")
-        console.print(f"signed at:     {data['signedAt']}  ({data['fileCount']} ROM objects)")
-        console.print(
-            f"field-learned: {data['fieldLearned']}"
-            + (f", {len(result.quarantined)} quarantined" if result.quarantined else "")
-        )
+        say("[green]built[/green] {}", str(out))
+        say("cartridge id:  {}", data['cartridgeId'])
+        say("rom hash:      {}", data['romDigest'])
+        say("keyid:         {}", data['keyId'])
+        say("signed at:     {}  ({} ROM objects)", data['signedAt'], data['fileCount'])
+        say("field-learned: {}{}", data["fieldLearned"],
+            f", {len(result.quarantined)} quarantined" if result.quarantined else "")
 
     emit(data, human)
 
@@ -69,7 +67,8 @@ def build(
 @cartridge_app.command("sign")
 def sign(
     file: Path = typer.Argument(..., help="Cartridge to re-sign in place."),
-    key: Path = typer.Option(..., "--key", help="Signing key (PKCS#8 PEM)."),
+    key: str = typer.Option(..., "--key", help="Ed25519 signing key: a PKCS#8 PEM file, env://VAR or a "
+                            "pkcs11: URI."),
     password_env: str | None = typer.Option(
         None, "--password-env", help="Env var holding the key passphrase."
     ),
@@ -87,10 +86,8 @@ def sign(
     data = result.to_json()
     emit(
         data,
-        lambda: console.print(
-            f"[green]signed[/green] {escape(str(file))}\nrom hash: {data['romDigest']}\n"
-            f"keyid:    {data['keyId']}\nsignedAt: {data['signedAt']}"
-        ),
+        lambda: say("[green]signed[/green] {}\nrom hash: {}\nkeyid:    {}\nsignedAt: {}",
+                    str(file), data['romDigest'], data['keyId'], data['signedAt']),
     )
 
 
@@ -102,16 +99,17 @@ def spec(file: Path = typer.Argument(..., help="Cartridge to check.")) -> None:
     report = check_spec(file)
 
     def human() -> None:
-        console.print(f"validation: {'[green]CLEAN ✓[/green]' if report.clean else '[red]ISSUES[/red]'}")
+        say("validation: {}",
+            Markup("[green]CLEAN ✓[/green]") if report.clean else Markup("[red]ISSUES[/red]"))
         engine = json.dumps(report.engine, separators=(",", ":")) if report.engine else "?"
-        console.print(f"package-spec: {report.schema_version or '?'}  engine={escape(engine)}")
-        console.print("artifacts:")
+        say("package-spec: {}  engine={}", report.schema_version or '?', engine)
+        say("artifacts:")
         for a in report.artifacts:
             star = "*" if a.get("required") else " "
             count = f" ({a['count']})" if "count" in a else ""
-            console.print(f"  {star} {a.get('role')!s:<16}{a.get('schema')!s:<28}{a.get('kind')}{count}")
+            say("  {} {!s:<16}{!s:<28}{}{}", star, a.get('role'), a.get('schema'), a.get('kind'), count)
         for i in report.issues:
-            console.print(f"  - {escape(str(i))}" + (" (warning)" if i.severity != "error" else ""))
+            say("  - {}{}", str(i), " (warning)" if i.severity != "error" else "")
 
     emit(report.to_json(), human)
     raise SystemExit(0 if report.clean else 1)
@@ -151,17 +149,15 @@ def skillset(file: Path = typer.Argument(..., help="Cartridge to read.")) -> Non
         differences = skillset_differences(CalSkillSet.from_json(stored_doc), derived)
 
     def human() -> None:
-        word = "[green]CONSISTENT[/green]" if not differences else "[red]DIFFERS[/red]"
-        console.print(f"skillset {word} ({escape(str(file))})")
+        word = Markup("[green]CONSISTENT[/green]") if not differences else Markup("[red]DIFFERS[/red]")
+        say("skillset {} ({})", word, str(file))
         for play in derived.to_json().get("plays", []):
-            console.print(
-                f"play {escape(str(play.get('role')))}: provides {play.get('providesCapabilities')}, "
-                f"can complete {play.get('canComplete')}"
-            )
+            say("play {}: provides {}, can complete {}",
+                str(play.get('role')), play.get('providesCapabilities'), play.get('canComplete'))
         for s in skills:
-            console.print(f"  - {escape(str(s['name']))}: {escape(str(s['description']))}")
+            say("  - {}: {}", str(s['name']), str(s['description']))
         for d in differences:
-            console.print(f"  ✗ {escape(d)}")
+            say("  ✗ {}", d)
 
     emit(
         {

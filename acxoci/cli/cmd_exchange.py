@@ -5,11 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.markup import escape
 
 from acxoci.cli.apps import exchange_app
 from acxoci.cli.common import exit_with, parse_now
-from acxoci.cli.output import console, emit
+from acxoci.cli.output import Markup, emit, say
 from acxoci.exchange.index import INDEX_FILE, Derived, compare, derive, index_bytes
 from acxoci.fsutil import atomic_write, read_bytes
 from acxoci.oci.target import RemoteOptions
@@ -28,9 +27,9 @@ NO_GRAPHS_OPT = typer.Option(
 
 def _render_rejected(d: Derived) -> None:
     for r in d.rejected:
-        console.print(f"  [red]✗[/red] {escape(r.path)} \\[{r.type}] {escape(r.reason)}")
+        say("  [red]✗[/red] {} \\[{}] {}", r.path, r.type, r.reason)
     for g in d.pending_graphs:
-        console.print(f"  [yellow]-[/yellow] {escape(g)} \\[agent-graph] left out: graph support pending")
+        say("  [yellow]-[/yellow] {} \\[agent-graph] left out: graph support pending", g)
 
 
 def cmd_verify(
@@ -73,20 +72,16 @@ def cmd_verify(
     }
 
     def human() -> None:
-        head = "[bold green]VERIFIED[/bold green]" if ok else "[bold red]PROBLEMS[/bold red]"
-        console.print(
-            f"{head} {escape(str(directory))}: {d.index['count']} cartridge(s), "
-            f"{d.index['workflowCount']} workflow(s), {d.index['agentGraphCount']} graph(s); "
-            f"index.json {'identical' if data['identical'] else 'DIFFERS'}"
-        )
+        head = Markup("[bold green]VERIFIED[/bold green]") if ok else Markup("[bold red]PROBLEMS[/bold red]")
+        say("{} {}: {} cartridge(s), {} workflow(s), {} graph(s); index.json {}",
+            head, str(directory), d.index['count'], d.index['workflowCount'], d.index['agentGraphCount'],
+            'identical' if data['identical'] else 'DIFFERS')
         _render_rejected(d)
         for c in changed:
-            console.print(
-                f"  [red]✗[/red] {escape(str(c['path']))}: bytes changed ({c['indexedDigest']} → "
-                f"{c['digest']})"
-            )
+            say("  [red]✗[/red] {}: bytes changed ({} → {})",
+                str(c['path']), c['indexedDigest'], c['digest'])
         for line in diffs[:50]:
-            console.print(f"  - {escape(line)}")
+            say("  - {}", line)
 
     emit(data, human)
     if not ok:
@@ -115,15 +110,12 @@ def cmd_index(
 
     def human() -> None:
         if d.ok:
-            console.print(
-                f"[green]INDEXED[/green] {d.index['count']} cartridge(s), {d.index['workflowCount']} "
-                f"workflow(s), {d.index['agentGraphCount']} graph(s), {d.index['templateCount']} "
-                f"template(s) → {escape(str(out))}"
-            )
+            say("[green]INDEXED[/green] {} cartridge(s), {} workflow(s), {} graph(s), {} "
+                "template(s) → {}",
+                d.index['count'], d.index['workflowCount'], d.index['agentGraphCount'],
+                d.index['templateCount'], str(out))
         else:
-            console.print(
-                f"[bold red]REJECTED[/bold red] {len(d.rejected)} registry issue(s); nothing written"
-            )
+            say("[bold red]REJECTED[/bold red] {} registry issue(s); nothing written", len(d.rejected))
         _render_rejected(d)
 
     emit(data, human)
@@ -151,15 +143,13 @@ def cmd_mirror(
     )
 
     def human() -> None:
-        console.print(
-            f"[bold green]MIRRORED[/bold green] {len(report.items)} release(s) → {escape(dest)}: "
-            f"{report.blobs_sent} blob(s), {report.manifests_sent} manifest(s) sent"
-        )
+        say("[bold green]MIRRORED[/bold green] {} release(s) → {}: {} blob(s), {} "
+            "manifest(s) sent", len(report.items), dest, report.blobs_sent, report.manifests_sent)
         for i in report.items:
-            life = "" if i.lifecycle == "active" else f" \\[{i.lifecycle}]"
-            console.print(f"  {i.status:9} {escape(i.reference)} @ {i.digest}{life}")
+            life = "" if i.lifecycle == "active" else f" [{i.lifecycle}]"
+            say("  {:9} {} @ {}{}", i.status, i.reference, i.digest, life)
         for g in report.pending_graphs:
-            console.print(f"  [yellow]-[/yellow] {escape(g)} left out: graph support pending")
+            say("  [yellow]-[/yellow] {} left out: graph support pending", g)
 
     emit(report.to_json(), human)
 

@@ -5,13 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.markup import escape
 
 from acxoci.cli.apps import graph_app
 from acxoci.cli.common import finish_lint
 from acxoci.cli.common import load_registry as _registry
 from acxoci.cli.common import parse_now as _now
-from acxoci.cli.output import console, emit
+from acxoci.cli.output import emit, say
 from acxoci.cli.signed_doc import finish_verify, sign_and_write
 from acxoci.workflow.graph import (
     default_signed_graph_name,
@@ -41,22 +40,23 @@ def lint_cmd(
     """Check structure, references, return routes, mandatory direction and convergence."""
     doc = load_graph(file)
     finish_lint(file, lint_graph(doc, publish=publish), publish,
-                lambda: console.print(f"architecture: {_architecture(inspect_graph(doc))}"))
+                lambda: say("architecture: {}", _architecture(inspect_graph(doc))))
 
 
 @graph_app.command("digest")
 def digest_cmd(file: Path = typer.Argument(..., help="The .agent-graph.json file.")) -> None:
     """Print the graph digest: sha256 of the JCS form without `integrity`."""
     d = graph_digest(load_graph(file))
-    emit({"file": str(file), "digest": d}, lambda: console.print(d))
+    emit({"file": str(file), "digest": d}, lambda: say("{}", d))
 
 
 @graph_app.command("sign")
 def sign_cmd(
     file: Path = typer.Argument(..., help="The unsigned (or re-signed) .agent-graph.json file."),
     publisher: str = typer.Option(..., "--publisher", help="Reverse-DNS publisher id, e.g. io.github.you."),
-    key: Path | None = typer.Option(
-        None, "--key", help="PKCS#8 PEM Ed25519 private key (make one with `acx key generate`)."
+    key: str | None = typer.Option(
+        None, "--key", help="Ed25519 private key: a PKCS#8 PEM file, env://VAR or a pkcs11: URI (make a "
+        "file with `acx key generate`)."
     ),
     out: Path | None = typer.Option(
         None, "-o", "--out", help="Output (default <name>.signed.agent-graph.json)."
@@ -96,28 +96,23 @@ def inspect_cmd(
     view = inspect_graph(doc, verdict)
 
     def human() -> None:
-        console.print(
-            f"{escape(str(view['name']))}  ({escape(str(view['id']))}@{escape(str(view['version']))})"
-        )
-        console.print(f"architecture: {_architecture(view)}")
+        say("{}  ({}@{})", str(view['name']), str(view['id']), str(view['version']))
+        say("architecture: {}", _architecture(view))
         for a in view["actors"]:
-            console.print(f"  \\[actor] {escape(str(a['id']))} ({escape(str(a['kind']))})")
+            say("  \\[actor] {} ({})", str(a['id']), str(a['kind']))
         for k in view["knowledge"]:
-            console.print(f"  \\[knowledge] {escape(str(k['id']))} ({escape(str(k['kind']))})")
+            say("  \\[knowledge] {} ({})", str(k['id']), str(k['kind']))
         for r in view["routes"]:
             to = ", ".join(r["to"])
-            console.print(
-                f"  \\[route] {escape(str(r['from']))} —{escape(str(r['intent']))}→ {escape(to)}"
-                f"  ({escape(str(r['obligation']))})"
-            )
+            say("  \\[route] {} —{}→ {}  ({})", str(r['from']), str(r['intent']), to, str(r['obligation']))
         for lp in view["loops"]:
             ref = lp["workflowRef"] or {}
             pin = f"  {ref.get('publisherId')}/{ref.get('id')}@{ref.get('version')}" if ref else ""
-            console.print(f"  \\[loop] {escape(str(lp['id']))} ({escape(str(lp['kind']))}){escape(pin)}")
+            say("  \\[loop] {} ({}){}", str(lp['id']), str(lp['kind']), pin)
         for c in view["convergence"]:
-            console.print(f"  \\[convergence] {escape(str(c['id']))} steward {escape(str(c['steward']))}")
-        console.print(f"digest: {view['digest']}")
-        console.print(f"signature: {verdict.trust} ({verdict.status})")
+            say("  \\[convergence] {} steward {}", str(c['id']), str(c['steward']))
+        say("digest: {}", view['digest'])
+        say("signature: {} ({})", verdict.trust, verdict.status)
 
     emit(view, human)
 

@@ -10,11 +10,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import typer
-from rich.markup import escape
 
 from acxoci.cartridge.trust_file import load_trust_registry
 from acxoci.cli.apps import harness_app
-from acxoci.cli.output import console, emit, err_console
+from acxoci.cli.output import Markup, emit, say, say_error
 from acxoci.errors import InvalidInput, NotFound, RefusedByPolicy, UsageError
 from acxoci.fsutil import atomic_write
 from acxoci.policy import harness as h
@@ -116,21 +115,18 @@ def negotiate(
 
     def human() -> None:
         if descriptor.accepted:
-            console.print(
-                f"harness: [green]ACCEPT[/green]  revision {descriptor.protocol_revision}  "
-                f"(cartridge {verdict.trust})"
-            )
+            say("harness: [green]ACCEPT[/green]  revision {}  (cartridge {})",
+                descriptor.protocol_revision, verdict.trust)
         else:
-            console.print("harness: [red]REFUSE[/red]  -32602 Unsupported harness  (ROM not activated)")
+            say("harness: [red]REFUSE[/red]  -32602 Unsupported harness  (ROM not "
+                "activated)")
         for b in descriptor.bindings:
             mark = "ok" if b.satisfied else ("--" if b.tier == "optional" else "XX")
-            console.print(
-                f"  {mark} {b.role:<18} -> {escape(str(b.bound_tool))}  scopes {list(b.scopes_granted)}"
-            )
+            say("  {} {:<18} -> {}  scopes {}", mark, b.role, str(b.bound_tool), list(b.scopes_granted))
         for u in descriptor.unmet:
-            console.print(f"  unmet: {escape(u)}")
+            say("  unmet: {}", u)
         if result.host.assumed:
-            console.print(f"  assumed (not stated by the host): {', '.join(result.host.assumed)}")
+            say("  assumed (not stated by the host): {}", ', '.join(result.host.assumed))
 
     emit(result.to_json(), human)
     raise SystemExit(0 if descriptor.accepted else RefusedByPolicy.exit_code)
@@ -162,32 +158,27 @@ def check(
     }
 
     def human() -> None:
-        console.print(f"Harness check — {escape(cartridge.name)} (cartridge {result.verdict.trust})")
-        console.print(
-            f"  MCP protocol floor: {req.min_protocol_revision}   model: toolUse={str(req.tool_use).lower()} "
-            f"minContext={req.min_context_window_tokens}"
-        )
-        console.print("  Required tool roles:")
+        say("Harness check — {} (cartridge {})", cartridge.name, result.verdict.trust)
+        say("  MCP protocol floor: {}   model: toolUse={} minContext={}",
+            req.min_protocol_revision, str(req.tool_use).lower(), req.min_context_window_tokens)
+        say("  Required tool roles:")
         for b in d.bindings:
             mark = "✓" if b.satisfied else ("·" if b.tier == "optional" else "✗")
-            console.print(
-                f"    {mark} {b.role:<18} -> {escape(str(b.bound_tool))}  scopes={','.join(b.scopes_granted)}"
-            )
+            say("    {} {:<18} -> {}  scopes={}",
+                mark, b.role, str(b.bound_tool), ','.join(b.scopes_granted))
         if req.external_tools:
-            console.print("  External binaries:")
+            say("  External binaries:")
             have = set(result.host.descriptor.binaries or ())
             for exe, optional in req.external_tools:
                 mark = "✓" if exe in have else ("·" if optional else "✗")
-                console.print(f"    {mark} {escape(exe)}{' (optional)' if optional else ''}")
+                say("    {} {}{}", mark, exe, ' (optional)' if optional else '')
         if result.host.assumed:
-            console.print(f"  assumed (not stated by the host): {', '.join(result.host.assumed)}")
+            say("  assumed (not stated by the host): {}", ', '.join(result.host.assumed))
         if d.accepted:
-            console.print("\n  verdict: [green]ACCEPT[/green] ✓ — this host can boot the cartridge")
+            say("\n  verdict: [green]ACCEPT[/green] ✓ — this host can boot the cartridge")
         else:
-            console.print(
-                "\n  verdict: [red]REFUSE[/red] ✗ — -32602 Unsupported harness; unmet: "
-                + escape(", ".join(d.unmet))
-            )
+            say("\n  verdict: [red]REFUSE[/red] ✗ — -32602 Unsupported harness; unmet: {}",
+                ", ".join(d.unmet))
 
     emit(data, human, kind="verdict")
     raise SystemExit(0 if d.accepted else RefusedByPolicy.exit_code)
@@ -199,11 +190,10 @@ def _lint(file: Path) -> None:
     valid = not h.errors_only(issues)
 
     def human() -> None:
-        console.print(
-            f"harness: {'[green]VALID[/green]' if valid else '[red]INVALID[/red]'}  ({escape(loaded.source)})"
-        )
+        say("harness: {}  ({})", Markup("[green]VALID[/green]") if valid else Markup("[red]INVALID[/red]"),
+            loaded.source)
         for i in issues:
-            console.print(f"  - {escape(str(i))}" + (" (warning)" if i.severity == "warning" else ""))
+            say("  - {}{}", str(i), " (warning)" if i.severity == "warning" else "")
 
     emit(
         {
@@ -229,10 +219,8 @@ def check_deprecated(
     file: Path = typer.Argument(..., help="A harness-requirements JSON file, or a cartridge."),
 ) -> None:
     """Deprecated name of `acx harness lint` (kept for one release)."""
-    err_console.print(
-        "warning: `acx harness check` is deprecated and will be removed in the next release; "
-        "use `acx harness lint` (the host preflight is `acx check`)"
-    )
+    say_error("warning: `acx harness check` is deprecated and will be removed in the "
+              "next release; use `acx harness lint` (the host preflight is `acx check`)")
     _lint(file)
 
 

@@ -6,10 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.markup import escape
 
 from acxoci.authoring.roles import DEFAULT_ROLE, ROLES
-from acxoci.cli.output import console, emit
+from acxoci.cli.output import emit, say
 from acxoci.errors import UsageError
 
 
@@ -43,11 +42,9 @@ def init(
         data = {"folder": str(target), "role": role, "files": written}
 
         def human() -> None:
-            console.print(f"SCAFFOLDED {escape(str(target))} ({role}, {len(written)} files)")
-            console.print("Fill in manifest.json, memory-records.json and the skill, then:")
-            console.print(
-                f"  acx cartridge build {escape(str(target))} -o agent.acx --publisher ID --key KEY"
-            )
+            say("SCAFFOLDED {} ({}, {} files)", str(target), role, len(written))
+            say("Fill in manifest.json, memory-records.json and the skill, then:")
+            say("  acx cartridge build {} -o agent.acx --publisher ID --key KEY", str(target))
 
         emit(data, human)
         return
@@ -64,19 +61,15 @@ def init(
     data = {"codebase": str(from_code), "folder": str(dest), **analysis.to_json(), "files": written}
 
     def human_set() -> None:
-        console.print(
-            f"ANALYSED {escape(str(from_code))} ({analysis.files_seen} files) → {escape(str(dest))}"
-        )
+        say("ANALYSED {} ({} files) → {}", str(from_code), analysis.files_seen, str(dest))
         for f in analysis.roles:
-            console.print(f"  • {f.role:<16} caps={','.join(f.tasks)}  ({escape('; '.join(f.reasons))})")
-        console.print("Required Available Context (descriptions only):")
+            say("  • {:<16} caps={}  ({})", f.role, ','.join(f.tasks), '; '.join(f.reasons))
+        say("Required Available Context (descriptions only):")
         for r in analysis.rac:
-            console.print(f"  □ {r.id:<16} \\[{r.kind}] {escape(r.description)}")
+            say("  □ {:<16} \\[{}] {}", r.id, r.kind, r.description)
         if analysis.truncated:
-            console.print(f"[yellow]stopped early: {escape(analysis.truncated)}[/yellow]")
-        console.print(
-            f"Next: fill agents/<role>/, then acx workflow lint {escape(str(dest / WORKFLOW_PATH))} --publish"
-        )
+            say("[yellow]stopped early: {}[/yellow]", analysis.truncated)
+        say("Next: fill agents/<role>/, then acx workflow lint {} --publish", str(dest / WORKFLOW_PATH))
 
     emit(data, human_set)
 

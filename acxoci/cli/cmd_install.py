@@ -10,12 +10,12 @@ from pathlib import Path
 
 import typer
 import yaml
-from rich.markup import escape
 
 from acxoci.cli.apps import installed_app, policy_app
 from acxoci.cli.common import parse_now, refuse_local_file, transport_options
 from acxoci.cli.judging import MARK as _MARK
-from acxoci.cli.output import console, emit
+from acxoci.cli.judging import show_checks
+from acxoci.cli.output import Markup, emit, say
 from acxoci.errors import NotFound, RefusedByPolicy, UsageError
 from acxoci.fsutil import atomic_write
 from acxoci.install.hostfiles import host_inputs
@@ -39,23 +39,19 @@ def _store(path: Path | None) -> Store:
 
 def render_outcome(outcome: InstallOutcome) -> None:
     if outcome.lifecycle is not None:  # deprecated or superseded in the Exchange it came from
-        console.print(f"[bold yellow]WARNING[/bold yellow] {escape(str(outcome.lifecycle.get('message')))}")
+        say("[bold yellow]WARNING[/bold yellow] {}", str(outcome.lifecycle.get('message')))
     if outcome.status == "refused":
         failed = outcome.failed
-        console.print(f"[bold red]REFUSED[/bold red] {escape(outcome.reference)} — {len(failed)} check(s) "
-                      "failed; nothing was installed")
-        for c in failed:
-            console.print(f"  {_MARK[c.status]} {c.order}. {c.id} \\[{escape(c.kind or '')}]: "
-                          f"{escape(c.reason)}")
+        say("[bold red]REFUSED[/bold red] {} — {} check(s) failed; nothing was "
+            "installed", outcome.reference, len(failed))
+        show_checks(outcome.checks, accepted=False)
         return
     if outcome.status == "already-installed":
-        console.print(f"[green]ALREADY INSTALLED[/green] {escape(outcome.name or '')} @ {outcome.digest} "
-                      "(no change)")
+        say("[green]ALREADY INSTALLED[/green] {} @ {} (no change)", outcome.name or '', outcome.digest)
         return
-    console.print(f"[bold green]INSTALLED[/bold green] {escape(outcome.name or '')} @ {outcome.digest}")
-    for c in outcome.checks:
-        console.print(f"  {_MARK[c.status]} {c.order}. {c.id}: {escape(c.reason)}")
-    console.print(f"  at {escape(outcome.path or '')}")
+    say("[bold green]INSTALLED[/bold green] {} @ {}", outcome.name or '', outcome.digest)
+    show_checks(outcome.checks, accepted=True)
+    say("  at {}", outcome.path or '')
 
 
 def cmd_install(
@@ -91,9 +87,9 @@ def cmd_install(
         from acxoci.install.activate import skills_root
 
         request = ActivateRequest(skills_root(activate, home=Path.home()), activate)
-    from acxoci.cli.judging import steps
+    from acxoci.cli.output import status_line
 
-    with steps("install") as note:
+    with status_line("install") as note:
         outcome = install(ref, policy=vpolicy, store=_store(store), now=now, host=hosts,
                           remote=active_options(), name=name, allow_downgrade=allow_downgrade,
                           activate=request, note=note)
@@ -117,10 +113,10 @@ def cmd_list(store: Path | None = STORE_OPT) -> None:
 
     def human() -> None:
         if not items:
-            console.print("nothing installed")
+            say("nothing installed")
         for i in items:
             s = i.summary()
-            console.print(f"{escape(i.name)}  {s['kind']}  {i.digest}  {s['trust']}  {s['installedAt']}")
+            say("{}  {}  {}  {}  {}", i.name, s['kind'], i.digest, s['trust'], s['installedAt'])
 
     emit(data, human)
 
@@ -135,18 +131,17 @@ def cmd_show(name: str = typer.Argument(..., help="Install name."),
 
     def human() -> None:
         r = item.record
-        console.print(f"[bold]{escape(item.name)}[/bold] ({r.get('kind')}) @ {item.digest}")
-        console.print(f"  from {escape(str(r.get('reference')))}, installed {r.get('installedAt')}, "
-                      f"trust {r.get('trust')}, publisher {escape(str(r.get('publisherId')))}")
-        console.print(f"  policy {escape(str(r.get('policy', {}).get('source')))} "
-                      f"{r.get('policy', {}).get('digest')}")
+        say("[bold]{}[/bold] ({}) @ {}", item.name, r.get('kind'), item.digest)
+        say("  from {}, installed {}, trust {}, publisher {}",
+            str(r.get('reference')), r.get('installedAt'), r.get('trust'), str(r.get('publisherId')))
+        say("  policy {} {}", str(r.get('policy', {}).get('source')), r.get('policy', {}).get('digest'))
         for c in r.get("checks", []):
-            console.print(f"  {_MARK.get(c.get('status'), '?')} {c.get('order')}. {c.get('id')}: "
-                          f"{escape(str(c.get('reason')))}")
-        console.print(f"  {len(r.get('files', []))} file(s) at {escape(str(item.path))}")
+            say("  {} {}. {}: {}",
+                _MARK.get(c.get('status'), '?'), c.get('order'), c.get('id'), str(c.get('reason')))
+        say("  {} file(s) at {}", len(r.get('files', [])), str(item.path))
         for a in acts:
-            console.print(f"  activated ({a['host'] or 'custom'}) in {escape(str(a['root']))}: "
-                          + ", ".join(escape(str(s)) for s in a["skills"] or []))
+            say("  activated ({}) in {}: {}", a["host"] or "custom", str(a["root"]),
+                ", ".join(str(s) for s in a["skills"] or []))
 
     emit({"path": str(item.path), "record": item.record, "activations": acts}, human)
 
@@ -159,7 +154,7 @@ def cmd_verify(name: str | None = typer.Argument(None, help="Install name (defau
     """Judge installed items NOW (the decision `install` made, with today's trust registries, status
     lists and lifecycle records), and report activations that are orphaned, edited, or of items that
     no longer pass. Exit 1 when anything is out of line."""
-    from acxoci.install.activate import activation_problems, activations
+    from acxoci.install.activate import activation_problems, scan_activations
 
     now = parse_now(now_)
     st = _store(store)
@@ -168,7 +163,8 @@ def cmd_verify(name: str | None = typer.Argument(None, help="Install name (defau
     by_name = {r.name: r for r in results}
     installed = {i.name: i for i in st.list()}
     activated: dict[str, list[str]] = {}
-    for act in activations(st):
+    acts, unreadable = scan_activations(st)
+    for act in acts:
         if name is not None and act.name != name:
             continue
         problems = activation_problems(act, installed.get(act.name))
@@ -178,27 +174,30 @@ def cmd_verify(name: str | None = typer.Argument(None, help="Install name (defau
                             "passes its policy (`acx installed sync` deactivates it)")
         activated.setdefault(act.name, []).extend(problems)
     orphans = sorted(n for n in activated if n not in installed)
-    ok = all(r.ok for r in results) and not any(activated.values())
+    ok = all(r.ok for r in results) and not any(activated.values()) and not unreadable
     data = {"ok": ok, "items": [{**r.to_json(), "activationProblems": activated.get(r.name, [])}
                                 for r in results],
-            "orphanedActivations": [{"name": n, "problems": activated[n]} for n in orphans]}
+            "orphanedActivations": [{"name": n, "problems": activated[n]} for n in orphans],
+            "unreadableActivations": unreadable}
 
     def human() -> None:
-        head = "[bold green]OK[/bold green]" if ok else "[bold red]PROBLEMS[/bold red]"
-        console.print(f"{head} {len(results)} installed item(s) judged now")
+        head = Markup("[bold green]OK[/bold green]") if ok else Markup("[bold red]PROBLEMS[/bold red]")
+        say("{} {} installed item(s) judged now", head, len(results))
         for r in results:
             mark = _MARK["pass"] if r.ok and not activated.get(r.name) else _MARK["fail"]
             verdict = "accepted" if r.ok else "REFUSED"
             files = "ok" if r.files_ok else "CHANGED"
-            acts = ", activated files CHANGED" if activated.get(r.name) else ""
-            console.print(f"  {mark} {escape(r.name)} @ {r.digest}: {verdict}; files {files}, revocation "
-                          f"{r.revocation}{acts}")
+            acts = ", activations out of line" if activated.get(r.name) else ""
+            say("  {} {} @ {}: {}; files {}, revocation {}{}",
+                mark, r.name, r.digest, verdict, files, r.revocation, acts)
             for prob in [*r.problems, *activated.get(r.name, [])]:
-                console.print(f"      - {escape(prob)}")
+                say("      - {}", prob)
+        for u in unreadable:
+            say("  {} unreadable activation manifest: {}", _MARK["fail"], u)
         for n in orphans:
-            console.print(f"  {_MARK['fail']} {escape(n)}: activated but no longer installed (orphaned)")
+            say("  {} {}: activated but no longer installed (orphaned)", _MARK['fail'], n)
             for prob in activated[n]:
-                console.print(f"      - {escape(prob)}")
+                say("      - {}", prob)
 
     emit(data, human)
     if not ok:
@@ -222,13 +221,13 @@ def cmd_sync(dry_run: bool = typer.Option(False, "--dry-run", help="Say what wou
     def human() -> None:
         changes = [s for s in steps if s.action == "deactivate"]
         verb = "would deactivate" if dry_run else "deactivated"
-        console.print(f"{len(steps)} activation(s) judged; {len(changes)} {verb if changes else 'to change'}")
+        say("{} activation(s) judged; {} {}", len(steps), len(changes), verb if changes else 'to change')
         for s in steps:
             word = "keep" if s.action == "keep" else (verb if not s.done or s.done.startswith("deactivated")
                                                        else "FAILED to deactivate")
-            console.print(f"  {escape(s.name)} in {escape(s.root)}: {word} — {escape(s.reason)}")
+            say("  {} in {}: {} — {}", s.name, s.root, word, s.reason)
             if s.done and s.done.startswith("failed"):
-                console.print(f"      - {escape(s.done)}")
+                say("      - {}", s.done)
 
     emit(data, human)
     if stuck:
@@ -257,9 +256,9 @@ def cmd_uninstall(name: str = typer.Argument(..., help="Install name."),
     data = {"uninstalled": name, "digests": [i.digest for i in removed], "deactivated": deactivated}
 
     def human() -> None:
-        console.print(f"[green]UNINSTALLED[/green] {escape(name)} ({', '.join(i.digest for i in removed)})")
+        say("[green]UNINSTALLED[/green] {} ({})", name, ', '.join(i.digest for i in removed))
         for root in deactivated:
-            console.print(f"  deactivated in {escape(root)}")
+            say("  deactivated in {}", root)
 
     emit(data, human)
 
@@ -332,7 +331,7 @@ def cmd_policy_init(
     atomic_write(output, text.encode("utf-8"), mode=0o644)
     trusted = ", ".join(publisher) or "nobody yet: edit `publishers` before installing anything"
     emit({"written": str(output), "publishers": publisher},
-         lambda: console.print(f"wrote {escape(str(output))} (trusts {escape(trusted)})"))
+         lambda: say("wrote {} (trusts {})", str(output), trusted))
 
 
 def register(app: typer.Typer) -> None:

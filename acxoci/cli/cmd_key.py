@@ -9,12 +9,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import typer
-from rich.markup import escape
 
 from acxoci.cartridge.trust_file import MAX_REGISTRY_BYTES
 from acxoci.cli.apps import key_app
 from acxoci.cli.common import load_signing_key
-from acxoci.cli.output import console, emit
+from acxoci.cli.output import emit, say, show_lines
 from acxoci.errors import AuthError, InvalidInput, NotFound, UsageError
 from acxoci.fsutil import atomic_write, read_bytes
 from acxoci.keyfiles import load_private_key_file, readable_by_others
@@ -84,7 +83,7 @@ def generate(
         "type": key_type,
         "encrypted": password_env is not None,
     }
-    emit(data, lambda: console.print(f"keyid: {keyid}\nprivate key: {out} (0600)\npublic key:  {pub_path}"))
+    emit(data, lambda: say("keyid: {}\nprivate key: {} (0600)\npublic key:  {}", keyid, out, pub_path))
 
 
 @key_app.command("trust")
@@ -128,7 +127,7 @@ def trust(
         raise InvalidInput(str(exc), where=str(registry)) from exc
     atomic_write(registry, (json.dumps(updated, indent=2) + "\n").encode(), mode=0o644)
     emit({"registry": str(registry), "keyid": entry["keyid"], "publisherId": publisher},
-         lambda: console.print(f"trusted {entry['keyid']} for {publisher} in {registry}"))
+         lambda: say("trusted {} for {} in {}", entry['keyid'], publisher, registry))
 
 
 @key_app.command("revoke")
@@ -162,7 +161,7 @@ def revoke(
         raise InvalidInput(str(exc), where=str(trust_registry)) from exc
     atomic_write(trust_registry, (json.dumps(updated, indent=2) + "\n").encode(), mode=0o644)
     emit({"registry": str(trust_registry), "keyid": pub.keyid(), "revocationReason": reason},
-         lambda: console.print(f"revoked {pub.keyid()} ({escape(reason)}) in {escape(str(trust_registry))}"))
+         lambda: say("revoked {} ({}) in {}", pub.keyid(), reason, trust_registry))
 
 
 @key_app.command("inspect")
@@ -192,11 +191,11 @@ def inspect(
 
     def human() -> None:
         state = (" (encrypted)" if encrypted else " (not encrypted)") if private else ""
-        console.print(f"{out['kind']} key{state}: {pub.algorithm}")
-        console.print(f"keyid: {out['keyId']}")
+        say("{} key{}: {}", out['kind'], state, pub.algorithm)
+        say("keyid: {}", out['keyId'])
         if private and out["groupOrOtherReadable"]:
-            console.print(f"[yellow]warning[/yellow]: {escape(str(file))} is readable by group or others")
-        console.print(pub.spki_pem().rstrip("\n"), markup=False)
+            say("[yellow]warning[/yellow]: {} is readable by group or others", str(file))
+        show_lines(pub.spki_pem())
 
     emit(out, human)
 

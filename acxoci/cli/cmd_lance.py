@@ -7,9 +7,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import typer
-from rich.markup import escape
 
-from acxoci.cli.output import console, emit
+from acxoci.cli.output import emit, say
 from acxoci.errors import RefusedByPolicy, UsageError
 
 
@@ -62,14 +61,11 @@ def lance(
     result = materialize(file, out, force=force)
 
     def human() -> None:
-        console.print(
-            f"LANCE {escape(result.path)}: table memories, {result.rows} row(s) "
-            + ", ".join(f"{z}={n}" for z, n in sorted(result.zones.items()))
-            + f", vectors local-hash-128 (cartridge {verdict.trust})"
-        )
+        say("LANCE {}: table memories, {} row(s) {}, vectors local-hash-128 (cartridge {})", result.path,
+            result.rows, ", ".join(f"{z}={n}" for z, n in sorted(result.zones.items())), verdict.trust)
         if result.foreign_vectors_ignored:
             n = result.foreign_vectors_ignored
-            console.print(f"  {n} stored vector(s) ignored (foreign vectors are never trusted)")
+            say("  {} stored vector(s) ignored (foreign vectors are never trusted)", n)
 
     emit({**result.to_json(), "trust": verdict.trust}, human)
 

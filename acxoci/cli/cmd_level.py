@@ -3,7 +3,6 @@ verifier's side (run the sealed held-out slice, gate, issue, revoke) and the con
 
 from __future__ import annotations
 
-import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -14,15 +13,13 @@ from typing import Any
 
 import platformdirs
 import typer
-from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from acxoci.cartridge.trust_file import load_trust_registry
 from acxoci.cli.apps import level_app, status_list_app
 from acxoci.cli.common import exit_with as _exit
 from acxoci.cli.common import load_signing_key, transport_options
 from acxoci.cli.common import parse_now as _now
-from acxoci.cli.output import OPTS, console, emit, err_console
+from acxoci.cli.output import Markup, count_progress, emit, say
 from acxoci.errors import InvalidInput, NotFound, RefusedByPolicy, UsageError, VerificationFailed
 from acxoci.level import benchmark as bench_mod
 from acxoci.level import oci as level_oci
@@ -99,15 +96,13 @@ def _registry(path: Path | None, now: datetime) -> TrustRegistry | None:
 @contextmanager
 def _progress(total_hint: int) -> Iterator[Any]:
     """A rich progress bar over games on a TTY (stderr); a no-op callback otherwise."""
-    if OPTS.json or OPTS.quiet or not sys.stderr.isatty():
-        yield None
-        return
-    with Progress(TextColumn("[bold]games"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=err_console, transient=True) as prog:
-        task = prog.add_task("games", total=total_hint)
+    with count_progress("games", total_hint) as step:
+        if step is None:
+            yield None
+            return
 
         def on_game(done: int, total: int, game: Game) -> None:
-            prog.update(task, completed=done, total=total)
+            step(done, total)
 
         yield on_game
 
@@ -145,11 +140,10 @@ def bench_init_cmd(
             "tasks": len(suite.tasks), "heldOut": len(suite.held_out())}
 
     def human() -> None:
-        console.print(f"[bold green]SEALED[/bold green] {escape(stem)}: {data['tasks']} tasks, "
-                      f"{data['heldOut']} held out")
-        console.print(f"  benchmark: {escape(str(bench_path))}\n  digest: {data['digest']}\n"
-                      f"  held-out slice: {data['heldOutSliceDigest']}\n"
-                      f"  key (keep private): {escape(str(key_path))}")
+        say("[bold green]SEALED[/bold green] {}: {} tasks, {} held out",
+            stem, data['tasks'], data['heldOut'])
+        say("  benchmark: {}\n  digest: {}\n  held-out slice: {}\n  key (keep private): "
+            "{}", str(bench_path), data['digest'], data['heldOutSliceDigest'], str(key_path))
     emit(data, human)
 
 
@@ -174,11 +168,10 @@ def run_cmd(
 
     def human() -> None:
         color = "green" if decision.ok else "yellow"
-        console.print(f"[bold {color}]Lv{result.level} {result.tier}[/bold {color}] "
-                      f"μ {data['mu']} σ {data['sigma']} R {data['R']} · pass {data['passRate']} "
-                      f"over {result.games_played} games")
-        console.print(f"  {escape(decision.message)}\n  rom digest: {result.rom_digest}\n"
-                      f"  solver: {escape(result.solver)}")
+        say("[bold {}]Lv{} {}[/bold {}] μ {} σ {} R {} · pass {} over {} games",
+            color, result.level, result.tier, color, data['mu'], data['sigma'], data['R'],
+            data['passRate'], result.games_played)
+        say("  {}\n  rom digest: {}\n  solver: {}", decision.message, result.rom_digest, result.solver)
     emit(data, human)
 
 
@@ -262,35 +255,28 @@ def issue_cmd(
                                    "bundleReferrer": att.bundle_referrer}
 
     def human() -> None:
-        console.print(f"[bold green]ISSUED[/bold green] Lv{result.level} {result.tier} "
-                      f"(μ {data['mu']}, σ {data['sigma']}, {result.games_played} games) "
-                      f"→ {escape(str(target))}")
+        say("[bold green]ISSUED[/bold green] Lv{} {} (μ {}, σ {}, {} games) → {}",
+            result.level, result.tier, data['mu'], data['sigma'], result.games_played, str(target))
         if is_demo_measurement(result.solver, result.benchmark_digest):
-            console.print("  [yellow]demonstration[/yellow]: measured by the demo solver or benchmark; "
-                          "policies refuse it unless level.allowDemo is true")
-        console.print(f"  rom digest: {result.rom_digest}\n"
-                      f"  status: {escape(entry.list_credential)} #{index}")
+            say("  [yellow]demonstration[/yellow]: measured by the demo solver or "
+                "benchmark; policies refuse it unless level.allowDemo is true")
+        say("  rom digest: {}\n  status: {} #{}", result.rom_digest, entry.list_credential, index)
         if "referrer" in data:
-            console.print(f"  attached: {data['referrer']} (+ cosign attestation "
-                          f"{level_oci.LEVEL_PREDICATE_TYPE})")
+            say("  attached: {} (+ cosign attestation {})",
+                data['referrer'], level_oci.LEVEL_PREDICATE_TYPE)
     emit(data, human)
 
 
 def _render_level(v: LevelVerdict) -> None:
     color = {"verified": "green", "revoked": "red", "invalid": "red", "unresolved": "yellow"}[v.state]
-    head = f"[bold {color}]{v.state.upper()}[/bold {color}]"
-    if v.level is not None:
-        head += f" Lv{v.level} {escape(str(v.tier))}"
-    if v.issuer:
-        head += f" · issuer {escape(v.issuer)}"
-    console.print(head)
+    say("[bold {}]{}[/bold {}]{}{}", color, v.state.upper(), color,
+        f" Lv{v.level} {v.tier}" if v.level is not None else "", f" · issuer {v.issuer}" if v.issuer else "")
     for r in v.reasons:
-        console.print(f"  - {escape(r)}")
+        say("  - {}", r)
     if v.ok and v.status is not None:
-        console.print(f"  status: {escape(v.status.reason)}")
+        say("  status: {}", v.status.reason)
     if v.variant:
-        console.print(f"  proof: eddsa-jcs-2022 ({v.variant} variant), "
-                      f"evidence checked: {v.evidence_checked}")
+        say("  proof: eddsa-jcs-2022 ({} variant), evidence checked: {}", v.variant, v.evidence_checked)
 
 
 def verify_cmd(
@@ -342,10 +328,10 @@ def verify_cmd(
 
         def human() -> None:
             color = "green" if decision.ok else "red"
-            console.print(f"[bold {color}]{'PASS' if decision.ok else 'FAIL'}[/bold {color}] "
-                          f"{escape(decision.reason())}")
+            say("[bold {}]{}[/bold {}] {}",
+                color, 'PASS' if decision.ok else 'FAIL', color, decision.reason())
             for d, v in verdicts:
-                console.print(f"[dim]{d}[/dim]")
+                say("[dim]{}[/dim]", d)
                 _render_level(v)
         emit(data, human)
         _exit(code)
@@ -366,7 +352,7 @@ def verify_cmd(
     def human_one() -> None:
         _render_level(v)
         if v.ok and not single.ok:
-            console.print(f"[bold red]FAIL[/bold red] {escape(single.reason())}")
+            say("[bold red]FAIL[/bold red] {}", single.reason())
     emit(v.to_json() | {"credential": credential, "requiredLevel": required, "reason": single.reason(),
                         "exitCode": code}, human_one)
     _exit(code)
@@ -399,8 +385,8 @@ def revoke_cmd(
     if publish is not None:
         desc, tag = level_oci.publish_status_list(publish, new, now=at)
         data["published"] = {"digest": desc.digest, "tag": tag}
-    emit(data, lambda: console.print(f"[bold red]REVOKED[/bold red] {escape(entry.list_credential)} "
-                                     f"#{entry.index} (list re-signed {new['validFrom']})"))
+    emit(data, lambda: say("[bold red]REVOKED[/bold red] {} #{} (list re-signed {})",
+                           entry.list_credential, entry.index, new['validFrom']))
 
 
 def status_create_cmd(
@@ -423,8 +409,7 @@ def status_create_cmd(
     st.write_json_atomic(out, doc)
     data = {"statusList": str(out), "id": list_id, "issuer": issuer, "size": size,
             "validFrom": doc["validFrom"]}
-    emit(data, lambda: console.print(f"[bold green]CREATED[/bold green] {escape(list_id)} ({size} bits) "
-                                     f"→ {escape(str(out))}"))
+    emit(data, lambda: say("[bold green]CREATED[/bold green] {} ({} bits) → {}", list_id, size, str(out)))
 
 
 def status_show_cmd(
@@ -457,14 +442,14 @@ def status_show_cmd(
             raise UsageError(str(exc)) from exc
 
     def human() -> None:
-        head = "[bold green]VERIFIED[/bold green] " if verified else ""
-        console.print(f"{head}{escape(str(data['id']))} · issuer {escape(str(data['issuer']))} · {purpose}")
+        head = Markup("[bold green]VERIFIED[/bold green] ") if verified else ""
+        say("{}{} · issuer {} · {}", head, str(data['id']), str(data['issuer']), purpose)
         until = f" until {data['validUntil']}" if data["validUntil"] else ""
-        console.print(f"  valid from {data['validFrom']}{until}")
-        console.print(f"  {data['size']} bits, {len(set_idx)} set" +
-                      (f": {', '.join(map(str, set_idx[:20]))}" if set_idx else ""))
+        say("  valid from {}{}", data['validFrom'], until)
+        say("  {} bits, {} set{}", data["size"], len(set_idx),
+            f": {', '.join(map(str, set_idx[:20]))}" if set_idx else "")
         if index is not None:
-            console.print(f"  index {index}: {'SET (revoked)' if data['index']['set'] else 'clear'}")
+            say("  index {}: {}", index, 'SET (revoked)' if data['index']['set'] else 'clear')
     emit(data, human)
 
 
@@ -481,8 +466,8 @@ def status_publish_cmd(
         st.verify_status_list(doc, issuers=IssuerRegistry.load(issuers, now=at), now=at)
     desc, tag = level_oci.publish_status_list(ref, doc, now=at)
     data = {"statusList": str(file), "reference": ref, "tag": tag, "digest": desc.digest}
-    emit(data, lambda: console.print(f"[bold green]PUBLISHED[/bold green] {escape(ref)} :{tag} "
-                                     f"→ {desc.digest}"), quiet_line=desc.digest)
+    emit(data, lambda: say("[bold green]PUBLISHED[/bold green] {} :{} → {}", ref, tag, desc.digest),
+         quiet_line=desc.digest)
 
 
 _REGISTERED = False

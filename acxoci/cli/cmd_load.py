@@ -6,10 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.markup import escape
 
 from acxoci.cli.common import parse_now
-from acxoci.cli.output import console, emit
+from acxoci.cli.output import emit, say
 from acxoci.errors import NotFound, RefusedByPolicy, UsageError
 
 
@@ -30,7 +29,7 @@ def load_cmd(
     """Try a local cartridge in a host in one step: judge it as `acx install` would, install it into
     the store and activate its skills, both or neither (`installed verify` and `installed sync` see
     it). With --print-only, show the verdict and where the skills would go, and write nothing."""
-    from acxoci.cli.judging import render
+    from acxoci.cli.judging import render_judgement
     from acxoci.install.activate import skills_root
     from acxoci.install.load import load, policy_for, preview
     from acxoci.install.store import Store
@@ -40,12 +39,19 @@ def load_cmd(
         raise NotFound("file not found", where=str(file))
     if host is None and skills_dir is None:
         raise UsageError("name a host (--host claude|codex|cursor) or a folder (--skills-dir DIR)")
+    from acxoci.artifact import detect_kind
+
+    if detect_kind(file) != "cartridge":
+        raise UsageError(f"{file} is a {detect_kind(file)}; acx load takes a cartridge (.acx)",
+                         hint="install a workflow or graph from a registry with `acx install REF`")
     at = parse_now(now)
     st = Store(store)
     root = skills_root(host, home=Path.home(), skills_dir=skills_dir)
     if print_only:
-        if (policy is None) == (trust_registry is None):
-            raise UsageError("acx load needs --policy FILE or --trust-registry FILE (one of them)")
+        if policy is not None and trust_registry is not None:
+            raise UsageError("give --policy FILE or --trust-registry FILE, not both")
+        if policy is None and trust_registry is None:
+            raise UsageError("acx load needs --policy FILE or --trust-registry FILE: whom you trust")
         from acxoci.install.load import trust_registry_policy
 
         if policy is not None:
@@ -56,9 +62,9 @@ def load_cmd(
         card = preview(file, pol, root, at)
 
         def show() -> None:
-            render(card.judgement, header=" (preview: nothing was written)")
-            console.print(f"  would activate {len(card.skills)} skill(s) into {escape(str(root))}: "
-                          + ", ".join(escape(s) for s in card.skills))
+            render_judgement(card.judgement, header=" (preview: nothing was written)")
+            say("  would activate {} skill(s) into {}: {}", len(card.skills), str(root),
+                ", ".join(card.skills))
 
         emit(card.to_json(), show)
         if not card.judgement.ok:

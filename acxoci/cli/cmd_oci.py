@@ -6,22 +6,37 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import io
-import shutil
 import sys
 import tempfile
-import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import typer
-from rich.markup import escape
-from rich.tree import Tree
 
 from acxoci.cli.apps import manifest_app
-from acxoci.cli.common import load_signing_key, refuse_local_file, transport_options
-from acxoci.cli.output import OPTS, console, emit, err_console, escape_json_controls, info
+from acxoci.cli.common import (
+    KEYLESS_KEY_HELP,
+    TLOG_HELP,
+    TOKEN_HELP,
+    TRUST_CONFIG_HELP,
+    attestation_signer,
+    refuse_local_file,
+    transport_options,
+)
+from acxoci.cli.output import (
+    OPTS,
+    Tree,
+    emit,
+    info,
+    say,
+    transfer_progress,
+    warn,
+    write_artifact,
+    write_document,
+    write_json,
+)
 from acxoci.errors import InvalidInput, NotFound, UsageError
 from acxoci.oci.descriptor import Descriptor, is_digest, parse_manifest
 from acxoci.oci.digest import file_descriptor
@@ -57,42 +72,18 @@ _AFTER = {"pull": "verifying digest", "push": "confirming with the registry", "c
 
 @contextlib.contextmanager
 def _progress(label: str) -> Iterator[ProgressFn | None]:
-    """A rich progress bar on a TTY (stderr), one labelled bar per blob and phase; silent
-    otherwise or under --json/-q."""
-    if OPTS.json or OPTS.quiet or not sys.stderr.isatty():
-        yield None
-        return
-    from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
-
-    with Progress(
-        "[progress.description]{task.description}",
-        BarColumn(),
-        DownloadColumn(),
-        TransferSpeedColumn(),
-        console=err_console,
-        transient=True,
-    ) as bar:
-        tasks: dict[str, Any] = {}
-        moved: dict[str, int] = {}
-        texts: dict[str, str] = {}
-
-        lock = threading.Lock()  # blobs move on several threads (--concurrency)
+    """A progress bar on a TTY (stderr), one labelled bar per blob (its title and short digest);
+    silent otherwise or under --json/-q."""
+    with transfer_progress(_AFTER.get(label, "done")) as bar:
+        if bar is None:
+            yield None
+            return
 
         def update(desc: Descriptor, n: int) -> None:
-            with lock:
-                task = tasks.get(desc.digest)
-                if task is None:
-                    name = desc.annotations.get("org.opencontainers.image.title") or ""
-                    known = desc.digest != "sha256:" + "0" * 64  # the placeholder while hash-while-uploading
-                    short = desc.digest.split(":", 1)[-1][:12] if known else "(hashing)"
-                    text = " ".join(escape(p) for p in (label, name, short) if p)
-                    task = tasks[desc.digest] = bar.add_task(text, total=desc.size)
-                    moved[desc.digest] = 0
-                    texts[desc.digest] = text
-                moved[desc.digest] += n
-                bar.update(task, advance=n)
-                if moved[desc.digest] >= desc.size:
-                    bar.update(task, description=f"{texts[desc.digest]}: {_AFTER.get(label, 'done')}")
+            name = desc.annotations.get("org.opencontainers.image.title") or ""
+            known = desc.digest != "sha256:" + "0" * 64  # the placeholder while hash-while-uploading
+            short = desc.digest.split(":", 1)[-1][:12] if known else "(hashing)"
+            bar(desc.digest, " ".join(p for p in (label, name, short) if p), desc.size, n)
 
         yield update
 
@@ -136,10 +127,15 @@ def push_cmd(
         None, "--created", help="org.opencontainers.image.created (default: signing time)."
     ),
     trust_registry: Path | None = typer.Option(None, "--trust-registry", help="acx.trust-registry/1 file."),
-    sign: bool = typer.Option(False, "--sign", help="Also attest the pushed manifest (needs --key)."),
-    key: Path | None = typer.Option(None, "--key", help="With --sign: cosign.key or PKCS#8 PEM signing key."),
-    fmt: str = typer.Option("both", "--format", help="With --sign: legacy | bundle | both."),
+    sign: bool = typer.Option(False, "--sign", help="Also attest the pushed manifest (with --key, or "
+                              "keylessly without it)."),
+    key: str | None = typer.Option(None, "--key", help="With --sign: " + KEYLESS_KEY_HELP),
+    fmt: str | None = typer.Option(None, "--format", help="With --sign: legacy | bundle | both (default: "
+                                   "both with --key, bundle keyless)."),
     password_env: str | None = typer.Option(None, "--password-env", help="Env var with the key password."),
+    identity_token_file: Path | None = typer.Option(None, "--identity-token-file", help=TOKEN_HELP),
+    trust_config: Path | None = typer.Option(None, "--trust-config", help=TRUST_CONFIG_HELP),
+    tlog_upload: str = typer.Option("true", "--tlog-upload", help=TLOG_HELP),
     concurrency: int = typer.Option(
         DEFAULT_PUSH_CONCURRENCY, "--concurrency", min=1, max=MAX_CONCURRENCY,
         help="Blobs uploaded at a time (the manifest goes last).",
@@ -153,9 +149,10 @@ def push_cmd(
     """Push a cartridge, workflow or agent graph as an OCI artifact; prints the manifest digest.
 
     A SemVer-shaped tag must name the artifact's signed version (install refuses any other as a
-    rollback), unless --allow-tag-mismatch. With `--sign --key K` the pushed manifest is attested in
-    the same step (as `acx attest`); with `--policy P` the registry copy is then judged as `acx
-    install` would judge it, so a publisher learns at publish time what a consumer would refuse."""
+    rollback), unless --allow-tag-mismatch. With `--sign` the pushed manifest is attested in the
+    same step (as `acx attest`), with `--key K` or keylessly; with `--policy P` the registry copy is
+    then judged as `acx install` would judge it, so a publisher learns at publish time what a
+    consumer would refuse."""
     from acxoci.artifact import detect_kind, push_path
 
     now = _now()
@@ -171,15 +168,18 @@ def push_cmd(
 
         verdict = tag_decision(file, kind, r.tag)
         if verdict.failed:
-            raise RefusedByPolicy(f"{verdict.reason}; nothing was pushed", where=ref,
-                                  hint="tag it with its signed version, or pass --allow-tag-mismatch")
-    if sign and key is None:
-        raise UsageError("--sign needs --key")
-    if key is not None and not sign:
-        raise UsageError("--key is for --sign; add --sign to attest the push")
+            how = {"cartridge": "acx cartridge sign", "workflow": "acx workflow sign",
+                   "agent-graph": "acx graph sign"}[kind]
+            hint = (f"sign it first ({how})" if "unsigned" in verdict.reason
+                    else "tag it with its signed version, or pass --allow-tag-mismatch")
+            raise RefusedByPolicy(f"{verdict.reason}; nothing was pushed", where=ref, hint=hint)
+    signing_flags = key is not None or identity_token_file is not None or trust_config is not None
+    if signing_flags and not sign:
+        raise UsageError("--key, --identity-token-file and --trust-config are for --sign; add --sign to "
+                         "attest the push")
     signer = None
-    if sign and key is not None:  # load (and unlock) the key before anything is pushed
-        signer = load_signing_key(key, password_env)
+    if sign:  # load (and unlock) the key, or get the identity token, before anything is pushed
+        signer = attestation_signer(key, password_env, identity_token_file, trust_config, tlog_upload)
     with _attest_guard():
         target, _ = open_target(r, remote)
         with _progress("push") as prog:
@@ -202,7 +202,8 @@ def push_cmd(
 
         with _attest_guard():
             attested = attest_after_push(target, desc, r.repo_string(), signer, now=now,
-                                         formats=parse_format(fmt), concurrency=concurrency).to_json()
+                                         formats=parse_format(fmt, keyless=key is None),
+                                         concurrency=concurrency).to_json()
     data = {
         "reference": _pinned(r, desc.digest),
         "digest": desc.digest,
@@ -223,13 +224,13 @@ def push_cmd(
         data["acceptance"] = verdict_json(judged, policy)
 
     def human() -> None:
-        console.print(desc.digest)
+        say("{}", desc.digest)
         if attested is not None:
-            info(f"attested {attested.get('predicateType')} as {attested.get('signerKeyId')}")
+            info("attested {} as {}", attested.get("predicateType"), attested.get("signerKeyId"))
         if judged is not None:
-            from acxoci.cli.judging import render
+            from acxoci.cli.judging import render_judgement
 
-            render(judged, header=f" (as `acx install --policy {escape(str(policy))}` would judge it)")
+            render_judgement(judged, header=f" (as `acx install --policy {policy}` would judge it)")
 
     emit(data, human, quiet_line=desc.digest)
     if judged is not None and not judged.ok:
@@ -279,8 +280,7 @@ def pull_cmd(
                 raise UsageError(f"the artifact has {len(pulled.files)} files; -o - takes a one-file "
                                  "artifact", hint="pull into a folder: -o DIR")
             with pulled.path.open("rb") as fh:
-                shutil.copyfileobj(fh, sys.stdout.buffer)
-            sys.stdout.buffer.flush()
+                write_artifact(fh)
     shown = "-" if to_stdout else str(pulled.path)
     verdict = pulled.verdict
     if isinstance(verdict, dict) and "file" in verdict:
@@ -297,10 +297,9 @@ def pull_cmd(
         "verdict": verdict,
     }
     if to_stdout:
-        info(f"pulled {pulled.manifest.digest} to stdout")
+        info("pulled {} to stdout", pulled.manifest.digest)
         return
-    emit(data, lambda: console.print(f"pulled {escape(shown)} {pulled.manifest.digest}"),
-         quiet_line=pulled.manifest.digest)
+    emit(data, lambda: say("pulled {} {}", shown, pulled.manifest.digest), quiet_line=pulled.manifest.digest)
 
 
 def discover_cmd(
@@ -309,35 +308,36 @@ def discover_cmd(
     depth: int = typer.Option(8, "--depth", help="How deep to follow referrers of referrers."),
     remote: RemoteOptions = REMOTE,
 ) -> None:
-    """Show the referrers graph of an artifact as a tree (Referrers API or the fallback tag)."""
+    """Show the referrers graph of an artifact as a tree (Referrers API, fallback tag or a layout's
+    index; only entries whose manifest names their subject: the others are reported as strays)."""
     r = _ref(ref)
     target, _ = open_target(r, remote, create=False)
     desc = target.resolve(r.reference or "")
-    tree, warnings = referrer_tree(target, desc, artifact_type, depth)
-    for w in warnings:
-        info(f"[yellow]warning[/yellow]: {escape(w)}")
+    walk = referrer_tree(target, desc, artifact_type, depth)
+    for w in walk.warnings:
+        warn("{}", w)
+    if walk.strays:
+        warn("{} listed entr{} left out (gone, unreadable or naming another subject); see --json `strays`",
+             len(walk.strays), "y" if len(walk.strays) == 1 else "ies")
     data = {
         "reference": f"{target.name}@{desc.digest}",
         "mediaType": desc.media_type,
         "digest": desc.digest,
         "size": desc.size,
-        "referrers": tree,
-        "warnings": warnings,
+        "referrers": walk.nodes,
+        "strays": walk.strays,
+        "warnings": walk.warnings,
     }
 
     def human() -> None:
-        root = Tree(escape(str(data["reference"])))
-
-        def add(branch: Tree, nodes: list[dict[str, Any]]) -> None:
+        root = Tree(str(data["reference"]))
+        todo: list[tuple[Tree, list[dict[str, Any]]]] = [(root, walk.nodes)]
+        while todo:  # iterative: the walk's depth cap bounds it, not the stack
+            branch, nodes = todo.pop()
             for n in nodes:
-                gone = " [red](missing)[/red]" if n.get("missing") else ""
-                sub = branch.add(f"{escape(str(n.get('artifactType') or n['mediaType']))}").add(
-                    escape(n["digest"]) + gone
-                )
-                add(sub, n["referrers"])
-
-        add(root, tree)
-        console.print(root)
+                sub = branch.add(n.get("artifactType") or n["mediaType"]).add(n["digest"])
+                todo.append((sub, n["referrers"]))
+        root.show()
 
     emit(data, human)
 
@@ -394,54 +394,126 @@ def attach_cmd(
         "subject": subject.digest,
         "artifactType": artifact_type,
     }
-    emit(data, lambda: console.print(desc.digest), quiet_line=desc.digest)
+    emit(data, lambda: say("{}", desc.digest), quiet_line=desc.digest)
 
 
-def cp_cmd(
-    src: str = typer.Argument(..., help="Source reference (tag or digest)."),
-    dst: str = typer.Argument(..., help="Destination reference (tag optional: defaults to the source tag)."),
-    recursive: bool = typer.Option(
-        False, "-r", "--recursive", help="Also copy referrers (and cosign .sig/.att tags)."
-    ),
-    concurrency: int = typer.Option(
-        DEFAULT_COPY_CONCURRENCY, "--concurrency", min=1, max=MAX_CONCURRENCY, help="Blobs copied at a time."
-    ),
-    remote_from: RemoteOptions = REMOTE,
-    remote_to: RemoteOptions = REMOTE,
-) -> None:
-    """Copy an artifact graph between any two targets (registry or layout), skipping existing blobs."""
+MAX_LIST_PAIRS = 10_000
+
+
+def read_pairs(path: Path) -> list[tuple[str, str]]:
+    """`--from-list FILE`: one `SRC DST` pair per line (blank lines and `#` comments skipped);
+    InvalidInput naming the line when one is not exactly two references."""
+    from acxoci.fsutil import read_bytes
+
+    pairs: list[tuple[str, str]] = []
+    text = read_bytes(path, "copy list", limit=4 * 1024 * 1024).decode("utf-8", "replace")
+    for n, line in enumerate(text.splitlines(), 1):
+        words = line.split("#", 1)[0].split()
+        if not words:
+            continue
+        if len(words) != 2:
+            raise InvalidInput(f"line {n}: expected `SRC DST`, found {len(words)} word(s)", where=str(path))
+        pairs.append((words[0], words[1]))
+        if len(pairs) > MAX_LIST_PAIRS:
+            raise InvalidInput(f"more than {MAX_LIST_PAIRS} pairs", where=str(path))
+    if not pairs:
+        raise InvalidInput("no `SRC DST` pair in the list", where=str(path))
+    return pairs
+
+
+def _copy_one(src: str, dst: str, recursive: bool, concurrency: int, remote_from: RemoteOptions,
+              remote_to: RemoteOptions, prog: ProgressFn | None) -> dict[str, Any]:
+    """Copy one artifact graph; the `transfer` fields of its result."""
     from acxoci.oci.copy import copy
 
     s = _ref(src)
     d = _ref(dst, require=False)
     src_t, _ = open_target(s, remote_from, create=False)
     dst_t, _ = open_target(d, remote_to)
-    with _progress("copy") as prog:
-        report = copy(
-            src_t, dst_t, s.reference or "", dst_tag=d.tag, referrers=recursive, progress=prog,
-            concurrency=concurrency,
-        )
+    report = copy(src_t, dst_t, s.reference or "", dst_tag=d.tag, referrers=recursive, progress=prog,
+                  concurrency=concurrency)
     destination = f"{dst_t.name}:{d.tag or s.tag}@{report.root.digest}" if (d.tag or s.tag) \
         else f"{dst_t.name}@{report.root.digest}"
-    data = {
-        "reference": destination,
-        "digest": report.root.digest,
-        "source": str(s),
-        "destination": destination,
-        "copied": len(report.copied),
-        "skipped": len(report.skipped),
-        "referrers": report.referrers,
-        "legacyTags": report.legacy_tags,
-        "bytes": report.bytes_copied,
-    }
+    return {"reference": destination, "digest": report.root.digest, "source": str(s),
+            "destination": destination, "copied": len(report.copied), "skipped": len(report.skipped),
+            "referrers": report.referrers, "strays": report.strays, "legacyTags": report.legacy_tags,
+            "bytes": report.bytes_copied}
+
+
+def cp_cmd(
+    src: str | None = typer.Argument(None, help="Source reference (tag or digest)."),
+    dst: str | None = typer.Argument(None, help="Destination reference (tag optional: defaults to the "
+                                     "source tag)."),
+    recursive: bool = typer.Option(
+        False, "-r", "--recursive", help="Also copy referrers (and cosign .sig/.att tags)."
+    ),
+    pair_list: Path | None = typer.Option(None, "--from-list", help="Copy every `SRC DST` pair in FILE (one "
+                                          "per line), --concurrency artifacts at a time."),
+    concurrency: int = typer.Option(
+        DEFAULT_COPY_CONCURRENCY, "--concurrency", min=1, max=MAX_CONCURRENCY,
+        help="Blobs copied at a time (with --from-list: artifacts copied at a time).",
+    ),
+    remote_from: RemoteOptions = REMOTE,
+    remote_to: RemoteOptions = REMOTE,
+) -> None:
+    """Copy an artifact graph between any two targets (registry or layout), skipping existing blobs;
+    with --from-list, many artifacts (a mirror) in one process, several at a time."""
+    if pair_list is not None:  # (not `from_list`: the transport options own the `from_` prefix)
+        if src is not None or dst is not None:
+            raise UsageError("give SRC DST or --from-list FILE, not both")
+        _copy_list(read_pairs(pair_list), recursive, concurrency, remote_from, remote_to)
+        return
+    if src is None or dst is None:
+        raise UsageError("acx cp needs SRC and DST (or --from-list FILE)")
+    with _progress("copy") as prog:
+        data = _copy_one(src, dst, recursive, concurrency, remote_from, remote_to, prog)
+    strays = data["strays"]
+    if strays:
+        warn("{} listed referrer entr{} left out (gone, unreadable or naming another subject); "
+             "see --json `strays`", len(strays), "y" if len(strays) == 1 else "ies")
     emit(
         data,
-        lambda: console.print(
-            f"copied {report.root.digest} ({len(report.copied)} new, "
-            f"{len(report.skipped)} skipped, {len(report.referrers)} referrers)"
-        ),
-        quiet_line=report.root.digest,
+        lambda: say("copied {} ({} new, {} skipped, {} referrers)", data["digest"], data["copied"],
+                    data["skipped"], len(data["referrers"])),
+        quiet_line=data["digest"],
     )
+
+
+def _copy_list(pairs: list[tuple[str, str]], recursive: bool, concurrency: int, remote_from: RemoteOptions,
+               remote_to: RemoteOptions) -> None:
+    """Copy every pair, `concurrency` at a time (each pair's blobs one at a time); a failed pair is
+    reported and the others go on; exit with the first failure's code."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from acxoci.cli.output import status_line
+    from acxoci.errors import AcxError
+
+    def one(pair: tuple[str, str]) -> dict[str, Any]:
+        try:
+            return _copy_one(pair[0], pair[1], recursive, 1, remote_from, remote_to, None)
+        except AcxError as exc:
+            return {"source": pair[0], "destination": pair[1], "error": exc.to_json()}
+
+    results: list[dict[str, Any]] = []
+    with status_line("cp") as note, ThreadPoolExecutor(max_workers=concurrency) as pool:
+        for res in pool.map(one, pairs):
+            results.append(res)
+            if note is not None:
+                note(f"{len(results)}/{len(pairs)} {res.get('destination')}")
+    failed = [r for r in results if "error" in r]
+
+    def human() -> None:
+        for r in results:
+            if "error" in r:
+                say("[red]FAILED[/red] {} → {}: {}", r["source"], r["destination"], r["error"]["message"])
+            else:
+                say("copied {} → {} ({} new, {} skipped)", r["source"], r["destination"], r["copied"],
+                    r["skipped"])
+        say("{} of {} copied", len(results) - len(failed), len(results))
+
+    emit({"ok": not failed, "copies": results, "failed": len(failed)}, human, kind="document")
+    if failed:
+        raise typer.Exit(int(failed[0]["error"]["exitCode"]))
 
 
 def tags_cmd(
@@ -455,7 +527,7 @@ def tags_cmd(
 
     def human() -> None:
         for t in tags:
-            console.print(escape(t))
+            say("{}", t)
 
     emit({"repository": target.name, "tags": tags}, human)
 
@@ -475,15 +547,12 @@ def manifest_get_cmd(
     m = parse_manifest(data, media_type=desc.media_type, where=str(r))
     d = {"mediaType": desc.media_type, "digest": desc.digest, "size": desc.size}
     if descriptor:
-        emit(d, lambda: console.print_json(data=d))
+        emit(d, lambda: write_json(d))
         return
     if OPTS.json:
         emit({"descriptor": d, "manifest": dict(m.raw)})
         return
-    text = data.decode("utf-8")
-    if sys.stdout.isatty():  # a terminal gets the same JSON value with its controls \u-escaped
-        text = escape_json_controls(text)
-    sys.stdout.write(text + "\n")
+    write_document(data)  # on a terminal with its controls \u-escaped: the same JSON value
 
 
 def login_cmd(
@@ -512,7 +581,7 @@ def login_cmd(
     opts = dataclasses.replace(remote, username=username, password=password)
     Transport(host, opts).ping()
     path = store_credential(host, Credential(username, password), remote.docker_config)
-    emit({"host": host, "username": username, "config": str(path)}, lambda: console.print("Login Succeeded"))
+    emit({"host": host, "username": username, "config": str(path)}, lambda: say("Login Succeeded"))
 
 
 def logout_cmd(host: str = typer.Argument(..., help="Registry host[:port].")) -> None:
@@ -522,7 +591,7 @@ def logout_cmd(host: str = typer.Argument(..., help="Registry host[:port].")) ->
     removed = remove_credential(host)
     emit(
         {"host": host, "removed": removed},
-        lambda: info(f"logged out of {escape(host)}" if removed else f"no credentials for {escape(host)}"),
+        lambda: info("logged out of {}", host) if removed else info("no credentials for {}", host),
     )
 
 

@@ -7,10 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.markup import escape
 
 from acxoci.cli.apps import policy_app
-from acxoci.cli.output import console, emit
+from acxoci.cli.output import Markup, emit, say
 from acxoci.errors import InvalidInput
 from acxoci.policy import harness as harness_mod
 from acxoci.policy.evaluator import evaluate
@@ -51,20 +50,19 @@ def check(
         data["effectiveLimits"] = effective_limits(host, cart).to_json()
 
     def human() -> None:
-        console.print(
-            f"policy: {'[green]VALID[/green]' if not errors else '[red]INVALID[/red]'}  "
-            f"{escape(str(data['schemaVersion']))}  ({escape(loaded.source)})"
-        )
+        say("policy: {}  {}  ({})",
+            Markup("[green]VALID[/green]") if not errors else Markup("[red]INVALID[/red]"),
+            str(data["schemaVersion"]), loaded.source)
         for i in issues:
-            console.print(f"  - {i.severity}: {escape(str(i))}")
+            say("  - {}: {}", i.severity, str(i))
         eff = data.get("effectiveLimits")
         if eff:
-            console.print("effective limits (host > cartridge):")
+            say("effective limits (host > cartridge):")
             for name, src in sorted(eff["sources"].items()):
                 group, _, key = name.partition(".")
                 value = eff["limits"].get(group, {}).get(key) if key else eff["limits"].get(group)
                 capped = " (cartridge value capped)" if name in eff["capped"] else ""
-                console.print(f"  {name} = {value}  " + escape(f"[{src}]") + capped)
+                say("  {} = {}  {}{}", name, value, f"[{src}]", capped)
 
     emit(data, human)
     raise SystemExit(0 if not errors else 1)
@@ -91,21 +89,17 @@ def simulate(
 
     def human() -> None:
         if decision.kind == "continue":
-            console.print(
-                f"next: [green]{decision.next_phase}[/green]  (turn {decision.turns}/{model.max_turns})"
-            )
+            say("next: [green]{}[/green]  (turn {}/{})",
+                decision.next_phase, decision.turns, model.max_turns)
         else:
-            console.print(
-                f"stop: [yellow]{decision.condition}[/yellow] -> {decision.action}"
-                f"{'' if decision.declared else ' (undeclared; default)'}  (turn {decision.turns})"
-            )
+            say("stop: [yellow]{}[/yellow] -> {}{}  (turn {})",
+                decision.condition, decision.action, '' if decision.declared else ' (undeclared; default)',
+                decision.turns)
             if decision.report:
-                console.print(
-                    f"report: outcome={decision.report.outcome} "
-                    f"userAttentionRequired={decision.report.user_attention_required}"
-                )
+                say("report: outcome={} userAttentionRequired={}",
+                    decision.report.outcome, decision.report.user_attention_required)
         for n in decision.notes:
-            console.print(f"  - {escape(n)}")
+            say("  - {}", n)
 
     emit(data, human)
 

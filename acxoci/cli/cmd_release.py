@@ -1,40 +1,75 @@
-"""`acx release plan|run|resume|status`: resumable release pipelines (acxoci.release).
+"""`acx release plan|run|resume|status|pause|unpause|approve`: resumable release pipelines
+(acxoci.release).
 
 Exit codes of `run`/`resume` let CI tell "retry later" from "a person must act":
-0 the goal is done (read back and accepted); 6 retry later (registry/network unavailable, or a
-live runner holds the goal's lease); 9 blocked (gate, validation, read-back mismatch); 5 blocked on
-credentials only. `status` is a read of the journal's projection and exits 0."""
+0 the goal is done (its terminal audit passed, acceptance read-back included); 6 retry later
+(registry/network unavailable or throttled, a monitor still waiting, a closeout to redo, or a live
+runner holds the goal's lease); 9 a person must act (a gate or approval, validation, read-back
+mismatch, paused, stopped with repair_required or replan_required); 5 blocked on credentials only.
+`status` is a read of the journal's projection and exits 0; `pause`, `unpause` and `approve`
+append the operator's word to the journal (also while a runner holds the goal)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import typer
-from rich.markup import escape
-from rich.table import Table
 
 from acxoci.cli.apps import release_app
 from acxoci.cli.common import transport_options
-from acxoci.cli.output import console, emit
+from acxoci.cli.output import cell, emit, say, show_table
 from acxoci.release.effects import plan_effects
-from acxoci.release.interpreter import RunReport, goal_status, resume_goal, run_goal
+from acxoci.release.interpreter import RunReport, goal_status, operator_entry, resume_goal, run_goal
+from acxoci.release.journal import ApprovalEntry, PauseEntry, UnpauseEntry
+from acxoci.release.lease import default_runner_id
 from acxoci.release.plan import load_plan
 from acxoci.release.status import GoalStatus
 
 STATE_STYLE = {"done": "green", "open": "cyan", "blocked": "bold red", "deferred": "yellow"}
+QUOTA_STYLE = {"eligible": "green", "waiting": "cyan", "throttled": "yellow", "paused": "yellow",
+               "focus_wait": "yellow", "operator_gate": "bold magenta", "blocked_health": "bold red"}
 RETAG_HELP = "Allow moving existing tags (the gate)."
 RUNNER_HELP = "Runner id for the lease (default host:pid)."
 STATE_DIR_HELP = "Folder of goal journals (default: $ACX_RELEASE_DIR or ./.acx-release)."
+REPAIRED_HELP = "Say what was repaired: lifts a repair_required stop and starts counting progress afresh."
+BY_HELP = "Who says so (default: the runner id)."
 
 
 def _render_status(status: GoalStatus, headline: str) -> None:
     style = STATE_STYLE.get(status.state, "")
-    console.print(f"[{style}]{escape(status.state.upper())}[/{style}] {escape(headline)}")
+    say("[{}]{}[/{}] {}", style, status.state.upper(), style, headline)
+    ident = status.identity
+    if ident.vision:
+        say("vision: {}", ident.vision)
+    for c in ident.criteria:
+        say("acceptance: {}", c)
+    for n in ident.non_goals:
+        say("non-goal: {}", n)
+    if ident.authority:
+        say("authority: {}", ", ".join(f"{a.role} {a.source}" + (f" ({a.digest[:19]}…)" if a.digest
+                                                                  else f" ({a.problem})")
+                                       for a in ident.authority))
+    q = status.quota
+    qs = QUOTA_STYLE.get(q.state, "")
+    say("quota: [{}]{}[/{}] — {}", qs, q.state, qs, q.reason)
+    spent = status.ledger.net()
+    say("spent so far: {} request(s), {} byte(s), {} publish(es)", spent.requests, spent.bytes,
+        spent.publishes)
+    for m in status.monitors:
+        if m.state != "done":
+            seen = ", ".join(f"{t.target}={t.value or t.error or 'absent'} (unchanged {t.no_change})"
+                             for t in m.targets) or "not observed yet"
+            say("monitor {}: {}{}", m.effect_id, seen, f"; next at {m.next_at}" if m.next_at else "")
+    for g in status.gates:
+        say("gate {} ({}): {} → {}", g.id, g.kind, g.reason, g.action)
+    if status.stop is not None:
+        say("[bold red]stopped[/bold red]: {}: {}", status.stop.cls, status.stop.reason)
+    t = status.next_transition
+    say("next: {}{} ({}){}", t.action, f" — {t.command}" if t.command else "", t.why,
+        f" not before {t.at}" if t.at else "")
     counts = status.counts()
-    console.print(", ".join(f"{n} {k}" for k, n in counts.items() if n))
-    table = Table(show_header=True, header_style="bold", box=None)
-    for col in ("state", "effect", "tries", "evidence / next action"):
-        table.add_column(col)
+    say("{}", ", ".join(f"{n} {k}" for k, n in counts.items() if n))
+    rows = []
     for e in status.effects:
         if e.state == "done":
             ev = e.evidence or {}
@@ -42,8 +77,8 @@ def _render_status(status: GoalStatus, headline: str) -> None:
         else:
             note = (f"{e.failure.cls}: {e.failure.message} → " if e.failure else "") + e.next_action
         s = STATE_STYLE.get(e.state, "")
-        table.add_row(f"[{s}]{e.state}[/{s}]", escape(e.effect.describe()), str(e.attempts), escape(note))
-    console.print(table)
+        rows.append([cell("[{}]{}[/{}]", s, e.state, s), e.effect.describe(), str(e.attempts), note])
+    show_table(("state", "effect", "tries", "evidence / next action"), rows)
 
 
 def _finish(report: RunReport) -> None:
@@ -54,6 +89,10 @@ def _finish(report: RunReport) -> None:
     code = report.exit_code()
     if code:
         raise typer.Exit(code)
+
+
+def _show(st: GoalStatus, headline: str) -> None:
+    emit(st.to_json(), lambda: _render_status(st, headline))
 
 
 def register(app: typer.Typer) -> None:
@@ -68,13 +107,17 @@ def register(app: typer.Typer) -> None:
                 "effects": [e.to_json() | {"description": e.describe()} for e in effects]}
 
         def human() -> None:
-            console.print(f"[bold]goal {escape(plan.goal_id)}[/bold]: {len(effects)} effects "
-                          f"(acceptance policy {escape(str(plan.policy))})")
+            say("[bold]goal {}[/bold]: {} effects (acceptance policy {})",
+                plan.goal_id, len(effects), str(plan.policy))
             index = {e.id: i for i, e in enumerate(effects, 1)}
             for i, e in enumerate(effects, 1):
-                mark = "write" if e.writes else "local" if e.kind == "prepare" else "check"
-                deps = f"  [dim]after {', '.join(str(index[d]) for d in e.deps)}[/dim]" if e.deps else ""
-                console.print(f"{i:3d}. {escape(f'[{mark}]')} {escape(e.describe())}{deps}")
+                mark = ("write" if e.writes else "local" if e.kind == "prepare"
+                        else "watch" if e.kind == "monitor" else "check")
+                if e.deps:
+                    say("{:3d}. {} {}  [dim]after {}[/dim]", i, f"[{mark}]", e.describe(),
+                        ", ".join(str(index[d]) for d in e.deps))
+                else:
+                    say("{:3d}. {} {}", i, f"[{mark}]", e.describe())
 
         emit(data, human)
 
@@ -85,9 +128,11 @@ def register(app: typer.Typer) -> None:
         allow_retag: bool = typer.Option(False, "--allow-retag", help=RETAG_HELP),
         state_dir: Path | None = typer.Option(None, "--state-dir", help=STATE_DIR_HELP),
         runner: str | None = typer.Option(None, "--runner", help=RUNNER_HELP),
+        repaired: str | None = typer.Option(None, "--repaired", help=REPAIRED_HELP),
     ) -> None:
         """Execute the plan's goal, resuming from its journal if it was started before."""
-        _finish(run_goal(load_plan(file), root=state_dir, runner=runner, allow_retag=allow_retag))
+        _finish(run_goal(load_plan(file), root=state_dir, runner=runner, allow_retag=allow_retag,
+                         repaired=repaired))
 
     @release_app.command("resume")
     @transport_options()
@@ -96,15 +141,51 @@ def register(app: typer.Typer) -> None:
         allow_retag: bool = typer.Option(False, "--allow-retag", help=RETAG_HELP),
         state_dir: Path | None = typer.Option(None, "--state-dir", help=STATE_DIR_HELP),
         runner: str | None = typer.Option(None, "--runner", help=RUNNER_HELP),
+        repaired: str | None = typer.Option(None, "--repaired", help=REPAIRED_HELP),
     ) -> None:
         """Resume a goal from its journal (reloads the plan it was opened with)."""
-        _finish(resume_goal(goal, root=state_dir, runner=runner, allow_retag=allow_retag))
+        _finish(resume_goal(goal, root=state_dir, runner=runner, allow_retag=allow_retag, repaired=repaired))
 
     @release_app.command("status")
     def status_cmd(
         goal: str = typer.Argument(..., help="Goal id."),
         state_dir: Path | None = typer.Option(None, "--state-dir", help=STATE_DIR_HELP),
     ) -> None:
-        """Each effect's state, receipt, evidence and next action: a projection of the journal alone."""
+        """The journal's projection: quota state, monitors, gates, spend, next safe transition, and each
+        effect's state, receipt, evidence and next action."""
         st = goal_status(goal, root=state_dir)
-        emit(st.to_json(), lambda: _render_status(st, f"release {st.goal_id}"))
+        _show(st, f"release {st.goal_id}")
+
+    @release_app.command("pause")
+    def pause_cmd(
+        goal: str = typer.Argument(..., help="Goal id."),
+        reason: str | None = typer.Option(None, "--reason", help="Why (shown by status)."),
+        by: str | None = typer.Option(None, "--by", help=BY_HELP),
+        state_dir: Path | None = typer.Option(None, "--state-dir", help=STATE_DIR_HELP),
+    ) -> None:
+        """Pause the goal: no run does any work (a running one stops before its next todo) until unpause."""
+        st = operator_entry(goal, PauseEntry(by=by or default_runner_id(), reason=reason), root=state_dir)
+        _show(st, f"release {st.goal_id}: paused")
+
+    @release_app.command("unpause")
+    def unpause_cmd(
+        goal: str = typer.Argument(..., help="Goal id."),
+        reason: str | None = typer.Option(None, "--reason", help="Why (journaled)."),
+        by: str | None = typer.Option(None, "--by", help=BY_HELP),
+        state_dir: Path | None = typer.Option(None, "--state-dir", help=STATE_DIR_HELP),
+    ) -> None:
+        """Lift a pause (`release resume` then continues the goal)."""
+        st = operator_entry(goal, UnpauseEntry(by=by or default_runner_id(), reason=reason), root=state_dir)
+        _show(st, f"release {st.goal_id}: unpaused")
+
+    @release_app.command("approve")
+    def approve_cmd(
+        goal: str = typer.Argument(..., help="Goal id."),
+        approval: str = typer.Argument(..., help="The approval's id (observe.approvals[].id)."),
+        by: str = typer.Option(..., "--by", help="Who approves (journaled)."),
+        note: str | None = typer.Option(None, "--note", help="A note (journaled)."),
+        state_dir: Path | None = typer.Option(None, "--state-dir", help=STATE_DIR_HELP),
+    ) -> None:
+        """Record an approval: the effects it gates may run on the next `release resume`."""
+        st = operator_entry(goal, ApprovalEntry(approval=approval, by=by, note=note), root=state_dir)
+        _show(st, f"release {st.goal_id}: approval {approval} recorded")

@@ -7,11 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.markup import escape
 
 from acxoci.cli.common import load_registry as _registry
 from acxoci.cli.common import parse_now as _now
-from acxoci.cli.output import console, emit
+from acxoci.cli.output import emit, say
 from acxoci.errors import InvalidInput, NotFound
 from acxoci.workflow.ready import RosterCartridge, directory_roster, load_roster_entry
 
@@ -56,17 +55,15 @@ def ls_cmd(
     rows = [_row(load_roster_entry(src, path, registry=registry, now=at)) for src, path in found]
 
     def human() -> None:
-        console.print(f"{'AGENT':<28} {'ROLE':<20} {'TRUST':<10} {'LEVEL':<12} SKILLS")
+        say("{:<28} {:<20} {:<10} {:<12} SKILLS", 'AGENT', 'ROLE', 'TRUST', 'LEVEL')
         for r in rows:
             name = r["name"] or r["file"]
             lv = f"Lv.{r['level']['declared']} decl." if r["level"]["declared"] is not None else "—"
             skills = ", ".join(r["skills"]) or "—"
-            console.print(
-                f"{escape(str(name))[:28]:<28} {escape(str(r['role'] or '—'))[:20]:<20} "
-                f"{r['trust']:<10} {lv:<12} {escape(skills)}"
-            )
-            console.print(f"  {escape(str(r['id'] or r['error'] or '—'))}")
-        console.print(f"{len(rows)} cartridge(s) in {escape(str(folder))}")
+            say("{:<28.28} {:<20.20} {:<10} {:<12} {}",
+                str(name), str(r["role"] or "—"), r["trust"], lv, skills)
+            say("  {}", str(r['id'] or r['error'] or '—'))
+        say("{} cartridge(s) in {}", len(rows), str(folder))
 
     emit({"folder": str(folder), "cartridges": rows}, human)
 

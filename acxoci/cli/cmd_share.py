@@ -6,10 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.markup import escape
 
 from acxoci.cli.common import parse_now
-from acxoci.cli.output import console, emit
+from acxoci.cli.output import emit, say, show_lines
 
 
 def share(
@@ -38,17 +37,15 @@ def share(
 
     def human() -> None:
         head = "SHARE PLAN" if plan.dry_run else "SHARED"
-        console.print(f"{head} {plan.kind} {escape(plan.publisher)}/{escape(plan.id)}@{escape(plan.version)}")
-        console.print(f"  artifact:  {escape(plan.destination)}")
+        say("{} {} {}/{}@{}", head, plan.kind, plan.publisher, plan.id, plan.version)
+        say("  artifact:  {}", plan.destination)
         if plan.readme:
-            console.print(f"  card:      {escape(plan.readme)}")
-        console.print(f"  changed:   {'yes' if plan.changed else 'no (already current)'}")
-        console.print("\nSuggested pull-request body:\n", markup=False)
-        console.print(plan.pr_body, markup=False, highlight=False)
-        console.print("Next:", markup=False)
-        console.print(
-            f"  acx exchange index {root}\n  acx exchange verify {root}\n  git diff -- {root}", markup=False
-        )
+            say("  card:      {}", plan.readme)
+        say("  changed:   {}", 'yes' if plan.changed else 'no (already current)')
+        say("\nSuggested pull-request body:\n")
+        show_lines(plan.pr_body)
+        say("Next:")
+        say("  acx exchange index {}\n  acx exchange verify {}\n  git diff -- {}", root, root, root)
 
     emit(plan.to_json(), human)
 

@@ -9,11 +9,10 @@ import webbrowser
 from pathlib import Path
 
 import typer
-from rich.markup import escape
 
 from acxoci.cli.apps import exchange_app
 from acxoci.cli.common import parse_now
-from acxoci.cli.output import console, emit, info
+from acxoci.cli.output import Markup, emit, info, say
 from acxoci.errors import Blocked, UsageError
 
 DEFAULT_PORT = 8799
@@ -36,7 +35,7 @@ def cmd_builder(
         raise Blocked(f"port {port} on 127.0.0.1 {why}", hint="pass --port N (or 0 for any)") from exc
     def announce() -> None:
         emit({"url": server.url, "host": "127.0.0.1", "port": server.port},
-             lambda: console.print(f"ACX Studio on {escape(server.url)} (loopback only; Ctrl-C to stop)"))
+             lambda: say("ACX Studio on {} (loopback only; Ctrl-C to stop)", server.url))
         sys.stdout.flush()
         if open_browser:
             webbrowser.open(server.url)
@@ -108,13 +107,13 @@ def cmd_site(
                          "verified": e.verdict.verified, "page": e.page} for e in result.entries]}
 
     def human() -> None:
-        console.print(f"[bold green]BUILT[/bold green] {escape(str(result.out / 'index.html'))}: "
-                      f"{len(result.entries)} artifact(s), {result.verified} verified")
+        say("[bold green]BUILT[/bold green] {}: {} artifact(s), {} verified", result.out / "index.html",
+            len(result.entries), result.verified)
         for e in result.entries:
-            mark = "[green]✓[/green]" if e.verdict.verified else "[red]✗[/red]"
-            console.print(f"  {mark} {e.verdict.word:10} {escape(e.candidate.location)}")
+            mark = Markup("[green]✓[/green]") if e.verdict.verified else Markup("[red]✗[/red]")
+            say("  {} {:10} {}", mark, e.verdict.word, e.candidate.location)
         for f in result.findings:
-            console.print(f"  [yellow]-[/yellow] {escape(f)}")
+            say("  [yellow]-[/yellow] {}", f)
 
     emit(data, human)
 

@@ -9,14 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.markup import escape
 
 from acxoci.cli.apps import workflow_app
 from acxoci.cli.common import exit_with as _exit
 from acxoci.cli.common import finish_lint, print_issues, transport_options
 from acxoci.cli.common import load_registry as _registry
 from acxoci.cli.common import parse_now as _now
-from acxoci.cli.output import console, emit
+from acxoci.cli.output import Markup, emit, say
 from acxoci.cli.signed_doc import finish_verify, sign_and_write
 from acxoci.errors import InvalidInput, NotFound, Tampered, UsageError
 from acxoci.level.issuers import IssuerRegistry
@@ -47,15 +46,16 @@ def lint_cmd(
 def digest_cmd(file: Path = typer.Argument(..., help="The .cal.json workflow.")) -> None:
     """Print the workflow digest: sha256 of the JCS form without `integrity`."""
     d = workflow_digest(load_document(file))
-    emit({"file": str(file), "digest": d}, lambda: console.print(d))
+    emit({"file": str(file), "digest": d}, lambda: say("{}", d))
 
 
 @workflow_app.command("sign")
 def sign_cmd(
     file: Path = typer.Argument(..., help="The unsigned (or re-signed) .cal.json workflow."),
     publisher: str = typer.Option(..., "--publisher", help="Reverse-DNS publisher id, e.g. io.github.you."),
-    key: Path | None = typer.Option(
-        None, "--key", help="PKCS#8 PEM Ed25519 private key (make one with `acx key generate`)."
+    key: str | None = typer.Option(
+        None, "--key", help="Ed25519 private key: a PKCS#8 PEM file, env://VAR or a pkcs11: URI (make a "
+        "file with `acx key generate`)."
     ),
     out: Path | None = typer.Option(None, "-o", "--out", help="Output (default <name>.signed.cal.json)."),
     password_env: str | None = typer.Option(None, "--password-env", help="Env var holding the key password."),
@@ -103,11 +103,10 @@ def remix_cmd(
     parent = draft["lineage"]["parents"][0]
     emit(
         {"file": str(out), "parent": parent},
-        lambda: console.print(
-            f"[bold green]DRAFT[/bold green] {escape(str(out))} — {relation} of "
-            f"{parent['publisherId']}/{parent['id']}@{parent.get('version', '')} "
-            f"{parent['digest']} (unsigned; sign it with `acx workflow sign`)"
-        ),
+        lambda: say("[bold green]DRAFT[/bold green] {} — {} of {}/{}@{} {} (unsigned; sign "
+                    "it with `acx workflow sign`)",
+                    str(out), relation, parent['publisherId'], parent['id'], parent.get('version', ''),
+                    parent['digest']),
     )
 
 
@@ -125,9 +124,9 @@ def inspect_cmd(
 
     def human() -> None:
         for line in render_lines(view):
-            console.print(escape(line))
-        console.print("")
-        console.print(f"verdict: {'VALID ✓' if structure.ok else 'INVALID'}")
+            say("{}", line)
+        say("")
+        say("verdict: {}", 'VALID ✓' if structure.ok else 'INVALID')
         print_issues(structure)
 
     emit(view, human)
@@ -231,31 +230,30 @@ def ready_cmd(
 
     def human() -> None:
         if report.ready:
-            console.print(
-                "[bold green]READY ✓[/bold green] — structure valid, team staffed, requirements covered"
-            )
+            say("[bold green]READY ✓[/bold green] — structure valid, team staffed, "
+                "requirements covered")
         else:
-            console.print(f"[bold red]NOT READY[/bold red] — {len(report.reasons)} reason(s)")
+            say("[bold red]NOT READY[/bold red] — {} reason(s)", len(report.reasons))
         for r in report.reasons:
-            console.print(f"  - {escape(r)}")
+            say("  - {}", r)
         for w in report.warnings:
-            console.print(f"  [yellow]warning:[/yellow] {escape(w)}")
-        console.print(f"Team ({report.roster_size} cartridge(s) scanned):")
+            say("  [yellow]warning:[/yellow] {}", w)
+        say("Team ({} cartridge(s) scanned):", report.roster_size)
         for s in report.participants:
-            mark = "[green]✓[/green]" if s.staffed else "[red]✗[/red]"
-            who = escape(s.cartridge.label) if s.cartridge else "—"
-            console.print(f"  {mark} {escape(s.alias):<12} {s.bind:<5} {who}  ({escape(s.reason)})")
+            mark: str = Markup("[green]✓[/green]") if s.staffed else Markup("[red]✗[/red]")
+            who = s.cartridge.label if s.cartridge else "—"
+            say("  {} {:<12} {:<5} {}  ({})", mark, s.alias, s.bind, who, s.reason)
         if wf.rac:
-            console.print("RAC checklist (□ required, · optional):")
+            say("RAC checklist (□ required, · optional):")
             for item in wf.rac:
                 mark = "□" if item.required else "·"
-                console.print(f"  {mark} {escape(item.id)} ({item.kind}) {escape(item.description)}")
+                say("  {} {} ({}) {}", mark, item.id, item.kind, item.description)
         lines = render_lines(view)  # the nodes, the flow and its conditions, as `workflow inspect` shows
         start = next(i for i, line in enumerate(lines) if line.startswith("Nodes ("))
         end = next((i for i in range(start, len(lines)) if lines[i].startswith("Limits")), len(lines))
         for line in lines[start:end]:
             if line:
-                console.print(escape(line))
+                say("{}", line)
 
     emit(data, human)
     _exit(0 if report.ready else 1)
@@ -289,17 +287,18 @@ def _ready_under_policy(file: Path, policy: Path, cartridges: Path | None, roste
                             "rac": rac_checklist(wf)}
 
     def human() -> None:
-        head = "[bold green]READY ✓[/bold green]" if ready else "[bold red]NOT READY[/bold red]"
-        console.print(f"{head} — judged under {escape(str(policy))} as `acx install` would")
+        head = (Markup("[bold green]READY ✓[/bold green]") if ready
+                else Markup("[bold red]NOT READY[/bold red]"))
+        say("{} — judged under {} as `acx install` would", head, str(policy))
         for r in data["reasons"]:
-            console.print(f"  - {escape(str(r))}")
-        console.print(f"Team ({staffing.get('rosterSize', 0)} cartridge(s) judged):")
+            say("  - {}", str(r))
+        say("Team ({} cartridge(s) judged):", staffing.get('rosterSize', 0))
         for s in staffing.get("participants", []):
-            mark = "[green]✓[/green]" if s.get("staffed") else "[red]✗[/red]"
+            mark = Markup("[green]✓[/green]") if s.get("staffed") else Markup("[red]✗[/red]")
             cart = s.get("cartridge") or {}
             who = cart.get("agentName") or cart.get("source") or "—"
-            console.print(f"  {mark} {escape(str(s.get('alias'))):<12} {s.get('bind')!s:<5} "
-                          f"{escape(str(who))}  ({escape(str(s.get('reason')))})")
+            say("  {} {:<12} {!s:<5} {}  ({})",
+                mark, str(s.get('alias')), s.get('bind'), str(who), str(s.get('reason')))
 
     emit(data, human)
     _exit(0 if ready else 1)

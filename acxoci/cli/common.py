@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, cast
 
 import typer
 
-from acxoci.cli.output import info
+from acxoci.cli.output import info, warn
 from acxoci.errors import UsageError
 from attest.errors import MalformedError
 
@@ -76,14 +76,60 @@ def exit_with(code: int) -> NoReturn:
     raise SystemExit(code)
 
 
-def load_signing_key(path: Path, password_env: str | None = None) -> PrivateKey:
-    """`--key K [--password-env VAR]` for every signing command (cosign.key or PEM), warning
-    when the file is readable by group or others."""
-    from acxoci.keyfiles import load_key, readable_by_others
+def load_signing_key(ref: str | Path, password_env: str | None = None) -> PrivateKey:
+    """`--key K [--password-env VAR]` for every signing command: a key file (cosign.key or PEM,
+    with a warning when group or others may read it), `env://VAR` or a `pkcs11:` URI."""
+    from acxoci.keyfiles import key_reference_kind, load_key_reference, readable_by_others
 
-    if readable_by_others(path):
-        info(f"[yellow]warning[/yellow]: {path} is readable by group or others (chmod 600 it)")
-    return load_key(path, password_env)
+    text = str(ref)
+    if key_reference_kind(text) == "file" and readable_by_others(Path(text)):
+        warn("{} is readable by group or others (chmod 600 it)", text)
+    return load_key_reference(text, password_env)
+
+
+KEY_HELP = "Signing key: a key file (cosign.key or PKCS#8 PEM), env://VAR or a pkcs11: URI."
+KEYLESS_KEY_HELP = KEY_HELP + " Without it, sign keylessly (Sigstore: Fulcio certificate + log/timestamp)."
+TOKEN_HELP = ("Keyless: read the OIDC identity token from this file (default: the CI's ambient provider, "
+              "else sign in at a terminal).")
+TRUST_CONFIG_HELP = ("Sigstore ClientTrustConfig JSON (trusted root + signing config) of the deployment "
+                     "to use (default: the public-good instance).")
+TLOG_HELP = "Keyless: record the signature in the transparency log (false: timestamps only; needs a TSA)."
+
+
+def parse_bool_flag(value: str, flag: str) -> bool:
+    """cosign's `--flag=true|false` spelling."""
+    low = value.strip().lower()
+    if low in ("true", "1", "yes"):
+        return True
+    if low in ("false", "0", "no"):
+        return False
+    raise UsageError(f"{flag} must be true or false, not {value!r}")
+
+
+def attestation_signer(key: str | None, password_env: str | None, identity_token_file: Path | None,
+                       trust_config: Path | None, tlog_upload: str = "true") -> Any:
+    """What signs an attestation: the `--key` reference, or (no `--key`) a keyless signer with the
+    identity token and trust config the flags name. Usage errors before anything is signed."""
+    upload = parse_bool_flag(tlog_upload, "--tlog-upload")
+    if key is not None:
+        if identity_token_file is not None or trust_config is not None or not upload:
+            raise UsageError("--identity-token-file, --trust-config and --tlog-upload are for keyless "
+                             "signing; drop them or drop --key")
+        return load_signing_key(key, password_env)
+    from acxoci.attestation.keyless import KeylessSigner, identity_token, load_trust_config
+    from acxoci.keyfiles import interactive
+
+    loaded: list[Any] = [load_trust_config(trust_config)] if trust_config is not None else []
+
+    def trust() -> Any:  # the public-good config is fetched (TUF) only once a token is in hand
+        if not loaded:
+            loaded.append(load_trust_config(None))
+        return loaded[0]
+
+    token, source = identity_token(identity_token_file, trust, interactive=interactive())
+    signer = KeylessSigner(trust(), token, source, tlog_upload=upload)
+    info("signing keylessly as {} (token from {})", signer.label, source)
+    return signer
 
 
 # -- the one transport option set --------------------------------------------------------------
@@ -193,28 +239,26 @@ def transport_options(*, sides: bool = False) -> Callable[[F], F]:
 
 def print_issues(result: LintResult) -> None:
     """One line per lint issue (workflows and Agent Graphs share the lint result)."""
-    from rich.markup import escape
-
-    from acxoci.cli.output import console
+    from acxoci.cli.output import say
 
     for i in result.issues:
-        console.print(f"  - {escape(i.text())}")
+        say("  - {}", i.text())
 
 
 def finish_lint(file: Path, result: LintResult, publish: bool,
                 preface: Callable[[], None] | None = None) -> NoReturn:
     """Render a lint result (VALID/INVALID and the issues, or JSON) and exit 0 or 1: the one
     ending of `workflow lint` and `graph lint`."""
-    from acxoci.cli.output import console, emit
+    from acxoci.cli.output import emit, say
 
     def human() -> None:
         if preface is not None:
             preface()
         if result.ok:
             what = "structure and publish profile pass" if publish else "structure passes"
-            console.print(f"[bold green]VALID ✓[/bold green] — {what}")
+            say("[bold green]VALID ✓[/bold green] — {}", what)
         else:
-            console.print(f"[bold red]INVALID[/bold red] — {len(result.errors)} issue(s)")
+            say("[bold red]INVALID[/bold red] — {} issue(s)", len(result.errors))
         print_issues(result)
 
     emit({"file": str(file), **result.to_json()}, human)

@@ -75,7 +75,7 @@ SUBCOMMAND: dict[tuple[str, str], tuple[str, ...]] = {
     **{("cartridge", name): ("cmd_cartridge_build",) for name in ("build", "sign", "spec", "skillset")},
 }
 
-_done: set[str] = set()
+_done: dict[int, set[str]] = {}  # per app object: a module's commands are added to each app once
 
 
 def modules_for(args: list[str]) -> tuple[str, ...]:
@@ -102,11 +102,12 @@ def _load(name: str) -> ModuleType:
 
 def register(app: typer.Typer, modules: tuple[str, ...] = ALL_MODULES) -> None:
     """Import and register `modules` (each once per process), then mount the non-empty groups."""
+    done = _done.setdefault(id(app), set())
     for name in modules:
-        if name in _done:
+        if name in done:
             continue
         _load(name).register(app)
-        _done.add(name)
+        done.add(name)
     mounted = {info.name for info in app.registered_groups}
     for group_name, group in GROUPS.items():
         if group_name not in mounted and (group.registered_commands or group.registered_groups):

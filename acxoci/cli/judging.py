@@ -4,33 +4,24 @@ render its checks the same way. A refusal exits 8, like install's."""
 
 from __future__ import annotations
 
-import contextlib
-import sys
-from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from rich.markup import escape
+from acxoci.cli.output import Markup, say
 
-from acxoci.cli.output import OPTS, console, err_console
-
-MARK = {"pass": "[green]✓[/green]", "skip": "[dim]-[/dim]", "fail": "[red]✗[/red]",
-        "unavailable": "[red]?[/red]"}
+MARK = {"pass": Markup("[green]✓[/green]"), "skip": Markup("[dim]-[/dim]"), "fail": Markup("[red]✗[/red]"),
+        "unavailable": Markup("[red]?[/red]")}
 
 
 def judge_ref(ref: str, policy: Path, *, host: Path | None = None, host_limits: Path | None = None,
-              now: datetime | None = None) -> Any:
-    """`ref` judged under the policy file, writing nothing (a scratch folder aside)."""
-    from acxoci.install.hostfiles import host_inputs
-    from acxoci.install.judge import Context, judge_reference
-    from acxoci.install.vpolicy import load_policy
+              now: datetime | None = None, store: Path | None = None, roster: Path | None = None) -> Any:
+    """`ref` judged under the policy file as `acx install` would (`install.hostfiles.judge_under`)."""
+    from acxoci.install.hostfiles import judge_under
     from acxoci.oci.settings import active_options
 
-    at = now or datetime.now(UTC)
-    ctx = Context(load_policy(policy, now=at), at, host_inputs(host, host_limits, None),
-                  remote=active_options())
-    return judge_reference(ref, ctx)
+    return judge_under(ref, policy, host=host, host_limits=host_limits, store=store, roster=roster,
+                       now=now or datetime.now(UTC), remote=active_options())
 
 
 def verdict_json(j: Any, policy: Path) -> dict[str, Any]:
@@ -39,28 +30,19 @@ def verdict_json(j: Any, policy: Path) -> dict[str, Any]:
             + f" under {policy}"}
 
 
-def render(j: Any, *, header: str = "") -> None:
-    """ACCEPTED / REFUSED with every check, as `install` prints them."""
+def render_judgement(j: Any, *, header: str = "") -> None:
+    """ACCEPTED / REFUSED with every check, as `install` prints them (`header`: plain text after
+    the verdict line, shown escaped like any value)."""
     if j.ok:
-        console.print(f"[bold green]ACCEPTED[/bold green] {escape(j.reference)} @ {j.digest}{header}")
+        say("[bold green]ACCEPTED[/bold green] {} @ {}{}", j.reference, j.digest, header)
     else:
-        console.print(f"[bold red]REFUSED[/bold red] {escape(j.reference)} — {len(j.failed)} check(s) "
-                      f"failed{header}")
-    for c in j.checks:
-        kind = f" \\[{escape(c.kind)}]" if c.kind else ""
-        console.print(f"  {MARK[c.status]} {c.order}. {c.id}{kind}: {escape(c.reason)}")
+        say("[bold red]REFUSED[/bold red] {} — {} check(s) failed{}", j.reference, len(j.failed), header)
+    show_checks(j.checks, accepted=j.ok)
 
 
-@contextlib.contextmanager
-def steps(label: str) -> Iterator[Callable[[str], None] | None]:
-    """A one-line status on a terminal (stderr) saying what a long judgement or install is doing
-    now, with the real names and digests; nothing under --json, -q or when stderr is no terminal."""
-    if OPTS.json or OPTS.quiet or not sys.stderr.isatty():
-        yield None
-        return
-    with err_console.status(f"{label}…") as status:
-
-        def note(what: str) -> None:
-            status.update(f"{label}: {escape(what)}")
-
-        yield note
+def show_checks(checks: Any, *, accepted: bool) -> None:
+    """The one way checks are shown: every check of an accepting decision, the failed ones of a
+    refusal (each with its kind); `--json` always has them all."""
+    for c in checks if accepted else [c for c in checks if c.failed]:
+        kind = f" [{c.kind}]" if c.kind else ""
+        say("  {} {}. {}{}: {}", MARK[c.status], c.order, c.id, kind, c.reason)

@@ -3,16 +3,14 @@ to exit codes (docs/cli.md)."""
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 
 import typer
-from rich.markup import escape
 
 from acxoci import __version__
 from acxoci.cli import groups
-from acxoci.cli.output import OPTS, ErrorResult, err_console, json_text
+from acxoci.cli.output import OPTS, ErrorResult, say, say_error, show_traceback, write_json
 from acxoci.errors import DISK_SAID_NO, AcxError, InternalError, InvalidInput, UsageError, WriteBackFailed
 from attest.errors import MalformedError
 
@@ -36,11 +34,10 @@ app = typer.Typer(
 def _version(value: bool) -> None:
     if value:
         if OPTS.json:
-            sys.stdout.write(json.dumps({"tool": "acx", "package": "acxoci", "version": __version__,
-                                         "acxSpec": "0.1", "containerWireFormat": "1.0"}, indent=2) + "\n")
+            write_json({"tool": "acx", "package": "acxoci", "version": __version__, "acxSpec": "0.1",
+                        "containerWireFormat": "1.0"})
         else:
-            typer.echo(f"acx (acxoci) {__version__}")
-            typer.echo("ACX spec 0.1, container wire format 1.0")
+            say("acx (acxoci) {}\nACX spec 0.1, container wire format 1.0", __version__)
         raise typer.Exit(0)
 
 
@@ -83,9 +80,9 @@ def _extract_global_flags(argv: list[str]) -> list[str]:
 def _print_error(err: AcxError) -> None:
     if OPTS.json:
         result = ErrorResult(err.kind, err.message, err.exit_code, err.where, err.hint, err.details)
-        sys.stdout.write(json_text(result.to_json()) + "\n")
+        write_json(result.to_json())
     else:
-        err_console.print(f"[bold red]error[/bold red] ({escape(err.kind)}): {escape(err.one_line())}")
+        say_error("[bold red]error[/bold red] ({}): {}", err.kind, err.one_line())
 
 
 def _stdout_closed() -> None:
@@ -122,7 +119,7 @@ def _main(argv: list[str] | None = None) -> None:
         rc = app(args=args, prog_name="acx", standalone_mode=False)
     except AcxError as err:
         if OPTS.verbose:
-            _traceback()
+            show_traceback()
         _print_error(err)
         sys.exit(err.exit_code)
     except MalformedError as exc:  # a malformed document a command did not map itself: never "internal"
@@ -157,24 +154,17 @@ def _main(argv: list[str] | None = None) -> None:
         sys.exit(derr.exit_code)
     except Exception as exc:  # a real bug: one line, traceback only with -v
         if OPTS.verbose:
-            _traceback()
+            show_traceback()
         ierr = InternalError(f"unexpected {type(exc).__name__}: {exc}", hint="rerun with -v and report it")
         _print_error(ierr)
         sys.exit(ierr.exit_code)
     sys.exit(rc if isinstance(rc, int) else 0)
 
 
-def _traceback() -> None:
-    """Print the exception being handled (-v); `traceback` is loaded only then."""
-    import traceback
-
-    traceback.print_exc()
-
-
 def _internal(exc: BaseException) -> None:
     """Report an unexpected exception as InternalError (exit 70)."""
     if OPTS.verbose:
-        _traceback()
+        show_traceback()
     ierr = InternalError(f"unexpected {type(exc).__name__}: {exc}", hint="rerun with -v and report it")
     _print_error(ierr)
     sys.exit(ierr.exit_code)

@@ -12,24 +12,40 @@ each with a JSON Schema in `schemas/output/`:
 Field names are one vocabulary everywhere (`keyId`, `publisherId`, `digest`, `reference`, …):
 `canonical_fields` renames the few old spellings, outside documents embedded verbatim.
 
-Strings from registries and documents (artifact types, annotations, tags, error text, workflow
-fields) may carry terminal controls: ESC/CSI/OSC sequences, BEL, C1 controls, CR, backspace,
-Unicode bidi overrides. Both consoles neutralise them in one place, as they render (`neutralise`:
-each becomes a visible `\\xNN`/`\\uNNNN`), so no human renderer has to escape anything; JSON
-output keeps every value exact and writes those characters as JSON `\\u` escapes (`json_text`).
+Human output has one rule (docs/decisions/0034-untrusted-text-in-human-output.md): a line is a
+*template* of ours (a literal in the code: its markup and its line breaks are ours) filled with
+*values*, and every value is shown escaped (`shown`): controls including newline, carriage
+return and tab, Unicode format characters (bidi embeddings, overrides and isolates, zero-width
+characters), line and paragraph separators and lone surrogates each become a visible `\\n`,
+`\\xNN` or `\\uNNNN`, and rich markup in a value is shown as written. So a value from a registry,
+a layout, a document, a file name or a certificate can neither add a line nor steer the
+terminal. Commands print only through `say`/`info`/`warn`/`debug`/`say_error` (template first,
+a string literal), build tree labels and table cells with `cell(...)`, and mark markup of their own
+kept in a variable with `Markup("literal")`; tests/cli/test_output_layer.py proves by the AST
+that no command prints any other way. Both consoles also neutralise terminal controls as they
+render (a second net). JSON output keeps every value exact and writes terminal controls as
+JSON `\\u` escapes (`json_text`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
+import shutil
 import sys
-from collections.abc import Callable, Iterable, Mapping
+import threading
+import unicodedata
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, TextIO
+from typing import IO, Any, Literal, TextIO
 
 from rich.console import Console
+from rich.markup import escape as _markup_escape
 from rich.segment import Segment
+from rich.table import Table as _Table
+from rich.text import Text
+from rich.tree import Tree as _Tree
 
 
 @dataclass
@@ -70,11 +86,163 @@ def neutralise(text: str) -> str:
     return TERMINAL_UNSAFE.sub(_visible, text)
 
 
+#: What a value may not bring into a line: controls (C0 with tab, newline and CR; DEL; C1),
+#: format characters (bidi embeddings, overrides, isolates and marks; zero-width characters;
+#: soft hyphen; tag characters), line and paragraph separators, and lone surrogates (a file
+#: name's undecodable bytes).
+UNSHOWN_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escape_char(c: str) -> str:
+    code = ord(c)
+    if c in _NAMED:
+        return _NAMED[c]
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def one_line(value: object) -> str:
+    """`value` as one line of plain text: every UNSHOWN_CATEGORIES character a visible escape."""
+    text = value if isinstance(value, str) else str(value)
+    if text.isprintable():  # the common case: nothing to look at character by character
+        return text
+    return "".join(_escape_char(c) if unicodedata.category(c) in UNSHOWN_CATEGORIES else c for c in text)
+
+
+class Markup(str):
+    """Markup of our own kept in a variable (a mark, a coloured word): put into a template as is.
+    Built only from string literals (the AST test checks every call)."""
+
+    __slots__ = ()
+
+
+def shown(value: object) -> str:
+    """A value as it goes into a template: `Markup` as is, a number as is, anything else as one
+    line (`one_line`) with its rich markup escaped (shown as written, never interpreted)."""
+    if isinstance(value, Markup):
+        return value
+    return _markup_escape(one_line(value))
+
+
+def _value(value: object) -> object:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return value  # keeps format specs such as {:3d}
+    return shown(value)
+
+
+def render(template: str, /, *args: object, **values: object) -> str:
+    """The markup of `template` (ours: its markup and line breaks are kept) with each `{}` field
+    filled by the escaped value (`shown`); format specs and conversions work as in str.format."""
+    return template.format(*(_value(a) for a in args), **{k: _value(v) for k, v in values.items()})
+
+
+def cell(template: str, /, *args: object, **values: object) -> Text:
+    """A rich Text of `render(template, ...)`: a tree label or a table cell."""
+    return Text.from_markup(render(template, *args, **values), emoji=False)
+
+
+def _cell(value: object) -> Text:
+    return value if isinstance(value, Text) else Text(one_line(value))
+
+
+def say(template: str, /, *args: object, **values: object) -> None:
+    """Print a line (or lines: the template's own) on stdout; values are escaped (`render`)."""
+    console.print(render(template, *args, **values))
+
+
+def say_error(template: str, /, *args: object, **values: object) -> None:
+    """Print a line on stderr whatever the flags (an error, before the process ends)."""
+    err_console.print(render(template, *args, **values))
+
+
+@contextlib.contextmanager
+def status_line(label: str) -> Iterator[Callable[[str], None] | None]:
+    """A one-line status on a terminal (stderr) that long work updates with what it is doing now
+    (names and digests escaped like any value); None under --json, -q or when stderr is no terminal."""
+    if OPTS.json or OPTS.quiet or not sys.stderr.isatty():
+        yield None
+        return
+    with err_console.status(render("{}…", label)) as status:
+
+        def note(what: str) -> None:
+            status.update(render("{}: {}", label, what))
+
+        yield note
+
+
+class Tree:
+    """A tree for people (discover): every label a `cell(...)` or a plain value (escaped)."""
+
+    def __init__(self, label: Text | str, _node: _Tree | None = None) -> None:
+        self._node = _node if _node is not None else _Tree(_cell(label))
+
+    def add(self, label: Text | str) -> Tree:
+        return Tree(label, self._node.add(_cell(label)))
+
+    def show(self) -> None:
+        console.print(self._node)
+
+
+def show_table(columns: Iterable[str], rows: Iterable[Iterable[object]]) -> None:
+    """A borderless table with a bold header; every cell a `cell(...)` or a plain value (escaped)."""
+    table = _Table(show_header=True, header_style="bold", box=None)
+    for col in columns:
+        table.add_column(one_line(col))
+    for row in rows:
+        table.add_row(*(_cell(c) for c in row))
+    console.print(table)
+
+
+def show_lines(block: str) -> None:
+    """A block of text to copy (a PEM key we encoded, a pull-request body we wrote): each of its
+    lines printed as a value, so a line keeps no control and no markup acts."""
+    for line in block.splitlines():
+        console.print(shown(line))
+
+
+def show_traceback() -> None:
+    """The exception being handled, for -v: each line of the traceback shown as a value (the
+    exception's message may carry a registry's or a document's text)."""
+    import traceback
+
+    for line in traceback.format_exc().splitlines():
+        err_console.print(shown(line))
+
+
+def write_artifact(fh: IO[bytes]) -> None:
+    """Artifact bytes to stdout (`pull -o -`): data for a pipe, not text for a person."""
+    shutil.copyfileobj(fh, sys.stdout.buffer)
+    sys.stdout.buffer.flush()
+
+
+def write_document(data: bytes) -> None:
+    """A document's exact text (`manifest get`): on a terminal with its controls \\u-escaped, which
+    is the same JSON value (a strictly parsed JSON document has controls only inside strings)."""
+    text = data.decode("utf-8")
+    if sys.stdout.isatty():
+        text = escape_json_controls(text)
+    sys.stdout.write(text + "\n")
+
+
 def escape_json_controls(text: str) -> str:
-    """JSON text with every terminal control inside its strings written as a `\\uNNNN` escape:
-    the same JSON value, nothing a terminal acts on (these characters never occur outside
-    strings in JSON, and a raw C0 control cannot occur in valid JSON at all)."""
-    return TERMINAL_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    """JSON text with every terminal control and every UNSHOWN_CATEGORIES character inside its
+    strings written as a `\\uNNNN` escape: the same JSON value, nothing a terminal acts on or
+    hides (these characters never occur outside strings in JSON, and a raw C0 control cannot
+    occur in valid JSON at all, so the layout's newlines and indentation stay)."""
+    text = TERMINAL_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    if text.isascii():
+        return text
+    return "".join(_json_escape(c) if ord(c) > 0x7F and unicodedata.category(c) in UNSHOWN_CATEGORIES
+                   else c for c in text)
+
+
+def _json_escape(c: str) -> str:
+    """`c` as JSON `\\u` escapes (a surrogate pair past the BMP)."""
+    code = ord(c)
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    code -= 0x10000
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
 
 
 def json_text(value: Any, *, indent: int | None = 2) -> str:
@@ -248,20 +416,80 @@ def emit(data: Any, human: Callable[[], None] | None = None, *, quiet_line: str 
         return
     if OPTS.quiet:
         if quiet_line is not None:
-            sys.stdout.write(neutralise(quiet_line) + "\n")
+            sys.stdout.write(one_line(quiet_line) + "\n")
         return
     if human is not None:
         human()
     else:
-        console.print_json(data=data)
+        write_json(data)
 
 
-def info(message: str) -> None:
-    """A human progress/status line on stderr (silent under --json or -q)."""
+def write_json(data: Any) -> None:
+    """`data` as indented JSON on stdout (exact values, terminal controls as JSON escapes)."""
+    sys.stdout.write(json_text(data) + "\n")
+
+
+def info(template: str, /, *args: object, **values: object) -> None:
+    """A human progress/status line on stderr (silent under --json or -q); values escaped."""
     if not OPTS.json and not OPTS.quiet:
-        err_console.print(message)
+        err_console.print(render(template, *args, **values))
 
 
-def debug(message: str) -> None:
+def warn(template: str, /, *args: object, **values: object) -> None:
+    """`warning: ...` on stderr (silent under --json or -q); values escaped."""
+    info("[yellow]warning[/yellow]: " + template, *args, **values)
+
+
+def debug(template: str, /, *args: object, **values: object) -> None:
     if OPTS.verbose and not OPTS.json:
-        err_console.print(f"[dim]{message}[/dim]")
+        err_console.print("[dim]" + render(template, *args, **values) + "[/dim]")
+
+
+# ---- progress on a terminal ---------------------------------------------------------------
+
+TransferFn = Callable[[str, str, int, int], None]
+"""(key, label, total, bytes just moved)."""
+
+
+@contextlib.contextmanager
+def transfer_progress(after: str) -> Iterator[TransferFn | None]:
+    """Labelled byte bars on a TTY (stderr), one per key; a full bar then reads `label: after`.
+    None (nothing shown) when stderr is not a terminal or under --json/-q."""
+    if OPTS.json or OPTS.quiet or not sys.stderr.isatty():
+        yield None
+        return
+    from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
+
+    with Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(),
+                  TransferSpeedColumn(), console=err_console, transient=True) as bar:
+        tasks: dict[str, Any] = {}
+        moved: dict[str, int] = {}
+        lock = threading.Lock()  # blobs move on several threads (--concurrency)
+
+        def update(key: str, label: str, total: int, n: int) -> None:
+            with lock:
+                task = tasks.get(key)
+                if task is None:
+                    task = tasks[key] = bar.add_task(shown(label), total=total)
+                    moved[key] = 0
+                moved[key] += n
+                bar.update(task, advance=n)
+                if moved[key] >= total:
+                    bar.update(task, description=shown(f"{label}: {after}"))
+
+        yield update
+
+
+@contextlib.contextmanager
+def count_progress(label: str, total: int) -> Iterator[Callable[[int, int], None] | None]:
+    """A counting bar (`label` done/total, elapsed) on a TTY (stderr), fed `(done, total)`; None
+    (nothing shown) when stderr is not a terminal or under --json/-q."""
+    if OPTS.json or OPTS.quiet or not sys.stderr.isatty():
+        yield None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("[bold]" + shown(label)), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=err_console, transient=True) as prog:
+        task = prog.add_task(shown(label), total=total)
+        yield lambda done, of: prog.update(task, completed=done, total=of)

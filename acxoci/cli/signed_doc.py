@@ -9,10 +9,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from rich.markup import escape
-
 from acxoci.cli.common import exit_with, load_signing_key, print_issues
-from acxoci.cli.output import console, emit
+from acxoci.cli.output import emit, say
 from acxoci.errors import UsageError
 from acxoci.workflow.lint import LintResult
 from acxoci.workflow.sign import render, write_atomic
@@ -30,7 +28,7 @@ def sign_and_write(
     *,
     target: Path,
     publisher: str,
-    key: Path | None,
+    key: str | None,
     password_env: str | None,
     now: datetime,
 ) -> None:
@@ -55,27 +53,25 @@ def sign_and_write(
             "keyid": integ["keyid"],
             "signedAt": integ["signedAt"],
         },
-        lambda: console.print(
-            f"[bold green]SIGNED[/bold green] {escape(str(target))}\n"
-            f"  digest:    {integ['digest']}\n  keyid:     {integ['keyid']}\n"
-            f"  publisher: {publisher}\n  signedAt:  {integ['signedAt']}"
-        ),
+        lambda: say("[bold green]SIGNED[/bold green] {}\n  digest:    {}\n  keyid:     {}\n  "
+                    "publisher: {}\n  signedAt:  {}",
+                    str(target), integ['digest'], integ['keyid'], publisher, integ['signedAt']),
     )
 
 
 def render_verdict(v: SignedVerdict, structure: LintResult, *extra: tuple[str, str]) -> None:
     """The verdict line, the signature facts, `extra` (label, text) lines, then the structure."""
     color = _COLOR.get(v.trust, "white")
-    console.print(f"[bold {color}]{v.trust.upper()}[/bold {color}] ({v.status}): {escape(v.summary)}")
+    say("[bold {}]{}[/bold {}] ({}): {}", color, v.trust.upper(), color, v.status, v.summary)
     lines = [("digest", v.digest or ""), ("publisher", v.publisher_id or "—")]
     if v.keyid:
         lines.append(("keyid", v.keyid))
     lines += [*extra, ("structure", "publishable ✓" if structure.ok else "invalid")]
     width = max(len(label) for label, _ in lines) + 2
     for label, text in lines:
-        console.print(f"  {(label + ':').ljust(width)} {escape(text)}")
+        say("  {} {}", (label + ':').ljust(width), text)
     for i in v.issues:
-        console.print(f"  - {escape(i)}")
+        say("  - {}", i)
     print_issues(structure)
 
 

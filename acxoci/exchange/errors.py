@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-from acxoci.errors import Blocked, RefusedByPolicy
-
-
-class ReleaseWithdrawn(RefusedByPolicy):
-    """The Exchange's lifecycle ledger marks this exact release withdrawn: never install it."""
+from acxoci.errors import Blocked
 
 
 class GraphSupportPending(Blocked):

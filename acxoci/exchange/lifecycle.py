@@ -15,7 +15,7 @@ from typing import Any
 
 from acxoci.errors import AcxError, InvalidInput, NotFound
 from acxoci.exchange.coordinates import KINDS, repository_path
-from acxoci.exchange.status import LifecycleVerdict, decide
+from acxoci.exchange.status import SEVERITY, LifecycleVerdict, decide
 from acxoci.freshness import HighWater
 from acxoci.oci.descriptor import EMPTY_DATA, Descriptor, descriptor_for, parse_manifest
 from acxoci.oci.reference import parse_reference
@@ -30,6 +30,7 @@ RECORD_SCHEMA = "acx.registry-lifecycle/1"
 ANNOTATION_STATUS = "vnd.acx.registry-status"
 ANNOTATION_SUCCESSOR = "vnd.acx.registry-successor"
 MAX_RECORDS = 64
+CLOCK_SKEW = 300.0
 MAX_RECORD_BYTES = 64 * 1024
 OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
 
@@ -85,6 +86,8 @@ def read_lifecycle(target: Target, subject: Descriptor) -> list[dict[str, Any]]:
     as `withdrawn`: an unreadable status must never let a withdrawn release through. Bytes that do
     not match their digest (Tampered) and transport failures propagate to the caller."""
     try:
+        # the one listing: only referrers whose own manifest names `subject`, typed by it, so a
+        # record of another release listed here (a planted fallback entry) cannot withdraw this one
         found = target.referrers(subject.plain(), ARTIFACT_TYPE)
     except NotFound:
         return []
@@ -128,7 +131,8 @@ def lifecycle_verdict(target: Target, subject: Descriptor, name: str, high_water
     than the newest record `high_water` has seen for it. `name` is the reference as typed."""
     records = read_lifecycle(target, subject)
     if high_water is not None:
-        records = high_water.lifecycle(subject.digest, records, now or datetime.now(UTC))
+        records = high_water.lifecycle(subject.digest, records, now or datetime.now(UTC),
+                                       lambda r: SEVERITY.get(str(r.get("status")), 3))
     return _decide(records, name)
 
 
@@ -140,6 +144,8 @@ def lifecycle_from_high_water(subject_digest: str, name: str, high_water: HighWa
     if seen is None:
         return None
     records, checked = seen
+    if checked > now.timestamp() + CLOCK_SKEW:  # a check stamped in the future proves nothing now
+        return None
     if max_age is not None and now.timestamp() - checked > max_age:
         return None
     return _decide(records, name)

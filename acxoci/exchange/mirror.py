@@ -25,7 +25,7 @@ from acxoci.exchange.status import identity_key
 from acxoci.oci.descriptor import MANIFEST_TYPES, Descriptor
 from acxoci.oci.digest import Readable, VerifyingReader
 from acxoci.oci.reference import parse_reference
-from acxoci.oci.target import RemoteOptions, Target, open_target
+from acxoci.oci.target import ReferrerListing, RemoteOptions, Target, open_target
 from attest.canonical import jcs, loads_strict
 from attest.errors import AttestError
 
@@ -67,6 +67,9 @@ class CountingTarget:
 
     def tags(self) -> list[str]:
         return self.inner.tags()
+
+    def referrer_listing(self, desc: Descriptor) -> ReferrerListing:
+        return self.inner.referrer_listing(desc)
 
     def referrers(self, desc: Descriptor, artifact_type: str | None = None) -> list[Descriptor]:
         return self.inner.referrers(desc, artifact_type)

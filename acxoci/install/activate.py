@@ -26,14 +26,15 @@ import shutil
 import stat
 import tempfile
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from acxoci.errors import Blocked, InvalidInput, NotFound, RefusedByPolicy, Tampered, UsageError
+from acxoci.errors import AcxError, Blocked, InvalidInput, NotFound, RefusedByPolicy, Tampered, UsageError
 from acxoci.fsutil import atomic_write
+from acxoci.install.hosts import HOSTS
 from acxoci.install.store import InstalledItem, Store, Transaction, file_digest, slug, write_json_atomic
 from acxoci.oci.target import RemoteOptions
 from attest.canonical import loads_strict
@@ -51,39 +52,6 @@ STAGING_PREFIX = ".acx-staging-"
 OLD_PREFIX = ".acx-old-"
 _SEGMENT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _SKILL_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
-
-
-@dataclass(frozen=True)
-class HostFolders:
-    """Where a host reads Agent Skills: relative to HOME (user scope) and to a project folder."""
-
-    host: str
-    user: str | None
-    project: str | None
-    source: str
-
-
-# The folders each host reads (docs/activate.md records where this was found).
-HOSTS: dict[str, HostFolders] = {
-    "claude": HostFolders(
-        "claude",
-        ".claude/skills",
-        ".claude/skills",
-        "Claude Code skills docs: ~/.claude/skills/<skill>/SKILL.md, <project>/.claude/skills",
-    ),
-    "codex": HostFolders(
-        "codex",
-        ".agents/skills",
-        ".agents/skills",
-        "OpenAI Codex skills docs: $HOME/.agents/skills (user), <repo>/.agents/skills (repo)",
-    ),
-    "cursor": HostFolders(
-        "cursor",
-        ".cursor/skills",
-        ".cursor/skills",
-        "Cursor skills docs: ~/.cursor/skills (user), <project>/.cursor/skills (project)",
-    ),
-}
 
 
 def skills_root(
@@ -309,13 +277,9 @@ class Activation:
 def read_activation(path: Path) -> Activation:
     """Parse and check one manifest (paths re-checked, so a corrupt manifest cannot point outside
     its skills folder)."""
-    try:
-        with path.open("rb") as fh:
-            data = fh.read(MAX_MANIFEST_BYTES + 1)
-    except OSError as exc:
-        raise InvalidInput(f"cannot read activation manifest: {exc}", where=str(path)) from exc
-    if len(data) > MAX_MANIFEST_BYTES:
-        raise InvalidInput("activation manifest too large", where=str(path))
+    from acxoci.fsutil import read_bytes
+
+    data = read_bytes(path, "activation manifest", limit=MAX_MANIFEST_BYTES, nofollow=True)
     try:
         doc = loads_strict(data)
     except AttestError as exc:
@@ -326,19 +290,33 @@ def read_activation(path: Path) -> Activation:
     return Activation(path, doc)
 
 
-def activations(store: Store, name: str | None = None) -> list[Activation]:
-    """Every activation manifest (of `name`), sorted by path."""
+def _manifest_files(store: Store, name: str | None) -> list[Path]:
     folder = activations_dir(store)
     if not folder.is_dir():
         return []
-    out = []
-    for p in sorted(folder.iterdir())[:MAX_FILES]:
-        if p.suffix != ".json" or p.name.startswith(".") or p.is_symlink() or not p.is_file():
-            continue
-        act = read_activation(p)
-        if name is None or act.name == name:
-            out.append(act)
-    return out
+    prefix = f"{slug(name)}@" if name is not None else ""
+    return [p for p in sorted(folder.iterdir())[:MAX_FILES]
+            if p.suffix == ".json" and not p.name.startswith(".") and p.name.startswith(prefix)]
+
+
+def activations(store: Store, name: str | None = None) -> list[Activation]:
+    """Every activation manifest (of `name`: only its own files are read), sorted by path; a bad
+    manifest raises InvalidInput naming it."""
+    out = [read_activation(p) for p in _manifest_files(store, name)]
+    return [a for a in out if name is None or a.name == name]
+
+
+def scan_activations(store: Store) -> tuple[list[Activation], list[str]]:
+    """Every readable activation manifest, and one problem line for each that is not (a bad
+    manifest of one item never stops the others from being judged or deactivated)."""
+    good: list[Activation] = []
+    bad: list[str] = []
+    for p in _manifest_files(store, None):
+        try:
+            good.append(read_activation(p))
+        except AcxError as exc:
+            bad.append(f"{p.name}: {exc.one_line()}")
+    return good, bad
 
 
 # ---- I/O: reading the verified bytes -----------------------------------------------------------
@@ -790,11 +768,15 @@ def _deactivate(store: Store, name: str, *, root: Path | None, force: bool) -> D
             r, k = _remove_recorded(a, only=None, force=force)
             removed += [f"{a.root}/{x}" for x in r]
             kept += [f"{a.root}/{x}" for x in k]
-            levels = a.doc.get("createdLevels")
+            levels = _levels(a)
+            sharing = [o for o in scan_activations(store)[0] if o.root == a.root and o.path != a.path]
+            if sharing:  # another activation still uses the folder: it inherits what acx created
+                heir = sharing[0]
+                if _levels(heir) < levels:
+                    write_json_atomic(heir.path, {**heir.doc, "createdLevels": levels})
+                levels = 0
             p = a.root
-            for _ in range(
-                min(levels, 64) if isinstance(levels, int) and not isinstance(levels, bool) else 0
-            ):
+            for _ in range(levels):
                 if os.path.islink(p) or not os.path.isdir(p):
                     break
                 try:
@@ -807,11 +789,8 @@ def _deactivate(store: Store, name: str, *, root: Path | None, force: bool) -> D
         return DeactivationResult(name, tuple(str(a.root) for a in acts), tuple(removed), tuple(kept))
 
 
-def check_activations(store: Store, names: Sequence[str] | None = None) -> dict[str, list[str]]:
-    """Problems of every activation (of `names`), keyed by install name (`installed verify`)."""
-    out: dict[str, list[str]] = {}
-    for act in activations(store):
-        if names is not None and act.name not in names:
-            continue
-        out.setdefault(act.name, []).extend(activation_problems(act, store.get(act.name)))
-    return out
+def _levels(act: Activation) -> int:
+    """How many folders, from the skills folder up, the activation created (at most 64)."""
+    levels = act.doc.get("createdLevels")
+    return min(levels, 64) if isinstance(levels, int) and not isinstance(levels, bool) and levels > 0 else 0
+

@@ -20,7 +20,7 @@ CheckStatus = Literal["pass", "fail", "skip", "unavailable"]
 
 CHECK_ORDER: tuple[str, ...] = (
     "registry", "content-digest", "signature", "trust", "attestations", "level", "revocation", "harness",
-    "policy-budget", "staffing", "version", "lifecycle",
+    "policy-budget", "staffing", "version", "lifecycle", "provenance",
 )
 """The fixed order. Every check runs (so a refusal lists every failure), even after a failure."""
 
@@ -30,6 +30,8 @@ CHECK_DOC: dict[str, str] = {
     "signature": "the cartridge's DSSE signature verifies over the recomputed ROM (nothing tampered)",
     "trust": "the signer is a trusted publisher of the policy, at the policy's minimum trust or better",
     "attestations": "every required attestation format and predicate type is attached and verifies",
+    "provenance": "a verified SLSA provenance attestation, signed keylessly by the CI run, names the "
+                  "policy's repository, ref and signer workflow in its certificate and its predicate",
     "level": "a level credential from an accepted issuer proves the required level for this ROM",
     "revocation": "the relied-on credential is not revoked, per a fresh enough status list",
     "harness": "the host descriptor satisfies the cartridge's harness requirements",
@@ -51,6 +53,7 @@ K_REVOKED_KEY = "revoked_key"
 K_ROLLBACK = "rollback"
 K_TRUST_LOW = "trust_too_low"
 K_MISSING_ATT = "missing_attestation"
+K_PROVENANCE = "provenance_unmet"
 K_LEVEL_LOW = "level_too_low"
 K_LEVEL_MISSING = "level_missing"
 K_REVOKED = "revoked"
@@ -151,6 +154,7 @@ class AttestationFound:
     digest: str | None = None
     keyid: str | None = None
     signer: dict[str, Any] | None = None  # sigstore-verified signer facts (acxoci.attestation)
+    provenance: Any = None  # a verified SLSA provenance: acxoci.attestation.provenance.VerifiedProvenance
 
 
 @dataclass(frozen=True)
@@ -345,6 +349,24 @@ def check_attestations(found: Sequence[AttestationFound] | None, policy: Verific
     return _pass(cid, f"{len(ok)} verified attestation(s) cover the policy", found=listing)
 
 
+def check_provenance_requirement(found: Sequence[AttestationFound] | None,
+                                 policy: VerificationPolicy) -> CheckResult:
+    """Does a verified SLSA provenance attestation meet the policy's `provenance` (decision 0036)?"""
+    from acxoci.attestation.provenance import check_provenance
+
+    cid = "provenance"
+    if policy.provenance is None:
+        return _skip(cid, "the policy requires no provenance")
+    if found is None:
+        return unavailable(cid, "attestation verification is not available")
+    verdict = check_provenance(policy.provenance,
+                               [a.provenance for a in found if a.verified and a.provenance is not None])
+    if not verdict.ok:
+        return _fail(cid, K_PROVENANCE, "; ".join(verdict.reasons), required=policy.provenance.to_json())
+    return _pass(cid, f"SLSA provenance {verdict.matched} names {policy.provenance.to_json()}",
+                 required=policy.provenance.to_json())
+
+
 def measurement_refusal(m: Measurement | None, policy: VerificationPolicy) -> str | None:
     """Why a level measured this way does not count under the policy (None: it counts): the demo
     solver or the demo benchmark, unless the policy allows demo levels; a verifier the policy does
@@ -352,8 +374,8 @@ def measurement_refusal(m: Measurement | None, policy: VerificationPolicy) -> st
     from acxoci.level.constants import is_demo_measurement
 
     m = m or Measurement()
-    if not policy.level_allow_demo and is_demo_measurement(m.solver, m.benchmark_digest):
-        demo_solver = m.solver is not None and m.solver.startswith("reference(")
+    if not policy.level_allow_demo and is_demo_measurement(m.solver, m.benchmark_digest, m.benchmark_id):
+        demo_solver = m.solver is not None and m.solver.strip().lower().startswith("reference(")
         what = f"solver {m.solver}" if demo_solver else "the demo benchmark"
         return (f"level measured by {what}, a demonstration (the policy's level.allowDemo is false)")
     if policy.level_verifiers and m.verifier not in policy.level_verifiers:
@@ -460,8 +482,8 @@ def check_harness(ev: HarnessEvidence | None, policy: VerificationPolicy, *, hos
     cid = "harness"
     if not host_given:
         if policy.require_host:
-            return _fail(cid, K_HARNESS, "the policy requires a host descriptor (--host) and none was given")
-        return _skip(cid, "no host descriptor given (--host)")
+            return _fail(cid, K_HARNESS, "the policy requires a host descriptor and none was given")
+        return _skip(cid, "no host descriptor given")
     if not available or ev is None:
         return unavailable(cid, "harness negotiation is not available")
     if not ev.accepted:
@@ -606,6 +628,7 @@ def run_checks(g: Gathered, policy: VerificationPolicy, now: datetime) -> list[C
         check_staffing(g.kind, g.staffing),
         check_version(g.version),
         check_lifecycle(g.lifecycle),
+        check_provenance_requirement(g.attestations, policy),
     ]
     assert [r.id for r in results] == list(CHECK_ORDER), [r.id for r in results]
     return [g.unavailable.get(r.id, r) for r in results]

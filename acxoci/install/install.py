@@ -141,10 +141,21 @@ def install(ref_text: str, *, policy: VerificationPolicy, store: Store, now: dat
                    and lifecycle.verdict else None)
         for have in store.list():
             if have.digest == resolved and (name is None or have.name == name):
+                # already installed: judged again now, under this policy (a record is no proof)
+                again = J.judge_installed(have, ctx)
+                if not again.ok:
+                    return InstallOutcome("refused", ref_text, resolved, have.name, again.kind, again.checks,
+                                          lifecycle=warning)
                 txn.tidy(have.name)
+                act = None
+                if activate is not None:
+                    from acxoci.install.activate import activate_in
+
+                    act = activate_in(txn, have, activate.root, host=activate.host, now=now,
+                                      force=activate.force, remote=remote)
                 return InstallOutcome("already-installed", ref_text, resolved, have.name,
-                                      str(have.record.get("kind")), record=have.record, path=str(have.path),
-                                      lifecycle=warning)
+                                      str(have.record.get("kind")), again.checks, record=have.record,
+                                      path=str(have.path), lifecycle=warning, activation=act)
         staged = txn.stage()
         judgement = J.judge_descriptor(target, desc, ref, ref_text, resolved, ctx, staged, lifecycle)
         hook("checked")

@@ -161,6 +161,9 @@ def pull(target: Target, desc: Descriptor, staged: Path) -> Pulled:
             fetch_bytes(target, manifest.config, limit=MAX_DOC_BYTES)
             out.blobs.append(("config", manifest.config.digest))
         layer = content_layer(manifest, kind)
+        if not layer.digest.startswith("sha256:"):  # installed files are held to sha256 digests
+            out.error = f"content layer {layer.digest[:20]}…: only sha256 content is installed"
+            return out
         dest = staged / CONTENT_FILE[kind]
         with target.fetch(layer) as reader:
             copy_verified(reader, dest, fsync=True)
@@ -267,7 +270,7 @@ def gather_attestations(target: Target, desc: Descriptor, ref: str, policy: Veri
     """Verify the artifact's attestations (legacy .att and bundle referrers) with the policy's keys,
     and copy the verified documents into `staged/attestations/` (with what re-judging them needs)."""
     from acxoci.attestation.sigstore_verify import legacy_material
-    from acxoci.attestation.verify import find_attestations, verify_artifact
+    from acxoci.attestation.verify import find_attestations, provenance_item, verify_artifact
 
     located = find_attestations(target, desc)
     report = verify_artifact(target, desc, _attestation_keys(policy, publisher_id), reference=ref,
@@ -293,7 +296,8 @@ def gather_attestations(target: Target, desc: Descriptor, ref: str, policy: Veri
             digest = item.layer.digest
         out.append(C.AttestationFound(a.format, j.predicate_type or "", verified, "; ".join(j.reasons),
                                       digest, j.signer_keyid,
-                                      j.signer.signer_json() if verified and j.signer is not None else None))
+                                      j.signer.signer_json() if verified and j.signer is not None else None,
+                                      provenance_item(a.location, j)))
     return out
 
 
@@ -303,6 +307,7 @@ def rejudge_attestations(folder: Path, subject_digest: str, policy: Verification
     statement must still name the installed manifest)."""
     from acxoci.attestation.judge import judge
     from acxoci.attestation.sigstore_verify import legacy_material
+    from acxoci.attestation.verify import provenance_item
 
     out: list[C.AttestationFound] = []
     keys = _attestation_keys(policy, publisher_id)
@@ -327,7 +332,8 @@ def rejudge_attestations(folder: Path, subject_digest: str, policy: Verification
         verified = j.verdict == "verified"
         out.append(C.AttestationFound(fmt, j.predicate_type or "", verified, "; ".join(j.reasons),
                                       sha256_digest(data), j.signer_keyid,
-                                      j.signer.signer_json() if verified and j.signer is not None else None))
+                                      j.signer.signer_json() if verified and j.signer is not None else None,
+                                      provenance_item(doc.name, j)))
     return out
 
 
@@ -359,7 +365,7 @@ def _embedded_credential_docs(cartridge: Path) -> list[tuple[str, bytes]]:
 
 
 def gather_credentials(docs: Iterable[tuple[str, bytes]], sig: C.SignatureEvidence,
-                       policy: VerificationPolicy, staged: Path | None, now: datetime
+                       policy: VerificationPolicy, staged: Path | None, now: datetime, cache: Path
                        ) -> list[C.CredentialFound]:
     """Verify every level credential (proof, issuer, gate, ROM binding, how it was measured) with
     the level verifier, then check revocation of each verified one against a fresh status list."""
@@ -390,20 +396,22 @@ def gather_credentials(docs: Iterable[tuple[str, bytes]], sig: C.SignatureEviden
                 folder = staged / "credentials"
                 folder.mkdir(exist_ok=True)
                 (folder / f"{i:02d}-level.json").write_bytes(data)
-            cred = _with_status(cred, doc, policy, issuers, now)
+            cred = _with_status(cred, doc, policy, issuers, now, cache)
         out.append(cred)
     return out
 
 
 def status_cache_dir(policy: VerificationPolicy) -> Path:
-    """Where status lists and the trust documents' high-water marks are cached for this policy."""
+    """Where status lists and the trust documents' high-water marks are kept: the policy's
+    `revocation.statusListCache`, else the user's cache folder (`acxoci/status-lists`). Not in the
+    store: a refusal leaves the store byte-identical, while a mark must outlive the refusal."""
     from acxoci.level.status import default_cache_dir
 
     return Path(policy.status_list_cache) if policy.status_list_cache else default_cache_dir()
 
 
 def _with_status(cred: C.CredentialFound, doc: dict[str, Any], policy: VerificationPolicy, issuers: Any,
-                 now: datetime) -> C.CredentialFound:
+                 now: datetime, cache: Path) -> C.CredentialFound:
     from acxoci.level.status import check_status
     from attest.statuslist import StatusEntry
 
@@ -417,7 +425,7 @@ def _with_status(cred: C.CredentialFound, doc: dict[str, Any], policy: Verificat
     source = policy.status_list_sources.get(entry.list_credential, entry.list_credential)
     outcome = check_status(entry, source=source, issuers=issuers, vc_issuer=cred.issuer, now=now,
                            max_age=timedelta(seconds=policy.max_status_list_age),
-                           allow_offline=policy.allow_offline_cached, cache_dir=status_cache_dir(policy))
+                           allow_offline=policy.allow_offline_cached, cache_dir=cache)
     return replace(cred, status_list=entry.list_credential, status_index=entry.index,
                    revoked={"revoked": True, "valid": False}.get(outcome.state),
                    status_list_valid_from=outcome.list_valid_from,
@@ -481,7 +489,7 @@ def gather_budget(path: Path, host: HostInputs) -> C.BudgetEvidence:
 # ---- gathering: lifecycle ----------------------------------------------------------------------
 
 
-def gather_lifecycle(target: Target, desc: Descriptor, ref_text: str, policy: VerificationPolicy,
+def gather_lifecycle(target: Target, desc: Descriptor, ref_text: str, cache: Path,
                      now: datetime) -> C.LifecycleEvidence:
     """The Exchange lifecycle of the release (docs/exchange.md), never older than the newest record
     already seen for it (a registry that drops a `withdrawn` record does not un-withdraw it)."""
@@ -489,7 +497,7 @@ def gather_lifecycle(target: Target, desc: Descriptor, ref_text: str, policy: Ve
     from acxoci.freshness import HighWater
 
     try:
-        verdict = lifecycle_verdict(target, desc, ref_text, HighWater(status_cache_dir(policy)), now)
+        verdict = lifecycle_verdict(target, desc, ref_text, HighWater(cache), now)
     except TruncatedBody as exc:  # a cut transfer is retryable, not a verdict
         raise TransientError(f"transfer cut short: {exc.one_line()}", hint="retry") from exc
     except TransientError:
@@ -552,6 +560,13 @@ class Context:
     pulled: tuple[Any, ...] = ()  # roster entries pulled from registries, for a workflow's staffing
     source: str | None = None  # where the artifact is recorded as coming from (`file:PATH` for load)
     note: Callable[[str], None] | None = None  # told what is being done (progress on a terminal)
+    cache: Path | None = None  # where trust documents are cached (default: `status_cache_dir`)
+
+    def trust_cache(self) -> Path:
+        """The status-list cache and high-water marks this judgement reads and writes."""
+        if self.cache is not None and not self.policy.status_list_cache:
+            return self.cache
+        return status_cache_dir(self.policy)
 
     def tell(self, what: str) -> None:
         """Say what the judge is doing now (for a progress line; nothing when nobody listens)."""
@@ -589,7 +604,7 @@ def gather(kind: Kind | None, path: Path | None, src: Source, ctx: Context, *, r
                     docs = _referrer_credential_docs(src.target, src.desc) + docs
                 elif src.kept is not None:
                     docs = kept_credential_docs(src.kept) + docs
-                return gather_credentials(docs, s, policy, workdir, now)
+                return gather_credentials(docs, s, policy, workdir, now, ctx.trust_cache())
 
             creds, err = _guard("level", creds_now)
             if err:
@@ -613,7 +628,7 @@ def gather(kind: Kind | None, path: Path | None, src: Source, ctx: Context, *, r
             sig, meta = got_g
         elif err is not None:
             pre["signature"] = err
-    if usable and (policy.attestation_formats or policy.predicate_types):
+    if usable and (policy.attestation_formats or policy.predicate_types or policy.provenance is not None):
         publisher = sig.publisher_id if sig else None
         if src.target is not None and src.desc is not None:
             t, d = src.target, src.desc
@@ -689,7 +704,7 @@ def staffing_roster(ctx: Context, pulled: Sequence[Any] = ()) -> tuple[list[Any]
 
     policy, now = ctx.policy, ctx.now
     member = staffing_policy(policy)
-    member_ctx = replace(ctx, policy=member, installed=None, name=None, levels=True)
+    member_ctx = replace(ctx, policy=member, installed=None, name=None, levels=True, cache=ctx.trust_cache())
     entries: list[Any] = []
     levels: dict[str, tuple[int, str | None, str | None]] = {}
 
@@ -767,8 +782,13 @@ def judge_descriptor(target: Target, desc: Descriptor, ref: Reference, ref_text:
 
 
 def open_reference(ref_text: str, ctx: Context) -> tuple[Target, Reference]:
-    """The reference parsed and its target opened read-only (one referrer listing per subject)."""
+    """The reference parsed (a layout's path made absolute: a record names it from anywhere) and
+    its target opened read-only (one referrer listing per subject)."""
+    import os
+
     ref = parse_reference(ref_text, require_ref=False)
+    if ref.layout_path is not None:
+        ref = replace(ref, layout_path=os.path.abspath(ref.layout_path))
     opened, ref = open_target(ref, ctx.remote or RemoteOptions(), create=False)
     return ReadView(opened), ref
 
@@ -799,7 +819,7 @@ def resolve_and_gate(target: Target, ref: Reference, ref_text: str, ctx: Context
     if ctx.source is not None:  # a local file staged in a scratch layout: no Exchange lifecycle
         return desc, resolved, None
     ctx.tell(f"reading the lifecycle of {resolved}")
-    lifecycle = gather_lifecycle(target, desc, ref_text, ctx.policy, ctx.now)
+    lifecycle = gather_lifecycle(target, desc, ref_text, ctx.trust_cache(), ctx.now)
     if lifecycle.error is not None:  # the registry served altered referrer bytes: a content refusal
         bad = C.check_content(C.ContentEvidence(resolved, None, lifecycle.message))
         return Judgement(ref_text, resolved, None,
@@ -848,7 +868,12 @@ def signed_version(path: Path, kind: str) -> str | None:
 def tag_decision(path: Path, kind: str, tag: str | None) -> C.CheckResult:
     """The version check `install` makes, asked at publish time: a SemVer-shaped tag must name the
     artifact's signed version (a tag that does not is a rollback to every consumer)."""
-    return C.check_version(C.VersionEvidence(signed_version(path, kind), tag))
+    signed = signed_version(path, kind)
+    verdict = C.check_version(C.VersionEvidence(signed, tag))
+    if verdict.failed and signed is None:  # say what is wrong: there is no signed version at all
+        return replace(verdict, reason=f"{path.name} is an unsigned {kind}: a version tag ({tag}) names a "
+                       "signed version, and install refuses an unsigned artifact anyway")
+    return verdict
 
 
 def _file_kind(path: Path) -> Kind:
@@ -897,6 +922,8 @@ def judge_installed(item: Any, ctx: Context, policy: VerificationPolicy | None =
     lifecycle: C.LifecycleEvidence | None = None
     if not from_file and not problems:
         lifecycle = _installed_lifecycle(item, ctx)
+    elif from_file and not problems:  # no registry to ask, but a withdrawal seen for this digest holds
+        lifecycle = _seen_lifecycle(item, ctx)
     src = Source(kept=item.path, kept_subject=item.digest)
     gathered, meta, _ = gather(kind, path, src, replace(ctx, name=item.name), repository=repository,
                                content=evidence, tag=None, lifecycle=lifecycle, workdir=None,
@@ -929,22 +956,34 @@ def _chain_problems(item: Any, kind: str, manifest_digest: str | None) -> list[s
 
 
 def file_sha256(path: Path) -> str | None:
-    """`sha256:<hex>` of a regular file (None when missing)."""
+    """`sha256:<hex>` of a regular file (None when missing or not a regular file)."""
     import hashlib
-    import os
-    import stat
+
+    from acxoci.fsutil import open_regular
 
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-    except OSError:
+        fh = open_regular(path, "installed file", nofollow=True)
+    except AcxError:
         return None
-    with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-            return None
+    with fh:
         h = hashlib.sha256()
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             h.update(chunk)
     return "sha256:" + h.hexdigest()
+
+
+def _seen_lifecycle(item: Any, ctx: Context) -> C.LifecycleEvidence | None:
+    """For an item loaded from a file: the lifecycle records ever seen for its digest (any age),
+    or None when none were (a record naming `file:` cannot wave a withdrawal away)."""
+    from acxoci.exchange.lifecycle import lifecycle_from_high_water
+    from acxoci.freshness import HighWater
+
+    verdict = lifecycle_from_high_water(item.digest, str(item.record.get("reference") or item.name),
+                                        HighWater(ctx.trust_cache()), ctx.now, None)
+    if verdict is None or verdict.action == "allow":
+        return None
+    return C.LifecycleEvidence(verdict.action, f"{verdict.message} (seen before for this digest)",
+                               verdict.to_json())
 
 
 def _installed_lifecycle(item: Any, ctx: Context) -> C.LifecycleEvidence:
@@ -955,13 +994,13 @@ def _installed_lifecycle(item: Any, ctx: Context) -> C.LifecycleEvidence:
 
     rec = item.record
     ref_text = str(rec.get("reference") or "")
-    hw = HighWater(status_cache_dir(ctx.policy))
+    hw = HighWater(ctx.trust_cache())
     try:
         repo = parse_reference(str(rec.get("repository")), require_ref=False)
         target, _ = open_target(replace(repo, digest=item.digest, tag=None), ctx.remote or RemoteOptions(),
                                 create=False)
         desc = ReadView(target).resolve(item.digest)
-        return gather_lifecycle(ReadView(target), desc, ref_text, ctx.policy, ctx.now)
+        return gather_lifecycle(ReadView(target), desc, ref_text, ctx.trust_cache(), ctx.now)
     except AcxError as exc:
         max_age = None if ctx.policy.allow_offline_cached else float(ctx.policy.max_status_list_age)
         verdict = lifecycle_from_high_water(item.digest, ref_text, hw, ctx.now, max_age)

@@ -23,6 +23,7 @@ from acxoci.install import judge as J
 from acxoci.install.install import ActivateRequest, InstallOutcome, install
 from acxoci.install.store import Store
 from acxoci.install.vpolicy import VerificationPolicy, load_policy
+from attest.canonical import loads_strict
 
 LOAD_TAG = "load"
 
@@ -48,7 +49,7 @@ def trust_registry_policy(trust_registry: Path, now: datetime) -> VerificationPo
     """The policy `--trust-registry F` stands for, in memory (for `--print-only`)."""
     from acxoci.install.vpolicy import policy_from_json
 
-    doc = json.loads(_policy_body(trust_registry, now))
+    doc = loads_strict(_policy_body(trust_registry, now))
     return policy_from_json(doc, base=Path.cwd(), now=now, source=f"--trust-registry {trust_registry}")
 
 
@@ -69,8 +70,10 @@ def _policy_body(trust_registry: Path, now: datetime) -> bytes:
 def policy_for(store: Store, policy: Path | None, trust_registry: Path | None, now: datetime) -> Path:
     """The policy file a load is judged (and later re-judged) under: `policy`, or one written into
     the store that trusts every publisher `trust_registry` lists, through that registry."""
-    if (policy is None) == (trust_registry is None):
-        raise UsageError("acx load needs --policy FILE or --trust-registry FILE (one of them)")
+    if policy is not None and trust_registry is not None:
+        raise UsageError("give --policy FILE or --trust-registry FILE, not both")
+    if policy is None and trust_registry is None:
+        raise UsageError("acx load needs --policy FILE or --trust-registry FILE: the publishers you trust")
     if policy is not None:
         return policy
     assert trust_registry is not None

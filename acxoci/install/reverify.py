@@ -27,6 +27,7 @@ class ItemCheck:
     judgement: J.Judgement | None
     problems: tuple[str, ...] = ()
     details: dict[str, Any] = field(default_factory=dict)
+    files: tuple[str, ...] | None = None  # the file problems, when checked without a judgement
 
     def _status(self, cid: str) -> str | None:
         c = self.judgement.check(cid) if self.judgement is not None else None
@@ -38,7 +39,10 @@ class ItemCheck:
 
     @property
     def files_ok(self) -> bool:
-        """The item's files are exactly those the record pins (the content check)."""
+        """The item's files are exactly those the record pins (the content check; checked on its own
+        when the item could not be judged, e.g. its policy is gone)."""
+        if self.judgement is None:
+            return self.files is not None and not self.files
         return self._status("content-digest") in ("pass", "skip")
 
     @property
@@ -109,7 +113,13 @@ def verify_item(item: InstalledItem, policy: VerificationPolicy, now: datetime, 
     except AcxError as exc:
         return ItemCheck(item.name, item.digest, None, (f"host descriptor: {exc.one_line()}",))
     ctx = J.Context(policy, now, host, store, None, False, remote)
-    j = J.judge_installed(item, ctx, content=content)
+    try:
+        j = J.judge_installed(item, ctx, content=content)
+    except AcxError as exc:  # a broken cache or store file of this item: reported, the others go on
+        from acxoci.install.store import record_files_problems
+
+        files = tuple(record_files_problems(item))
+        return ItemCheck(item.name, item.digest, None, (exc.one_line(), *files), files=files)
     return ItemCheck(item.name, item.digest, j, tuple(j.reasons()))
 
 
@@ -119,5 +129,8 @@ def verify_installed(item: InstalledItem, policy_file: Path | None, now: datetim
     try:
         policy = policy_now(item, policy_file, now)
     except AcxError as exc:
-        return ItemCheck(item.name, item.digest, None, (f"policy: {exc.one_line()}",))
+        from acxoci.install.store import record_files_problems
+
+        files = tuple(record_files_problems(item))
+        return ItemCheck(item.name, item.digest, None, (f"policy: {exc.one_line()}", *files), files=files)
     return verify_item(item, policy, now, store=store, remote=remote)

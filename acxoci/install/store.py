@@ -30,12 +30,14 @@ from typing import Any
 import platformdirs
 from filelock import FileLock, Timeout
 
-from acxoci.errors import Blocked, InvalidInput, NotFound, RefusedByPolicy, UsageError
+from acxoci.errors import AcxError, Blocked, InvalidInput, NotFound, RefusedByPolicy, UsageError
+from acxoci.fsutil import open_regular, read_bytes
 from acxoci.install.semver import is_downgrade
 from attest.canonical import loads_strict
 from attest.errors import AttestError
 
 RECORD = "record.json"
+MAX_RECORD_BYTES = 16 * 1024 * 1024
 ENV_STORE = "ACX_STORE"
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*(?:/[a-z0-9][a-z0-9._-]*)*$")
 _HEX_RE = re.compile(r"^[0-9a-f]{64}$")
@@ -63,9 +65,9 @@ def slug(name: str) -> str:
 
 
 def file_digest(path: Path) -> str:
-    """`sha256:<hex>` of a file, streamed."""
+    """`sha256:<hex>` of a regular file, streamed (a FIFO, device or symlink is InvalidInput)."""
     h = hashlib.sha256()
-    with path.open("rb") as fh:
+    with open_regular(path, "installed file", nofollow=True) as fh:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             h.update(chunk)
     return "sha256:" + h.hexdigest()
@@ -193,8 +195,9 @@ class InstalledItem:
 def _read_item(folder: Path) -> InstalledItem | None:
     """The item in `folder`, or None when the folder is not a complete item (no/invalid record)."""
     try:
-        rec = loads_strict((folder / RECORD).read_bytes())
-    except (OSError, AttestError):
+        data = read_bytes(folder / RECORD, "install record", limit=MAX_RECORD_BYTES, nofollow=True)
+        rec = loads_strict(data)
+    except (AcxError, AttestError):  # a FIFO, a link, a huge or broken record: not a complete item
         return None
     if not isinstance(rec, dict) or not isinstance(rec.get("name"), str) \
             or not isinstance(rec.get("digest"), str):

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from acxoci.errors import AcxError
-from acxoci.install.activate import Activation, activations, deactivate
+from acxoci.install.activate import Activation, activations_dir, deactivate, scan_activations
 from acxoci.install.reverify import ItemCheck, verify_installed
 from acxoci.install.store import Store
 from acxoci.oci.target import RemoteOptions
@@ -59,14 +59,17 @@ def plan(acts: Sequence[Activation], installed: Mapping[str, str],
 
 def sync(store: Store, now: datetime, *, policy_file: Path | None = None, dry_run: bool = False,
          remote: RemoteOptions | None = None) -> list[Step]:
-    """Judge every activated item now and deactivate what `plan` says (unless `dry_run`)."""
-    acts = activations(store)
+    """Judge every activated item now and deactivate what `plan` says (unless `dry_run`). A manifest
+    that cannot be read is reported as a step that failed, and the others go on."""
+    acts, bad = scan_activations(store)
     items = {i.name: i for i in store.list()}
     verdicts = {name: verify_installed(items[name], policy_file, now, store=store, remote=remote)
                 for name in sorted({a.name for a in acts}) if name in items}
     steps = plan(acts, {n: i.digest for n, i in items.items()}, verdicts)
+    broken = [Step("?", str(activations_dir(store)), "deactivate", f"unreadable activation manifest: {b}",
+                   None if dry_run else "failed: fix or remove the manifest by hand") for b in bad]
     if dry_run:
-        return steps
+        return steps + broken
     out: list[Step] = []
     for step in steps:
         if step.action == "keep":
@@ -78,4 +81,4 @@ def sync(store: Store, now: datetime, *, policy_file: Path | None = None, dry_ru
         except AcxError as exc:  # an edited file is never removed: reported, left for a person
             done = f"failed: {exc.one_line()}"
         out.append(Step(step.name, step.root, step.action, step.reason, done))
-    return out
+    return out + broken

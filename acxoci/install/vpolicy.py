@@ -68,6 +68,7 @@ class VerificationPolicy:
     attestation_formats: tuple[str, ...] = ()
     predicate_types: tuple[str, ...] = ()
     attestation_keys: tuple[str, ...] = ()
+    provenance: Any = None  # an acxoci.attestation.provenance.Requirement, or None (not required)
     level_minimum: int | str | None = None
     level_issuers: tuple[str, ...] = ()
     level_allow_demo: bool = False
@@ -197,13 +198,31 @@ def _merged(groups: list[tuple[str, tuple[TrustKey, ...]]], where: str) -> tuple
 
 
 def _source(value: str, base: Path) -> str:
-    """A status-list source: an https URL or an OCI reference (`oci-layout:…`, `oci://…`,
-    `host/repo:tag`) as is, a file path resolved against the policy's folder."""
-    from acxoci.level.oci import looks_like_reference
+    """A status-list source, read against the policy's folder whatever the current one: an https
+    URL or `oci://REF` as is; `oci-layout:PATH[:tag]` with PATH resolved against the folder; a file
+    that exists there; else a registry reference (`host/repo:tag`) when it looks like one."""
+    from acxoci.oci.reference import LAYOUT_PREFIX
 
-    if value.startswith("https://") or looks_like_reference(value):
+    if value.startswith(("https://", "oci://")):
+        return value
+    if value.startswith(LAYOUT_PREFIX):
+        rest = value[len(LAYOUT_PREFIX):]
+        return rest and LAYOUT_PREFIX + (rest if rest.startswith("/") else str(base / rest))
+    if (base / value).exists():
+        return str(base / value)
+    head = value.split("/", 1)[0]
+    if "/" in value and ("." in head or ":" in head or head == "localhost") and head not in (".", ".."):
         return value
     return str(base / value)
+
+
+def _provenance(value: Any, source: str) -> Any:
+    """`provenance: {repository, ref, signerWorkflow}` as a Requirement (None when absent)."""
+    if value is None:
+        return None
+    from acxoci.attestation.provenance import requirement_from_policy
+
+    return requirement_from_policy(value, where=f"{source}: provenance")
 
 
 def policy_from_json(doc: Any, *, base: Path, now: datetime, source: str) -> VerificationPolicy:
@@ -237,6 +256,7 @@ def policy_from_json(doc: Any, *, base: Path, now: datetime, source: str) -> Ver
         attestation_formats=tuple(att.get("formats", ())),
         predicate_types=tuple(att.get("predicateTypes", ())),
         attestation_keys=att_keys,
+        provenance=_provenance(doc.get("provenance"), source),
         level_minimum=lvl.get("minimum"),
         level_issuers=tuple(lvl.get("issuers", ())),
         level_allow_demo=bool(lvl.get("allowDemo", False)),

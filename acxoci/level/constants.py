@@ -36,12 +36,16 @@ def measurement_fields(doc: Mapping[str, Any]) -> dict[str, str | None]:
             "solver": text("acx:solver"), "verifier": text("acx:verifier")}
 
 
-def is_demo_measurement(solver: str | None, benchmark_digest: str | None) -> bool:
-    """True for a level measured by the demo solver or on the demo benchmark."""
-    if solver is not None and solver.startswith(DEMO_SOLVER_PREFIX):
+def is_demo_measurement(solver: str | None, benchmark_digest: str | None,
+                        benchmark_id: str | None = None) -> bool:
+    """True for a level measured by the demo solver or on the demo benchmark (compared without
+    regard to case or surrounding space: a spelling is no disguise)."""
+    if solver is not None and solver.strip().lower().startswith(DEMO_SOLVER_PREFIX):
+        return True
+    if benchmark_id is not None and benchmark_id.strip().lower() == DEMO_BENCHMARK_ID:
         return True
     if benchmark_digest is None:
         return False
     from acxoci.level.benchmark import demo_suite_digest
 
-    return benchmark_digest == demo_suite_digest()
+    return benchmark_digest.strip().lower() == demo_suite_digest()

@@ -146,6 +146,11 @@ def set_status(doc: dict[str, Any], index: int, *, key: PrivateKey, now: datetim
     if valid_for is None and "validUntil" in doc and "validFrom" in doc:
         valid_for = (parse_rfc3339(doc["validUntil"], where="validUntil")
                      - parse_rfc3339(doc["validFrom"], where="validFrom"))
+    # a new list is always later than the one it replaces: consumers refuse a list that is not
+    # (acxoci/freshness.py), so one re-issued within the same millisecond moves on by one
+    if isinstance(doc.get("validFrom"), str):
+        before = parse_rfc3339(doc["validFrom"], where="validFrom")
+        now = max(now, before + timedelta(milliseconds=1))
     return _sign_list(str(doc["id"]), _issuer_id(doc), bits, key, now, valid_for,
                       str(options["verificationMethod"]))
 

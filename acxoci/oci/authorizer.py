@@ -10,6 +10,7 @@ a loopback realm)."""
 from __future__ import annotations
 
 import base64
+import re
 import threading
 from collections.abc import Callable
 from typing import Protocol
@@ -25,6 +26,8 @@ from attest.canonical import loads_strict
 from attest.errors import MalformedError
 
 TOKEN_LIMIT = 1024 * 1024
+_B64TOKEN = re.compile(r"[A-Za-z0-9\-._~+/]+=*")
+"""RFC 6750 b64token: what a token must be before it becomes an `Authorization: Bearer` header."""
 
 
 class Sender(Protocol):
@@ -164,6 +167,8 @@ class Authorizer:
         except MalformedError as exc:
             raise RegistryProtocolError("token server returned malformed JSON", where=where) from exc
         token = (body.get("token") or body.get("access_token")) if isinstance(body, dict) else None
-        if not isinstance(token, str) or not token or any(c in token for c in "\r\n"):
-            raise RegistryProtocolError("token server response has no usable token", where=where)
+        if not isinstance(token, str) or not _B64TOKEN.fullmatch(token):
+            raise RegistryProtocolError(
+                "token server response has no usable token (a bearer token is RFC 6750 b64token: "
+                "letters, digits, - . _ ~ + / and trailing =)", where=where)
         return token

@@ -6,7 +6,11 @@ are missing; blobs the destination already has are skipped; registry→registry 
 tries a cross-repository mount; the blobs of a manifest move `concurrency` at a time (default 3,
 like oras cp) through the one blob scheduler (scheduler.py) that push and pull use too. With
 `referrers=True` referrers are followed, and cosign's legacy `sha256-<hex>.sig/.att/.sbom` tags
-are copied too (oras does not).
+are copied too (oras does not). The referrers relayed are exactly the source's one listing
+(`Target.referrer_listing`): a listed entry whose manifest names another subject is reported in
+`CopyReport.strays` and never copied, so a source cannot plant a referrer on another artifact of
+the destination; for the same reason a manifest reached as an index's child may not carry a
+`subject` of its own (refused).
 
 Both walks are iterative with a depth cap (`max_depth` levels of index nesting or of referrers
 of referrers): a hostile graph ends in LimitExceeded, never in a RecursionError."""
@@ -20,7 +24,7 @@ from dataclasses import dataclass, field
 
 from acxoci.errors import NotFound
 from acxoci.oci.descriptor import MANIFEST_TYPES, Descriptor, parse_manifest
-from acxoci.oci.errors import LimitExceeded
+from acxoci.oci.errors import LimitExceeded, MalformedManifest
 from acxoci.oci.reference import fallback_tag
 from acxoci.oci.registry import RegistryTarget
 from acxoci.oci.scheduler import DEFAULT_COPY_CONCURRENCY, BlobScheduler
@@ -41,6 +45,7 @@ class CopyReport:
     copied: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     referrers: list[str] = field(default_factory=list)
+    strays: list[dict[str, object]] = field(default_factory=list)
     legacy_tags: list[str] = field(default_factory=list)
     bytes_copied: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -121,6 +126,10 @@ def copy_graph(
                 )
             body = fetch_bytes(src, desc)
             m = parse_manifest(body, media_type=desc.media_type, where=f"{src.name}@{desc.digest}")
+            if m.subject is not None and depth > 0:
+                raise MalformedManifest(
+                    f"an index's child names a subject ({m.subject.digest}): copying it would make it "
+                    "a referrer of that artifact in the destination", where=f"{src.name}@{desc.digest}")
             if m.subject is None and dst.exists(desc):
                 report.skipped.append(desc.digest)
                 continue
@@ -155,6 +164,14 @@ def copy(
     return report
 
 
+def _tags(src: Target) -> list[str]:
+    """The source's tags (empty when it cannot list them: then no legacy tag is copied)."""
+    try:
+        return src.tags()
+    except NotFound:
+        return []
+
+
 def _copy_referrers(
     src: Target,
     dst: Target,
@@ -168,26 +185,33 @@ def _copy_referrers(
     """Breadth-first over referrers of referrers; a chain deeper than `max_depth` is refused."""
     visited: set[str] = set()
     queue: deque[tuple[Descriptor, int]] = deque([(root, 0)])
+    legacy_tags: set[str] | None = None  # the source's tags, listed once when a subject needs them
     while queue:
         subject, depth = queue.popleft()
         if subject.digest in visited:
             continue
         visited.add(subject.digest)
-        found = src.referrers(subject)
+        listing = src.referrer_listing(subject)
+        report.strays += [{"subject": subject.digest, **s.to_json()} for s in listing.strays]
+        found = listing.referrers
         if found and depth >= max_depth:
             raise LimitExceeded(
                 f"referrers of referrers go deeper than {max_depth} levels",
                 where=f"{src.name}@{subject.digest}",
             )
         for r in found:
-            copy_graph(
-                src, dst, r.plain(), report, progress, seen, concurrency=concurrency, max_depth=max_depth
+            copy_graph(  # `r` carries its verified manifest bytes: not fetched again
+                src, dst, r, report, progress, seen, concurrency=concurrency, max_depth=max_depth
             )
             report.referrers.append(r.digest)
             queue.append((r.plain(), depth + 1))
         base = fallback_tag(subject.digest)
+        if legacy_tags is None:  # one tag listing instead of a lookup per suffix and subject
+            legacy_tags = {t for t in _tags(src) if t.endswith(COSIGN_LEGACY_SUFFIXES)}
         for suffix in COSIGN_LEGACY_SUFFIXES:
             tag = base + suffix
+            if tag not in legacy_tags:
+                continue
             try:
                 legacy = src.resolve(tag)
             except NotFound:

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable, Mapping
+import unicodedata
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +35,39 @@ ANNOTATION_CREATED = "org.opencontainers.image.created"
 ANNOTATION_REF_NAME = "org.opencontainers.image.ref.name"
 
 _DIGEST_RE = re.compile(r"^(sha256:[a-f0-9]{64}|sha512:[a-f0-9]{128})$")
+_MEDIA_TYPE_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}")
+"""The image-spec's mediaType pattern (RFC 6838 names): also what an artifactType must be."""
+TITLE_MAX = 255
+"""Most UTF-8 bytes in a title: one file name on every common filesystem."""
+
+
+def is_media_type(value: str) -> bool:
+    """True for a media type of the image-spec grammar (`type/subtype`, RFC 6838 characters)."""
+    return bool(_MEDIA_TYPE_RE.fullmatch(value))
+
+
+def check_media_type(value: object, where: str, what: str = "mediaType") -> str:
+    """`value` if it is a media type of the image-spec grammar, else MalformedManifest: media types
+    become HTTP headers, and are printed; nothing else may ride in them."""
+    if not isinstance(value, str) or not is_media_type(value):
+        raise MalformedManifest(f"{what} {str(value)[:80]!r} is not a media type (type/subtype)", where=where)
+    return value
+
+
+def valid_title(value: str) -> bool:
+    """True for a title that can be one plain file name: 1-255 UTF-8 bytes, not `.` or `..`, no
+    path separator, and no control, format or line/paragraph-separator character (Unicode Cc,
+    Cf, Zl, Zp: nothing that steers a terminal or hides in a listing)."""
+    if not value or value in (".", "..") or len(value.encode("utf-8", "surrogatepass")) > TITLE_MAX:
+        return False
+    return not any(c in "/\\" or unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp", "Cs") for c in value)
+
+
+def check_title(value: str, where: str) -> str:
+    """`value` if it is a valid title (see `valid_title`), else MalformedManifest naming it."""
+    if not valid_title(value):
+        raise MalformedManifest(f"title {value[:80]!r} is not a plain file name", where=where)
+    return value
 
 
 def is_digest(value: str) -> bool:
@@ -104,16 +138,14 @@ class Descriptor:
         """Parse a descriptor object strictly; `where` names it in errors."""
         if not isinstance(obj, dict):
             raise MalformedManifest("descriptor is not an object", where=where)
-        mt = obj.get("mediaType")
-        if not isinstance(mt, str) or not mt:
-            raise MalformedManifest("descriptor mediaType missing or not a string", where=where)
+        mt = check_media_type(obj.get("mediaType"), where)
         digest = check_digest(obj.get("digest"), where + ".digest")
         size = obj.get("size")
         if not isinstance(size, int) or isinstance(size, bool) or size < 0:
             raise MalformedManifest(f"descriptor size {size!r} is not a non-negative integer", where=where)
         at = obj.get("artifactType")
-        if at is not None and not isinstance(at, str):
-            raise MalformedManifest("artifactType is not a string", where=where)
+        if at is not None:
+            check_media_type(at, where, "artifactType")
         ann = _annotations(obj, where)
         data: bytes | None = None
         if "data" in obj:
@@ -179,8 +211,8 @@ def parse_manifest(data: bytes, *, media_type: str | None = None, where: str = "
     if media_type and media_type in MANIFEST_TYPES and media_type != mt:
         raise MalformedManifest(f"mediaType {mt!r} differs from the descriptor's {media_type!r}", where=where)
     at = obj.get("artifactType")
-    if at is not None and not isinstance(at, str):
-        raise MalformedManifest("artifactType is not a string", where=where)
+    if at is not None:
+        check_media_type(at, where, "artifactType")
     ann = _annotations(obj, where)
     subject = None
     if obj.get("subject") is not None:
@@ -243,24 +275,3 @@ def referrer_entry(manifest_desc: Descriptor, manifest: Manifest) -> Descriptor:
         None,
         obj,
     )
-
-
-def filter_referrers(
-    entries: list[Descriptor], artifact_type: str | None, manifest_of: Callable[[Descriptor], Manifest]
-) -> list[Descriptor]:
-    """The entries of one referrer listing whose artifactType is `artifact_type` (all without one).
-    An entry listed without a type (or with the empty config's) is looked up in its manifest
-    (`manifest_of`), as the image-spec derives it; the entry then carries the manifest's type."""
-    if not artifact_type:
-        return list(entries)
-    out: list[Descriptor] = []
-    for d in entries:
-        if d.artifact_type != artifact_type:
-            if d.artifact_type not in (None, EMPTY_JSON) or d.media_type not in MANIFEST_TYPES:
-                continue
-            m = manifest_of(d)
-            if m.effective_artifact_type() != artifact_type:
-                continue
-            d = referrer_entry(d.plain(), m)
-        out.append(d)
-    return out

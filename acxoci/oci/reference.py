@@ -4,7 +4,7 @@ for an on-disk OCI image layout. Pure parsing, no I/O."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from acxoci.oci.descriptor import is_digest
 from acxoci.oci.errors import BadReference
@@ -46,12 +46,6 @@ class Reference:
     def api_host(self) -> str:
         """Host to talk to (docker.io maps to registry-1.docker.io)."""
         return DOCKER_HUB_API if self.host == DOCKER_HUB else self.host
-
-    def with_tag(self, tag: str | None) -> Reference:
-        return replace(self, tag=tag, digest=None)
-
-    def with_digest(self, digest: str) -> Reference:
-        return replace(self, digest=digest, tag=None)
 
     def repo_string(self) -> str:
         """`host/repo` or `oci-layout:PATH` without tag/digest."""

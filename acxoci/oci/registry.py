@@ -33,7 +33,6 @@ from acxoci.oci.descriptor import (
     OCI_INDEX,
     Descriptor,
     Manifest,
-    filter_referrers,
     is_digest,
     manifest_bytes,
     parse_manifest,
@@ -55,9 +54,17 @@ from acxoci.oci.errors import (
     Unsupported,
     UploadFailed,
 )
+from acxoci.oci.listing import (
+    SOURCE_API,
+    SOURCE_TAG,
+    ReferrerListing,
+    check_candidates,
+    index_entries,
+    listed_candidates,
+)
 from acxoci.oci.reference import Reference, fallback_tag, valid_tag
 from acxoci.oci.retry import retry_after_seconds
-from acxoci.oci.session import RawReader, error_text, read_capped, registry_error_text
+from acxoci.oci.session import RawReader, error_text, finish, read_capped, registry_error_text
 from acxoci.oci.settings import LOOPBACK_HOSTS, RemoteOptions, active_options, is_loopback
 from acxoci.oci.transport import Transport, raise_for
 from acxoci.oci.uploads import UploadsMixin
@@ -76,6 +83,7 @@ MANIFEST_ACCEPT = ", ".join(
     ]
 )
 TAG_PAGE_LIMIT = 4 * 1024 * 1024
+MANIFEST_CACHE_BYTES = 32 * 1024 * 1024
 
 
 def use_plain_http(host: str, plain_http: bool | None) -> bool | None:
@@ -213,7 +221,6 @@ class RegistryTarget(UploadsMixin):
         self.transport = transport or Transport.for_host(ref.api_host, self.options)
         self._pull = (f"repository:{self.repository}:pull",)
         self._push = (f"repository:{self.repository}:pull,push",)
-        self._referrers_api: bool | None = None
         self._manifest_cache: dict[str, bytes] = {}
         self.progress: Callable[[int], None] | None = None
         self.mount_from: dict[str, str] = {}
@@ -374,14 +381,14 @@ class RegistryTarget(UploadsMixin):
                     f"(HTTP {resp.status_code} {got[:60]})",
                     where=where,
                 )
-            return _Body(RawReader(resp, where), resp.close)
+            return _Body(RawReader(resp, where), lambda: finish(resp))
         if resp.status_code != 200:
             raise_for(resp, "fetch", where)
         length = resp.headers.get("Content-Length")
         if length is not None and length.isascii() and length.isdigit() and int(length) != desc.size:
             resp.close()
             raise SizeMismatch(f"registry announces {length} bytes, descriptor says {desc.size}", where=where)
-        return _Body(RawReader(resp, where), resp.close)
+        return _Body(RawReader(resp, where), lambda: finish(resp))
 
     def exists(self, desc: Descriptor) -> bool:
         kind = "manifests" if desc.media_type in MANIFEST_TYPES else "blobs"
@@ -438,17 +445,12 @@ class RegistryTarget(UploadsMixin):
         return sorted(out)
 
     # -- referrers -------------------------------------------------------------------------------
-    def _index_entries(self, data: bytes, where: str) -> list[dict[str, Any]]:
-        m = parse_manifest(data, where=where)
-        if not m.is_index:
-            raise MalformedManifest("referrers answer is not an image index", where=where)
-        return [dict(d.raw or d.to_json()) for d in m.manifests]
-
     def referrers_api(self, subject: Descriptor) -> bool:
-        """Does this registry serve the Referrers API? (probed once per repository)."""
-        if self._referrers_api is None:
+        """Does this registry serve the Referrers API? (probed once per registry host and options:
+        the answer is the registry's, so a mirror of many repositories asks once)."""
+        if self.transport.referrers_api is None:
             self._referrers_via_api(subject)
-        return bool(self._referrers_api)
+        return bool(self.transport.referrers_api)
 
     def _referrers_via_api(self, subject: Descriptor) -> list[dict[str, Any]] | None:
         """The Referrers API's entries over its pages (None if not served): at most
@@ -473,7 +475,7 @@ class RegistryTarget(UploadsMixin):
                 ):
                     resp.close()
                     if pages == 1:
-                        self._referrers_api = False
+                        self.transport.referrers_api = False
                         return None
                     raise RegistryProtocolError(
                         f"referrers page answered {resp.status_code}", where=self.name
@@ -487,12 +489,12 @@ class RegistryTarget(UploadsMixin):
                     raise ManifestTooLarge(
                         "referrers index exceeds the 4 MiB limit", where=self.name
                     ) from None
-            out.extend(self._index_entries(data, f"{where} referrers"))
+            out.extend(index_entries(data, f"{where} referrers"))
             _check_referrer_count(len(out), self.options.max_referrers, where)
             if nxt == url:
                 raise RegistryProtocolError("referrers pages loop", where=where)
             url = nxt
-        self._referrers_api = True
+        self.transport.referrers_api = True
         return out
 
     def _fallback_index(self, subject: Descriptor) -> tuple[dict[str, Any] | None, Descriptor | None]:
@@ -500,7 +502,7 @@ class RegistryTarget(UploadsMixin):
         from the bytes and must match the registry's Docker-Content-Digest when it sends one."""
         tag = fallback_tag(subject.digest)
         try:
-            data, mt, said = self._get_manifest(tag)
+            data, _, said = self._get_manifest(tag)
         except ManifestNotFound:
             return None, None
         hasher = new_hasher(said or "sha256:")
@@ -510,34 +512,46 @@ class RegistryTarget(UploadsMixin):
             raise DigestMismatch(
                 f"fallback index hashes to {actual}, registry said {said}", where=self._where(tag)
             )
-        m = parse_manifest(data, media_type=mt if mt in MANIFEST_TYPES else None, where=self._where(tag))
-        if not m.is_index:
-            raise MalformedManifest("referrers fallback tag does not hold an index", where=self._where(tag))
-        desc = Descriptor(m.media_type, actual, len(data))
+        index_entries(data, self._where(tag))  # the index's shape; its entries are checked one by one
+        raw = loads_strict(data)
+        desc = Descriptor(str(raw.get("mediaType") or OCI_INDEX), actual, len(data))
         self._remember(actual, data)
-        return dict(m.raw), desc
+        return raw, desc
+
+    def referrer_listing(self, desc: Descriptor) -> ReferrerListing:
+        """The one listing (listing.py): candidates from the Referrers API (when served) and from
+        the `sha256-<hex>` fallback tag (always: a tool or a mirror may have written only the
+        tag), each kept only when its manifest's subject is `desc`."""
+        where = self._where(desc.digest)
+        api = self._referrers_via_api(desc) if self.transport.referrers_api is not False else None
+        raw, _ = self._fallback_index(desc)
+        tagged = list(raw.get("manifests") or []) if raw else []
+        for entries in (api or [], tagged):
+            _check_referrer_count(len(entries), self.options.max_referrers, where)
+        warnings: tuple[str, ...] = ()
+        if api is None:
+            warnings = (f"{self.name} does not serve the Referrers API; referrers were read from the "
+                        f"fallback tag (a cache or mirror in between may hide referrers)",)
+        from_api, bad_api = listed_candidates(api or [], SOURCE_API, f"{where} referrers")
+        from_tag, bad_tag = listed_candidates(tagged, SOURCE_TAG, f"{where} {fallback_tag(desc.digest)}")
+        return check_candidates(desc, from_api + from_tag, self._manifest_bytes, where=where,
+                                max_entries=self.options.max_referrers, warnings=warnings,
+                                strays=bad_api + bad_tag)
 
     def referrers(self, desc: Descriptor, artifact_type: str | None = None) -> list[Descriptor]:
-        """Referrers API if served, else the `sha256-<hex>` tag. The artifactType filter is applied
-        here, looking into a referrer's manifest when the listing carries only the config type."""
-        entries = self._referrers_via_api(desc) if self._referrers_api is not False else None
-        if entries is None:
-            raw, _ = self._fallback_index(desc)
-            entries = list(raw.get("manifests") or []) if raw else []
-        _check_referrer_count(len(entries), self.options.max_referrers, self._where(desc.digest))
-        out: list[Descriptor] = []
-        seen: set[str] = set()
-        for i, e in enumerate(entries):
-            d = Descriptor.from_json(e, f"{self._where(desc.digest)} referrers[{i}]")
-            if d.digest not in seen:
-                seen.add(d.digest)
-                out.append(d)
-        return filter_referrers(out, artifact_type, self._fetch_manifest)
+        """The referrers of `desc` (referrer_listing), of `artifact_type` as their manifests say."""
+        return self.referrer_listing(desc).of_type(artifact_type)
 
-    def _fetch_manifest(self, desc: Descriptor) -> Manifest:
+    def _manifest_bytes(self, desc: Descriptor) -> bytes:
+        """A manifest's digest-verified bytes (≤ 4 MiB), remembered by digest."""
         with self.fetch(desc) as reader:
             data = reader.read_all()
-        return parse_manifest(data, media_type=desc.media_type, where=self._where(desc.digest))
+        self._remember(desc.digest, data)
+        return data
+
+    def _fetch_manifest(self, desc: Descriptor) -> Manifest:
+        return parse_manifest(self._manifest_bytes(desc), media_type=desc.media_type,
+                              where=self._where(desc.digest))
 
     def _fallback_add(self, subject: Descriptor, entry: Descriptor) -> None:
         """Read-modify-write the `sha256-<hex>` index, keeping every other entry; re-read to
@@ -606,14 +620,17 @@ class RegistryTarget(UploadsMixin):
         if m.subject is None:
             return
         if resp.headers.get("OCI-Subject"):
-            self._referrers_api = True
+            self.transport.referrers_api = True
         # the fallback index is written when the API is absent, or also when asked (so the
         # referrer survives pull-through caches and tag-only mirrors)
-        if self.options.fallback_index or not (self._referrers_api or self.referrers_api(m.subject)):
+        if self.options.fallback_index or not (self.transport.referrers_api or self.referrers_api(m.subject)):
             self._fallback_add(m.subject, referrer_entry(desc.plain(), m))
 
     def _remember(self, digest: str, data: bytes) -> None:
-        if len(self._manifest_cache) > 256:
+        """Keep a manifest's verified bytes by digest (content-addressed: never stale), at most
+        256 of them and MANIFEST_CACHE_BYTES in all."""
+        held = sum(len(v) for v in self._manifest_cache.values())
+        if len(self._manifest_cache) > 256 or held + len(data) > MANIFEST_CACHE_BYTES:
             self._manifest_cache.clear()
         self._manifest_cache[digest] = data
 

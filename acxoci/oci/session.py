@@ -342,9 +342,11 @@ def read_capped(resp: requests.Response, cap: int, where: str, what: str) -> byt
         raw = RawReader(resp, where)
         parts: list[bytes] = []
         got = 0
+        ended = False
         while got <= cap:
             data = raw.read(min(65536, cap + 1 - got))
             if not data:
+                ended = True
                 break
             parts.append(data)
             got += len(data)
@@ -355,9 +357,30 @@ def read_capped(resp: requests.Response, cap: int, where: str, what: str) -> byt
         if declared is not None and got < declared and not encoded and method != "HEAD":
             # a body cut before its declared length is a retryable transfer failure, never content
             raise TruncatedBody(f"{what} ended after {got} of {declared} bytes", where=where)
+        if ended:  # the whole body was read: the connection goes back to the pool for the next request
+            release_connection(resp)
         return b"".join(parts)
     finally:
         resp.close()
+
+
+def finish(resp: requests.Response) -> None:
+    """Close a streamed response, handing its connection back to the pool when the body was read
+    to its end (the next request to the registry then needs no new connection)."""
+    release_connection(resp)
+    resp.close()
+
+
+def release_connection(resp: requests.Response) -> None:
+    """Hand a response's connection back to its pool once its body was read to the end (reading
+    straight from the socket, urllib3 does not know the body is done and would close it)."""
+    raw = resp.raw
+    fp = getattr(raw, "_fp", None)
+    if isinstance(fp, http.client.HTTPResponse) and not fp.isclosed():
+        return  # not at the end after all: never reuse a connection with bytes left on it
+    release = getattr(raw, "release_conn", None)
+    if release is not None:
+        release()
 
 
 def preload_small(resp: requests.Response, where: str) -> None:

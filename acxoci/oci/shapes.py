@@ -16,6 +16,8 @@ from acxoci.oci.descriptor import (
     EMPTY_JSON,
     OCI_MANIFEST,
     Descriptor,
+    check_media_type,
+    check_title,
     descriptor_for,
     manifest_bytes,
 )
@@ -58,6 +60,7 @@ def _build(
     annotations: Mapping[str, str],
     subject: Descriptor | None = None,
 ) -> Built:
+    check_media_type(artifact_type, "manifest", "artifactType")
     m: dict[str, Any] = {
         "schemaVersion": 2,
         "mediaType": OCI_MANIFEST,
@@ -79,6 +82,11 @@ def _build(
 
 
 def _layer(media_type: str, digest: str, size: int, annotations: Mapping[str, str]) -> dict[str, Any]:
+    """A layer descriptor; its media type and title are held to their grammar (a title becomes a
+    file name where the artifact is pulled)."""
+    check_media_type(media_type, "layer")
+    if ANNOTATION_TITLE in annotations:
+        check_title(annotations[ANNOTATION_TITLE], "layer title")
     out: dict[str, Any] = {"mediaType": media_type, "digest": digest, "size": size}
     if annotations:
         out["annotations"] = dict(sorted(annotations.items()))

@@ -9,6 +9,10 @@ Contract (every implementation):
   manifest media types go to the manifest store). Pushing what exists is a cheap no-op.
 - A manifest whose JSON has a `subject` becomes a referrer of that subject when pushed
   (layout: an untagged index.json entry; registry: Referrers API or the `sha256-<hex>` tag).
+- `referrer_listing(desc)` is the one referrer rule (listing.py): candidates from every source
+  the target has, each kept only when its own manifest's subject is `desc`, typed from that
+  manifest; the rest are reported as strays. `referrers()` is its kept set, so no reader can
+  see an entry that names another subject.
 - Errors are `acxoci.oci.errors` types (NotFound, AuthError, Tampered, TransientError, ...).
 
 Typical use:
@@ -30,12 +34,12 @@ from acxoci.oci.descriptor import (
     Descriptor,
     Manifest,
     descriptor_for,
-    filter_referrers,
     parse_manifest,
 )
 from acxoci.oci.digest import Readable, VerifyingReader
 from acxoci.oci.errors import ManifestTooLarge, Unsupported
 from acxoci.oci.layout import LayoutStore
+from acxoci.oci.listing import ReferrerListing, Stray
 from acxoci.oci.reference import Reference, parse_reference
 from acxoci.oci.registry import RegistryTarget
 from acxoci.oci.settings import RemoteOptions, active_options
@@ -43,7 +47,9 @@ from acxoci.oci.settings import RemoteOptions, active_options
 __all__ = [
     "ProgressFn",
     "ReadView",
+    "ReferrerListing",
     "RemoteOptions",
+    "Stray",
     "Target",
     "fetch_bytes",
     "fetch_manifest",
@@ -86,9 +92,13 @@ class Target(Protocol):
         """All tags, sorted."""
         ...
 
+    def referrer_listing(self, desc: Descriptor) -> ReferrerListing:
+        """The one referrer listing of `desc`: referrers whose manifest's subject is `desc` (typed
+        and annotated from that manifest, its bytes in `data`) and the strays (listing.py)."""
+        ...
+
     def referrers(self, desc: Descriptor, artifact_type: str | None = None) -> list[Descriptor]:
-        """Manifests whose `subject` is `desc` (entries carry artifactType/annotations when known).
-        The filter is applied client-side on the entry's artifactType."""
+        """`referrer_listing(desc)`'s referrers whose manifest's artifactType is `artifact_type`."""
         ...
 
     def delete(self, desc: Descriptor) -> None:
@@ -103,7 +113,7 @@ def open_target(
     without `options`, the running command's transport setup (settings.active_options)."""
     ref = text if isinstance(text, Reference) else parse_reference(text)
     if ref.layout_path is not None:
-        return LayoutStore(Path(ref.layout_path), create=create), ref
+        return LayoutStore(Path(ref.layout_path), create=create, options=options), ref
     return RegistryTarget(ref, options or active_options()), ref
 
 
@@ -131,8 +141,7 @@ class ReadView:
 
     def __init__(self, inner: Target) -> None:
         self.inner = inner
-        self._listings: dict[str, list[Descriptor]] = {}
-        self._typed: dict[str, Manifest] = {}  # manifests read to learn an untyped entry's type
+        self._listings: dict[str, ReferrerListing] = {}
 
     @property
     def name(self) -> str:
@@ -154,19 +163,16 @@ class ReadView:
     def tags(self) -> list[str]:
         return self.inner.tags()
 
-    def referrers(self, desc: Descriptor, artifact_type: str | None = None) -> list[Descriptor]:
-        """The subject's one listing (made on first use), filtered to `artifact_type`."""
-        entries = self._listings.get(desc.digest)
-        if entries is None:
-            entries = self._listings[desc.digest] = self.inner.referrers(desc.plain())
-        return filter_referrers(entries, artifact_type, self._manifest_of)
+    def referrer_listing(self, desc: Descriptor) -> ReferrerListing:
+        """The subject's one listing, made on first use."""
+        listing = self._listings.get(desc.digest)
+        if listing is None:
+            listing = self._listings[desc.digest] = self.inner.referrer_listing(desc.plain())
+        return listing
 
-    def _manifest_of(self, desc: Descriptor) -> Manifest:
-        """A listed manifest, read once per view (by digest: content-addressed, never stale)."""
-        m = self._typed.get(desc.digest)
-        if m is None:
-            m = self._typed[desc.digest] = fetch_manifest(self.inner, desc)
-        return m
+    def referrers(self, desc: Descriptor, artifact_type: str | None = None) -> list[Descriptor]:
+        """The subject's one listing, filtered to `artifact_type` (by the manifests' own types)."""
+        return self.referrer_listing(desc).of_type(artifact_type)
 
     def push(self, desc: Descriptor, content: Readable) -> None:
         raise Unsupported("a read-only view does not push", where=self.name)

@@ -32,7 +32,7 @@ from acxoci.oci.errors import (
     Unsupported,
     WrongScheme,
 )
-from acxoci.oci.retry import RETRY_STATUS, Budget, backoff, retry_after_seconds
+from acxoci.oci.retry import RETRY_STATUS, Budget, retry_after_seconds
 from acxoci.oci.session import (
     Deadline,
     deadline_scope,
@@ -85,6 +85,7 @@ class Transport:
         self.auth = Authorizer(host, self.settings, options, self)
         self.sleep: Callable[[float], None] = time.sleep
         self._probe_lock = threading.Lock()
+        self.referrers_api: bool | None = None  # does the registry serve the Referrers API? (once)
 
     # -- scheme ----------------------------------------------------------------------------------
     def _probe(self) -> None:
@@ -328,9 +329,6 @@ class Transport:
                 preload_small(resp, self.host)
                 resp.close()  # content kept; connection back to the pool, deadline cancelled
             return resp
-
-    def _backoff(self, attempt: int) -> float:
-        return backoff(attempt)
 
     def ping(self) -> None:
         """Version check: GET /v2/ must answer 200 (or 401 with a challenge we can satisfy)."""

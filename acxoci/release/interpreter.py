@@ -1,4 +1,4 @@
-"""The release interpreter: executes a goal's effects one at a time under the goal's lease, and
+"""The release interpreter: executes a goal's todos one at a time under the goal's lease, and
 appends every transition to the journal.
 
 Rules it enforces (LoopX's control-plane discipline):
@@ -7,13 +7,19 @@ Rules it enforces (LoopX's control-plane discipline):
 - a receipt (the registry answered 201) is recorded but never closes an effect: an effect is
   `done` only when a read-back (through a separate, uncached reader) proves the domain result;
 - failures are classified (`failures.py`) and each class has its own recovery;
-- what to run next is decided from the journal's projection (`status.project`), never from a cache;
-- the final `verify` effect runs `acx install`'s checks under the plan's acceptance policy.
+- what to run next is decided from the journal's projection (`status.project`) and the quota
+  decision over it (`quota.blocker`), never from a cache;
+- every attempt that does remote work is journaled before it (`attempt`) and its spend booked
+  after it (`spend`), so a crash in between is found and reconciled (quota_spend_failed), never
+  spent twice;
+- monitors observe with backoff and escalate; a run waits for a due observation at most
+  `observe.waitSeconds`;
+- the goal is done only when the terminal audit (`audit.py`), which includes the acceptance
+  read-back of every published reference, passes; a run that makes no progress twice stops the
+  goal (repair_required / replan_required) instead of retrying.
 
-Test-only hook (never set it elsewhere): `ACX_RELEASE_KILL_AFTER=<n>` makes the process SIGKILL
-itself right after the n-th effect entry it journals; `ACX_RELEASE_KILL_AFTER=<n>w` kills it after
-the n-th effect's remote work but BEFORE that effect is journaled (the write landed, the journal
-does not know). Tests iterate over n to prove resume never duplicates or loses anything.
+`OBSERVERS` is the run loop's one seam for watching it from outside (progress displays, and the
+tests, which install an observer that kills the process at a chosen point to prove resume).
 """
 
 from __future__ import annotations
@@ -21,44 +27,104 @@ from __future__ import annotations
 import io
 import json
 import os
-import signal
 import tempfile
 import time
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+from hashlib import sha256
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from acxoci.errors import AcxError, AuthError, Blocked, InvalidInput, NotFound, Tampered, TransientError
-from acxoci.fsutil import require_unchanged
+import msgspec
+
+from acxoci.errors import (
+    AcxError,
+    AuthError,
+    Blocked,
+    InvalidInput,
+    NotFound,
+    Tampered,
+    TransientError,
+    UsageError,
+)
+from acxoci.fsutil import read_bytes, require_unchanged
 from acxoci.oci.descriptor import OCI_MANIFEST, Descriptor, Manifest, parse_manifest
 from acxoci.oci.reference import parse_reference
+from acxoci.oci.retry import retry_after_seconds
 from acxoci.oci.target import Target, fetch_bytes, fetch_manifest, open_target
-from acxoci.release.effects import Effect, plan_effects
+from acxoci.release.audit import Audit, stale_monitors, terminal_audit
+from acxoci.release.effects import Continuation, Effect, plan_effects
 from acxoci.release.failures import (
     REOPEN_ON_RESUME,
+    EffectFailed,
     Failure,
     FailureClass,
     State,
     classify,
     decide,
     fail,
+    stop_class,
 )
-from acxoci.release.journal import Journal, goal_dir, iso
+from acxoci.release.journal import (
+    ApprovalEntry,
+    AttemptEntry,
+    AuthoritySource,
+    CloseoutEntry,
+    EffectEntry,
+    Entry,
+    GoalEntry,
+    GoalIdentity,
+    Journal,
+    ObservationEntry,
+    PauseEntry,
+    Progress,
+    QuotaRecord,
+    RepairEntry,
+    RunEntry,
+    SignalEntry,
+    SpendEntry,
+    StopEntry,
+    UnpauseEntry,
+    VoidEntry,
+    goal_dir,
+    iso,
+    parse_iso,
+)
 from acxoci.release.lease import GoalLease, default_runner_id
-from acxoci.release.objects import ObjectStore, Recorder, http_receipt
-from acxoci.release.plan import Release, ReleasePlan, load_plan
-from acxoci.release.status import GoalStatus, goal_entry, project
+from acxoci.release.monitors import Seen, compare, targets_of
+from acxoci.release.monitors import judge as judge_observation
+from acxoci.release.objects import ObjectStore, Recorder, http_receipt, spend_by_host
+from acxoci.release.plan import Release, ReleasePlan, load_plan, plain
+from acxoci.release.providers import Verdict, accept, probe, resolve_digest, status_list_facts
+from acxoci.release.quota import QuotaInputs, blocker, spend_window
+from acxoci.release.status import GoalStatus, goal_entry, previous_targets, project
 from attest.canonical import jcs, loads_strict
+from attest.typed import DocumentTypeError, decode_as
 
-KILL_ENV = "ACX_RELEASE_KILL_AFTER"
 STATUS_CACHE = "status.json"
 Clock = Callable[[], datetime]
+DEFAULT_RETRY_AFTER = 60.0
+MAX_RETRY_AFTER = 24 * 3600.0
+"""A registry's Retry-After is honoured up to a day (a larger one is a registry's mistake or a trap)."""
 
 
 def utc_now() -> datetime:
     return datetime.now(UTC)
+
+
+class RunObserver(Protocol):
+    """Watches a run: after an attempt's remote work (before anything about it is journaled), and
+    after every journal entry the run appends."""
+
+    def after_work(self, effect_id: str) -> None: ...
+
+    def after_entry(self, entry: Entry) -> None: ...
+
+
+OBSERVERS: list[RunObserver] = []
+"""Process-wide observers of every run (acxoci itself registers none)."""
 
 
 @dataclass(frozen=True)
@@ -81,44 +147,47 @@ class RunReport:
     took_over: str | None = None
 
     def exit_code(self) -> int:
-        """0 done; 9 a person must act (blocked); 5 blocked on credentials only; 6 retry later."""
-        blocked = [e for e in self.status.effects if e.state == "blocked"]
+        """0 done; 9 a person must act (blocked, gated, paused, stopped); 5 blocked on credentials
+        only; 6 retry later (host failures, throttled, waiting for a monitor, closeout to redo)."""
+        s = self.status
+        if s.state == "done":
+            return 0
+        if s.stop is not None or s.paused is not None or s.quota.state == "operator_gate":
+            return Blocked.exit_code
+        blocked = [e for e in s.effects if e.state == "blocked"]
         if blocked:
             if all(e.failure is not None and e.failure.cls == "auth_failure" for e in blocked):
                 return AuthError.exit_code
             return Blocked.exit_code
-        if any(e.state in ("deferred", "open") for e in self.status.effects):
-            return TransientError.exit_code
-        return 0
+        return TransientError.exit_code
 
     def to_json(self) -> dict[str, Any]:
         return {"executed": self.executed, "writes": self.writes, "httpWrites": self.http_writes,
                 "exitCode": self.exit_code(), "tookOverLeaseFrom": self.took_over, **self.status.to_json()}
 
 
-class _Killer:
-    """The test-only SIGKILL hook (see the module docstring)."""
+class Ref(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    digest: str
+    size: int
 
-    def __init__(self) -> None:
-        raw = os.environ.get(KILL_ENV, "").strip()
-        self.before_journal = raw.endswith("w")
-        digits = raw.rstrip("w")
-        self.n = int(digits) if digits.isascii() and digits.isdigit() else 0
-        self.journaled = 0
-        self.executed = 0
 
-    def _die(self) -> None:
-        os.kill(os.getpid(), signal.SIGKILL)
+class ContentRef(Ref, rename="camel", frozen=True, kw_only=True):
+    media_type: str
 
-    def after_work(self) -> None:
-        self.executed += 1
-        if self.n and self.before_journal and self.executed == self.n:
-            self._die()
 
-    def after_journal(self) -> None:
-        self.journaled += 1
-        if self.n and not self.before_journal and self.journaled == self.n:
-            self._die()
+class Materials(msgspec.Struct, frozen=True, forbid_unknown_fields=True, rename="camel", kw_only=True):
+    """What `prepare` froze for one artifact (its evidence, decoded again by later runs)."""
+
+    kind: str
+    file: str
+    policy_digest: str
+    manifest: Ref
+    content: ContentRef
+    attestations: dict[str, dict[str, str]] = {}
+    envelope: str | None = None
+    credential: str | None = None
+    predicate_type: str | None = None
+    attestation_key_id: str | None = None
 
 
 class Context:
@@ -133,7 +202,7 @@ class Context:
         self.clock = clock
         self.allow_retag = allow_retag
         self.recorder = recorder
-        self.materials: dict[str, dict[str, Any]] = {}
+        self.materials: dict[str, Materials] = {}
         self._writers: dict[str, Target] = {}
         self._readers: dict[str, Target] = {}
 
@@ -159,13 +228,22 @@ class Context:
             self._readers[repo] = self._open(repo)
         return self._readers[repo]
 
+    def observed(self, repo: str) -> Target:
+        """A target the release only observes (a mirror): opened read-only, never created."""
+        key = f"observe:{repo}"
+        if key not in self._readers:
+            target, _ = open_target(repo, self.plan.remote_options(repo), create=False)
+            self.recorder.attach(target)
+            self._readers[key] = target
+        return self._readers[key]
+
     def release(self, name: str) -> Release:
         for rel in self.plan.releases:
             if rel.input.name == name:
                 return rel
         raise InvalidInput(f"no artifact {name!r} in the plan")
 
-    def material(self, name: str) -> dict[str, Any]:
+    def material(self, name: str) -> Materials:
         m = self.materials.get(name)
         if m is None:
             raise InvalidInput(f"artifact {name} has not been prepared")
@@ -173,10 +251,10 @@ class Context:
 
     def subject(self, name: str) -> tuple[Descriptor, bytes, Manifest]:
         """The artifact manifest's descriptor, frozen bytes and parsed form."""
-        m = self.material(name)["manifest"]
-        data = self.objects.get(m["digest"])
-        return (Descriptor(OCI_MANIFEST, m["digest"], m["size"]), data,
-                parse_manifest(data, media_type=OCI_MANIFEST, where=m["digest"]))
+        m = self.material(name).manifest
+        data = self.objects.get(m.digest)
+        return (Descriptor(OCI_MANIFEST, m.digest, m.size), data,
+                parse_manifest(data, media_type=OCI_MANIFEST, where=m.digest))
 
 
 # ---- effects ---------------------------------------------------------------------------------
@@ -191,7 +269,6 @@ def _prepare(ctx: Context, e: Effect) -> Result:
     artifact, its manifest, and the signed attestations for every destination."""
     from acxoci.artifact import build, gather
     from acxoci.attestation.content import cartridge_facts, embedded_envelope
-    from acxoci.attestation.signing import bundle_bytes, envelope_bytes, sign_statement
     from acxoci.attestation.statements import (
         cartridge_statement,
         graph_facts,
@@ -250,16 +327,18 @@ def _prepare(ctx: Context, e: Effect) -> Result:
     ctx.objects.put(built.data)
     subject = built.descriptor
     layer = built.blobs[1]
-    materials: dict[str, Any] = {
-        "kind": facts.kind, "file": file_digest, "policyDigest": policy.digest,
-        "manifest": {"digest": subject.digest, "size": subject.size},
-        "content": {"digest": layer.digest, "size": layer.size, "mediaType": layer.media_type},
-        "attestations": {}, "envelope": None, "credential": None, "predicateType": None,
-    }
+    attestations: dict[str, dict[str, str]] = {}
+    predicate_type: str | None = None
+    key_id: str | None = None
+    envelope: str | None = None
+    credential: str | None = None
     if ctx.plan.formats:
+        from acxoci.attestation.attach import sign_for_formats
+        from acxoci.release.plan import attestation_signer
+
         assert ctx.plan.attestation_key is not None
-        key = ctx.plan.attestation_key.load()
-        pub = key.public()
+        signer = attestation_signer(ctx.plan.attestation_key)
+        provenance = _wants_provenance(ctx, signer)
         for dest in rel.to:
             name = _repo_name(dest.repository)
             if facts.kind == "cartridge":
@@ -269,18 +348,25 @@ def _prepare(ctx: Context, e: Effect) -> Result:
             else:
                 wf = workflow_facts(path.read_bytes(), layer.digest)
                 stmt = workflow_statement(subject.digest, name, wf)
-            materials["predicateType"] = stmt.predicate_type
+            predicate_type = stmt.predicate_type
+            fmts = "both" if len(ctx.plan.formats) == 2 else ctx.plan.formats[0]
+            done = sign_for_formats(stmt, signer, fmts)  # type: ignore[arg-type]
             signed: dict[str, str] = {}
-            if "legacy" in ctx.plan.formats:
-                env_doc = envelope_bytes(sign_statement(stmt, key, keyid=pub.keyid()))
-                signed["legacy"] = ctx.objects.put(env_doc)
-            if "bundle" in ctx.plan.formats:
-                signed["bundle"] = ctx.objects.put(bundle_bytes(sign_statement(stmt, key, keyid=None), pub))
-            materials["attestations"][dest.repository] = signed
-        materials["attestationKeyId"] = pub.keyid()
+            if done.legacy is not None:
+                signed["legacy"] = ctx.objects.put(done.legacy)
+            if done.bundle is not None:
+                signed["bundle"] = ctx.objects.put(done.bundle)
+            if provenance:  # SLSA provenance of what this CI run publishes (decision 0036)
+                from acxoci.attestation.provenance import github_provenance
+
+                prov = sign_for_formats(github_provenance(subject.digest, name, os.environ), signer, "bundle")
+                assert prov.bundle is not None
+                signed["provenance"] = ctx.objects.put(prov.bundle)
+            attestations[dest.repository] = signed
+            key_id = done.signer
     if facts.kind == "cartridge" and ctx.plan.envelope:
         env = embedded_envelope(path)
-        materials["envelope"] = ctx.objects.put(env) if env is not None else None
+        envelope = ctx.objects.put(env) if env is not None else None
     if rel.level_credential is not None:
         cred = _read_json(rel.level_credential, "level credential")
         result = (cred.get("credentialSubject") or {}).get("result") or [{}]
@@ -288,15 +374,21 @@ def _prepare(ctx: Context, e: Effect) -> Result:
         if facts.rom_digest is not None and bound != facts.rom_digest:
             raise fail("validation_failed", f"level credential is bound to ROM {bound}, the cartridge is "
                        f"{facts.rom_digest}", credential=str(rel.level_credential))
-        materials["credential"] = ctx.objects.put(jcs(cred))
+        credential = ctx.objects.put(jcs(cred))
     # read-back: every frozen object re-hashes to its digest
+    materials = Materials(kind=facts.kind, file=file_digest, policy_digest=policy.digest,
+                          manifest=Ref(digest=subject.digest, size=subject.size),
+                          content=ContentRef(digest=layer.digest, size=layer.size,
+                                             media_type=layer.media_type),
+                          attestations=attestations, envelope=envelope, credential=credential,
+                          predicate_type=predicate_type, attestation_key_id=key_id)
     frozen = [file_digest, subject.digest]
-    frozen += [d for signed_map in materials["attestations"].values() for d in signed_map.values()]
-    frozen += [d for d in (materials["envelope"], materials["credential"]) if d]
+    frozen += [d for signed_map in attestations.values() for d in signed_map.values()]
+    frozen += [d for d in (envelope, credential) if d]
     for d in frozen:
         ctx.objects.verify_file(d)
     ctx.materials[e.artifact] = materials
-    evidence.update(materials=materials, frozenObjects=len(frozen), romDigest=facts.rom_digest,
+    evidence.update(materials=plain(materials), frozenObjects=len(frozen), romDigest=facts.rom_digest,
                     verdict=(facts.verdict or {}).get("trust") if facts.verdict else None)
     return Result(False, evidence, {"local": True})
 
@@ -340,8 +432,8 @@ def _push_blob(ctx: Context, e: Effect) -> Result:
         assert manifest.config is not None
         desc = manifest.config.plain()
     else:
-        c = ctx.material(e.artifact)["content"]
-        desc = Descriptor(c["mediaType"], c["digest"], c["size"])
+        c = ctx.material(e.artifact).content
+        desc = Descriptor(c.media_type, c.digest, c.size)
     target = ctx.writer(e.repository)
     wrote = False
     if not target.exists(desc):
@@ -448,6 +540,20 @@ def _blob(data: bytes, media_type: str) -> tuple[Descriptor, bytes]:
     return descriptor_for(data, media_type).plain(), data
 
 
+def _wants_provenance(ctx: Context, signer: Any) -> bool:
+    """Attach SLSA provenance? As the plan says; by default when signing keylessly in GitHub
+    Actions. Asked for outside such a run, it is an error (there is no run to describe)."""
+    from acxoci.attestation.keyless import KeylessSigner
+
+    in_actions = os.environ.get("GITHUB_ACTIONS") == "true"
+    if ctx.plan.provenance is None:
+        return in_actions and isinstance(signer, KeylessSigner)
+    if ctx.plan.provenance and not in_actions:
+        raise fail("validation_failed", "goal.attestations.provenance is true, but this is not a GitHub "
+                   "Actions run (GITHUB_ACTIONS=true): there is no build to describe")
+    return bool(ctx.plan.provenance) and "bundle" in ctx.plan.formats
+
+
 def _attach_attestation(ctx: Context, e: Effect) -> Result:
     from acxoci.attestation.formats import (
         build_bundle_referrer,
@@ -461,13 +567,27 @@ def _attach_attestation(ctx: Context, e: Effect) -> Result:
     subject, _, _ = ctx.subject(e.artifact)
     mat = ctx.material(e.artifact)
     fmt = e.params["format"]
-    doc = ctx.objects.get(mat["attestations"][e.repository][fmt])
-    ptype = str(mat["predicateType"])
+    signed = mat.attestations.get(e.repository, {})
+    if fmt not in signed or mat.predicate_type is None:
+        raise InvalidInput(f"no {fmt} attestation was prepared for {e.repository}", where=e.id)
+    doc = ctx.objects.get(signed[fmt])
+    ptype = mat.predicate_type
     if fmt == "bundle":
         built = build_bundle_referrer(doc, subject.plain(), ptype, created=ctx.created_stamp)
         blobs = [(b.desc.plain(), b.data) for b in built.blobs]
-        return _attach_referrer(ctx, e, subject, blobs, built.manifest.desc.plain(), built.manifest.data,
-                                "bundle attestation")
+        result = _attach_referrer(ctx, e, subject, blobs, built.manifest.desc.plain(), built.manifest.data,
+                                  "bundle attestation")
+        prov_digest = signed.get("provenance")
+        if prov_digest is None:
+            return result
+        from acxoci.attestation.provenance import SLSA_PROVENANCE_V1
+
+        pbuilt = build_bundle_referrer(ctx.objects.get(prov_digest), subject.plain(), SLSA_PROVENANCE_V1,
+                                       created=ctx.created_stamp)
+        pres = _attach_referrer(ctx, e, subject, [(b.desc.plain(), b.data) for b in pbuilt.blobs],
+                                pbuilt.manifest.desc.plain(), pbuilt.manifest.data, "provenance attestation")
+        return Result(result.wrote or pres.wrote, {**result.evidence, "provenance": pres.evidence},
+                      {**result.receipt, "provenance": pres.receipt})
     layer, data = legacy_layer(doc, ptype)
     tag = legacy_tag(subject.digest)
     reader = ctx.reader(e.repository)
@@ -480,9 +600,9 @@ def _attach_attestation(ctx: Context, e: Effect) -> Result:
     wrote = False
     replaced = 0
     if not any(la.desc.digest == layer.desc.digest for la in layers):
-        keep = [la for la in layers if la.predicate_type != ptype]
-        replaced = len(layers) - len(keep)
-        built = build_legacy_manifest([*keep, layer])
+        # attestations are additive, as cosign's: every layer already there stays (other signers'
+        # attestations of the same type included)
+        built = build_legacy_manifest([*layers, layer])
         target = ctx.writer(e.repository)
         blobs = [(layer.desc.plain(), data), *((b.desc.plain(), b.data) for b in built.blobs)]
         mdesc = built.manifest.desc.plain()
@@ -508,7 +628,7 @@ def _attach_envelope(ctx: Context, e: Effect) -> Result:
 
     assert e.artifact is not None
     subject, _, _ = ctx.subject(e.artifact)
-    digest = ctx.material(e.artifact).get("envelope")
+    digest = ctx.material(e.artifact).envelope
     if not digest:
         return Result(False, {"skipped": "the cartridge carries no embedded DSSE envelope"},
                       {"action": "none"})
@@ -530,7 +650,10 @@ def _attach_credential(ctx: Context, e: Effect) -> Result:
 
     assert e.artifact is not None and e.repository is not None
     subject, _, _ = ctx.subject(e.artifact)
-    cred = loads_strict(ctx.objects.get(ctx.material(e.artifact)["credential"]))
+    frozen_cred = ctx.material(e.artifact).credential
+    if frozen_cred is None:
+        raise InvalidInput("no level credential was prepared", where=e.id)
+    cred = loads_strict(ctx.objects.get(frozen_cred))
     with _scratch_layout() as tmp:
         expected = attach_credential(LayoutStore(Path(tmp), create=True), subject.plain(), cred,
                                      now=ctx.created_at)
@@ -598,46 +721,63 @@ def _publish_status_list(ctx: Context, e: Effect) -> Result:
                           "proof": "tag resolved, list fetched and equal (JCS)"}, receipt)
 
 
-def _verify(ctx: Context, e: Effect) -> Result:
-    """The acceptance read-back: every tag resolves to the artifact, and `acx install`'s checks pass
-    under the plan's verification policy (installing into a throwaway store)."""
-    from acxoci.install.install import install
-    from acxoci.install.store import Store
+def published_references(e: Effect, digest: str) -> list[str]:
+    """What a consumer will ask for at a destination: each tag, or the digest when it has none."""
+    assert e.repository is not None
+    tags = [t for t in e.params.get("tags", "").split(",") if t]
+    return [f"{e.repository}:{t}" for t in tags] or [f"{e.repository}@{digest}"]
+
+
+def judge(ctx: Context, e: Effect) -> list[Verdict]:
+    """The acceptance read-back of one destination: every published reference judged by the one
+    acceptance decision under the plan's consumer policy (`providers.accept`)."""
     from acxoci.install.vpolicy import load_policy
 
     assert e.artifact is not None and e.repository is not None
     subject, _, _ = ctx.subject(e.artifact)
-    tags = [t for t in e.params.get("tags", "").split(",") if t]
-    reader = ctx.reader(e.repository)
-    for tag in tags:
-        got = _resolve_or_none(reader, tag)
-        if got is None or got.digest != subject.digest:
-            where_to = got.digest if got else "nothing"
-            raise fail("readback_mismatch", f":{tag} resolves to {where_to}, expected {subject.digest}",
-                       tag=tag)
     now = ctx.clock()
     policy = load_policy(ctx.plan.policy, now=now)
     # the plan names its policy by path: the read-back must judge under the policy prepare checked
-    prepared = (ctx.materials.get(e.artifact) or {}).get("policyDigest")
+    prepared = ctx.material(e.artifact).policy_digest
     if prepared != policy.digest:
         raise fail("validation_failed", f"the acceptance policy changed since prepare (prepared under "
                    f"{prepared}, now {policy.digest}): start a new goal to release under the new policy",
                    policy=policy.digest)
-    with tempfile.TemporaryDirectory(prefix="acx-release-accept-") as tmp:
-        outcome = install(f"{e.repository}@{subject.digest}", policy=policy, store=Store(Path(tmp) / "store"),
-                          now=now, remote=ctx.plan.remote_options(e.repository))
-    checks = {c.id: c.status for c in outcome.checks}
-    if outcome.status != "installed":
-        failed = outcome.failed
-        cls: FailureClass = ("readback_mismatch" if any(c.id == "content-digest" for c in failed)
-                             else "validation_failed")
-        raise fail(cls, "acceptance read-back refused: " + "; ".join(f"{c.id}: {c.reason}" for c in failed),
-                   checks=[c.to_json() for c in failed], policy=policy.digest)
-    found = next((c.details.get("found") for c in outcome.checks if c.id == "attestations"), None)
-    return Result(False, {"acceptance": "installable",
-                          "policy": {"source": policy.source, "digest": policy.digest},
-                          "checks": checks, "attestations": found, "tags": tags, "digest": subject.digest,
-                          "proof": "acx install checks passed against the registry copy"})
+    remote = ctx.plan.remote_options(e.repository)
+    ctx.reader(e.repository)  # the consumer's requests go through the pooled, recorded session
+    roster = team_references(ctx.plan) if ctx.release(e.artifact).input.artifact_kind == "workflow" else ()
+    return [accept(ref, subject.digest, policy, remote=remote, now=now, roster=roster)
+            for ref in published_references(e, subject.digest)]
+
+
+def team_references(plan: ReleasePlan) -> tuple[str, ...]:
+    """A workflow's read-back staffs it from the cartridges this release publishes: a consumer who
+    installs the release can staff the team (a team released elsewhere is not this goal's proof)."""
+    return tuple(f"{d.repository}:{d.tags[0]}" if d.tags else d.repository
+                 for rel in plan.releases if rel.input.artifact_kind == "cartridge" for d in rel.to)
+
+
+def _verify(ctx: Context, e: Effect) -> Result:
+    """The acceptance read-back: a consumer under the plan's policy accepts every published
+    reference, and each one holds the released digest."""
+    assert e.artifact is not None
+    subject, _, _ = ctx.subject(e.artifact)
+    verdicts = judge(ctx, e)
+    for v in verdicts:
+        if not v.accepted:
+            cls: FailureClass = "readback_mismatch" if v.mismatch else "validation_failed"
+            raise fail(cls, f"acceptance read-back refused {v.reference}: {v.reasons()}",
+                       checks=list(v.failed), policy=v.policy_digest)
+    first = verdicts[0]
+    return Result(False, {"acceptance": "installable", "policy": {"source": str(ctx.plan.policy),
+                                                                  "digest": first.policy_digest},
+                          "checks": first.checks, "attestations": first.found,
+                          "tags": [t for t in e.params.get("tags", "").split(",") if t],
+                          "digest": subject.digest,
+                          "judgedAt": iso(ctx.clock()),
+                          "verdicts": [{"reference": v.reference, "accepted": v.accepted} for v in verdicts],
+                          "proof": "every published reference accepted by the acceptance decision (acx "
+                                   "install's checks against the registry copy)"})
 
 
 EXECUTORS: dict[str, Callable[[Context, Effect], Result]] = {
@@ -647,21 +787,72 @@ EXECUTORS: dict[str, Callable[[Context, Effect], Result]] = {
 }
 
 
-# ---- the run loop ------------------------------------------------------------------------------
+# ---- opening a goal ----------------------------------------------------------------------------
 
 
-def open_goal(plan: ReleasePlan, journal: Journal, now: datetime) -> dict[str, Any]:
-    """The goal entry: written on the first run; later runs check the plan is still the same one."""
+MAX_AUTHORITY_BYTES = 16 * 1024 * 1024
+
+
+def _file_digest(path: Path) -> tuple[str | None, str | None]:
+    """The digest of an authority document (bounded), or why it could not be read."""
+    try:
+        data = read_bytes(path, "authority source", limit=MAX_AUTHORITY_BYTES)
+    except AcxError as exc:
+        return None, exc.message
+    return "sha256:" + sha256(data).hexdigest(), None
+
+
+def authority_sources(plan: ReleasePlan, now: datetime) -> tuple[AuthoritySource, ...]:
+    """What is authoritative for the goal, with the digests of the bytes read now: the plan, the
+    acceptance policy, the trust registries the policy names, and the plan's own `goal.authority`."""
+    from acxoci.install.vpolicy import load_policy
+
+    out = [AuthoritySource(role="plan", source=str(plan.path), digest=plan.digest)]
+    try:
+        policy = load_policy(plan.policy, now=now)
+    except AcxError as exc:
+        out.append(AuthoritySource(role="policy", source=str(plan.policy), problem=exc.one_line()))
+    else:
+        out.append(AuthoritySource(role="policy", source=str(plan.policy), digest=policy.digest))
+        out += [AuthoritySource(role="trust-registry", source=f.path, digest=f.digest)
+                for p in policy.publishers for f in p.sources]
+        out += [AuthoritySource(role="issuer-registry", source=f.path, digest=f.digest)
+                for f in policy.issuer_sources]
+    for role, path in plan.identity.authority:
+        digest, problem = _file_digest(path)
+        out.append(AuthoritySource(role=role, source=str(path), digest=digest, problem=problem))
+    return tuple(out)
+
+
+def open_goal(plan: ReleasePlan, journal: Journal, now: datetime,
+              observers: Sequence[RunObserver] = ()) -> GoalEntry:
+    """The goal entry: written on the first run; later runs check the plan is still the same one
+    (a changed plan stops the goal with replan_required: its route is no longer the plan's)."""
     entries = journal.entries()
     if not entries:
-        return journal.append({"type": "goal", "goal": plan.goal_id, "planPath": str(plan.path),
-                               "planDigest": plan.digest, "createdAt": iso(now),
-                               "effects": [e.to_json() for e in plan_effects(plan)]}, now=now)
+        ident = plan.identity
+        entry = GoalEntry(goal=plan.goal_id, instance=f"{plan.goal_id}/{uuid.uuid4().hex[:16]}",
+                          plan_path=str(plan.path), plan_digest=plan.digest, created_at=iso(now),
+                          identity=GoalIdentity(vision=ident.vision, criteria=ident.criteria,
+                                                non_goals=ident.non_goals,
+                                                authority=authority_sources(plan, now)),
+                          quota=tuple(QuotaRecord(host=q.host, window_seconds=q.window_seconds,
+                                                  requests=q.requests, bytes=q.bytes, publishes=q.publishes)
+                                      for q in plan.quotas),
+                          wait_seconds=plan.observe.wait_seconds, effects=tuple(plan_effects(plan)))
+        out = journal.append(entry, now=now)
+        assert isinstance(out, GoalEntry)
+        for o in observers:
+            o.after_entry(out)
+        return out
     g = goal_entry(entries, str(journal.path))
-    if g.get("goal") != plan.goal_id or g.get("planDigest") != plan.digest:
-        raise Blocked(f"the plan changed since goal {plan.goal_id} was opened "
-                      f"(digest {g.get('planDigest')}); release the changed plan under a new goal id",
-                      where=str(plan.path))
+    if g.goal != plan.goal_id or g.plan_digest != plan.digest:
+        reason = (f"the plan changed since goal {plan.goal_id} was opened (digest {g.plan_digest}, now "
+                  f"{plan.digest}); release the changed plan under a new goal id")
+        if not any(isinstance(e, StopEntry) for e in entries):
+            journal.append(StopEntry(cls="replan_required", reason=reason,
+                                     details={"openedWith": g.plan_digest, "planNow": plan.digest}), now=now)
+        raise Blocked(f"replan_required: {reason}", where=str(plan.path))
     return g
 
 
@@ -673,122 +864,568 @@ def write_status_cache(folder: Path, status: GoalStatus) -> None:
     os.replace(tmp, folder / STATUS_CACHE)
 
 
-def _materials_from(status: GoalStatus) -> dict[str, dict[str, Any]]:
-    out: dict[str, dict[str, Any]] = {}
+def materials_of(status: GoalStatus) -> dict[str, Materials]:
+    """What each done `prepare` froze, decoded from its evidence."""
+    out: dict[str, Materials] = {}
     for es in status.effects:
         if es.effect.kind == "prepare" and es.state == "done" and es.evidence and es.effect.artifact:
-            out[es.effect.artifact] = dict(es.evidence["materials"])
+            try:
+                out[es.effect.artifact] = decode_as(es.evidence.get("materials"), Materials,
+                                                    document=f"evidence of {es.effect.id}")
+            except DocumentTypeError as exc:
+                raise InvalidInput(str(exc), where=es.effect.id) from exc
     return out
 
 
+# ---- one run -----------------------------------------------------------------------------------
+
+
+class _Run:
+    """One run of a goal: appends to the journal (telling the observers), books spend, counts
+    progress, and executes or observes one todo at a time."""
+
+    def __init__(self, plan: ReleasePlan, journal: Journal, ctx: Context, g: GoalEntry, lease: GoalLease,
+                 sleep: Callable[[float], None], observers: Sequence[RunObserver]) -> None:
+        self.plan = plan
+        self.lease = lease
+        self.journal = journal
+        self.ctx = ctx
+        self.goal = g
+        self.instance = g.instance or f"{g.goal}@{g.created_at}"
+        self.runner = lease.runner
+        self.sleep = sleep
+        self.observers = observers
+        self.executed = self.attempted = self.writes = self.http_writes = 0
+        self.read_back = self.gates = self.monitors = self.successors = 0
+        self.closed = False
+        self.closeouts = 0
+        self.failures: list[Failure] = []
+        self.tried: set[str] = set()
+        self.waits = 0
+        self.observed: dict[str, int] = {}
+
+    def now(self) -> datetime:
+        return self.ctx.clock()
+
+    def append(self, entry: Entry) -> Entry:
+        out = self.journal.append(entry, now=self.now())
+        for o in self.observers:
+            o.after_entry(out)
+        return out
+
+    def status(self) -> GoalStatus:
+        return project(self.journal.entries(), str(self.journal.path), now=self.now())
+
+    # -- the ledger --------------------------------------------------------------------------
+    def book(self, attempt_key: str, effect: str, seen: list[dict[str, Any]], *,
+             delivered_at: str | None) -> None:
+        """Book what one attempt/observation/probe asked of each registry (publishes: one at
+        `delivered_at`, the registry a read-back proved the effect stored something at)."""
+        now = self.now()
+        for host, amount in spend_by_host(seen).items():
+            pub = 1 if host == delivered_at else 0
+            self.append(SpendEntry(key=f"{attempt_key}@{host}", attempt_key=attempt_key,
+                                   instance=self.instance, window=spend_window(self.goal.quota, host, now),
+                                   registry=host, effect=effect, requests=amount["requests"],
+                                   bytes=amount["bytes"], publishes=pub))
+
+    def void_delivery(self, spends: Iterable[SpendEntry], reason: str) -> None:
+        for s in spends:
+            if s.publishes:
+                self.append(VoidEntry(key=f"void:{s.key}", voids=s.key, instance=self.instance, reason=reason,
+                                      publishes=s.publishes))
+
+    # -- registry signals ----------------------------------------------------------------------
+    def signal(self, registry: str, seen: list[dict[str, Any]], failure: Failure) -> bool:
+        """Record what a host failure says about the registry; True when it is a 429 (throttled)."""
+        mine = [r for r in seen if r.get("host") == registry]
+        last = mine[-1] if mine else None
+        if last is not None and last.get("status") == 429:
+            wait = retry_after_seconds(last.get("Retry-After"))
+            wait = DEFAULT_RETRY_AFTER if wait is None else min(wait, MAX_RETRY_AFTER)
+            until = self.now() + timedelta(seconds=wait)
+            self.append(SignalEntry(registry=registry, signal="throttled", until=iso(until), status=429,
+                                    detail=f"429 Retry-After {last.get('Retry-After')}"))
+            return True
+        status = int(last["status"]) if last is not None and isinstance(last.get("status"), int) else None
+        detail = (f"HTTP {status}" if status is not None and status >= 500
+                  else "no answer: " + failure.message[:200])
+        self.append(SignalEntry(registry=registry, signal="unhealthy", status=status, detail=detail))
+        return False
+
+    def probe_unhealthy(self, st: GoalStatus) -> None:
+        """Ask each unhealthy registry with pending work whether it answers again."""
+        pending = {e.effect.registry: e.effect for e in st.effects if e.state != "done" and e.effect.registry}
+        for reg, sig in st.signals.items():
+            if not sig.unhealthy or reg not in pending:
+                continue
+            eff = pending[reg]
+            repo = eff.repository or (eff.monitor.target if eff.monitor else None)
+            if repo is None:
+                continue
+            self.ctx.recorder.begin()
+            try:
+                probe(self.ctx.reader(repo))
+                ok, why = True, "GET /v2/ answered"
+            except AcxError as exc:
+                ok, why = False, exc.one_line()
+            seen = self.ctx.recorder.end()
+            key = f"{self.instance}:probe:{reg}:{len(self.journal.entries())}"
+            self.book(key, "probe", seen, delivered_at=None)
+            if ok:
+                self.append(SignalEntry(registry=reg, signal="healthy", detail=why))
+            else:
+                self.append(SignalEntry(registry=reg, signal="unhealthy", detail=f"probe: {why}"[:300]))
+
+    # -- reconciliation ----------------------------------------------------------------------
+    def reconcile(self, st: GoalStatus) -> None:
+        """quota_spend_failed: an attempt whose remote work happened and whose spend was never
+        booked gets an estimated spend now (never "nothing spent"); the effect is re-observed
+        idempotently by this run, which voids the estimate's delivery if the write had not landed."""
+        for o in st.orphans:
+            es = st.effect(o.effect)
+            reg = es.effect.registry
+            if o.booked or reg is None:
+                continue
+            size = self._planned_bytes(es.effect)
+            self.append(SpendEntry(key=f"{o.key}@{reg}", attempt_key=o.key, instance=self.instance,
+                                   window=spend_window(self.goal.quota, reg, self.now()), registry=reg,
+                                   effect=o.effect, requests=1, bytes=size,
+                                   publishes=1 if es.effect.writes else 0, estimated=True))
+            failure = Failure("quota_spend_failed", f"attempt {o.attempt} of {o.effect} did its remote work "
+                              "and died before booking it: an estimate is booked and the effect is "
+                              "re-observed", {"attempt": o.attempt, "key": o.key})
+            to: State = "open" if es.state != "done" else "done"
+            self.append(EffectEntry(effect=o.effect, from_=es.state, to=to, failure=failure,
+                                    reason="reconcile the ledger"))
+
+    def _planned_bytes(self, e: Effect) -> int:
+        if e.kind == "push_blob" and e.artifact in self.ctx.materials and e.params.get("role") == "content":
+            return self.ctx.materials[e.artifact].content.size
+        return 0
+
+    def reopen(self, st: GoalStatus) -> None:
+        for es in st.effects:
+            if es.state in ("blocked", "deferred") and es.failure and es.failure.cls in REOPEN_ON_RESUME:
+                self.append(EffectEntry(effect=es.effect.id, from_=es.state, to="open",
+                                        reason=f"reopened by run of {self.runner}"))
+
+    # -- picking and doing ---------------------------------------------------------------------
+    def pick(self, st: GoalStatus) -> Effect | None:
+        """The first todo, in plan order, the quota decision lets run now."""
+        q = QuotaInputs(st.todos, st.signals, st.quotas, st.ledger, self.now(),
+                        paused=None if st.paused is None else "paused",
+                        stopped=None if st.stop is None else "stopped")
+        done = {t.id for t in st.todos if t.state == "done"}
+        for t in st.todos:
+            if t.id in self.tried and (not t.monitor or self.observed.get(t.id) == self.waits):
+                continue  # an effect once per run; a monitor again only after the run has waited
+            if blocker(t, done, q) is None:
+                return st.effect(t.id).effect
+        return None
+
+    def progress_after_done(self, st: GoalStatus, e: Effect) -> None:
+        after = self.status()
+        done = {x.effect.id for x in after.effects if x.state == "done"}
+        opened = [s for s in e.continuation.successors if all(d in done for d in after.effect(s).effect.deps)]
+        self.successors += len(opened)
+        prev = st.effect(e.id).failure
+        if prev is not None and prev.cls == "gate":
+            self.gates += 1
+
+    def execute(self, st: GoalStatus, e: Effect) -> None:
+        """Run one effect with the recovery its failure class allows; journal and book every try."""
+        self.tried.add(e.id)
+        self.executed += 1
+        self.attempted += 1
+        n = st.effect(e.id).last_attempt + 1
+        estimates = st.ledger.open_estimates(e.id)
+        while True:
+            key = f"{self.instance}:{e.id}#{n}"
+            if e.registry is not None:
+                self.append(AttemptEntry(effect=e.id, attempt=n, key=key))
+            self.ctx.recorder.begin()
+            failure: Failure | None = None
+            result: Result | None = None
+            try:
+                result = EXECUTORS[e.kind](self.ctx, e)
+            except Exception as exc:
+                failure = classify(exc)
+            seen = self.ctx.recorder.end()
+            for o in self.observers:
+                o.after_work(e.id)
+            receipt = http_receipt(seen)
+            self.http_writes += int(receipt["httpWrites"])
+            # a delivery is booked only when the read-back proved it (a 201 is a receipt, not proof)
+            delivered = e.registry if result is not None and result.wrote else None
+            self.book(key, e.id, seen, delivered_at=delivered)
+            if result is not None:
+                if result.wrote and estimates:
+                    self.void_delivery(estimates, "the orphaned attempt's write had not landed: this attempt "
+                                       "had to write it")
+                self.append(EffectEntry(effect=e.id, from_="open", to="done", attempt=n, wrote=result.wrote,
+                                        receipt={**result.receipt, **receipt}, evidence=result.evidence,
+                                        continuation=e.continuation))
+                self.writes += int(result.wrote)
+                self.read_back += 1
+                self.progress_after_done(st, e)
+                return
+            assert failure is not None
+            throttled = False
+            if failure.cls == "host_failure" and e.registry is not None:
+                throttled = self._is_429(seen, e.registry)
+            d = decide(failure, n, self.plan.budget, throttled=throttled)
+            if not d.retry and failure.cls == "host_failure" and e.registry is not None:
+                self.signal(e.registry, seen, failure)
+            self.append(EffectEntry(effect=e.id, from_="open", to=d.state, attempt=n,
+                                    wrote=bool(receipt["httpWrites"]), receipt=receipt, failure=failure,
+                                    retry_in=d.delay if d.retry else None))
+            if not d.retry:
+                self.failures.append(failure)
+                return
+            self.sleep(d.delay)
+            n += 1
+
+    @staticmethod
+    def _is_429(seen: list[dict[str, Any]], registry: str) -> bool:
+        mine = [r for r in seen if r.get("host") == registry]
+        return bool(mine) and mine[-1].get("status") == 429
+
+    # -- monitors ----------------------------------------------------------------------------
+    def observe(self, st: GoalStatus, e: Effect) -> None:
+        """One observation of a monitor todo: per target, what is there; then satisfied, escalated,
+        or scheduled again with backoff."""
+        spec = e.monitor
+        assert spec is not None
+        self.tried.add(e.id)
+        self.observed[e.id] = self.waits
+        now = self.now()
+        if spec.kind == "approval":
+            a = st.approvals.get(spec.target)
+            assert a is not None  # pick() selects an approval only once it is recorded
+            self.append(EffectEntry(effect=e.id, from_=st.effect(e.id).state, to="done",
+                                    evidence={"approval": spec.target, "approvedBy": a.by, "approvedAt": a.at,
+                                              "proof": "approval recorded in the journal"},
+                                    continuation=e.continuation))
+            self.gates += 1
+            self.progress_after_done(st, e)
+            return
+        self.ctx.recorder.begin()
+        seen = self._seen(e)
+        requests = self.ctx.recorder.end()
+        k = st.monitor(e.id).observations + 1
+        self.book(f"{self.instance}:{e.id}~obs{k}", e.id, requests, delivered_at=None)
+        targets = compare(previous_targets(st, e.id), seen)
+        j = judge_observation(spec, targets, now)
+        still = None if j.satisfied or j.escalate else Continuation("active_goal")
+        self.append(ObservationEntry(effect=e.id, targets=targets, satisfied=j.satisfied,
+                                     next_at=iso(j.next_at) if j.next_at else None,
+                                     escalated=j.escalate, continuation=still))  # type: ignore[arg-type]
+        if j.satisfied:
+            self.append(EffectEntry(effect=e.id, from_=st.effect(e.id).state, to="done",
+                                    evidence={"targets": [plain(t) for t in targets],
+                                              "observedAt": iso(now), "proof": f"observed: {j.why}"},
+                                    continuation=e.continuation))
+            self.monitors += 1
+            self.progress_after_done(st, e)
+        elif j.escalate == "gate":
+            self.append(EffectEntry(effect=e.id, from_=st.effect(e.id).state, to="blocked", failure=Failure(
+                "gate", f"{spec.target}: {j.why}; a person must look, then "
+                f"`acx release resume {self.goal.goal}`",
+                {"escalated": "gate"})))
+        elif j.escalate == "replan":
+            failure = Failure("replan_required", f"{spec.target}: {j.why}: the plan's route no longer holds")
+            self.append(EffectEntry(effect=e.id, from_=st.effect(e.id).state, to="blocked", failure=failure))
+            self.append(StopEntry(cls="replan_required", reason=failure.message, details={"monitor": e.id}))
+            self.failures.append(failure)
+
+    def _seen(self, e: Effect) -> list[Seen]:
+        spec = e.monitor
+        assert spec is not None
+        if spec.kind == "mirror":
+            assert e.artifact is not None
+            digest = self.ctx.material(e.artifact).manifest.digest
+            out: list[Seen] = []
+            for target in targets_of(spec, digest):
+                ref = target[len(spec.target) + 1:]
+                try:
+                    got = resolve_digest(self.ctx.observed(spec.target), ref)
+                    out.append(Seen(target, got, got == digest))
+                except AcxError as exc:
+                    out.append(Seen(target, None, False, exc.one_line()[:300]))
+            return out
+        try:
+            valid_from, digest = status_list_facts(spec.target, self.now())
+        except AcxError as exc:
+            return [Seen(spec.target, None, False, exc.one_line()[:300])]
+        want = spec.valid_from or self._published_valid_from()
+        ok = (spec.digest is not None and digest == spec.digest) or (
+            want is not None and valid_from is not None and _at_or_after(valid_from, want))
+        return [Seen(spec.target, f"validFrom={valid_from} digest={digest}", ok)]
+
+    def _published_valid_from(self) -> str | None:
+        sl = self.plan.status_list
+        if sl is None:
+            return None
+        v = _read_json(sl.path, "status list").get("validFrom")
+        return v if isinstance(v, str) else None
+
+    # -- the terminal audit ----------------------------------------------------------------------
+    def closeout(self, st: GoalStatus) -> None:
+        """The terminal audit: stale observations are made again, stale acceptance verdicts judged
+        again, then every check of `audit.terminal_audit`; DONE only if it passes."""
+        self.append(CloseoutEntry(event="begin"))
+        self.attempted += 1
+        now = self.now()
+        try:
+            reopened = [mid for mid in stale_monitors(st, now) if not self.reobserve(mid)]
+            if reopened:
+                self.append(CloseoutEntry(event="failed", audit={"reopened": reopened}))
+                return
+            fresh = self.status()
+            verdicts = self._verdicts(fresh, now)
+            audit: Audit = terminal_audit(fresh, verdicts, now)
+        except AcxError as exc:
+            f = classify(exc)
+            self.append(CloseoutEntry(event="failed", failure=Failure(
+                "terminal_closeout_failed", f"the terminal audit could not finish ({f.cls}): {f.message}",
+                {"cause": f.cls})))
+            self.failures.append(Failure("terminal_closeout_failed", f.message))
+            return
+        if audit.ok:
+            self.append(CloseoutEntry(event="done", audit=audit.to_json()))
+            self.closed = True
+            return
+        self.append(CloseoutEntry(event="failed", audit=audit.to_json()))
+        for eid, judged in verdicts.items():
+            refused = [v for v in judged if not v.accepted]
+            if refused:
+                cls: FailureClass = ("readback_mismatch" if any(v.mismatch for v in refused)
+                                     else "validation_failed")
+                self.append(EffectEntry(effect=eid, from_="done", to="blocked", failure=Failure(
+                    cls, "the terminal audit's acceptance read-back refused "
+                    + "; ".join(f"{v.reference}: {v.reasons()}" for v in refused))))
+
+    def reobserve(self, monitor_id: str) -> bool:
+        """Observe a stale monitor again for the audit; reopen it when it no longer holds."""
+        st = self.status()
+        self.observe(st, st.effect(monitor_id).effect)
+        after = self.status().monitor(monitor_id)
+        if after.targets and all(t.ok for t in after.targets):
+            return True
+        if after.state == "done":
+            self.append(EffectEntry(effect=monitor_id, from_="done", to="open",
+                                    reason="stale at the terminal audit and no longer satisfied"))
+        return False
+
+    def _verdicts(self, st: GoalStatus, now: datetime) -> dict[str, list[Verdict]]:
+        """Each verify effect's verdicts: its own when fresh, else judged again now."""
+        out: dict[str, list[Verdict]] = {}
+        for es in st.effects:
+            if es.effect.kind != "verify" or es.state != "done":
+                continue
+            ev = _acceptance(es.evidence, es.effect.id)
+            age = (now - parse_iso(ev.judged_at, es.effect.id)).total_seconds() if ev is not None else None
+            if ev is not None and age is not None and age <= st.freshness_seconds:
+                out[es.effect.id] = [Verdict(v.reference, ev.digest, v.accepted, ev.policy.digest)
+                                     for v in ev.verdicts]
+            else:
+                self.ctx.recorder.begin()
+                try:
+                    out[es.effect.id] = judge(self.ctx, es.effect)
+                except EffectFailed as exc:  # judged, and refused before any reference was asked
+                    f = exc.failure
+                    out[es.effect.id] = [Verdict(es.effect.repository or es.effect.id, "", False, "",
+                                                 failed=({"id": f.cls, "reason": f.message},),
+                                                 mismatch=f.cls == "readback_mismatch")]
+                finally:
+                    seen = self.ctx.recorder.end()
+                    key = f"{self.instance}:{es.effect.id}~audit{len(self.journal.entries())}"
+                    self.book(key, es.effect.id, seen, delivered_at=None)
+        return out
+
+    # -- the loop ------------------------------------------------------------------------------
+    def loop(self) -> None:
+        deadline = self.now() + timedelta(seconds=max(0.0, self.goal.wait_seconds))
+        bound = 4 * (len(self.goal.effects) + 1) + 1000
+        for _ in range(bound):
+            st = self.status()
+            if st.paused is not None or st.stop is not None:
+                return
+            e = self.pick(st)
+            if e is not None:
+                if e.kind == "monitor":
+                    self.observe(st, e)
+                else:
+                    self.execute(st, e)
+                self.lease.renew(self.now())
+                continue
+            if all(x.state == "done" for x in st.effects):
+                if st.closeout.state != "done" and not self.closed and self.closeouts < 3:
+                    self.closeouts += 1
+                    self.closeout(st)
+                    continue
+                return
+            nxt = [m for m in st.monitors if m.state == "open" and m.next_at]
+            if not nxt:
+                return
+            at = min(parse_iso(m.next_at or "", m.effect_id) for m in nxt)
+            if at > deadline:
+                return  # waiting: the next observation is for a later run
+            # never sleep past half the lease: renewed after each wait, so no one takes a live goal over
+            self.sleep(max(0.0, min((at - self.now()).total_seconds(), self.plan.lease_seconds / 2)))
+            self.lease.renew(self.now())
+            self.waits += 1
+        return  # bounded: a run observing for that long ends; the next run goes on
+
+    def progress(self) -> Progress:
+        return Progress(read_back=self.read_back, gates_resolved=self.gates, monitors_resolved=self.monitors,
+                        successors_opened=self.successors, closeout=self.closed)
+
+
+class AcceptanceRef(msgspec.Struct, frozen=True, kw_only=True):
+    reference: str
+    accepted: bool
+
+
+class PolicyRef(msgspec.Struct, frozen=True, kw_only=True):
+    source: str
+    digest: str
+
+
+class AcceptanceEvidence(msgspec.Struct, frozen=True, rename="camel", kw_only=True):
+    """The part of a verify effect's evidence the terminal audit reads back."""
+
+    digest: str
+    judged_at: str
+    policy: PolicyRef
+    verdicts: tuple[AcceptanceRef, ...]
+
+
+def _acceptance(evidence: dict[str, Any] | None, where: str) -> AcceptanceEvidence | None:
+    try:
+        return decode_as(evidence or {}, AcceptanceEvidence, document=f"evidence of {where}")
+    except DocumentTypeError:
+        return None  # an older or foreign record: judged again
+
+
+def _at_or_after(value: str, threshold: str) -> bool:
+    try:
+        return parse_iso(value, "validFrom") >= parse_iso(threshold, "threshold")
+    except InvalidInput:
+        return False
+
+
 def run_goal(plan: ReleasePlan, *, root: Path | None = None, runner: str | None = None,
-             allow_retag: bool = False, clock: Clock = utc_now,
-             sleep: Callable[[float], None] = time.sleep) -> RunReport:
-    """Execute every runnable effect of the plan's goal (resuming from its journal) and return the
-    projection. Writes only while holding the goal's lease."""
+             allow_retag: bool = False, clock: Clock = utc_now, sleep: Callable[[float], None] = time.sleep,
+             repaired: str | None = None) -> RunReport:
+    """Execute every runnable todo of the plan's goal (resuming from its journal), then its terminal
+    audit, and return the projection. Writes only while holding the goal's lease."""
     folder = goal_dir(plan.goal_id, root)
     folder.mkdir(parents=True, exist_ok=True)
+    observers = list(OBSERVERS)
     lease = GoalLease(folder, runner or default_runner_id(), plan.lease_seconds)
     previous = lease.acquire(clock())
     try:
         journal = Journal.for_goal(folder)
-        g = open_goal(plan, journal, clock())
-        created = datetime.fromisoformat(str(g["createdAt"]).replace("Z", "+00:00"))
-        killer = _Killer()
-        journal.append({"type": "run", "event": "start", "runner": lease.runner, "allowRetag": allow_retag,
-                        **({"tookOverFrom": previous.runner} if previous else {})}, now=clock())
-        status = project(journal.entries(), str(journal.path))
-        for es in status.effects:
-            if es.state in ("blocked", "deferred") and es.failure and es.failure.cls in REOPEN_ON_RESUME:
-                journal.append({"type": "effect", "effect": es.effect.id, "from": es.state, "to": "open",
-                                "reason": f"reopened by run of {lease.runner}"}, now=clock())
-        status = project(journal.entries(), str(journal.path))
-        states: dict[str, State] = {es.effect.id: es.state for es in status.effects}
+        g = open_goal(plan, journal, clock(), observers)
+        created = parse_iso(g.created_at, "createdAt")
         recorder = Recorder()
         ctx = Context(plan, folder, created, clock, allow_retag, recorder)
-        ctx.materials = _materials_from(status)
-        executed = writes = http_writes = 0
+        run = _Run(plan, journal, ctx, g, lease, sleep, observers)
+        run.append(RunEntry(event="start", runner=lease.runner, allow_retag=allow_retag,
+                            took_over_from=previous.runner if previous else None))
         try:
-            for es in status.effects:
-                eff = es.effect
-                if states[eff.id] != "open" or any(states.get(d) != "done" for d in eff.deps):
-                    continue
-                executed += 1
-                state, wrote, hw = _execute(ctx, journal, eff, killer, sleep)
-                states[eff.id] = state
-                writes += int(wrote)
-                http_writes += hw
-                lease.renew(clock())
+            st = run.status()
+            if repaired is not None:
+                run.append(RepairEntry(note=repaired[:MAX_OPERATOR_TEXT], by=lease.runner))
+                st = run.status()
+            if st.stop is None and st.paused is None:
+                ctx.materials = materials_of(st)
+                run.reconcile(st)
+                run.reopen(run.status())
+                run.probe_unhealthy(run.status())
+                run.loop()
         finally:
             recorder.detach()
-        final = project(journal.entries(), str(journal.path))
-        report = RunReport(final, executed, writes, http_writes, previous.runner if previous else None)
-        journal.append({"type": "run", "event": "end", "runner": lease.runner, "executed": executed,
-                        "writes": writes, "httpWrites": http_writes, "outcome": final.state}, now=clock())
-        final = project(journal.entries(), str(journal.path))
+        final = run.status()
+        run.append(RunEntry(event="end", runner=lease.runner, executed=run.executed, attempted=run.attempted,
+                            writes=run.writes, http_writes=run.http_writes, outcome=final.state,
+                            progress=run.progress(), failures=tuple(run.failures)))
+        final = run.status()
+        if final.stop is None and final.no_progress_runs >= 2:
+            cls = stop_class(run.failures)
+            summary = "; ".join(f"{f.cls}: {f.message}" for f in run.failures[:3])
+            run.append(StopEntry(cls=cls, reason=f"two runs in a row made no progress ({summary})",
+                                 details={"failures": [f.to_json() for f in run.failures[:10]]}))
+            final = run.status()
         write_status_cache(folder, final)
-        return RunReport(final, report.executed, report.writes, report.http_writes, report.took_over)
+        return RunReport(final, run.executed, run.writes, run.http_writes,
+                         previous.runner if previous else None)
     finally:
         lease.release()
 
 
-def _execute(ctx: Context, journal: Journal, eff: Effect, killer: _Killer,
-             sleep: Callable[[float], None]) -> tuple[State, bool, int]:
-    """Run one effect with the recovery its failure class allows; journal every transition."""
-    attempt = 0
-    http_writes = 0
-    wrote_any = False
-    while True:
-        attempt += 1
-        ctx.recorder.begin()
-        failure: Failure | None = None
-        result: Result | None = None
-        try:
-            result = EXECUTORS[eff.kind](ctx, eff)
-        except Exception as exc:
-            failure = classify(exc)
-        seen = ctx.recorder.end()
-        receipt = http_receipt(seen)
-        http_writes += int(receipt["httpWrites"])
-        killer.after_work()
-        entry: dict[str, Any] = {"type": "effect", "effect": eff.id, "from": "open", "attempt": attempt}
-        if result is not None:
-            wrote_any = wrote_any or result.wrote
-            journal.append({**entry, "to": "done", "wrote": result.wrote,
-                            "receipt": {**result.receipt, **receipt}, "evidence": result.evidence},
-                           now=ctx.clock())
-            killer.after_journal()
-            return "done", wrote_any, http_writes
-        assert failure is not None
-        d = decide(failure, attempt, ctx.plan.budget)
-        journal.append({**entry, "to": d.state, "wrote": bool(receipt["httpWrites"]), "receipt": receipt,
-                        "failure": failure.to_json(), **({"retryIn": d.delay} if d.retry else {})},
-                       now=ctx.clock())
-        killer.after_journal()
-        if not d.retry:
-            return d.state, wrote_any, http_writes
-        sleep(d.delay)
-
-
 def resume_goal(goal_id: str, *, root: Path | None = None, runner: str | None = None,
-                allow_retag: bool = False, clock: Clock = utc_now) -> RunReport:
+                allow_retag: bool = False, clock: Clock = utc_now,
+                sleep: Callable[[float], None] = time.sleep, repaired: str | None = None) -> RunReport:
     """Resume a goal from its journal: reload the plan it was opened with and run it again."""
     folder = goal_dir(goal_id, root)
     journal = Journal.for_goal(folder)
     if not journal.exists:
         raise NotFound(f"no release goal {goal_id!r}", where=str(folder))
     g = goal_entry(journal.entries(), str(journal.path))
-    plan = load_plan(Path(str(g["planPath"])))
-    return run_goal(plan, root=root, runner=runner, allow_retag=allow_retag, clock=clock)
+    plan = load_plan(Path(g.plan_path))
+    return run_goal(plan, root=root, runner=runner, allow_retag=allow_retag, clock=clock, sleep=sleep,
+                    repaired=repaired)
 
 
-def goal_status(goal_id: str, *, root: Path | None = None, refresh_cache: bool = True) -> GoalStatus:
+def goal_status(goal_id: str, *, root: Path | None = None, refresh_cache: bool = True,
+                clock: Clock = utc_now) -> GoalStatus:
     """The projection of a goal from its journal alone (optionally rewriting the cached copy)."""
     folder = goal_dir(goal_id, root)
     journal = Journal.for_goal(folder)
     if not journal.exists:
         raise NotFound(f"no release goal {goal_id!r}", where=str(folder))
-    status = project(journal.entries(), str(journal.path))
+    status = project(journal.entries(), str(journal.path), now=clock())
     if refresh_cache:
         write_status_cache(folder, status)
     return status
+
+
+MAX_OPERATOR_TEXT = 2000
+
+
+def _operator_words(entry: Entry) -> list[str]:
+    if isinstance(entry, ApprovalEntry):
+        return [entry.approval, entry.by, entry.note or ""]
+    if isinstance(entry, PauseEntry | UnpauseEntry):
+        return [entry.by or "", entry.reason or ""]
+    return []
+
+
+def operator_entry(goal_id: str, entry: Entry, *, root: Path | None = None,
+                   clock: Clock = utc_now) -> GoalStatus:
+    """Append an operator's word (approve, pause, unpause) to a goal's journal — under the journal's
+    lock, without the lease, so it reaches a goal while a runner holds it — and return the projection."""
+    folder = goal_dir(goal_id, root)
+    journal = Journal.for_goal(folder)
+    if not journal.exists:
+        raise NotFound(f"no release goal {goal_id!r}", where=str(folder))
+    for text in _operator_words(entry):
+        if len(text) > MAX_OPERATOR_TEXT:
+            raise UsageError(f"at most {MAX_OPERATOR_TEXT} characters, please (a journal line stays small)")
+    st = project(journal.entries(), str(journal.path), now=clock())
+    if isinstance(entry, ApprovalEntry):
+        known = [m.spec.target for m in st.monitors if m.spec.kind == "approval"]
+        if entry.approval not in known:
+            raise InvalidInput(f"goal {goal_id} has no approval {entry.approval!r} (it has: "
+                               f"{', '.join(known) or 'none'})", where=str(journal.path))
+        if entry.approval in st.approvals:
+            return st
+    if isinstance(entry, PauseEntry) and st.paused is not None:
+        return st
+    if isinstance(entry, UnpauseEntry) and st.paused is None:
+        return st
+    journal.append(entry, now=clock())
+    return goal_status(goal_id, root=root, clock=clock)

@@ -5,15 +5,15 @@
   content-addressed, so a resumed run pushes exactly the same bytes (a re-signed P-256 statement
   would otherwise differ and duplicate a referrer). Reads re-hash.
 - `Recorder`: a `requests` response hook on the registry transport's session that records what
-  the registry answered (method, path, status, and the headers that matter) for the effect being
-  executed: that is the effect's receipt. A receipt is never proof; the read-back is.
+  the registry answered (method, host, path, status, body sizes, and the headers that matter) for
+  the effect being executed: that is the effect's receipt, and what it spent (`spend_by_host`).
+  A receipt is never proof; the read-back is.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -107,12 +107,6 @@ class ObjectStore:
             raise Tampered("frozen object no longer matches its digest", where=str(self.path(digest)))
         return size
 
-    def copy_out(self, digest: str, dest: Path) -> Path:
-        """Copy an object to `dest` (for verifiers that want a file)."""
-        shutil.copyfile(self.path(digest), dest)
-        return dest
-
-
 class Recorder:
     """Collects registry responses per effect through a `requests` response hook."""
 
@@ -141,8 +135,12 @@ class Recorder:
         if self.current is None:
             return
         req = resp.request
-        item: dict[str, Any] = {"method": req.method, "path": urlsplit(str(req.url)).path,
-                                "status": resp.status_code}
+        url = urlsplit(str(req.url))
+        item: dict[str, Any] = {"method": req.method, "host": url.netloc, "path": url.path,
+                                "status": resp.status_code,
+                                "sent": _length(req.headers.get("Content-Length")),
+                                "received": (0 if req.method == "HEAD"
+                                             else _length(resp.headers.get("Content-Length")))}
         for h in RECEIPT_HEADERS:
             v = resp.headers.get(h)
             if v:
@@ -158,10 +156,30 @@ class Recorder:
         return got
 
 
+def _length(value: str | None) -> int:
+    """A Content-Length header as a count of bytes (0 when absent or not a plain number)."""
+    return int(value) if value is not None and value.isascii() and value.isdigit() and len(value) < 19 else 0
+
+
 def http_receipt(requests_seen: list[dict[str, Any]]) -> dict[str, Any]:
     """The HTTP part of a receipt: the last requests (bounded) and how many were writes."""
     writes = sum(1 for r in requests_seen if r.get("method") in WRITE_METHODS)
     out: dict[str, Any] = {"requests": len(requests_seen), "httpWrites": writes}
     if requests_seen:
-        out["responses"] = requests_seen[-MAX_RECEIPT_REQUESTS:]
+        out["responses"] = [{k: v for k, v in r.items() if k not in ("host", "sent", "received")}
+                            for r in requests_seen[-MAX_RECEIPT_REQUESTS:]]
+    return out
+
+
+def spend_by_host(requests_seen: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
+    """What the recorded requests cost each registry host: requests and body bytes (sent and
+    received, by Content-Length)."""
+    out: dict[str, dict[str, int]] = {}
+    for r in requests_seen:
+        host = str(r.get("host") or "")
+        if not host:
+            continue
+        row = out.setdefault(host, {"requests": 0, "bytes": 0})
+        row["requests"] += 1
+        row["bytes"] += int(r.get("sent") or 0) + int(r.get("received") or 0)
     return out

@@ -234,3 +234,90 @@ class RefChain:
             }
             return Reply(200, {"Content-Type": OCI_INDEX}, json.dumps(index).encode())
         return Reply(404)
+
+
+# -- hostile listings, tokens and names (issue 30) -----------------------------------------------
+# Each `plant_*` takes a registry of ours that stores manifests and answers the Referrers API and
+# the fallback tag from them (tests/harness/memregistry.py's MemRegistry) and makes it lie in one
+# way; `bearer_token_server` answers every token request with one chosen token.
+
+CONFIG = {"mediaType": "application/vnd.oci.empty.v1+json", "digest": EMPTY_DIGEST, "size": 2}
+
+
+def referrer_json(subject: tuple[str, int], artifact_type: str, **extra: object) -> dict[str, object]:
+    """A referrer manifest of `subject` (empty config, empty layer) as a JSON object."""
+    m: dict[str, object] = {"schemaVersion": 2, "mediaType": OCI_MANIFEST, "artifactType": artifact_type,
+                            "config": CONFIG, "layers": [CONFIG],
+                            "subject": {"mediaType": OCI_MANIFEST, "digest": subject[0], "size": subject[1]}}
+    m.update(extra)
+    return m
+
+
+def fallback_tag_of(digest: str) -> str:
+    return digest.replace(":", "-", 1)
+
+
+def entry(digest: str, size: int, artifact_type: str | None = None) -> dict[str, object]:
+    e: dict[str, object] = {"mediaType": OCI_MANIFEST, "digest": digest, "size": size}
+    if artifact_type is not None:
+        e["artifactType"] = artifact_type
+    return e
+
+
+def plant_stray(reg: object, subject: tuple[str, int], other: tuple[str, int], artifact_type: str,
+                *, via: str = "api") -> tuple[str, int]:
+    """A referrer whose manifest's subject is `other`, listed under `subject` too: by the
+    Referrers API (`via="api"`) or in `subject`'s fallback tag index (`via="tag"`)."""
+    planted = reg.add_manifest(referrer_json(other, artifact_type))  # type: ignore[attr-defined]
+    listed = entry(*planted, artifact_type)
+    if via == "api":
+        reg.extra_referrers.setdefault(subject[0], []).append(listed)  # type: ignore[attr-defined]
+    else:
+        plant_fallback_index(reg, subject, [listed])
+    return planted
+
+
+def plant_fallback_index(reg: object, subject: tuple[str, int], entries: list[dict[str, object]]) -> str:
+    """`subject`'s `sha256-<hex>` tag pointing at an index of its present entries and `entries`
+    (exactly as given)."""
+    tag = fallback_tag_of(subject[0])
+    held = reg.tags.get(tag)  # type: ignore[attr-defined]
+    before = json.loads(reg.manifests[held][1])["manifests"] if held else []  # type: ignore[attr-defined]
+    index = {"schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": [*before, *entries]}
+    digest, _ = reg.add_manifest(index, tag=tag)  # type: ignore[attr-defined]
+    return str(digest)
+
+
+def plant_gone(reg: object, subject: tuple[str, int]) -> str:
+    """A listed referrer whose manifest the registry does not have (404 on GET)."""
+    gone = "sha256:" + "ab" * 32
+    reg.extra_referrers.setdefault(subject[0], []).append(entry(gone, 300, "application/x.gone"))  # type: ignore[attr-defined]
+    return gone
+
+
+def plant_oversized(reg: object, subject: tuple[str, int]) -> str:
+    """A listed referrer declaring a 600 MB manifest (the server would stream it endlessly)."""
+    big = "sha256:" + "cd" * 32
+    reg.extra_referrers.setdefault(subject[0], []).append(entry(big, 600 * 1024 * 1024))  # type: ignore[attr-defined]
+    return big
+
+
+def plant_malformed_entry(reg: object, subject: tuple[str, int]) -> None:
+    """A listing entry outside the descriptor grammar (an artifactType carrying a line break)."""
+    reg.extra_referrers.setdefault(subject[0], []).append(  # type: ignore[attr-defined]
+        {"mediaType": OCI_MANIFEST, "digest": "sha256:" + "ee" * 32, "size": 10,
+         "artifactType": "application/x.ok\nverified: yes"})
+
+
+def bearer_token_server(token: str, inner: Script) -> Script:
+    """`inner`'s registry behind a Bearer challenge whose realm (this server) answers `token`."""
+
+    def script(req: Request) -> Reply:
+        if req.path.startswith("/token"):
+            return Reply(200, {"Content-Type": "application/json"}, json.dumps({"token": token}).encode())
+        if not req.auth:
+            return Reply(401, {"WWW-Authenticate": f'Bearer realm="http://{req.headers.get("host")}/token",'
+                                                   'service="evil"'})
+        return inner(req)
+
+    return script

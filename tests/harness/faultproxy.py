@@ -107,6 +107,9 @@ class FaultProxy:
     def _serve(self, sock: socket.socket) -> None:
         rfile = sock.makefile("rb")
         try:
+            if rfile.peek(1)[:1] == b"\x16":  # a TLS ClientHello (acx probes loopback HTTPS first): answer
+                sock.sendall(b"HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n")  # as a plain server
+                return  # does, at once, instead of waiting for a line that never comes
             while True:
                 line = rfile.readline(65537)
                 if not line:

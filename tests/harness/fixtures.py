@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.harness import env
+from tests.harness import env, sigstack
 from tests.harness.peers import Cosign, Oras
 from tests.harness.servers import Registry, start_crane, start_distribution, start_refreg
 
@@ -153,3 +153,27 @@ def cosign2(tmp_path_factory: pytest.TempPathFactory) -> Cosign:
 @pytest.fixture(scope="session")
 def cosign3(tmp_path_factory: pytest.TempPathFactory) -> Cosign:
     return Cosign("cosign3", env.peer("cosign3"), _peer_home(tmp_path_factory, "cosign3"), major=3)
+
+
+@pytest.fixture(scope="session")
+def sigstack_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[sigstack.SigStack]:
+    """The loopback Sigstore stack, one per test session (the TSA's metrics port 2112 allows one
+    per machine). Missing servers or a taken port skip locally and fail in CI."""
+    for rel in sigstack.SIGSTACK_BINS:
+        if not (env.PEERS / rel).exists():
+            env.missing(f"Sigstore stack server {rel} not found in {env.PEERS}; run `make sigstore-stack`")
+    try:
+        stack = sigstack.start(tmp_path_factory.mktemp("sigstack"))
+    except RuntimeError as exc:
+        env.missing(str(exc))
+        raise
+    yield stack
+    sigstack.stop(stack)
+
+
+@pytest.fixture(scope="session")
+def sigstore_go_verifier() -> Path:
+    """Debian's `sigstore-go-verification` (the sigstore-go library's verifier)."""
+    if not sigstack.SGV.exists():
+        env.missing(f"sigstore-go-verification not found at {sigstack.SGV}; run `make sigstore-stack`")
+    return sigstack.SGV

@@ -32,6 +32,8 @@ class MemRegistry:
     referrer_lists: dict[str, int] = field(default_factory=dict)
     extra_referrers: dict[str, list[dict[str, object]]] = field(default_factory=dict)
     """Entries listed under a subject although the manifest names another (a lying listing)."""
+    referrers_api: bool = True
+    """False: the Referrers API answers 404, as distribution 2.8 does (the fallback tag is used)."""
     in_flight: int = 0
     max_in_flight: int = 0
     _uploads: dict[str, bytearray] = field(default_factory=dict)
@@ -97,6 +99,8 @@ class MemRegistry:
             repo = "/".join(parts[2 : parts.index("manifests")])
             return self._manifest(req, repo, parts[-1])
         if "/referrers/" in path:
+            if not self.referrers_api:
+                return Reply(404)
             subject = parts[-1]
             with self._lock:
                 self.referrer_lists[subject] = self.referrer_lists.get(subject, 0) + 1

@@ -1,7 +1,7 @@
 """Real registries started as child processes on 127.0.0.1 and stopped by their PID.
 
 - distribution 2.8 (`docker-registry`): filesystem storage in a temp dir; variants with
-  htpasswd basic auth and with TLS from a throwaway CA;
+  htpasswd basic auth and with TLS from a throwaway CA, and as a pull-through cache of another;
 - `acx-refreg`: go-containerregistry's registry with the OCI 1.1 Referrers API;
 - `crane registry serve`: go-containerregistry's registry without it.
 """
@@ -171,6 +171,28 @@ def start_distribution(binary: Path, root: Path, *, basic_auth: tuple[str, str] 
                    username=basic_auth[0] if basic_auth else None,
                    password=basic_auth[1] if basic_auth else None, ca_path=ca_path, log_path=log)
     return _ready_or_stopped(reg, verify=str(ca_path) if ca_path else True)
+
+
+def start_pull_through_cache(binary: Path, root: Path, upstream: str) -> Registry:
+    """Start distribution 2.8 as a pull-through cache (`proxy.remoteurl`) of the registry at
+    `upstream` (`http://127.0.0.1:PORT`): read-only; a tag is looked up upstream on every request
+    and served from the cache's own storage when upstream has no answer."""
+    root.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    lines = [
+        "version: 0.1",
+        "log:", "  level: warn", "  accesslog:", "    disabled: true",
+        "storage:", "  filesystem:", f"    rootdirectory: {root / 'data'}",
+        "  maintenance:", "    uploadpurging:", "      enabled: false",
+        "http:", f"  addr: {LOOPBACK}:{port}", "  secret: acxoci-test-secret",
+        "proxy:", f"  remoteurl: {upstream}",
+    ]
+    cfg = root / "config.yml"
+    cfg.write_text("\n".join(lines) + "\n")
+    log = root / "cache.log"
+    proc = _spawn([str(binary), "serve", str(cfg)], log)
+    return _ready_or_stopped(Registry("distribution", f"{LOOPBACK}:{port}", proc, root, log_path=log,
+                                      extra={"upstream": upstream}))
 
 
 def start_refreg(binary: Path, root: Path) -> Registry:

@@ -119,12 +119,13 @@ def test_single_format_read_by_cosign3(reg: Registry, sample: Path, tmp_path: Pa
 
 def test_reattest_replaces(reg: Registry, sample: Path, tmp_path: Path, cosign2: Cosign,
                            cosign3: Cosign) -> None:
-    """A second attest by the same key replaces the `.att` layer and the older bundle referrer."""
+    """A second attest by the same key with `replace` (`--replace`) replaces the `.att` layer and
+    the older bundle referrer (without it, attestations are added: tests/attestation/)."""
     key = generate_p256()
     target = _target(reg, "acx/again")
     subject = push_cartridge(target, sample)
     first = attest_artifact(target, subject, "x", key, now=NOW)
-    second = attest_artifact(target, subject, "x", key, now=NOW.replace(year=NOW.year + 1))
+    second = attest_artifact(target, subject, "x", key, now=NOW.replace(year=NOW.year + 1), replace=True)
     assert second.replaced_layers == 1
     assert second.replaced_bundles == (first.bundle_referrer,), second.to_json()
     pub = _pub(tmp_path, key)

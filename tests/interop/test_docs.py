@@ -6,9 +6,10 @@ a copy of `examples/` and links to the repository's `Makefile`, `pyproject.toml`
 `make venv && . .venv/bin/activate` is the no-op it is after setup). HOME and the XDG folders
 point into the scratch folder, so nothing touches the user's docker config or install store.
 When a runnable block names `registry.example`, a distribution registry is started on
-127.0.0.1 and the name is replaced by its `host:port`; `$REGISTRY_TOKEN` (the guide's login
-example) is set to a token that registry accepts, as it accepts any (tests/interop/test_oci_auth.py
-checks login against a registry that does not).
+127.0.0.1 and the name is replaced by its `host:port`; when a document's blocks name `$SIGSTACK_…`,
+they run with the exports of the session's loopback Sigstore stack (`scripts/sigstore-stack.sh`);
+`$REGISTRY_TOKEN` (the guide's login example) is set to a token that registry accepts, as it
+accepts any (tests/interop/test_oci_auth.py checks login against a registry that does not).
 
 Markers, an HTML comment on the line just before the opening fence (invisible when rendered):
 
@@ -40,6 +41,7 @@ pytestmark = pytest.mark.interop
 REPO = env.REPO
 SHELL_LANGS = frozenset({"sh", "bash", "shell"})
 PLACEHOLDER_HOST = "registry.example"
+STACK_MARK = "SIGSTACK_"  # a block naming $SIGSTACK_* runs with the loopback Sigstore stack's exports
 MARKER = re.compile(r"^<!--\s*docs-test:\s*(?P<kind>[a-z-]+)\s*:\s*(?P<arg>.*?)\s*-->\s*$")
 FENCE = re.compile(r"^(?P<fence>```+|~~~+)\s*(?P<lang>[A-Za-z0-9_+-]*)\s*$")
 BLOCK_TIMEOUT = 600
@@ -144,19 +146,24 @@ def block_env(scratch: Path) -> dict[str, str]:
     home = scratch / ".home"
     keep.update(HOME=str(home), XDG_DATA_HOME=str(home / "data"), XDG_CONFIG_HOME=str(home / "config"),
                 XDG_CACHE_HOME=str(home / "cache"), PATH=f"{REPO / '.venv' / 'bin'}:{os.environ['PATH']}",
-                NO_COLOR="1", TERM="dumb", REGISTRY_TOKEN="docs-test-token")
+                NO_COLOR="1", TERM="dumb", REGISTRY_TOKEN="docs-test-token",
+                ACX_VECTORS=str(env.VECTORS))
     keep.pop("VIRTUAL_ENV", None)
     return keep
 
 
-def run_block(block: Block, scratch: Path, registry_host: str | None) -> str:
+def run_block(block: Block, scratch: Path, registry_host: str | None,
+              extra_env: dict[str, str] | None = None) -> str:
     """Run one block; on failure, fail with its place and its output."""
     code = block.code
     if PLACEHOLDER_HOST in code:
         assert registry_host, "a registry block ran without a registry"
         code = code.replace(PLACEHOLDER_HOST, registry_host)
+    if STACK_MARK in code:
+        assert extra_env and STACK_MARK + "TRUST_CONFIG" in extra_env, "a Sigstore block without the stack"
     try:
-        proc = subprocess.run(["bash", "-euo", "pipefail", "-c", code], cwd=scratch, env=block_env(scratch),
+        proc = subprocess.run(["bash", "-euo", "pipefail", "-c", code], cwd=scratch,
+                              env={**block_env(scratch), **(extra_env or {})},
                               stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=BLOCK_TIMEOUT)
     except subprocess.TimeoutExpired:
         pytest.fail(f"{block.where}: the block did not finish in {BLOCK_TIMEOUT} s:\n{block.code}")
@@ -190,14 +197,18 @@ def _venv_is_current() -> None:
 
 @pytest.mark.timeout(1800)
 @pytest.mark.parametrize("doc", [_rel(p) for p in documents()])
-def test_every_shell_block_runs(doc: str, tmp_path: Path, docs_registry: str | None) -> None:
+def test_every_shell_block_runs(doc: str, tmp_path: Path, docs_registry: str | None,
+                                request: pytest.FixtureRequest) -> None:
     blocks = [b for b in parse_blocks((REPO / doc).read_text("utf-8"), doc) if b.runs]
     if not blocks:
         return  # a document without commands is fine; test_docs_inventory lists it
     _venv_is_current()
     scratch = make_scratch(tmp_path / "scratch")
+    stack_env: dict[str, str] = {}
+    if any(STACK_MARK in b.code for b in blocks):  # the session's loopback Sigstore stack: its exports
+        stack_env = dict(request.getfixturevalue("sigstack_stack").env)
     for block in blocks:
-        run_block(block, scratch, docs_registry)
+        run_block(block, scratch, docs_registry, stack_env)
 
 
 def test_docs_inventory(capsys: pytest.CaptureFixture[str]) -> None:

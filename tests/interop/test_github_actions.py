@@ -10,7 +10,12 @@ What stands in for GitHub (and nothing else is changed):
   variable ACXOCI points at it; dependencies come from the project venv, so no network);
 - `actions/cache/restore` / `save`: a folder of cache entries with GitHub's key and restore-key
   (newest prefix match) rules; `actions/upload-artifact`: a check that its paths match files;
-- the job variable REGISTRY: the loopback registry instead of ghcr.io.
+- the job variable REGISTRY: the loopback registry instead of ghcr.io;
+- GitHub's OIDC token service and the public-good Sigstore: the loopback Sigstore stack (real
+  Fulcio, Rekor v2 and TSA; stand-in issuer serving the runner's token endpoint), named by the job
+  variables SIGSTORE_TRUST_CONFIG and OIDC_ISSUER;
+- `uses: ./tools/acxoci` (the acx action): the repository's own action.yml, its composite steps run
+  like `run:` steps with its `inputs`.
 `run:` steps run with `bash --noprofile --norc -eo pipefail`, `$GITHUB_ENV` is honoured, and
 `if: always()` steps run after a failure while the others are skipped. Any other `uses:` or
 expression fails the test, so the example cannot grow a step this test silently ignores.
@@ -30,12 +35,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import pytest
 import yaml
 
 from tests.harness import env
 from tests.harness.servers import Registry, start_distribution
+from tests.harness.sigstack import SigStack
 
 pytestmark = pytest.mark.interop
 
@@ -47,6 +54,9 @@ ACTOR = "octocat"
 TOKEN = "ghs-loopback-token"
 TAG = "v1.0.0"  # the example package's artifactVersion: install refuses a tag naming another version
 RUN_ID = "4242"
+SHA = "5" * 40
+WORKFLOW_FILE = ".github/workflows/release.yml"
+RELEASE_STEP = "Release (keyless, with SLSA provenance; resumable, retried only on exit 6)"
 EXPR = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
 STEP_TIMEOUT = 600
 
@@ -84,8 +94,10 @@ def _acx(*args: str, cwd: Path, extra_env: dict[str, str] | None = None) -> str:
 class Runner:
     """Runs one job of a workflow file the way a GitHub-hosted runner does, for this example."""
 
-    def __init__(self, root: Path, secrets: dict[str, str], job_env: dict[str, str], wheel: Path) -> None:
+    def __init__(self, root: Path, secrets: dict[str, str], job_env: dict[str, str], wheel: Path,
+                 oidc: dict[str, str] | None = None) -> None:
         self.root = root
+        self.oidc = oidc or {}  # the runner's OIDC token endpoint (ACTIONS_ID_TOKEN_REQUEST_*)
         self.secrets = secrets
         self.job_env_overrides = job_env
         self.wheel = wheel
@@ -95,12 +107,15 @@ class Runner:
         (self.job,) = self.doc["jobs"].values()
 
     def context(self, attempt: int) -> dict[str, str]:
+        job_env = {k: str(v) for k, v in self.job.get("env", {}).items()}
+        job_env.update(self.job_env_overrides)
         return {"github.ref_name": TAG, "github.run_id": RUN_ID, "github.run_attempt": str(attempt),
-                "github.actor": ACTOR, "github.repository_owner": OWNER,
-                **{f"secrets.{k}": v for k, v in self.secrets.items()}}
+                "github.actor": ACTOR, "github.repository_owner": OWNER, "github.action_path": str(REPO),
+                **{f"secrets.{k}": v for k, v in self.secrets.items()},
+                **{f"env.{k}": v for k, v in job_env.items() if "${{" not in v}}
 
-    def expand(self, text: str, attempt: int) -> str:
-        ctx = self.context(attempt)
+    def expand(self, text: str, attempt: int, extra: dict[str, str] | None = None) -> str:
+        ctx = {**self.context(attempt), **(extra or {})}
 
         def one(m: re.Match[str]) -> str:
             if m[1] not in ctx:
@@ -115,7 +130,6 @@ class Runner:
         ws, temp = base / "workspace", base / "runner-temp"
         shutil.copytree(EXAMPLE, ws, symlinks=False)
         shutil.copy(keys / "trust.json", ws / "trust" / "registry.json")
-        shutil.copy(keys / "attest.pub.pem", ws / "keys" / "attest.pub.pem")
         temp.mkdir(parents=True)
         (base / "home").mkdir()
         git_env = {**os.environ, "GIT_AUTHOR_DATE": "2026-11-30T12:00:00Z",
@@ -145,8 +159,12 @@ class Runner:
         path_dirs = [p for p in os.environ["PATH"].split(os.pathsep) if not p.startswith(str(REPO))]
         base_env = {k: v for k, v in os.environ.items()
                     if not k.startswith(("ACX_", "COSIGN_", "DOCKER_", "VIRTUAL_ENV", "XDG_", "GITHUB_"))}
+        base_env.update(self.oidc)
         base_env.update(
             CI="true", GITHUB_ACTIONS="true", GITHUB_REF_NAME=TAG, GITHUB_REF=f"refs/tags/{TAG}",
+            GITHUB_SHA=SHA, GITHUB_WORKFLOW_REF=f"{OWNER}/agents/{WORKFLOW_FILE}@refs/tags/{TAG}",
+            GITHUB_SERVER_URL="https://github.com", RUNNER_ENVIRONMENT="github-hosted",
+            GITHUB_EVENT_NAME="push",
             GITHUB_REF_TYPE="tag", GITHUB_REPOSITORY=f"{OWNER}/agents", GITHUB_REPOSITORY_OWNER=OWNER,
             GITHUB_ACTOR=ACTOR, GITHUB_RUN_ID=RUN_ID, GITHUB_RUN_ATTEMPT=str(n), GITHUB_ENV=str(github_env),
             GITHUB_WORKSPACE=str(attempt.workspace), RUNNER_TEMP=str(attempt.temp),
@@ -183,6 +201,8 @@ class Runner:
             return proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout}{proc.stderr}"
         uses = step["uses"].split("@", 1)[0]
         with_ = {k: self.expand(str(v), n) for k, v in step.get("with", {}).items()}
+        if uses == "./tools/acxoci":  # the acx action: this repository's action.yml (composite)
+            return self.composite(with_, attempt, envs)
         if uses == "actions/checkout":
             return True, "workspace prepared by the test"
         if uses == "actions/setup-python":
@@ -197,6 +217,30 @@ class Runner:
             found = [f for p in patterns for f in glob.glob(str(ws / p))]
             return True, f"would upload {len(found)} file(s)"
         pytest.fail(f"step {name!r} uses {uses}, which this test does not know how to run")
+
+    def composite(self, with_: dict[str, str], attempt: Attempt, envs: dict[str, str]) -> tuple[bool, str]:
+        """Run action.yml's steps: its inputs (defaults, then `with:`), each `run:` with bash."""
+        action = yaml.safe_load((REPO / "action.yml").read_text("utf-8"))
+        assert action["runs"]["using"] == "composite"
+        unknown = set(with_) - set(action.get("inputs", {}))
+        assert not unknown, f"the example passes inputs the action does not have: {unknown}"
+        inputs = {k: self.expand(str(v.get("default", "")), attempt.number)
+                  for k, v in action.get("inputs", {}).items()}
+        inputs.update(with_)
+        ctx = {f"inputs.{k}": v for k, v in inputs.items()}
+        out = []
+        for i, st in enumerate(action["runs"]["steps"]):
+            assert "run" in st and st.get("shell") == "bash", "the action's steps are bash run: steps"
+            script = attempt.temp / f"action-{len(attempt.steps)}-{i}.sh"
+            script.write_text(self.expand(st["run"], attempt.number, ctx))
+            step_env = {k: self.expand(str(v), attempt.number, ctx) for k, v in st.get("env", {}).items()}
+            proc = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
+                                  cwd=attempt.workspace, env={**envs, **step_env}, stdin=subprocess.DEVNULL,
+                                  capture_output=True, text=True, timeout=STEP_TIMEOUT)
+            out.append(f"[action: {st.get('name')}] exit {proc.returncode}\n{proc.stdout}{proc.stderr}")
+            if proc.returncode != 0:
+                return False, "\n".join(out)
+        return True, "\n".join(out)
 
     def restore(self, path: Path, key: str, restore_keys: str) -> str:
         exact = self.cache / key
@@ -253,36 +297,40 @@ def private_registry(tmp_path: Path) -> Iterator[Registry]:
 
 
 def _keys(folder: Path) -> dict[str, str]:
-    """The repository secrets (a signing key, an encrypted attestation key) and the public files."""
+    """The repository secrets (the cartridge signing key; attestations are keyless) and the trust file."""
     folder.mkdir()
     _acx("key", "generate", "-o", "signing.pem", cwd=folder)
-    _acx("key", "generate", "-o", "attest.pem", "--password-env", "PW", cwd=folder,
-         extra_env={"PW": "s3cret"})
     owner = OWNER.lower()
     _acx("key", "trust", "signing.pub.pem", "--publisher", f"io.github.{owner}", "-r", "trust.json",
          "--oidc-subject", f"repo:{owner}/agents:ref:refs/tags/{TAG}",
          "--not-before", "2026-01-01T00:00:00Z", cwd=folder)
-    return {"ACX_SIGNING_KEY": (folder / "signing.pem").read_text(),
-            "ACX_ATTEST_KEY": (folder / "attest.pem").read_text(), "COSIGN_PASSWORD": "s3cret",
-            "GITHUB_TOKEN": TOKEN}
+    return {"ACX_SIGNING_KEY": (folder / "signing.pem").read_text(), "GITHUB_TOKEN": TOKEN}
 
 
 @pytest.mark.timeout(1500)
 def test_the_example_releases_and_a_rerun_resumes_a_failed_attempt(
-    tmp_path: Path, wheel: Path, private_registry: Registry
+    tmp_path: Path, wheel: Path, private_registry: Registry, sigstack_stack: SigStack
 ) -> None:
     secrets = _keys(tmp_path / "keys")
-    overrides = {"REGISTRY": private_registry.host, "ACXOCI": str(wheel)}
-    runner = Runner(tmp_path / "gha", secrets, overrides, wheel)
+    overrides = {"REGISTRY": private_registry.host, "ACXOCI": str(wheel),
+                 "SIGSTORE_TRUST_CONFIG": str(sigstack_stack.trust_config),
+                 "OIDC_ISSUER": sigstack_stack.issuer}
+    claims = urlencode({"repo": f"{OWNER}/agents", "ref": f"refs/tags/{TAG}", "workflow": WORKFLOW_FILE,
+                        "sha": SHA})
+    oidc = {"ACTIONS_ID_TOKEN_REQUEST_URL": f"{sigstack_stack.env['ACTIONS_ID_TOKEN_REQUEST_URL']}?{claims}",
+            "ACTIONS_ID_TOKEN_REQUEST_TOKEN": sigstack_stack.env["ACTIONS_ID_TOKEN_REQUEST_TOKEN"]}
+    runner = Runner(tmp_path / "gha", secrets, overrides, wheel, oidc)
 
-    # Attempt 1: the release process dies (SIGKILL) after its third journaled effect.
+    # Attempt 1: the release process dies (SIGKILL) after its third journaled effect (a run
+    # observer installed by the test's sitecustomize; the wheel's acx has no kill switch).
+    hook = {"PYTHONPATH": str(REPO / "tests" / "harness" / "killhook"), "ACX_TEST_KILL_AFTER": "3"}
     first = runner.run(runner.make_workspace(1, tmp_path / "keys"),
-                       {"Release (resumable, retried only on exit 6)": {"ACX_RELEASE_KILL_AFTER": "3"}})
+                       {RELEASE_STEP: hook})
     log = first.log()
     assert first.step("Install acx").status == "success", log
     assert first.step("Build and sign").status == "success", log
     assert first.step("Release (").status == "failure", log
-    assert first.step("Verify and install").status == "skipped", log
+    assert first.step("Verify who built it").status == "skipped", log
     assert first.step("Save the goal folder").status == "success", log
     assert "saved acx-release-" in first.step("Save the goal folder").output, log
     assert first.step("Release status").status == "success", log
@@ -313,12 +361,14 @@ def test_the_example_releases_and_a_rerun_resumes_a_failed_attempt(
     record = json.loads((items[0] / "record.json").read_text())
     assert record["repository"] == f"{private_registry.host}/{OWNER.lower()}/acx/scenario-designer"
     assert record["tag"] == TAG and record["publisherId"] == f"io.github.{OWNER.lower()}"
+    verified = second.step("Verify who built it").output
+    assert "PROVENANCE OK" in verified, verified
 
 
 def test_every_file_the_example_names_is_shipped() -> None:
     """The repository files the workflow reads exist under examples/github-actions/."""
     text = WORKFLOW.read_text("utf-8")
-    for name in ("agent/", "trust/registry.json", "keys/attest.pub.pem", "acx-release.tmpl.yaml"):
+    for name in ("agent/", "trust/registry.json", "acx-release.tmpl.yaml"):
         assert name in text, name
         assert (EXAMPLE / name).exists(), f"examples/github-actions/{name} is missing"
     plan = (EXAMPLE / "acx-release.tmpl.yaml").read_text()
@@ -327,6 +377,8 @@ def test_every_file_the_example_names_is_shipped() -> None:
     steps = next(iter(doc["jobs"].values()))["steps"]
     uses = {s["uses"].split("@")[0]: s for s in steps if "uses" in s}
     assert "actions/cache" not in uses, "restore and save separately, so a failed attempt still saves"
+    assert "./tools/acxoci" in uses and (REPO / "action.yml").exists()  # the acx action at the root
+    assert doc["permissions"].get("id-token") == "write"  # keyless signing needs the job's OIDC token
     assert uses["actions/cache/save"].get("if") == "always()"
     assert "pip install acxoci\n" not in text  # not on PyPI: install from the repository
     # ... and not from a git URL of a repository nobody published: from source checked out with it

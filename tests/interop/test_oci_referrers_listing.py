@@ -1,7 +1,8 @@
 """Referrers in the real world: one listing for discover and verify (a layout carrying a
 `sha256-<hex>` fallback tag, as skopeo copies make), fallback entries gone after a registry's
-garbage collection reported as missing, a warning when the Referrers API is absent, and
-`--fallback-tag` writing the tag index even where the API is served."""
+garbage collection reported as strays (`not_found`) and never drawn, a warning when the
+Referrers API is absent, `--fallback-tag` writing the tag index even where the API is served,
+and oras 1.3 listing the same referrers as acx where a layout's fallback tag lies."""
 
 from __future__ import annotations
 
@@ -53,7 +54,9 @@ def test_gc_removed_referrer_is_reported_missing_with_api_warning(
     r = requests.delete(f"{reg.url}/v2/acx/gc/manifests/{att['digest']}", timeout=10)
     assert r.status_code == 202
     tree = _ok(capsys, "discover", ref)
-    assert [(n["digest"], n.get("missing")) for n in tree["referrers"]] == [(att["digest"], True)]
+    assert tree["referrers"] == []
+    assert [(s["digest"], s["kind"], s["source"]) for s in tree["strays"]] == [
+        (att["digest"], "not_found", "fallback-tag")]
     assert any("Referrers API" in w for w in tree["warnings"])
 
 
@@ -84,11 +87,12 @@ def test_layout_fallback_tag_one_listing_for_discover_and_verify(
     listed = [d.digest for d in LayoutStore(layout).referrers(store.resolve(digest))]
     assert listed == [att["digest"]]
     tree = _ok(capsys, "discover", f"oci-layout:{layout}:v1")
-    assert [n["digest"] for n in tree["referrers"]] == listed and not tree["referrers"][0].get("missing")
-    # and when the referrer manifest is gone too, it is listed as missing rather than dropped
+    assert [n["digest"] for n in tree["referrers"]] == listed and tree["strays"] == []
+    # and when the referrer manifest is gone too, it is reported as a stray rather than drawn
     (layout / "blobs" / "sha256" / att["digest"][7:]).unlink()
     tree = _ok(capsys, "discover", f"oci-layout:{layout}:v1")
-    assert [(n["digest"], n.get("missing")) for n in tree["referrers"]] == [(att["digest"], True)]
+    assert tree["referrers"] == []
+    assert [(s["digest"], s["kind"]) for s in tree["strays"]] == [(att["digest"], "not_found")]
 
 
 def test_fallback_tag_flag_writes_the_tag_where_the_api_is_served(
@@ -115,3 +119,21 @@ def test_fallback_tag_flag_writes_the_tag_where_the_api_is_served(
     index = _ok(capsys, "manifest", "get", f"{refreg.host}/acx/ft:{tag}")["manifest"]
     assert att["digest"] in [m["digest"] for m in index["manifests"]]
     assert _ok(capsys, "discover", ref)["warnings"] == []  # the API is there: no warning
+
+
+def test_oras_13_and_acx_list_the_same_referrers_of_a_lying_layout(
+    tmp_path: Path, oras13: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A layout whose S has one true referrer, and a fallback tag listing a manifest that names X
+    and a manifest that is gone: oras 1.3 lists neither stray, and neither does acx."""
+    from tests.harness import hostilelayout as H
+
+    kit = H.build(tmp_path)
+    true = kit.manifest(artifact_type="application/x.true", subject=kit.subject)
+    H.stray_in_fallback_tag(kit)
+    H.gone_in_fallback_tag(kit)
+    ours = _ok(capsys, "discover", f"{kit.ref}:v1")
+    assert [n["digest"] for n in ours["referrers"]] == [true.digest]
+    assert sorted(s["kind"] for s in ours["strays"]) == ["not_found", "subject_mismatch"]
+    theirs = oras13.referrer_digests(f"{kit.root}@{kit.subject.digest}", layout=True)
+    assert theirs == [true.digest]

@@ -32,7 +32,11 @@ NOT_RUN: dict[str, str] = {
     "acx release plan": "needs a release plan; tests/interop/test_github_actions.py runs plan/run/status",
     "acx release run": "see acx release plan",
     "acx release resume": "see acx release plan",
-    "acx release status": "see acx release plan",
+    "acx release status": "see acx release plan; tests/release/test_status_projection.py validates its "
+                          "--json against schemas/output/release-status.schema.json",
+    "acx release pause": "see acx release status (tests/release/test_quota_states.py)",
+    "acx release unpause": "see acx release pause",
+    "acx release approve": "see acx release status (tests/release/test_monitor_mirrors.py)",
     "acx level run": "plays a benchmark without issuing; `level issue` runs the same games here",
     "acx attest-blob": "issue 16 reworks blob attestations (verify-blob); covered by test_cosign_blob.py",
     "acx verify-blob": "see attest-blob",
@@ -226,6 +230,9 @@ def test_every_command_json_validates_against_its_schema(
         "--issuer", "did:web:verifier.example", "--issuer-key", f"{r}/verifier.pem",
         "--status-list", f"{r}/status.json", "-o", f"{r}/level.vc.json")
     acx("level", "verify", f"{reg}/out/agent:1.0.0", "--issuers", f"{r}/issuers.json")
+    acx("key", "generate", "-o", f"{r}/old.pem")
+    acx("key", "trust", f"{r}/old.pub.pem", "--publisher", "example.verifier", "-r", f"{r}/issuers.json")
+    acx("key", "revoke", f"{r}/old.pub.pem", "--trust-registry", f"{r}/issuers.json", "--reason", "retired")
     acx("level", "revoke", f"{r}/level.vc.json", "--status-list", f"{r}/status.json",
         "--issuer-key", f"{r}/verifier.pem", "--publish", status_ref)
     acx("level", "verify", f"{reg}/out/agent:1.0.0", "--issuers", f"{r}/issuers.json", code=1)

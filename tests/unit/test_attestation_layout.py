@@ -71,33 +71,44 @@ def test_cartridge_dual_write_verifies(store: LayoutStore, sample: Path, gen: ob
     assert stmt.predicate["layerDigest"] == fetch_manifest(store, subject).layers[0].digest
 
 
-def test_reattest_replaces_legacy_layer(store: LayoutStore, sample: Path) -> None:
-    key = generate_ed25519()
+def test_reattest_is_additive_and_replace_removes_only_own_legacy_layers(store: LayoutStore,
+                                                                         sample: Path) -> None:
+    key, other = generate_p256(), generate_ed25519()  # P-256 signatures differ on every signing
     subject = push_cartridge(store, sample)
-    attest_artifact(store, subject, REPO, key, formats="legacy", now=NOW)
-    second = attest_artifact(store, subject, REPO, key, formats="legacy", now=NOW)
-    assert second.replaced_layers == 1
+    attest_artifact(store, subject, REPO, other, formats="legacy", now=NOW)
+    again = attest_artifact(store, subject, REPO, other, formats="legacy", now=NOW)  # identical bytes
+    assert again.replaced_layers == 0
+    first = attest_artifact(store, subject, REPO, key, formats="legacy", now=NOW)
+    later = attest_artifact(store, subject, REPO, key, formats="legacy", now=NOW)
+    att = fetch_manifest(store, store.resolve(legacy_tag(subject.digest)))
+    assert first.replaced_layers == later.replaced_layers == 0 and len(legacy_layers(att)) == 3
+    mine = attest_artifact(store, subject, REPO, key, formats="legacy", now=NOW, replace=True)
+    att = fetch_manifest(store, store.resolve(legacy_tag(subject.digest)))
+    assert mine.replaced_layers == 2 and len(legacy_layers(att)) == 2  # theirs + the new one
+    assert _verify(store, subject, other).ok and _verify(store, subject, key).ok
     pred = {"hello": "world"}
     attest_artifact(store, subject, REPO, key, formats="legacy", predicate_type="https://example.com/p/v1",
-                    predicate=pred, now=NOW)
+                    predicate=pred, now=NOW, replace=True)  # another type: nothing of it to replace
     att = fetch_manifest(store, store.resolve(legacy_tag(subject.digest)))
     assert sorted(la.predicate_type or "" for la in legacy_layers(att)) == [
-        CARTRIDGE_PREDICATE_TYPE, "https://example.com/p/v1"]
+        CARTRIDGE_PREDICATE_TYPE, CARTRIDGE_PREDICATE_TYPE, "https://example.com/p/v1"]
 
 
-def test_reattest_replaces_own_bundles_only(store: LayoutStore, sample: Path) -> None:
+def test_reattest_keeps_bundles_and_replace_removes_own_only(store: LayoutStore, sample: Path) -> None:
     key, other = generate_ed25519(), generate_p256()
     subject = push_cartridge(store, sample)
     first = attest_artifact(store, subject, REPO, key, now=NOW)
     theirs = attest_artifact(store, subject, REPO, other, formats="bundle", now=NOW)
     same = attest_artifact(store, subject, REPO, key, now=NOW)  # Ed25519 + same time: identical bytes
     assert same.bundle_referrer == first.bundle_referrer and same.replaced_bundles == ()
-    second = attest_artifact(store, subject, REPO, key, now=NOW.replace(hour=13))
-    assert second.replaced_bundles == (first.bundle_referrer,) and second.kept_bundles == ()
-    assert second.envelope_referrer == first.envelope_referrer
+    kept = attest_artifact(store, subject, REPO, key, now=NOW.replace(hour=12))
+    assert kept.replaced_bundles == ()
+    second = attest_artifact(store, subject, REPO, key, now=NOW.replace(hour=13), replace=True)
+    assert set(second.replaced_bundles) == {first.bundle_referrer, kept.bundle_referrer}
+    assert second.kept_bundles == () and second.envelope_referrer == first.envelope_referrer
     left = {d.digest for d in store.referrers(subject)}
     assert left == {second.bundle_referrer, theirs.bundle_referrer, first.envelope_referrer}
-    assert _verify(store, subject, key).ok
+    assert _verify(store, subject, key).ok and _verify(store, subject, other).ok
 
 
 def test_wrong_key(store: LayoutStore, sample: Path) -> None:

@@ -247,7 +247,7 @@ def test_revocation_failures_are_exact() -> None:
 
 def test_harness_required_but_not_given_is_exact() -> None:
     exact(C.check_harness(None, pol(require_host=True), host_given=False), "harness", "fail",
-          "the policy requires a host descriptor (--host) and none was given", "harness_unmet")
+          "the policy requires a host descriptor and none was given", "harness_unmet")
 
 
 # ---- policy-budget --------------------------------------------------------------------------

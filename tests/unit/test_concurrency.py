@@ -127,15 +127,14 @@ def test_two_release_runs_of_one_goal_race_for_the_lease(tmp_path: Path, vectors
 
 
 def test_resume_while_another_runner_holds_the_lease(tmp_path: Path, vectors_dir: Path) -> None:
-    from acxoci.release.interpreter import KILL_ENV
-
     w, layout = _release_world(tmp_path, vectors_dir)
     state: Path = w.state
+    hook = REPO / "tests" / "harness" / "killhook"  # a run observer that SIGKILLs the child
     killed = subprocess.run(
         [sys.executable, "-c", "from acxoci.cli.main import main; main()", "release", "run",
          str(w.plan), "--state-dir", str(state)],
-        env={**os.environ, "PYTHONPATH": str(REPO), KILL_ENV: "2"}, capture_output=True, text=True,
-        timeout=120)
+        env={**os.environ, "PYTHONPATH": f"{hook}:{REPO}", "ACX_TEST_KILL_AFTER": "2"}, capture_output=True,
+        text=True, timeout=120)
     assert killed.returncode == -9, killed.stdout + killed.stderr  # a run died half-way
     folder = state / "sample-1"
     journal = (folder / "journal.jsonl").read_bytes()

@@ -384,9 +384,9 @@ def test_check_result_json_view() -> None:
 
 
 def test_harness_reasons() -> None:
-    assert C.check_harness(None, pol(), host_given=False).reason == "no host descriptor given (--host)"
+    assert C.check_harness(None, pol(), host_given=False).reason == "no host descriptor given"
     assert C.check_harness(None, pol(require_host=True), host_given=False).reason == (
-        "the policy requires a host descriptor (--host) and none was given"
+        "the policy requires a host descriptor and none was given"
     )
     for r in (C.check_harness(None, pol(), host_given=True),
               C.check_harness(C.HarnessEvidence(True), pol(), host_given=True, available=False)):
@@ -523,6 +523,7 @@ def test_run_checks_passes_each_check_its_inputs() -> None:
         C.check_level(g.credentials, p, ROM), C.check_revocation(g.credentials, p, ROM),
         C.check_harness(g.harness, p, host_given=True, available=True), C.check_budget(None, p),
         C.check_staffing("cartridge", None), C.check_version(g.version), C.check_lifecycle(None),
+        C.check_provenance_requirement(g.attestations, p),
     ]
     # the credential bound to another ROM is set aside: only the ROM's own (level 3) counts
     assert got[5].status == "pass" and got[3].status == "pass" and got[7].kind == "harness_unmet"

@@ -114,6 +114,9 @@ def world(request: pytest.FixtureRequest, tmp_path: Path, vectors_dir: Path) -> 
         if request.param == "fallback-tag":
             assert fallback_tag(desc.digest) in reg.tags  # the copy wrote the tag-schema index
         reg.reset_counts()
+        from acxoci.oci.transport import Transport
+
+        Transport._pool.clear()  # the install runs as a new `acx` process would: nothing known yet
         yield World(reg, tmp_path, level_policy(tmp_path, trust, lv, "mid"), desc, other, layer,
                     other_layer, cred, cred_blob, hook)
     finally:
@@ -129,14 +132,15 @@ def test_install_requests_exactly_these(world: World) -> None:
     out = _install(world)
     assert out.status == "installed", [c.to_json() for c in out.failed]
     d = world.subject.digest
-    listing = [f"GET /v2/acx/sample/referrers/{d}"]
-    if world.hook:  # no Referrers API: the 404, then the fallback tag's index (once)
-        listing.append(f"GET /v2/acx/sample/manifests/{fallback_tag(d)}")
     assert world.wire() == [
         "GET /v2/acx/sample/manifests/v1",  # resolve + manifest in one GET (no HEAD)
-        *listing,  # one listing: lifecycle records and level credentials both come from it
-        f"GET /v2/acx/sample/blobs/{world.layer}",  # the empty config is known bytes
+        # one listing: lifecycle records and level credentials both come from it. Its sources are
+        # the Referrers API (a 404 without it) and the fallback tag's index (read either way), and
+        # each candidate's manifest is read to check its subject (the bytes are kept: not read again)
+        f"GET /v2/acx/sample/referrers/{d}",
+        f"GET /v2/acx/sample/manifests/{fallback_tag(d)}",
         f"GET /v2/acx/sample/manifests/{world.credential.digest}",
+        f"GET /v2/acx/sample/blobs/{world.layer}",  # the empty config is known bytes
         f"GET /v2/acx/sample/blobs/{world.credential_blob}",
     ]
     assert out.record["digest"] == d and out.record["level"] is not None
@@ -262,6 +266,7 @@ def test_read_view_reads_an_untyped_entry_once() -> None:
             assert [r.digest for r in view.referrers(subj, "application/x.typed")] == [untyped]
             assert view.referrers(subj, "application/x.other") == []
         assert [r.path for r in reg.seen] == [f"/v2/acx/u/referrers/{subject}",
+                                              f"/v2/acx/u/manifests/{fallback_tag(subject)}",
                                               f"/v2/acx/u/manifests/{untyped}"]
     finally:
         reg.stop()

@@ -1,7 +1,7 @@
-"""A referrer graph shaped like a diamond (the registry lists C under both A and B) is listed
-once per subject in one walk: `discover` and `cp -r` each ask the registry for the referrers
-of every subject exactly once, however many paths reach it (the caps on entries, pages and
-depth still hold)."""
+"""A registry that lists C under both A and B (a diamond) although C's manifest names A: the one
+listing keeps C under A only and reports it as a stray of B (subject_mismatch), so the walk is a
+tree again; `discover` and `cp -r` each ask the registry for the referrers of every subject
+exactly once (the caps on entries, pages and depth still hold)."""
 
 from __future__ import annotations
 
@@ -54,11 +54,14 @@ def test_discover_lists_each_subject_once(
         "root": 1, "A": 1, "B": 1, "C": 1, "D": 1, "E": 1}
     tops = {by_digest[n["digest"]]: n for n in res["referrers"]}
     assert set(tops) == {"A", "B"}
-    for parent in ("A", "B"):  # the tree still shows C (and below it D, E) on both paths
-        (c,) = tops[parent]["referrers"]
-        assert by_digest[c["digest"]] == "C"
-        assert by_digest[c["referrers"][0]["digest"]] == "D"
-        assert by_digest[c["referrers"][0]["referrers"][0]["digest"]] == "E"
+    (c,) = tops["A"]["referrers"]  # C (and below it D, E) under its own subject only
+    assert by_digest[c["digest"]] == "C"
+    assert by_digest[c["referrers"][0]["digest"]] == "D"
+    assert by_digest[c["referrers"][0]["referrers"][0]["digest"]] == "E"
+    assert tops["B"]["referrers"] == []
+    strays = [(by_digest[s["subject"]], by_digest[s["digest"]], s["kind"], s["source"])
+              for s in res["strays"]]
+    assert strays == [("B", "C", "subject_mismatch", "referrers-api")]
 
 
 def test_cp_r_lists_each_subject_once(
@@ -72,5 +75,8 @@ def test_cp_r_lists_each_subject_once(
         assert code == 0, res
         assert sorted(reg.referrer_lists.values()) == [1] * len(nodes)
         assert set(dst.manifests) == {d for d, _ in nodes.values()}
+        by_digest = {d: name for name, (d, _) in nodes.items()}
+        assert [(by_digest[s["subject"]], by_digest[s["digest"]]) for s in res["strays"]] == [("B", "C")]
+        assert dst.referrers_index(nodes["B"][0])["manifests"] == []  # nothing planted under B
     finally:
         dst.stop()

@@ -16,12 +16,12 @@ from acxoci.cli import main as cli_main
 from acxoci.cli.output import _Console, escape_json_controls, json_text, neutralise
 from acxoci.errors import InvalidInput
 from tests.harness.cli import acx_json, run_acx
-from tests.harness.evilregistry import EMPTY, EMPTY_DIGEST, OCI_MANIFEST
+from tests.harness.evilregistry import EMPTY, EMPTY_DIGEST, OCI_MANIFEST, Reply, Request
 from tests.harness.memregistry import MemRegistry
 
 EVIL = ["\x1b]0;pwned\x07", "\x1b[2J", "\x9b31m", "\u202e", "\r", "\x08", "\u2066"]
 FORBIDDEN = ["\x1b", "\x07", "\x9b", "\u202e", "\r", "\x08", "\u2066"]
-TYPE = "application/vnd.evil+json" + "".join(EVIL)
+TYPE = "application/vnd.evil+json" + "".join(EVIL)  # outside the media-type grammar: a stray
 NOTE = "look " + " ".join(EVIL) + " here"
 
 
@@ -38,9 +38,12 @@ def reg() -> Iterator[MemRegistry]:
     subject = r.add_manifest({"schemaVersion": 2, "mediaType": OCI_MANIFEST,
                               "artifactType": "application/x.s", "config": config, "layers": [config]},
                              tag="v1")
-    r.add_manifest({"schemaVersion": 2, "mediaType": OCI_MANIFEST, "artifactType": TYPE, "config": config,
-                    "layers": [config], "annotations": {"org.example.note": NOTE},
-                    "subject": {"mediaType": OCI_MANIFEST, "digest": subject[0], "size": subject[1]}})
+    ref_to = {"mediaType": OCI_MANIFEST, "digest": subject[0], "size": subject[1]}
+    r.add_manifest({"schemaVersion": 2, "mediaType": OCI_MANIFEST, "artifactType": "application/x.note",
+                    "config": config, "layers": [config], "annotations": {"org.example.note": NOTE},
+                    "subject": ref_to})
+    r.add_manifest({"schemaVersion": 2, "mediaType": OCI_MANIFEST, "artifactType": TYPE,
+                    "config": config, "layers": [config], "subject": ref_to})  # listed with TYPE too
     yield r
     r.stop()
 
@@ -51,8 +54,8 @@ def test_discover_human_output_carries_no_terminal_controls(
     r = run_acx(capsys, "discover", "--plain-http", f"{reg.host}/acx/demo:v1")
     assert r.returncode == 0, r.stderr
     _clean(r.stdout + r.stderr)
-    assert "application/vnd.evil+json\\x1b]0;pwned" in r.stdout  # shown, visibly
-    assert "\\u202e" in r.stdout
+    assert "application/x.note" in r.stdout
+    assert "1 listed entry left out" in r.stderr  # the artifactType outside the grammar
 
 
 def test_discover_json_keeps_the_exact_values_escaped(
@@ -61,9 +64,11 @@ def test_discover_json_keeps_the_exact_values_escaped(
     r = run_acx(capsys, "--json", "discover", "--plain-http", f"{reg.host}/acx/demo:v1")
     assert r.returncode == 0, r.stderr
     _clean(r.stdout)  # as JSON escapes, not raw
-    node = json.loads(r.stdout)["referrers"][0]
-    assert node["artifactType"] == TYPE
+    res = json.loads(r.stdout)
+    (node,) = res["referrers"]
     assert node["annotations"] == {"org.example.note": NOTE}
+    (stray,) = res["strays"]
+    assert stray["kind"] == "malformed_manifest" and "artifactType" in stray["reason"]
 
 
 def test_tags_and_registry_errors_carry_no_terminal_controls(
@@ -111,7 +116,7 @@ def test_the_console_neutralises_on_a_terminal_and_keeps_its_own_controls() -> N
     out = buf.getvalue()
     assert "\x1b[1G" in out  # the console's own control survives...
     _clean(out.replace("\x1b[1G", ""))  # ...and nothing from the text does
-    assert neutralise("a\tb\nc") == "a\tb\nc"  # layout characters are not controls
+    assert neutralise("a\tb\nc") == "a\tb\nc"  # the console's net leaves layout to the templates
 
 
 def test_json_text_round_trips_every_control() -> None:
@@ -140,11 +145,21 @@ def test_emoji_codes_in_foreign_strings_are_shown_as_written(capsys: pytest.Capt
         subject = r.add_manifest({"schemaVersion": 2, "mediaType": OCI_MANIFEST,
                                   "artifactType": "application/x.s", "config": config, "layers": [config]},
                                  tag="v1")
-        r.add_manifest({"schemaVersion": 2, "mediaType": OCI_MANIFEST,
-                        "artifactType": "application/x.a:smile:", "config": config, "layers": [config],
-                        "subject": {"mediaType": OCI_MANIFEST, "digest": subject[0], "size": subject[1]}})
-        got = run_acx(capsys, "discover", "--plain-http", f"{r.host}/acx/demo:v1")
+        del subject
+        r.tags["ok"] = next(iter(r.manifests))
+        server = r.server
+        assert server is not None
+        inner = server.script
+
+        def script(req: Request) -> Reply:  # the tag list refused with a message of the registry's
+            if req.path.startswith("/v2/acx/demo/tags/list"):
+                return Reply(400, {"Content-Type": "application/json"},
+                             b'{"errors":[{"code":"DENIED","message":"look :smile: here"}]}')
+            return inner(req)
+
+        server.script = script
+        got = run_acx(capsys, "tags", "--plain-http", f"{r.host}/acx/demo")
     finally:
         r.stop()
-    assert got.returncode == 0, got.stderr
-    assert "application/x.a:smile:" in got.stdout and "\U0001f604" not in got.stdout
+    assert got.returncode not in (0, 70), got.stderr
+    assert ":smile:" in got.stderr and "\U0001f604" not in got.stderr

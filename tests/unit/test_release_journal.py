@@ -17,25 +17,27 @@ from acxoci.errors import AuthError, InvalidInput, Tampered, TransientError, Wri
 from acxoci.oci.errors import RegistryAuthError, RegistryUnavailable, UploadFailed
 from acxoci.release.effects import Effect
 from acxoci.release.failures import CLASSES, NEXT_ACTION, Failure, classify, decide, fail
-from acxoci.release.journal import Journal
+from acxoci.release.journal import EffectEntry, GoalEntry, Journal, RunEntry
 from acxoci.release.lease import GoalLease, LeaseHeld
 from acxoci.release.plan import Budget
 from acxoci.release.status import project
 
 T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
-EFFECTS = [Effect("prepare:a", "prepare", "a"),
-           Effect("blob:content:a@r", "push_blob", "a", "r", {"role": "content"}, ("prepare:a",)),
-           Effect("tag:v1:a@r", "tag", "a", "r", {"tag": "v1"}, ("blob:content:a@r",)),
-           Effect("verify:a@r", "verify", "a", "r", {}, ("tag:v1:a@r",))]
+EFFECTS = [Effect(id="prepare:a", kind="prepare", artifact="a"),
+           Effect(id="blob:content:a@r", kind="push_blob", artifact="a", repository="r",
+                  params={"role": "content"}, deps=("prepare:a",)),
+           Effect(id="tag:v1:a@r", kind="tag", artifact="a", repository="r", params={"tag": "v1"},
+                  deps=("blob:content:a@r",)),
+           Effect(id="verify:a@r", kind="verify", artifact="a", repository="r", deps=("tag:v1:a@r",))]
 
 
 def _goal(j: Journal) -> None:
-    j.append({"type": "goal", "goal": "g1", "planPath": "/p.yaml", "planDigest": "sha256:00",
-              "createdAt": "2026-11-30T12:00:00.000Z", "effects": [e.to_json() for e in EFFECTS]}, now=T0)
+    j.append(GoalEntry(goal="g1", plan_path="/p.yaml", plan_digest="sha256:00",
+                       created_at="2026-11-30T12:00:00.000Z", effects=tuple(EFFECTS)), now=T0)
 
 
-def _eff(j: Journal, eid: str, to: str, **kw: Any) -> None:
-    j.append({"type": "effect", "effect": eid, "from": "open", "to": to, "attempt": 1, **kw}, now=T0)
+def _eff(j: Journal, eid: str, to: Any, **kw: Any) -> None:
+    j.append(EffectEntry(effect=eid, from_="open", to=to, attempt=1, **kw), now=T0)
 
 
 def test_append_is_ordered_and_a_torn_tail_is_ignored_then_cut(tmp_path: Path) -> None:
@@ -44,9 +46,9 @@ def test_append_is_ordered_and_a_torn_tail_is_ignored_then_cut(tmp_path: Path) -
     _eff(j, "prepare:a", "done", evidence={"materials": {}})
     with j.path.open("ab") as fh:
         fh.write(b'{"seq":3,"type":"effect","effect":"blob:con')  # SIGKILL mid-write
-    assert [e["seq"] for e in j.entries()] == [1, 2]
+    assert [e.seq for e in j.entries()] == [1, 2]
     _eff(j, "blob:content:a@r", "done")
-    assert [e["seq"] for e in j.entries()] == [1, 2, 3]
+    assert [e.seq for e in j.entries()] == [1, 2, 3]
     assert j.path.read_bytes().endswith(b"\n") and b"blob:con\"" not in j.path.read_bytes()
 
 
@@ -62,15 +64,14 @@ def test_corrupt_complete_line_is_an_error_naming_the_line(tmp_path: Path) -> No
 def test_projection_replays_states_receipts_and_next_actions(tmp_path: Path) -> None:
     j = Journal(tmp_path / "journal.jsonl")
     _goal(j)
-    j.append({"type": "run", "event": "start", "runner": "ci-1", "allowRetag": False}, now=T0)
+    j.append(RunEntry(event="start", runner="ci-1"), now=T0)
     _eff(j, "prepare:a", "done", wrote=False, evidence={"materials": {"x": 1}})
-    _eff(j, "blob:content:a@r", "open", failure=Failure("host_failure", "503").to_json())
+    _eff(j, "blob:content:a@r", "open", failure=Failure("host_failure", "503"))
     _eff(j, "blob:content:a@r", "done", wrote=True, receipt={"action": "pushed"},
          evidence={"proof": "re-hashed"})
     gate = Failure("gate", ":v1 points elsewhere", {"current": "d"})
-    _eff(j, "tag:v1:a@r", "blocked", failure=gate.to_json())
-    j.append({"type": "run", "event": "end", "runner": "ci-1", "executed": 3, "writes": 1,
-              "outcome": "blocked"}, now=T0)
+    _eff(j, "tag:v1:a@r", "blocked", failure=gate)
+    j.append(RunEntry(event="end", runner="ci-1", executed=3, writes=1, outcome="blocked"), now=T0)
     st = project(j.entries())
     assert st.state == "blocked" and st.counts() == {"open": 1, "done": 2, "blocked": 1, "deferred": 0}
     blob = st.effect("blob:content:a@r")
@@ -85,15 +86,16 @@ def test_projection_replays_states_receipts_and_next_actions(tmp_path: Path) -> 
 
 
 def test_projection_refuses_unknown_effects_and_states(tmp_path: Path) -> None:
-    j = Journal(tmp_path / "journal.jsonl")
+    j = Journal(tmp_path / "a" / "journal.jsonl")
     _goal(j)
     _eff(j, "prepare:zzz", "done")
     with pytest.raises(InvalidInput, match="unknown effect"):
         project(j.entries())
-    k = Journal(tmp_path / "k.jsonl")
+    k = Journal(tmp_path / "k" / "journal.jsonl")
     _goal(k)
-    _eff(k, "prepare:a", "claimed")  # ownership is never a state
-    with pytest.raises(InvalidInput, match="bad state"):
+    with k.path.open("ab") as fh:  # ownership is never a state: the typed decoder refuses the line
+        fh.write(b'{"type":"effect","seq":2,"at":"x","effect":"prepare:a","from":"open","to":"claimed"}\n')
+    with pytest.raises(InvalidInput, match="claimed"):
         project(k.entries())
 
 

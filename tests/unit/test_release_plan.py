@@ -12,6 +12,7 @@ import pytest
 from acxoci.errors import AuthError, InvalidInput
 from acxoci.release.effects import Effect, check_graph, plan_effects
 from acxoci.release.plan import KeyRef, load_plan
+from attest.typed import decode_as
 from tests.unit.test_release_support import acx, make_world
 
 
@@ -40,7 +41,7 @@ def test_effects_are_pure_ordered_and_typed(tmp_path: Path, vectors_dir: Path) -
                 f"attest:legacy:agent@{repo}", f"attest:bundle:agent@{repo}", f"envelope:agent@{repo}"}
         assert set(verify.deps) == want
         assert ids.index(f"verify:agent@{repo}") > max(ids.index(d) for d in verify.deps)
-    assert [Effect.from_json(e.to_json()) for e in first] == first
+    assert [decode_as(e.to_json(), Effect, document="effect") for e in first] == first  # journal round trip
     assert not next(e for e in first if e.kind == "verify").writes
     assert next(e for e in first if e.kind == "tag").writes
 
@@ -62,12 +63,30 @@ def test_digest_binds_the_document(tmp_path: Path, vectors_dir: Path) -> None:
     (lambda d: d["goal"]["artifacts"][0].update(levelCredential="lvl"), "lvl"),
     (lambda d: d["inputs"].pop("keys"), "inputs.keys.attestation"),
     (lambda d: d["goal"].update(statusList={"input": "s", "repository": "127.0.0.1:5000/st"}), "statusLists"),
+    (lambda d: d.update(observe={"mirrors": [{"repository": "m.example/a", "of": "other.example/a"}]}),
+     "not a destination"),
+    (lambda d: d.update(observe={"mirrors": [{"repository": "127.0.0.1:5000/acx/a",
+                                              "of": "127.0.0.1:5000/acx/a"}]}), "does not push to"),
+    (lambda d: d.update(observe={"statusLists": [{"url": "https://s.example/1", "validFrom": "later"}]}),
+     "statusLists[0].validFrom"),
+    (lambda d: d.update(observe={"statusLists": [{"url": "https://s.example/1"}]}), "validFrom or digest"),
+    (lambda d: d.update(observe={"intervalSeconds": 0}), "intervalSeconds"),
+    (lambda d: d.update(quota={"registries": [{"host": "h"}, {"host": "h"}]}), "listed twice"),
+    (lambda d: d.update(quota={"registries": [{"host": "h", "publishes": -1}]}), "publishes"),
+    (lambda d: d["goal"].update(nonGoals="one"), "nonGoals"),
 ])
 def test_bad_plans_name_the_field(tmp_path: Path, vectors_dir: Path, mutate: Any, needle: str) -> None:
     path = _plan(tmp_path, vectors_dir, mutate)
     with pytest.raises(InvalidInput) as info:
         load_plan(path)
     assert needle in info.value.one_line(), info.value.one_line()
+
+
+def test_an_approval_must_select_an_effect(tmp_path: Path, vectors_dir: Path) -> None:
+    approvals = [{"id": "x", "blocks": ["tag:v9"]}]
+    path = _plan(tmp_path, vectors_dir, lambda d: d.update(observe={"approvals": approvals}))
+    with pytest.raises(InvalidInput, match="selects no effect"):
+        plan_effects(load_plan(path))
 
 
 def test_key_by_env_reference(tmp_path: Path, vectors_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -21,7 +21,7 @@ from acxoci.oci.descriptor import OCI_MANIFEST, Descriptor
 from acxoci.oci.layout import LayoutStore
 from acxoci.oci.target import fetch_manifest, push_bytes
 from acxoci.release.interpreter import goal_status, resume_goal, run_goal
-from acxoci.release.journal import Journal
+from acxoci.release.journal import EffectEntry, Journal, RunEntry
 from acxoci.release.lease import GoalLease, LeaseHeld
 from acxoci.release.plan import load_plan
 from acxoci.release.status import project
@@ -73,8 +73,9 @@ def test_release_reads_back_then_rerun_does_nothing(tmp_path: Path, vectors_dir:
 
     second = run_goal(load_plan(w.plan), root=w.state)
     assert second.executed == 0 and second.writes == 0 and second.exit_code() == 0
-    ends = [e for e in Journal(w.state / "sample-1" / "journal.jsonl").entries() if e.get("event") == "end"]
-    assert ends[-1]["executed"] == 0 and ends[-1]["writes"] == 0
+    ends = [e for e in Journal(w.state / "sample-1" / "journal.jsonl").entries()
+            if isinstance(e, RunEntry) and e.event == "end"]
+    assert ends[-1].executed == 0 and ends[-1].writes == 0
     assert (layout / "index.json").read_bytes() == before
 
 
@@ -96,9 +97,9 @@ def test_sigkill_at_every_effect_then_resume(tmp_path: Path, vectors_dir: Path, 
     assert_release_intact(layout, ev["digest"])
     if after_write:  # the re-run after a lost journal entry found the write and did not repeat it
         entries = Journal(w.state / "sample-1" / "journal.jsonl").entries()
-        done = [e for e in entries if e.get("type") == "effect" and e.get("to") == "done"]
-        assert all(not e["wrote"] for e in done if e["effect"] != "prepare:agent"), \
-            [e["effect"] for e in done if e["wrote"]]
+        done = [e for e in entries if isinstance(e, EffectEntry) and e.to == "done"]
+        wrote = [e.effect for e in done if e.wrote and e.effect != "prepare:agent"]
+        assert not wrote, wrote
 
 
 def test_tampered_input_blocks_before_any_write_and_is_not_retried(tmp_path: Path, vectors_dir: Path) -> None:

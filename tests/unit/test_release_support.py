@@ -17,9 +17,10 @@ from typing import Any
 
 import yaml
 
-from acxoci.release.interpreter import KILL_ENV
+from acxoci.release import interpreter
 from attest.keys import PrivateKey, generate_ed25519
 from tests.harness.env import REPO
+from tests.harness.killer import Killer
 
 PUBLISHER = "io.github.example-acx"
 
@@ -92,14 +93,16 @@ def acx(*args: str, env: dict[str, str] | None = None,
                           capture_output=True, text=True, env=full, cwd=cwd, timeout=120)
 
 
-def run_forked(fn: Callable[[], int], env: dict[str, str] | None = None) -> int:
-    """Run `fn` in a forked child (env applied there only); returns its exit code, or -signal if it
-    was killed. Forking (not a new interpreter) keeps the kill-point iteration fast."""
+def run_forked(fn: Callable[[], int], observer: interpreter.RunObserver | None = None) -> int:
+    """Run `fn` in a forked child (with `observer` watching its release runs there only); returns
+    its exit code, or -signal if it was killed. Forking (not a new interpreter) keeps the
+    kill-point iteration fast."""
     pid = os.fork()
     if pid == 0:  # pragma: no cover - child
         code = 70
         try:
-            os.environ.update(env or {})
+            if observer is not None:
+                interpreter.OBSERVERS.append(observer)
             code = fn()
         except BaseException:
             traceback.print_exc()
@@ -117,8 +120,8 @@ def kill_chain(step: Callable[[], int], *, after_write: bool, limit: int = 60) -
     journal entry. Returns how many runs were killed; the last run must complete (exit 0)."""
     kills = 0
     for i in range(limit):
-        point = ("1w" if i == 0 else "2w") if after_write else "1"
-        rc = run_forked(step, {KILL_ENV: point})
+        killer = Killer((1 if i == 0 else 2) if after_write else 1, after_work=after_write)
+        rc = run_forked(step, killer)
         if rc == -signal.SIGKILL:
             kills += 1
             continue

@@ -1,0 +1,232 @@
+"""SLSA Provenance v1 for what a CI release publishes, and the pure check of a provenance
+requirement (decision 0036).
+
+Building: `github_provenance` writes GitHub Actions' build type (as GitHub's own artifact
+attestations do) from the runner's environment: builder id, build type, external parameters
+(repository, ref, workflow path), the source commit as the resolved dependency, and the run.
+
+Checking: `check_provenance` is a pure function over verified provenance attestations, each with
+the facts Fulcio wrote into its signing certificate (`FulcioFacts`), and a requirement (`--repo`,
+`--source-ref`, `--signer-workflow` as `gh attestation verify` names them; an install policy's
+`provenance: {repository, ref, signerWorkflow}`). A requirement is met only when one attestation's
+certificate AND its predicate both say so and agree with each other (the source commit too):
+the certificate is what the CI's OIDC provider vouched for, the predicate is what the build
+claims, and a mismatch between them is a refusal. A key-signed or unknown-build-type provenance
+meets no requirement. Fail closed: no provenance, no pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from acxoci.attestation.identity import FulcioFacts
+from acxoci.errors import UsageError
+from attest.errors import MalformedError
+from attest.intoto import STATEMENT_V1, Statement, Subject
+from attest.typed import Struct, decode_as
+
+SLSA_PROVENANCE_V1 = "https://slsa.dev/provenance/v1"
+GITHUB_BUILD_TYPE = "https://actions.github.io/buildtypes/workflow/v1"
+GITHUB = "https://github.com"
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """What a consumer demands of the provenance (None: not demanded). Values as `gh` takes them:
+    `repository` OWNER/REPO or a URL, `ref` a git ref, `signer_workflow` OWNER/REPO/PATH (or a URL,
+    optionally with `@REF`)."""
+
+    repository: str | None = None
+    ref: str | None = None
+    signer_workflow: str | None = None
+
+    @property
+    def empty(self) -> bool:
+        return self.repository is None and self.ref is None and self.signer_workflow is None
+
+    def to_json(self) -> dict[str, str]:
+        out = {"repository": self.repository, "ref": self.ref, "signerWorkflow": self.signer_workflow}
+        return {k: v for k, v in out.items() if v is not None}
+
+
+def requirement_from_policy(value: Any, *, where: str) -> Requirement:
+    """An install policy's `provenance: {repository, ref, signerWorkflow}` (at least one)."""
+    from acxoci.errors import InvalidInput
+
+    try:
+        doc = decode_as(value, _PolicyProvenance, document=where)
+    except MalformedError as exc:
+        raise InvalidInput(str(exc), where=where) from exc
+    req = Requirement(doc.repository, doc.ref, doc.signerWorkflow)
+    if req.empty:
+        raise InvalidInput("provenance needs at least one of repository, ref, signerWorkflow", where=where)
+    return req
+
+
+class _PolicyProvenance(Struct, frozen=True, forbid_unknown_fields=True):
+    repository: str | None = None
+    ref: str | None = None
+    signerWorkflow: str | None = None
+
+
+# --- the predicate, typed ---------------------------------------------------------------------
+
+
+class _Workflow(Struct, frozen=True):
+    ref: str
+    repository: str
+    path: str
+
+
+class _External(Struct, frozen=True):
+    workflow: _Workflow
+
+
+class _Dependency(Struct, frozen=True):
+    uri: str
+    digest: dict[str, str]
+
+
+class _BuildDefinition(Struct, frozen=True):
+    buildType: str
+    externalParameters: _External
+    resolvedDependencies: list[_Dependency] = []  # noqa: RUF012 (msgspec copies defaults)
+
+
+class _Builder(Struct, frozen=True):
+    id: str
+
+
+class _RunDetails(Struct, frozen=True):
+    builder: _Builder
+
+
+class _Provenance(Struct, frozen=True):
+    buildDefinition: _BuildDefinition
+    runDetails: _RunDetails
+
+
+# --- building ---------------------------------------------------------------------------------
+
+
+def github_provenance(subject_digest: str, name: str, env: Mapping[str, str]) -> Statement:
+    """The SLSA v1 statement for `subject_digest` from a GitHub Actions runner's environment;
+    a usage error naming the variables when it is not such a run."""
+    need = ("GITHUB_REPOSITORY", "GITHUB_REF", "GITHUB_WORKFLOW_REF", "GITHUB_SHA", "GITHUB_RUN_ID")
+    missing = [v for v in need if not env.get(v)]
+    if missing:
+        raise UsageError(f"provenance needs a GitHub Actions run: {', '.join(missing)} not set")
+    server = env.get("GITHUB_SERVER_URL") or GITHUB
+    repo, ref, sha = env["GITHUB_REPOSITORY"], env["GITHUB_REF"], env["GITHUB_SHA"]
+    workflow_ref = env["GITHUB_WORKFLOW_REF"]  # OWNER/REPO/PATH@REF
+    path = workflow_ref.split("@", 1)[0].removeprefix(repo + "/")
+    attempt = env.get("GITHUB_RUN_ATTEMPT") or "1"
+    run = f"{server}/{repo}/actions/runs/{env['GITHUB_RUN_ID']}/attempts/{attempt}"
+    predicate = {
+        "buildDefinition": {
+            "buildType": GITHUB_BUILD_TYPE,
+            "externalParameters": {"workflow": {"ref": ref, "repository": f"{server}/{repo}", "path": path}},
+            "internalParameters": {"github": {
+                "event_name": env.get("GITHUB_EVENT_NAME", ""),
+                "repository_id": env.get("GITHUB_REPOSITORY_ID", ""),
+                "repository_owner_id": env.get("GITHUB_REPOSITORY_OWNER_ID", ""),
+                "runner_environment": env.get("RUNNER_ENVIRONMENT", "")}},
+            "resolvedDependencies": [{"uri": f"git+{server}/{repo}@{ref}", "digest": {"gitCommit": sha}}],
+        },
+        "runDetails": {
+            "builder": {"id": f"{server}/{workflow_ref}"},
+            "metadata": {"invocationId": run},
+        },
+    }
+    digest = subject_digest.split(":", 1)
+    return Statement((Subject(name, {digest[0]: digest[1]}),), SLSA_PROVENANCE_V1, predicate, STATEMENT_V1)
+
+
+# --- checking (pure) --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class VerifiedProvenance:
+    """One provenance attestation whose signature verified: where it is, its predicate, and the
+    signing certificate's facts (None when it was signed with a key)."""
+
+    location: str
+    predicate: Mapping[str, Any]
+    fulcio: FulcioFacts | None
+
+
+@dataclass(frozen=True)
+class ProvenanceVerdict:
+    """Pass or fail, the attestation that passed, and every reason another did not."""
+
+    ok: bool
+    reasons: tuple[str, ...]
+    matched: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"ok": self.ok, "matched": self.matched, "reasons": list(self.reasons)}
+
+
+def url(value: str) -> str:
+    """OWNER/REPO[/…] or github.com/… or a URL, as a URL without a trailing slash."""
+    v = value.strip().rstrip("/")
+    if "://" in v:
+        return v
+    if v.startswith("github.com/"):
+        return "https://" + v
+    return f"{GITHUB}/{v}"
+
+
+def _problems(req: Requirement, item: VerifiedProvenance) -> list[str]:
+    """Why one attestation does not meet `req` (empty: it does)."""
+    f = item.fulcio
+    if f is None:
+        return ["signed with a key, not by a CI identity (no Fulcio certificate to vouch for the run)"]
+    try:
+        pred = decode_as(item.predicate, _Provenance, document="SLSA provenance predicate")
+    except MalformedError as exc:
+        return [f"predicate: {exc}"]
+    bd = pred.buildDefinition
+    if bd.buildType != GITHUB_BUILD_TYPE:
+        return [f"build type {bd.buildType} is not one acx can check ({GITHUB_BUILD_TYPE})"]
+    wf = bd.externalParameters.workflow
+    out: list[str] = []
+    commits = [d.digest.get("gitCommit") for d in bd.resolvedDependencies if "gitCommit" in d.digest]
+    if not commits or f.source_repository_digest is None or commits[0] != f.source_repository_digest:
+        out.append(f"source commit: predicate {commits[0] if commits else None}, certificate "
+                   f"{f.source_repository_digest}")
+    if (f.source_repository_uri or "").rstrip("/") != url(wf.repository):
+        out.append(f"repository: predicate {wf.repository}, certificate {f.source_repository_uri}")
+    if f.source_repository_ref != wf.ref:
+        out.append(f"ref: predicate {wf.ref}, certificate {f.source_repository_ref}")
+    signer = (f.build_signer_uri or "")
+    signer_base = signer.split("@", 1)[0]
+    if req.repository is not None and url(req.repository) != url(wf.repository):
+        out.append(f"repository is {wf.repository}, not {req.repository}")
+    if req.ref is not None and req.ref != wf.ref:
+        out.append(f"ref is {wf.ref}, not {req.ref}")
+    if req.signer_workflow is not None:
+        want = url(req.signer_workflow)
+        got = signer if "@" in want else signer_base
+        if got != want:
+            out.append(f"signer workflow is {signer or None}, not {want}")
+        claimed = f"{url(wf.repository)}/{wf.path}"
+        if claimed != want.split("@", 1)[0]:
+            out.append(f"the predicate's workflow {claimed} is not the signer workflow {want}")
+    return out
+
+
+def check_provenance(req: Requirement, items: Sequence[VerifiedProvenance]) -> ProvenanceVerdict:
+    """Pass when one verified provenance attestation meets `req` in certificate and predicate."""
+    if not items:
+        return ProvenanceVerdict(False, ("no verified SLSA provenance attestation "
+                                         f"({SLSA_PROVENANCE_V1}) for the artifact",))
+    reasons: list[str] = []
+    for item in items:
+        problems = _problems(req, item)
+        if not problems:
+            return ProvenanceVerdict(True, (), item.location)
+        reasons.extend(f"{item.location}: {p}" for p in problems)
+    return ProvenanceVerdict(False, tuple(reasons))

@@ -1,0 +1,177 @@
+"""The install store, its caches and the judge's inputs are untrusted too (a hostile review of the one
+decision): each test builds the hostile state at run time and shows the typed refusal, the
+isolation of one broken item from the others, or the same verdict from every caller."""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from acxoci.exchange.lifecycle import push_lifecycle
+from acxoci.install.install import install
+from acxoci.install.judge import Context, judge_installed, judge_reference
+from acxoci.install.store import Store
+from acxoci.install.vpolicy import load_policy
+from acxoci.level.constants import is_demo_measurement
+from acxoci.oci.layout import LayoutStore
+from tests.harness.cli import acx_json
+from tests.install.test_one_judge import World, world  # noqa: F401 (the fixture)
+from tests.unit.test_install_support import NOW, issue_level, registry_entry, trusting_policy, write_registry
+
+
+def test_an_installed_digest_is_judged_again_not_waved_through(world: World, tmp_path: Path) -> None:  # noqa: F811
+    store = Store(tmp_path / "store")
+    ref = f"oci-layout:{world.layout}:1.0.0"
+    policy = load_policy(trusting_policy(world.tmp, world.registry), now=NOW)
+    ok = install(ref, policy=policy, store=store, now=NOW)
+    assert ok.status == "installed"
+    strict = trusting_policy(world.tmp, world.registry, attestations={"formats": ["bundle"]})
+    again = install(ref, policy=load_policy(strict, now=NOW), store=store, now=NOW)
+    assert again.status == "refused" and [c.id for c in again.failed] == ["attestations"], again.to_json()
+
+
+def test_only_sha256_content_is_installed_and_every_caller_says_so(world: World, tmp_path: Path) -> None:  # noqa: F811
+    from acxoci.oci.descriptor import Descriptor
+    from acxoci.oci.target import push_bytes
+
+    data = world.acx.read_bytes()
+    import hashlib
+
+    layer = Descriptor("application/vnd.acx.cartridge.layer.v1+sqlite",
+                       "sha512:" + hashlib.sha512(data).hexdigest(), len(data),
+                       annotations={"org.opencontainers.image.title": "c.acx"})
+    target = LayoutStore(tmp_path / "l512")
+    import io
+
+    target.push(layer, io.BytesIO(data))
+    empty = Descriptor("application/vnd.oci.empty.v1+json", "sha256:" + hashlib.sha256(b"{}").hexdigest(), 2)
+    target.push(empty, io.BytesIO(b"{}"))
+    manifest = {"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+                "artifactType": "application/vnd.acx.cartridge.v1", "config": empty.to_json(),
+                "layers": [layer.to_json()]}
+    target.tag(push_bytes(target, json.dumps(manifest).encode(), manifest["mediaType"]), "x")
+    ref = f"oci-layout:{tmp_path / 'l512'}:x"
+    policy = load_policy(trusting_policy(world.tmp, world.registry), now=NOW)
+    out = install(ref, policy=policy, store=Store(tmp_path / "s"), now=NOW)
+    assert out.status == "refused" and "content-digest" in {c.id for c in out.failed}
+    judged = judge_reference(ref, Context(policy, NOW))
+    assert [c.status for c in judged.checks] == [c.status for c in out.checks]
+
+
+def test_a_layout_is_recorded_by_its_absolute_path(world: World, tmp_path: Path,  # noqa: F811
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(world.tmp)
+    policy = load_policy(trusting_policy(world.tmp, world.registry), now=NOW)
+    out = install("oci-layout:./layout:1.0.0", policy=policy, store=Store(tmp_path / "s"), now=NOW)
+    assert out.status == "installed" and out.record is not None
+    assert out.record["repository"] == f"oci-layout:{world.layout}"
+    monkeypatch.chdir("/")
+    assert judge_installed(Store(tmp_path / "s").require(out.name or ""), Context(policy, NOW)).ok
+
+
+def test_one_broken_cache_or_manifest_does_not_stop_the_others(world: World, tmp_path: Path,  # noqa: F811
+                                                                capsys: pytest.CaptureFixture[str],
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    store = tmp_path / "store"
+    pol = trusting_policy(world.tmp, world.registry)
+    at = ("--now", (NOW + timedelta(minutes=1)).isoformat())
+    for name, host in (("a/one", "claude"), ("b/two", "cursor")):
+        code, out = acx_json(capsys, "install", f"oci-layout:{world.layout}:1.0.0", "--policy", str(pol),
+                             "--store", str(store), "--name", name, "--activate", host)
+        assert code == 0, out
+    import os as _os
+
+    cache = Path(_os.environ["XDG_CACHE_HOME"]) / "acxoci" / "status-lists" / "high-water"
+    marks = sorted(cache.glob("lifecycle-*.json"))
+    assert marks, "the lifecycle mark lives in the status-list cache"
+    marks[0].write_text("{not json")  # the one mark both items share: each is reported, none aborts
+    manifest = next((store / "activations").glob("a+one@*.json"))
+    doc = json.loads(manifest.read_text())
+    doc["files"][0]["path"] = "../../escape"
+    manifest.write_text(json.dumps(doc))
+    code, out = acx_json(capsys, "installed", "verify", "--store", str(store), *at)
+    assert code == 1 and len(out["items"]) == 2 and out["unreadableActivations"], out
+    assert all("high-water mark" in " ".join(i["problems"]) for i in out["items"]), out
+    code, out = acx_json(capsys, "installed", "sync", "--store", str(store), *at)
+    assert code == 1, out
+    assert [s["done"] for s in out["steps"] if s["name"] == "b/two"] == ["deactivated"], out
+    assert not (tmp_path / "home" / ".cursor").exists()
+
+
+def test_a_fifo_in_the_store_is_refused_not_waited_for(world: World, tmp_path: Path,  # noqa: F811
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    store = tmp_path / "store"
+    code, out = acx_json(capsys, "install", f"oci-layout:{world.layout}:1.0.0", "--policy",
+                         str(trusting_policy(world.tmp, world.registry)), "--store", str(store))
+    assert code == 0
+    item = next((store / "items").iterdir())
+    (item / "manifest.json").unlink()
+    os.mkfifo(item / "manifest.json")
+    code, out = acx_json(capsys, "installed", "verify", "--store", str(store), "--now", NOW.isoformat())
+    assert code == 1 and not out["items"][0]["ok"], out
+    (item / "record.json").unlink()
+    os.mkfifo(item / "record.json")
+    code, out = acx_json(capsys, "installed", "list", "--store", str(store))
+    assert code == 0 and out["items"] == [], out
+
+
+def test_a_dropped_withdrawal_stays_even_behind_a_later_milder_record(world: World) -> None:  # noqa: F811
+    ref = f"oci-layout:{world.layout}:1.0.0"
+    policy = load_policy(trusting_policy(world.tmp, world.registry), now=NOW)
+    pristine = world.tmp / "pristine"
+    import shutil
+
+    shutil.copytree(world.layout, pristine)
+    push_lifecycle(LayoutStore(world.layout), world.desc, {"status": "withdrawn", "reason": "malware",
+                                                           "recordedAt": "2026-11-29T10:00:00.000Z"}, None)
+    assert not judge_reference(ref, Context(policy, NOW)).ok
+    shutil.rmtree(world.layout)
+    shutil.copytree(pristine, world.layout)
+    push_lifecycle(LayoutStore(world.layout), world.desc, {"status": "deprecated", "reason": "old",
+                                                           "recordedAt": "2026-11-30T10:00:00.000Z"}, None)
+    j = judge_reference(ref, Context(policy, NOW))
+    assert [c.id for c in j.failed] == ["lifecycle"] and "withdrawn" in j.failed[0].reason
+
+
+def test_a_status_list_of_the_same_instant_with_other_bits_is_refused(tmp_path: Path) -> None:
+    from acxoci.freshness import HighWater
+
+    hw = HighWater(tmp_path)
+    assert hw.status_list("https://x/1", NOW, "sha256:" + "a" * 64) is None
+    assert hw.status_list("https://x/1", NOW, "sha256:" + "a" * 64) is None
+    assert "cannot be ordered" in (hw.status_list("https://x/1", NOW, "sha256:" + "b" * 64) or "")
+    older = hw.status_list("https://x/1", NOW - timedelta(seconds=1), "sha256:" + "c" * 64)
+    assert "rollback" in (older or "")
+    assert hw.status_list("https://x/1", NOW + timedelta(seconds=1), "sha256:" + "d" * 64) is None
+
+
+@pytest.mark.parametrize(("solver", "digest", "bench"), [
+    ("Reference(33)", None, None), (" reference(competence=1)", None, None),
+    (None, "SHA256:019FC517108A721B9BFC83E9A8D61C5011C29894C43A361C35FDACB2C783E900", None),
+    (None, None, "ACX-Bench-DAG-DE"),
+])
+def test_a_demo_measurement_is_one_whatever_its_spelling(solver: str | None, digest: str | None,
+                                                         bench: str | None) -> None:
+    assert is_demo_measurement(solver, digest, bench)
+
+
+def test_a_policy_names_its_status_lists_relative_to_itself(world: World, tmp_path: Path,  # noqa: F811
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    level = issue_level(world.tmp, world.acx)
+    folder = tmp_path / "policies"
+    folder.mkdir()
+    (folder / "lists").mkdir()
+    (folder / "lists" / "s.json").write_text(json.dumps(level.status_list))
+    reg = write_registry(folder / "trust.json", [registry_entry(world.key, "io.github.example-acx")])
+    pol = trusting_policy(folder, reg, level={"minimum": 1, "issuers": [level.credential["issuer"]["id"]],
+                                              "issuerRegistries": [str(level.registry)]},
+                          revocation={"statusLists": {level.status_list["id"]: "lists/s.json"}})
+    for cwd in (folder, Path("/")):
+        monkeypatch.chdir(cwd)
+        loaded = load_policy(pol, now=NOW)
+        assert loaded.status_list_sources[level.status_list["id"]] == str(folder / "lists" / "s.json")
