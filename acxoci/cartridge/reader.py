@@ -227,12 +227,15 @@ def _copy(src: int, dst: int, size: int) -> int:
 
 def _scratch() -> str:
     """The temporary folder (TMPDIR) the private copies go to, when no one else can replace a file
-    there: it is ours and writable by no one else, or sticky (as /tmp is)."""
+    there: it is ours or root's, and writable by no one else or sticky (as /tmp is)."""
     folder = tempfile.gettempdir()
     st = os.stat(folder)
-    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not (st.st_mode & stat.S_ISVTX):
+    if st.st_uid not in (os.getuid(), 0) or (
+        st.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not st.st_mode & stat.S_ISVTX
+    ):
         raise InvalidInput(
-            "the temporary folder is writable by others and not sticky: a private copy there is not private",
+            "the temporary folder is another user's, or writable by others and not sticky: a private "
+            "copy there is not private",
             where=folder,
             hint="set TMPDIR to a folder of your own",
         )

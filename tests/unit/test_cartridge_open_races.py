@@ -170,10 +170,19 @@ def test_a_temporary_folder_others_may_replace_files_in_is_refused(
     scratch.chmod(0o777)  # writable by anyone and not sticky: another user could swap the copy
     with pytest.raises(InvalidInput) as err:
         open_cartridge(d / "cart.acx")
-    assert "not sticky" in str(err.value) and err.value.where == str(scratch)
+    assert err.value.message == (
+        "the temporary folder is another user's, or writable by others and not sticky: a private copy"
+        " there is not private"
+    )
+    assert (err.value.where, err.value.hint) == (str(scratch), "set TMPDIR to a folder of your own")
     scratch.chmod(0o1777)  # as /tmp is: only the owner of a file may rename or remove it
     with open_cartridge(d / "cart.acx") as cart:
         assert cart.meta()
+    scratch.chmod(0o700)
+    if os.getuid() == 0:  # a folder of another user's, even one only they may write, is not ours
+        os.chown(scratch, 12345, -1)
+        with pytest.raises(InvalidInput):
+            open_cartridge(d / "cart.acx")
 
 
 def test_no_room_for_the_private_copy_is_a_typed_error(folders: tuple[Path, Path]) -> None:
