@@ -323,8 +323,11 @@ def parse_header(head: bytes, size: int, *, where: str) -> Header:
     (change_counter,) = struct.unpack(">I", head[24:28])
     (page_count,) = struct.unpack(">I", head[28:32])
     (valid_for,) = struct.unpack(">I", head[92:96])
-    if valid_for == change_counter and page_count and page_count * page_size > size:
-        raise InvalidInput(f"truncated: header says {page_count} pages of {page_size} bytes but the file "
+    # where the header's page count is valid, SQLite reads that many pages and no more: bytes after
+    # them are in no verdict (and would be copied, published and hashed for nothing)
+    if valid_for == change_counter and page_count and page_count * page_size != size:
+        what = "truncated" if page_count * page_size > size else "bytes after the database"
+        raise InvalidInput(f"{what}: header says {page_count} pages of {page_size} bytes but the file "
                            f"has {size} bytes", where=where)
     return Header(page_size, page_count or size // page_size, app_id, user_version, size)
 

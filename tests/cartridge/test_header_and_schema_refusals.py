@@ -175,6 +175,14 @@ def test_a_file_shorter_than_its_header_says_is_truncated(head: bytes, counter: 
     assert parse_header(stale, SIZE, where="f.acx").page_count == pages
 
 
+def test_bytes_after_the_database_are_refused(head: bytes) -> None:
+    # 19 valid pages in a 20-page file: SQLite reads 19, the last page is in no verdict
+    bad = _with(head, 28, _word(19))
+    refused(lambda: parse_header(bad, SIZE, where="f.acx"), InvalidInput,
+            f"bytes after the database: header says 19 pages of 4096 bytes but the file has {SIZE} bytes",
+            where="f.acx")
+
+
 # ---- the schema -----------------------------------------------------------------------------
 
 
