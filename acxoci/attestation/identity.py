@@ -9,15 +9,16 @@ Regular expressions are matched against the whole value (`re.fullmatch`), unlike
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID, ObjectIdentifier
 
+from acxoci.documents.verification_policy import VerificationPolicyDocPublishersItemIdentitiesItem
 from acxoci.errors import InvalidInput, UsageError
 from attest.errors import MalformedError
+from attest.typed import opt
 
 OIDC_ISSUER_V1 = ObjectIdentifier("1.3.6.1.4.1.57264.1.1")
 OIDC_ISSUER_V2 = ObjectIdentifier("1.3.6.1.4.1.57264.1.8")
@@ -94,35 +95,31 @@ def rule_from_flags(identity: str | None, identity_regexp: str | None, issuer: s
                                                                                  "identity regexp"))
 
 
-def rules_from_policy(items: Any, *, where: str) -> tuple[IdentityRule, ...]:
-    """`publishers[].identities[]` of an install policy: `{issuer, subject | subjectRegExp}`."""
-    if not isinstance(items, list) or not items:
+def rules_from_policy(items: Sequence[VerificationPolicyDocPublishersItemIdentitiesItem], *,
+                      where: str) -> tuple[IdentityRule, ...]:
+    """`publishers[].identities[]` of an install policy (decoded): `{issuer, subject | subjectRegExp}`."""
+    if not items:
         raise InvalidInput("identities must be a non-empty list", where=where)
     if len(items) > MAX_IDENTITIES:
         raise InvalidInput(f"more than {MAX_IDENTITIES} identities", where=where)
     out: list[IdentityRule] = []
     for i, item in enumerate(items):
         here = f"{where}[{i}]"
-        if not isinstance(item, Mapping):
-            raise InvalidInput("identity must be an object", where=here)
-        unknown = set(item) - {"issuer", "subject", "subjectRegExp"}
-        if unknown:
-            raise InvalidInput(f"unknown identity field(s): {', '.join(sorted(unknown))}", where=here)
-        issuer, subject, regexp = item.get("issuer"), item.get("subject"), item.get("subjectRegExp")
-        if not isinstance(issuer, str) or not issuer:
-            raise InvalidInput("identity needs an issuer (string)", where=here)
+        subject, regexp = opt(item.subject), opt(item.subject_reg_exp)
+        if not item.issuer:
+            raise InvalidInput("identity needs an issuer", where=here)
         if (subject is None) == (regexp is None):
             raise InvalidInput("identity needs exactly one of subject or subjectRegExp", where=here)
-        if subject is not None and (not isinstance(subject, str) or not subject):
+        if subject is not None and not subject:
             raise InvalidInput("subject must be a non-empty string", where=here)
         if regexp is not None:
-            if not isinstance(regexp, str) or not regexp:
+            if not regexp:
                 raise InvalidInput("subjectRegExp must be a non-empty string", where=here)
             try:
                 _pattern(regexp, "subjectRegExp")
             except UsageError as exc:
                 raise InvalidInput(exc.message, where=here) from exc
-        out.append(IdentityRule(issuer=issuer, subject=subject, subject_regexp=regexp))
+        out.append(IdentityRule(issuer=item.issuer, subject=subject, subject_regexp=regexp))
     return tuple(out)
 
 

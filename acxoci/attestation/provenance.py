@@ -25,10 +25,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from acxoci.attestation.identity import FulcioFacts
+from acxoci.documents.verification_policy import VerificationPolicyDocProvenance
 from acxoci.errors import UsageError
 from attest.errors import MalformedError
 from attest.intoto import STATEMENT_V1, Statement, Subject
-from attest.typed import Struct, decode_as
+from attest.typed import Struct, decode_as, opt
 
 SLSA_PROVENANCE_V1 = "https://slsa.dev/provenance/v1"
 GITHUB_BUILD_TYPE = "https://actions.github.io/buildtypes/workflow/v1"
@@ -58,27 +59,17 @@ class Requirement:
         return {k: v for k, v in out.items() if v is not None}
 
 
-def requirement_from_policy(value: Any, *, where: str) -> Requirement:
+def requirement_from_policy(value: VerificationPolicyDocProvenance, *, where: str) -> Requirement:
     """An install policy's `provenance: {repository, ref, signerWorkflow}` (at least one)."""
     from acxoci.errors import InvalidInput
 
     try:
-        doc = decode_as(value, _PolicyProvenance, document=where)
-    except MalformedError as exc:
-        raise InvalidInput(str(exc), where=where) from exc
-    try:
-        req = Requirement(doc.repository, doc.ref, doc.signerWorkflow)
+        req = Requirement(opt(value.repository), opt(value.ref), opt(value.signer_workflow))
     except UsageError as exc:
         raise InvalidInput(exc.message, where=where) from exc
     if req.empty:
         raise InvalidInput("provenance needs at least one of repository, ref, signerWorkflow", where=where)
     return req
-
-
-class _PolicyProvenance(Struct, frozen=True, forbid_unknown_fields=True):
-    repository: str | None = None
-    ref: str | None = None
-    signerWorkflow: str | None = None
 
 
 # --- the predicate, typed ---------------------------------------------------------------------

@@ -261,7 +261,7 @@ def _sigstore(policy: VerificationPolicy, publisher_id: str | None) -> Any:
     from acxoci.attestation.keyless_policy import policy_sigstore
 
     own = policy.publisher_for(publisher_id)
-    return policy_sigstore(policy.document, policy.source, own.id if own is not None else None)
+    return policy_sigstore(policy.model, policy.source, own.id if own is not None else None)
 
 
 def gather_attestations(target: Target, desc: Descriptor, ref: str, policy: VerificationPolicy,

@@ -9,7 +9,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol
 
 from msgspec import UnsetType
 
@@ -17,6 +17,7 @@ from acxoci.documents.harness import HarnessDoc, HarnessDocOptionalToolsItem, Ha
 from acxoci.documents.host import HostDoc
 from acxoci.errors import InvalidInput, RefusedByPolicy
 from acxoci.policy._schema import WARNING, Issue, decode_issues, schema_issues
+from attest.typed import opt, seq
 
 SCHEMA_VERSION = "acx.harness.v1"
 SCHEMA = "acx.harness.v1.schema.json"
@@ -39,7 +40,6 @@ REQUIRED_ROLES: dict[str, frozenset[str]] = {
 JSONRPC_INVALID_PARAMS = -32602
 REFUSAL_MESSAGE = "Unsupported harness"
 _EGRESS_ORDER = {"none": 0, "allowlist": 1, "any": 2}
-T = TypeVar("T")
 _REV_RE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
 
 
@@ -261,7 +261,7 @@ def _semantic_issues(doc: HarnessDoc) -> list[Issue]:
             out.append(Issue("harness.role-scopes", f"$.requiredTools[{i}].capabilityScopes",
                              f"role {role!r} must ask for scopes {sorted(needed)}; missing {missing}"))
     lo = doc.mcp.min_protocol_revision
-    pref = _opt(doc.mcp.preferred_protocol_revision)
+    pref = opt(doc.mcp.preferred_protocol_revision)
     for k, v in (("minProtocolRevision", lo), ("preferredProtocolRevision", pref)):
         if v is not None and _REV_RE.fullmatch(v) and not _valid_date(v):
             out.append(Issue(f"harness.mcp.{k}", f"$.mcp.{k}", f"{v!r} is not a real date"))
@@ -464,27 +464,21 @@ def parse_harness(doc: Any, *, where: str = ROM_PATH) -> HarnessRequirements:
     fs, net = model.filesystem, model.network
     return HarnessRequirements(
         min_protocol_revision=model.mcp.min_protocol_revision,
-        preferred_protocol_revision=_opt(model.mcp.preferred_protocol_revision),
+        preferred_protocol_revision=opt(model.mcp.preferred_protocol_revision),
         tool_use=model.model.tool_use,
         min_context_window_tokens=model.model.min_context_window_tokens,
-        structured_output=_opt(model.model.structured_output),
+        structured_output=opt(model.model.structured_output),
         required_tools=tuple(_contract(t) for t in model.required_tools),
-        optional_tools=tuple(_contract(t) for t in _seq(model.optional_tools)),
-        fs_read=() if isinstance(fs, UnsetType) else _seq(fs.read),
-        fs_write=() if isinstance(fs, UnsetType) else _seq(fs.write),
+        optional_tools=tuple(_contract(t) for t in seq(model.optional_tools)),
+        fs_read=() if isinstance(fs, UnsetType) else seq(fs.read),
+        fs_write=() if isinstance(fs, UnsetType) else seq(fs.write),
         egress="none" if isinstance(net, UnsetType) else net.egress,
-        allowlist=() if isinstance(net, UnsetType) else _seq(net.allowlist),
+        allowlist=() if isinstance(net, UnsetType) else seq(net.allowlist),
         external_tools=norm.external_tools,
         legacy=norm.legacy,
     )
 
 
-def _opt(value: T | UnsetType) -> T | None:
-    return None if isinstance(value, UnsetType) else value
-
-
-def _seq(value: tuple[T, ...] | UnsetType) -> tuple[T, ...]:
-    return () if isinstance(value, UnsetType) else value
 
 
 def validate_host(doc: Any) -> list[Issue]:
@@ -512,13 +506,13 @@ def parse_host(doc: Any, *, where: str = "host descriptor") -> HostDescriptor:
         tool_use=model.model.tool_use,
         context_window_tokens=model.model.context_window_tokens,
         tools=tuple(HostTool(t.name, t.roles, t.scopes, t.input_schema) for t in model.tools),
-        structured_output=_opt(model.model.structured_output),
-        fs_read=() if isinstance(fs, UnsetType) else _seq(fs.read),
-        fs_write=() if isinstance(fs, UnsetType) else _seq(fs.write),
+        structured_output=opt(model.model.structured_output),
+        fs_read=() if isinstance(fs, UnsetType) else seq(fs.read),
+        fs_write=() if isinstance(fs, UnsetType) else seq(fs.write),
         egress="none" if isinstance(net, UnsetType) else net.egress,
-        allowlist=() if isinstance(net, UnsetType) else _seq(net.allowlist),
-        host_id=_opt(model.host_id),
-        binaries=_opt(model.binaries),
+        allowlist=() if isinstance(net, UnsetType) else seq(net.allowlist),
+        host_id=opt(model.host_id),
+        binaries=opt(model.binaries),
     )
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 import msgspec
 from msgspec import UnsetType
@@ -15,6 +15,7 @@ from acxoci.documents.loop_policy import LoopPolicyDoc
 from acxoci.errors import InvalidInput
 from acxoci.policy._schema import ERROR, WARNING, Issue, child_path, decode_issues, schema_issues
 from acxoci.policy.limits import ResourceLimits
+from attest.typed import opt, seq
 
 V1 = "acx.loop-context-policy/1"
 V1_1 = "acx.loop-context-policy/1.1"
@@ -52,7 +53,6 @@ WINDOW_FOR_CONDITION = {
     "needs_input": "ambiguity",
 }
 V11_ONLY_CYCLE = frozenset({"plan", "reflect"})
-T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -189,18 +189,12 @@ def _is_read_only(tool: str, harness_scopes: Mapping[str, Iterable[str]] | None)
     return False
 
 
-def _seq(value: tuple[T, ...] | UnsetType) -> tuple[T, ...]:
-    return () if isinstance(value, UnsetType) else value
-
-
-def _opt(value: T | UnsetType) -> T | None:
-    return None if isinstance(value, UnsetType) else value
 
 
 def _semantic_issues(doc: LoopPolicyDoc, harness_scopes: Mapping[str, Iterable[str]] | None) -> list[Issue]:
     out: list[Issue] = []
     loop = doc.loop
-    hints = _opt(doc.hints) or {}
+    hints = opt(doc.hints) or {}
     cycle = list(loop.cycle)
     known = [c for c in cycle if c in CANONICAL_CYCLE]
     if known != sorted(known, key=CANONICAL_CYCLE.index):
@@ -210,7 +204,7 @@ def _semantic_issues(doc: LoopPolicyDoc, harness_scopes: Mapping[str, Iterable[s
         out.append(Issue("loop.cycle.verify-or-justify", "$.loop.cycle",
                          "verify is omitted from the cycle and no reason is given in hints "
                          "(a non-empty string under a hints key that mentions 'verify')"))
-    ver = _opt(loop.verification)
+    ver = opt(loop.verification)
     if "verify" in cycle and ver is None:
         out.append(Issue("loop.verification.missing", "$.loop.verification",
                          "the cycle has verify but no verification block says what to run", WARNING))
@@ -224,8 +218,8 @@ def _semantic_issues(doc: LoopPolicyDoc, harness_scopes: Mapping[str, Iterable[s
             why = f"stop condition {sc.when!r} is declared twice (first at index {seen[sc.when]})"
             out.append(Issue("loop.stopConditions.unique", f"$.loop.stopConditions[{i}].when", why))
         seen.setdefault(sc.when, i)
-    contract = _opt(doc.guardrail_contract)
-    kinds = _opt(contract.signal_kinds) if contract is not None else None
+    contract = opt(doc.guardrail_contract)
+    kinds = opt(contract.signal_kinds) if contract is not None else None
     if kinds is not None:
         for when, kind in (("guardrail_stop", "stop"), ("blocked", "blocked")):
             if when in seen and kind not in kinds:
@@ -233,13 +227,13 @@ def _semantic_issues(doc: LoopPolicyDoc, harness_scopes: Mapping[str, Iterable[s
                                  f"stop condition {when!r} fires on signal kind {kind!r}, "
                                  "which signalKinds does not declare"))
     terminating = [i for i, sc in enumerate(loop.stop_conditions) if sc.action in TERMINATING_REPORT_ACTIONS]
-    handoff = _opt(loop.handoff)
+    handoff = opt(loop.handoff)
     if terminating and handoff is None:
         out.append(Issue("loop.handoff.report-required", "$.loop.handoff",
                          f"stopConditions[{terminating[0]}] terminates with handoff/await_human, which "
                          "must emit exactly one OperatorCommandReport, but loop.handoff "
                          "{emits: OperatorCommandReport} is missing"))
-    windows = _opt(handoff.return_windows) if handoff is not None else None
+    windows = opt(handoff.return_windows) if handoff is not None else None
     if windows is not None:
         for i in terminating:
             when = loop.stop_conditions[i].when
@@ -248,7 +242,7 @@ def _semantic_issues(doc: LoopPolicyDoc, harness_scopes: Mapping[str, Iterable[s
                 out.append(Issue("loop.handoff.window-for-condition", f"$.loop.stopConditions[{i}]",
                                  f"{when!r} hands control back, but returnWindows lacks {window!r}", WARNING))
     ids: dict[str, int] = {}
-    for i, sa in enumerate(_seq(loop.sub_agents)):
+    for i, sa in enumerate(seq(loop.sub_agents)):
         p = f"$.loop.subAgents[{i}]"
         if sa.id in ids:
             out.append(Issue("loop.subAgents.unique-id", f"{p}.id", f"sub-agent id {sa.id!r} is repeated"))
@@ -260,31 +254,31 @@ def _semantic_issues(doc: LoopPolicyDoc, harness_scopes: Mapping[str, Iterable[s
                                  "only read-only fan-out may be parallel; tools "
                                  f"{writers or '(none declared)'} may write or decide, so this sub-agent "
                                  "must be single_threaded"))
-        budget = _opt(sa.context_return_budget_tokens)
+        budget = opt(sa.context_return_budget_tokens)
         lo, hi = RETURN_BUDGET_RANGE
         if budget is not None and not lo <= budget <= hi:
             out.append(Issue("loop.subAgents.contextReturnBudget", f"{p}.contextReturnBudgetTokens",
                              f"{budget} is outside the recommended {lo}-{hi} tokens", WARNING))
-        mt = _opt(sa.max_turns)
+        mt = opt(sa.max_turns)
         if mt is not None and mt > loop.max_turns:
             out.append(Issue("loop.subAgents.maxTurns", f"{p}.maxTurns",
                              f"sub-agent maxTurns {mt} exceeds the loop's {loop.max_turns}", WARNING))
     ctx = doc.context
-    comp = _opt(ctx.compaction)
-    if comp is not None and _seq(comp.preserve) and _seq(comp.discard):
-        both = sorted(set(_seq(comp.preserve)) & set(_seq(comp.discard)))
+    comp = opt(ctx.compaction)
+    if comp is not None and seq(comp.preserve) and seq(comp.discard):
+        both = sorted(set(seq(comp.preserve)) & set(seq(comp.discard)))
         if both:
             out.append(Issue("context.compaction.overlap", "$.context.compaction",
                              f"categories {both} are both preserved and discarded"))
-    if ctx.retrieval in ("preload", "hybrid") and not _seq(ctx.preload):
+    if ctx.retrieval in ("preload", "hybrid") and not seq(ctx.preload):
         out.append(Issue("context.preload", "$.context.preload",
                          f"retrieval {ctx.retrieval!r} has nothing to preload", WARNING))
     rids: set[str] = set()
-    for i, r in enumerate(_seq(doc.rules)):
+    for i, r in enumerate(seq(doc.rules)):
         if r.id in rids:
             out.append(Issue("rules.unique-id", f"$.rules[{i}].id", f"rule id {r.id!r} is repeated"))
         rids.add(r.id)
-    budget_doc = _opt(doc.budget)
+    budget_doc = opt(doc.budget)
     if budget_doc is not None:
         d, m = budget_doc.timeouts.default_command_sec, budget_doc.timeouts.max_command_sec
         if d > m:
@@ -358,52 +352,52 @@ def parse_policy(doc: Any, *, where: str = ROM_PATH, reader: str = V1_1) -> Loop
 
 def _build(doc: LoopPolicyDoc, *, v1: bool = False) -> LoopContextPolicy:
     loop, ctx = doc.loop, doc.context
-    ver = _opt(loop.verification)
+    ver = opt(loop.verification)
     verification = None
     if ver is not None:
-        reg = None if v1 else _opt(ver.regression)
+        reg = None if v1 else opt(ver.regression)
         verification = Verification(
             pass_intent=ver.pass_intent,
-            commands=_seq(ver.commands),
-            max_attempts=_opt(ver.max_attempts) or 1,
-            scope=_opt(ver.scope) or "touched",
+            commands=seq(ver.commands),
+            max_attempts=opt(ver.max_attempts) or 1,
+            scope=opt(ver.scope) or "touched",
             block_on_failure=ver.block_on_failure is not False,
             regression=Regression(reg.held_in_suite, reg.held_out_suite, reg.accept_if) if reg else None,
         )
-    handoff = _opt(loop.handoff)
+    handoff = opt(loop.handoff)
     subs = tuple(
         SubAgent(
             id=s.id,
             description=s.description,
             prompt_ref=s.prompt_ref,
             tools=s.tools,
-            concurrency=_opt(s.concurrency) or "single_threaded",
+            concurrency=opt(s.concurrency) or "single_threaded",
             context_return_budget_tokens=(
                 DEFAULT_RETURN_BUDGET if isinstance(s.context_return_budget_tokens, UnsetType)
                 else s.context_return_budget_tokens
             ),
-            max_turns=_opt(s.max_turns),
-            retrieval=_opt(s.retrieval),
-            mode=None if v1 else _opt(s.mode),
+            max_turns=opt(s.max_turns),
+            retrieval=opt(s.retrieval),
+            mode=None if v1 else opt(s.mode),
         )
-        for s in _seq(loop.sub_agents)
+        for s in seq(loop.sub_agents)
     )
-    comp = _opt(ctx.compaction)
-    trunc = _opt(ctx.tool_result_truncation)
-    playbook = None if v1 else _opt(ctx.playbook)
+    comp = opt(ctx.compaction)
+    trunc = opt(ctx.tool_result_truncation)
+    playbook = None if v1 else opt(ctx.playbook)
     context = ContextPolicy(
         retrieval=ctx.retrieval,
         embedding_engine_id=ctx.embedding_engine_id,
-        identifier_kinds=_seq(ctx.identifier_kinds),
-        preload=_seq(ctx.preload),
-        preserve=_seq(comp.preserve) if comp else (),
-        discard=_seq(comp.discard) if comp else (),
+        identifier_kinds=seq(ctx.identifier_kinds),
+        preload=seq(ctx.preload),
+        preserve=seq(comp.preserve) if comp else (),
+        discard=seq(comp.discard) if comp else (),
         target_token_budget=comp.target_token_budget if comp else None,
         tool_result_truncation={} if trunc is None else msgspec.to_builtins(trunc),
-        memory_files=_seq(ctx.memory_files),
+        memory_files=seq(ctx.memory_files),
         playbook=None if playbook is None else {"store": playbook.store, "entryShape": playbook.entry_shape},
     )
-    gc = _opt(doc.guardrail_contract)
+    gc = opt(doc.guardrail_contract)
     cycle = tuple(c for c in loop.cycle if not (v1 and c in V11_ONLY_CYCLE))
     return LoopContextPolicy(
         schema_version=V1 if v1 else doc.schema_version,
@@ -413,14 +407,14 @@ def _build(doc: LoopPolicyDoc, *, v1: bool = False) -> LoopContextPolicy:
         context=context,
         verification=verification,
         handoff_emits=handoff.emits if handoff else None,
-        return_windows=_seq(handoff.return_windows) if handoff else (),
+        return_windows=seq(handoff.return_windows) if handoff else (),
         sub_agents=subs,
         rules=tuple(MissionRule(r.id, r.category, r.title, r.trigger, r.action, r.severity)
-                    for r in _seq(doc.rules)),
-        signal_kinds=_seq(gc.signal_kinds) if gc else (),
+                    for r in seq(doc.rules)),
+        signal_kinds=seq(gc.signal_kinds) if gc else (),
         outcome_report=gc.outcome_report if gc else None,
         budget=None if isinstance(doc.budget, UnsetType) else ResourceLimits.from_model(doc.budget),
-        hints=_opt(doc.hints) or {},
+        hints=opt(doc.hints) or {},
         observability=None if v1 or isinstance(doc.observability, UnsetType)
         else msgspec.to_builtins(doc.observability),
     )

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import copy
 import re
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,10 +22,10 @@ from acxoci.attestation.provenance import (
     VerifiedProvenance,
     check_provenance,
     github_provenance,
-    requirement_from_policy,
     signer_workflow_pattern,
 )
 from acxoci.errors import InvalidInput, UsageError
+from acxoci.install.vpolicy import policy_from_json
 
 REPO, REF, WF, SHA = "octo/agents", "refs/tags/v1.0.0", ".github/workflows/release.yml", "c0ffee" * 6 + "beef"
 ENV = {"GITHUB_REPOSITORY": REPO, "GITHUB_REF": REF, "GITHUB_WORKFLOW_REF": f"{REPO}/{WF}@{REF}",
@@ -128,12 +130,20 @@ def test_a_mangled_part_of_a_real_predicate_fails_or_still_agrees(part: str, jun
     assert not v.ok
 
 
+def _policy_requirement(value: Any) -> Requirement:
+    """A policy's `provenance` member read as every policy is: schema, model, requirement."""
+    doc = {"schemaVersion": "acx.verification-policy/1", "provenance": value}
+    req = policy_from_json(doc, base=Path("."), now=datetime.now(UTC), source="p").provenance
+    assert isinstance(req, Requirement)
+    return req
+
+
 def test_policy_requirement_is_strict() -> None:
-    assert requirement_from_policy({"repository": REPO, "signerWorkflow": f"{REPO}/{WF}"}, where="p") == \
+    assert _policy_requirement({"repository": REPO, "signerWorkflow": f"{REPO}/{WF}"}) == \
         Requirement(REPO, None, f"{REPO}/{WF}")
     for bad in ({}, {"repo": REPO}, {"repository": 1}, [REPO], None):
         with pytest.raises(InvalidInput):
-            requirement_from_policy(bad, where="policy.provenance")
+            _policy_requirement(bad)
 
 
 def test_provenance_needs_a_github_run() -> None:
@@ -175,4 +185,4 @@ def test_a_signer_workflow_that_names_no_workflow_file_is_refused(bad: str) -> N
     with pytest.raises(UsageError, match="signer workflow"):
         Requirement(signer_workflow=bad)
     with pytest.raises(InvalidInput, match="signer workflow"):
-        requirement_from_policy({"signerWorkflow": bad}, where="policy.provenance")
+        _policy_requirement({"signerWorkflow": bad})

@@ -37,6 +37,8 @@ MODELS: dict[str, str] = {
     "acx.exchange-index-1.schema.json": "acxoci.documents.exchange_index:ExchangeIndexDoc",
     "acx.exchange-status-1.schema.json": "acxoci.documents.exchange_status:ExchangeStatusDoc",
     "acx.lifecycle-record-1.schema.json": "acxoci.documents.lifecycle:LifecycleRecordDoc",
+    "acx.verification-policy-1.schema.json": "acxoci.documents.verification_policy:VerificationPolicyDoc",
+    "acx.install-record-1.schema.json": "acxoci.documents.install_record:InstallRecordDoc",
     "acx.trust-registry-1.schema.json": "attest.documents.trust_registry:TrustRegistryDoc",
     "acx.status-list-1.schema.json": "attest.documents.status_list:StatusListDoc",
 }
@@ -110,8 +112,72 @@ def seed_documents() -> dict[str, list[tuple[str, Any]]]:
         out["acx.level-credential-1.schema.json"].append((f.name, json.loads(f.read_text())))
     for f in sorted((vec / "sample").glob("trust-*.json")):
         out["acx.trust-registry-1.schema.json"].append((f.name, json.loads(f.read_text())))
+    out["acx.verification-policy-1.schema.json"] += [("default policy", {"schemaVersion": VPOLICY}),
+                                                     ("every member", FULL_POLICY)]
+    out["acx.install-record-1.schema.json"].append(("install record", install_record()))
     _made_at_run_time(out)
     return out
+
+
+VPOLICY = "acx.verification-policy/1"
+_GH = "https://token.actions.githubusercontent.com"
+#: A verification policy with every member the schema defines (a model member nothing seeds would
+#: never be retyped or nulled by the agreement test).
+FULL_POLICY: dict[str, Any] = {
+    "schemaVersion": VPOLICY, "description": "every member",
+    "publishers": [{"id": "io.github.example-acx", "trustRegistries": ["trust.json"],
+                    "keys": [{"keyid": "ed25519:" + "a" * 64, "publicKeyFile": "k.pub.pem"},
+                             {"publicKeyPem": "-----BEGIN PUBLIC KEY-----\n"}],
+                    "identities": [{"issuer": _GH, "subject": "https://github.com/o/r/.github/workflows/"
+                                    "release.yml@refs/heads/main"},
+                                   {"issuer": _GH, "subjectRegExp": "https://github[.]com/o/.*"}]}],
+    "minimumTrust": "trusted",
+    "provenance": {"repository": "o/r", "ref": "refs/heads/main",
+                   "signerWorkflow": "o/r/.github/workflows/release.yml"},
+    "attestations": {"formats": ["bundle"], "predicateTypes": ["https://slsa.dev/provenance/v1"],
+                     "keys": [{"publicKeyFile": "att.pub.pem"}], "trustedRoot": "production"},
+    "level": {"minimum": "senior", "issuers": ["did:web:levels.example"],
+              "issuerRegistries": ["issuers.json"], "allowDemo": False, "verifiers": ["acx-level/1"]},
+    "revocation": {"maxStatusListAgeSeconds": 3600, "allowOfflineCached": True,
+                   "statusListCache": "cache", "statusLists": {"https://status.example/1": "status.json"}},
+    "registries": {"allowed": ["127.0.0.1:*/*"]},
+    "harness": {"requireHost": True},
+    "limits": {"budgetAboveHost": "cap", "requireHostLimits": True},
+}
+
+
+def install_record() -> dict[str, Any]:
+    """An install record as `acx install` writes it (every member; the checks in their order)."""
+    digest = "sha256:" + "b" * 64
+    ids = ["registry", "content-digest", "signature", "trust", "attestations", "level", "revocation",
+           "harness", "policy-budget", "staffing", "version", "lifecycle", "provenance"]
+    return {
+        "schemaVersion": "acx.install-record/1", "name": "example/agent", "kind": "cartridge",
+        "digest": digest, "reference": "127.0.0.1:5000/example/agent:1.0.0",
+        "repository": "127.0.0.1:5000/example/agent", "tag": "1.0.0", "artifactVersion": "1.0.0",
+        "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "artifactType": "application/vnd.acx.cartridge.v1", "contentDigest": digest, "romDigest": digest,
+        "publisherId": "io.github.example-acx", "trust": "trusted", "seq": 1,
+        "installedAt": "2026-12-05T00:00:00Z", "tool": {"name": "acxoci", "version": "0.1.0"},
+        "policy": {"source": "policy.yaml", "digest": digest,
+                   "files": [{"path": "trust.json", "digest": digest}],
+                   "document": {"schemaVersion": VPOLICY}},
+        "host": {"descriptor": "host.json", "descriptorDigest": digest, "limits": None, "limitsDigest": None},
+        "checks": [{"order": i + 1, "id": c, "what": c, "status": "pass", "reason": "ok", "kind": "x",
+                    "details": {}} for i, c in enumerate(ids)],
+        "keys": [{"role": "cartridge-signer", "keyid": "ed25519:" + "a" * 64,
+                  "publisherId": "io.github.example-acx", "signedAt": "2026-01-01T00:00:00Z"}],
+        "statusLists": [{"id": "https://status.example/1", "index": 3, "validFrom": "2026-12-04T00:00:00Z",
+                         "source": "status.json", "checkedAt": "2026-12-05T00:00:00Z", "revoked": False}],
+        "attestations": [{"format": "bundle", "predicateType": "https://slsa.dev/provenance/v1",
+                          "digest": digest, "keyid": None,
+                          "signer": {"mode": "keyless", "certificateIdentity": "x", "certificateIssuer": _GH,
+                                     "logIndex": 1, "integratedTime": 2, "verifiedTimes": ["t"]}}],
+        "level": {"level": 15, "tier": "senior", "issuer": "did:web:levels.example",
+                  "credentialDigest": digest},
+        "harness": {"x": 1}, "effectiveLimits": {"tokenSpend": {}}, "staffing": None,
+        "files": [{"path": "cartridge.acx", "digest": digest, "size": 10}],
+    }
 
 
 def _made_at_run_time(out: dict[str, list[tuple[str, Any]]]) -> None:
