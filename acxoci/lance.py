@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from acxoci.documents.memory_record import MemoryRecordDoc
 from acxoci.errors import InvalidInput, NotFound, UsageError
 
 ENGINE_ID = "local-hash-128"
@@ -59,47 +60,27 @@ def embed(text: str) -> list[float]:
     return [v / norm for v in vec] if norm > 0 else vec
 
 
-def memory_text(record: Mapping[str, Any]) -> str:
+def memory_text(record: MemoryRecordDoc) -> str:
     """The embedded document: title + "\\n\\n" + summary."""
-    return f"{record.get('title') or ''}\n\n{record.get('summary') or ''}"
+    return f"{record.title}\n\n{record.summary}"
 
 
-def _str(rec: Mapping[str, Any], key: str, default: str, where: str) -> str:
-    v = rec.get(key, default)
-    if v is None:
-        return default
-    if not isinstance(v, str):
-        raise InvalidInput(f"memory record field {key!r} is not a string", where=where)
-    return v
-
-
-def row_for(
-    rec: Mapping[str, Any], *, zone: str, artifact_fp: str, codebase_fp: str | None, where: str
-) -> dict[str, Any]:
-    """One `memories` row from a memory record of the JSON baseline (the authoritative source)."""
-    tags = rec.get("tags", [])
-    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
-        raise InvalidInput("memory record tags must be an array of strings", where=where)
-    xp = rec.get("xpAwarded", 0)
-    if isinstance(xp, bool) or not isinstance(xp, int) or not -(2**31) <= xp < 2**31:
-        raise InvalidInput("memory record xpAwarded must be a 32-bit integer", where=where)
-    portable = rec.get("portable", zone == "rom")
-    if not isinstance(portable, bool):
-        raise InvalidInput("memory record portable must be a boolean", where=where)
+def row_for(rec: MemoryRecordDoc, *, zone: str, artifact_fp: str, codebase_fp: str | None) -> dict[str, Any]:
+    """One `memories` row from a decoded memory record of the JSON baseline (the authoritative source)."""
     text = memory_text(rec)
     return {
-        "id": _str(rec, "id", "", where),
+        "id": rec.id,
         "zone": zone,
-        "portable": portable,
+        "portable": rec.portable,
         "artifact_fingerprint": artifact_fp,
         "codebase_fingerprint": codebase_fp,
-        "title": _str(rec, "title", "", where),
-        "summary": _str(rec, "summary", "", where),
-        "source_type": _str(rec, "sourceType", "knowledge", where),
-        "tags": list(tags),
-        "impact": _str(rec, "impact", "neutral", where),
-        "xp_awarded": xp,
-        "timestamp": _str(rec, "timestamp", "", where),
+        "title": rec.title,
+        "summary": rec.summary,
+        "source_type": rec.source_type,
+        "tags": list(rec.tags),
+        "impact": rec.impact,
+        "xp_awarded": rec.xp_awarded,
+        "timestamp": rec.timestamp,
         "text": text,
         "vector": embed(text),
     }
@@ -135,16 +116,19 @@ def cartridge_rows(path: Path) -> tuple[list[dict[str, Any]], int, int]:
     """The `memories` rows of a cartridge's signed (ROM) memory baseline, how many unsigned rows
     (any other zone) were left out, and how many stored vectors it holds (counted, never read)."""
     from acxoci.cartridge.reader import open_cartridge
+    from acxoci.documents.package_spec import PackageSpecDocEmbeddingEngine
     from attest.canonical import loads_strict
     from attest.errors import MalformedError
+    from attest.typed import decode_as
 
     rows = []
     unsigned = 0
     with open_cartridge(path) as cart:
         engine = cart.meta().get("acx.embedding_engine", "")
         try:
-            engine_id = loads_strict(engine).get("id") if engine else None
-        except (MalformedError, AttributeError):
+            engine_id = decode_as(loads_strict(engine), PackageSpecDocEmbeddingEngine,
+                                  document="acx.embedding_engine").id if engine else None
+        except MalformedError:
             engine_id = None
         if engine_id != ENGINE_ID:
             raise InvalidInput(
@@ -156,20 +140,11 @@ def cartridge_rows(path: Path) -> tuple[list[dict[str, Any]], int, int]:
                 continue
             where = f"{path}:memory[{m.id}]"
             try:
-                rec = loads_strict(m.payload)
+                rec = decode_as(loads_strict(m.payload), MemoryRecordDoc, document="memory record")
             except MalformedError as exc:
-                raise InvalidInput(f"memory payload is not JSON: {exc}", where=where) from exc
-            if not isinstance(rec, dict):
-                raise InvalidInput("memory payload is not an object", where=where)
-            rows.append(
-                row_for(
-                    rec,
-                    zone=m.zone,
-                    artifact_fp=m.artifact_fingerprint,
-                    codebase_fp=m.codebase_fingerprint,
-                    where=where,
-                )
-            )
+                raise InvalidInput(f"memory payload: {exc}", where=where) from exc
+            rows.append(row_for(rec, zone=m.zone, artifact_fp=m.artifact_fingerprint,
+                                codebase_fp=m.codebase_fingerprint))
         foreign = cart.count("vectors") if cart.has_table("vectors") else 0
     return sorted(rows, key=lambda r: (r["zone"], r["id"])), unsigned, foreign
 

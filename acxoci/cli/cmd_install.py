@@ -24,6 +24,7 @@ from acxoci.install.reverify import verify_installed
 from acxoci.install.store import Store
 from acxoci.install.vpolicy import load_policy, policy_from_json, starter_template
 from acxoci.oci.settings import active_options
+from attest.typed import opt
 
 STORE_OPT = typer.Option(None, "--store", envvar="ACX_STORE", help="Install store folder.")
 NOW_OPT = typer.Option(None, "--now", help="Judge at this RFC 3339 time instead of the clock.")
@@ -116,8 +117,10 @@ def cmd_list(store: Path | None = STORE_OPT) -> None:
         if not items:
             say("nothing installed")
         for i in items:
-            s = i.summary()
-            say("{}  {}  {}  {}  {}", i.name, s['kind'], i.digest, s['trust'], s['installedAt'])
+            if i.doc is None:
+                say("{}  [red]broken record[/red]  {}  {}", i.name, i.digest, str(i.problem))
+                continue
+            say("{}  {}  {}  {}  {}", i.name, i.doc.kind, i.digest, str(opt(i.doc.trust)), i.doc.installed_at)
 
     emit(data, human)
 
@@ -131,15 +134,18 @@ def cmd_show(name: str = typer.Argument(..., help="Install name."),
     acts = [a.summary() for a in activations(_store(store), item.name)]
 
     def human() -> None:
-        r = item.record
-        say("[bold]{}[/bold] ({}) @ {}", item.name, r.get('kind'), item.digest)
+        r = item.doc
+        if r is None:
+            say("[bold]{}[/bold] @ {}: [red]broken record[/red]: {}", item.name, item.digest,
+                str(item.problem))
+            return
+        say("[bold]{}[/bold] ({}) @ {}", item.name, r.kind, item.digest)
         say("  from {}, installed {}, trust {}, publisher {}",
-            str(r.get('reference')), r.get('installedAt'), r.get('trust'), str(r.get('publisherId')))
-        say("  policy {} {}", str(r.get('policy', {}).get('source')), r.get('policy', {}).get('digest'))
-        for c in r.get("checks", []):
-            say("  {} {}. {}: {}",
-                _MARK.get(c.get('status'), '?'), c.get('order'), c.get('id'), str(c.get('reason')))
-        say("  {} file(s) at {}", len(r.get('files', [])), str(item.path))
+            r.reference, r.installed_at, str(opt(r.trust)), str(opt(r.publisher_id)))
+        say("  policy {} {}", r.policy.source, r.policy.digest)
+        for c in r.checks:
+            say("  {} {}. {}: {}", _MARK.get(c.status, '?'), c.order, c.id, c.reason)
+        say("  {} file(s) at {}", len(r.files), str(item.path))
         for a in acts:
             say("  activated ({}) in {}: {}", a["host"] or "custom", str(a["root"]),
                 ", ".join(str(s) for s in a["skills"] or []))

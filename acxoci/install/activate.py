@@ -39,6 +39,7 @@ from acxoci.install.store import InstalledItem, Store, Transaction, file_digest,
 from acxoci.oci.target import RemoteOptions
 from attest.canonical import loads_strict
 from attest.errors import AttestError
+from attest.typed import opt
 
 ACTIVATION_SCHEMA = "acx.activation/1"
 SKILLS_PREFIX = "rom/skills/"
@@ -352,11 +353,13 @@ def read_judged_skills(item: InstalledItem, store: Store, now: datetime, *, poli
     from acxoci.cartridge.reader import open_cartridge
     from acxoci.install.reverify import policy_now, verify_item
 
-    if item.record.get("kind") != "cartridge":
-        raise UsageError(f"{item.name} is a {item.record.get('kind')}, not a cartridge: it has no skills")
-    recorded = {f.get("path"): f.get("digest") for f in item.record.get("files") or [] if isinstance(f, dict)}
+    if item.doc is None:
+        raise Tampered(f"install record does not decode: {item.problem}", where=str(item.path))
+    if item.doc.kind != "cartridge":
+        raise UsageError(f"{item.name} is a {item.doc.kind}, not a cartridge: it has no skills")
+    recorded = {f.path: f.digest for f in item.doc.files}
     want = recorded.get(CARTRIDGE_FILE)
-    if not isinstance(want, str) or want != item.record.get("contentDigest"):
+    if want is None or want != opt(item.doc.content_digest):
         raise Tampered("install record does not pin the cartridge bytes", where=str(item.path))
     policy = policy_now(item, policy_file, now)
     with tempfile.TemporaryDirectory(prefix="acx-activate-") as tmp:
@@ -532,7 +535,7 @@ def activate_in(
         "schemaVersion": ACTIVATION_SCHEMA,
         "name": name,
         "digest": item.digest,
-        "romDigest": item.record.get("romDigest"),
+        "romDigest": opt(item.doc.rom_digest) if item.doc is not None else None,
         "host": host,
         "root": str(root),
         "skills": skills,

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from acxoci.errors import AcxError, InvalidInput, Tampered, TransientError
 from acxoci.install import checks as C
@@ -32,6 +32,10 @@ from acxoci.oci.target import ReadView, RemoteOptions, Target, fetch_bytes, open
 from acxoci.policy.limits import ResourceLimits
 from attest.canonical import loads_strict, sha256_digest
 from attest.errors import AttestError
+from attest.typed import opt
+
+if TYPE_CHECKING:
+    from acxoci.install.store import InstalledItem
 
 CARTRIDGE_FILE = "cartridge.acx"
 WORKFLOW_FILE = "workflow.cal.json"
@@ -60,7 +64,7 @@ class HostInputs:
 class InstalledView(Protocol):
     """What the judge reads of an install store: the installed items (a `Store` is one)."""
 
-    def list(self) -> list[Any]:
+    def list(self) -> list[InstalledItem]:
         """The current installed items."""
         ...
 
@@ -668,8 +672,7 @@ def _installed_version(installed: InstalledView | None, name: str) -> str | None
         return None
     for item in installed.list():
         if item.name == name:
-            v = item.record.get("artifactVersion")
-            return v if isinstance(v, str) else None
+            return opt(item.doc.artifact_version) if item.doc is not None else None
     return None
 
 
@@ -724,7 +727,7 @@ def staffing_roster(ctx: Context, pulled: Sequence[Any] = ()) -> tuple[list[Any]
         entries.append(entry)
 
     for item in ctx.installed.list() if ctx.installed is not None else []:
-        if item.record.get("kind") != "cartridge":
+        if item.kind != "cartridge":
             continue
         entry = load_roster_entry(f"installed:{item.name}", item.path / CARTRIDGE_FILE,
                                   registry=policy.combined_registry(), now=now)
@@ -901,7 +904,7 @@ def judge_file(path: Path, ctx: Context, policy: VerificationPolicy | None = Non
     return _decide(f"file:{path}", None, kind, gathered, meta, None, name, ctx)
 
 
-def judge_installed(item: Any, ctx: Context, policy: VerificationPolicy | None = None, *,
+def judge_installed(item: InstalledItem, ctx: Context, policy: VerificationPolicy | None = None, *,
                     content: Path | None = None) -> Judgement:
     """An installed item judged now: its files against its record (the content check), then as a
     pulled artifact under today's policy, trust registries, status lists and lifecycle records.
@@ -911,9 +914,9 @@ def judge_installed(item: Any, ctx: Context, policy: VerificationPolicy | None =
 
     if policy is not None:
         ctx = replace(ctx, policy=policy)
-    rec = item.record
-    kind = rec.get("kind") if rec.get("kind") in CONTENT_FILE else None
-    repository = str(rec.get("repository") or "")
+    doc = item.doc
+    kind: Kind | None = item.kind if item.kind in CONTENT_FILE else None  # type: ignore[assignment]
+    repository = doc.repository if doc is not None else ""
     from_file = repository.startswith("file:")
     ctx.tell(f"judging installed {item.name}")
     problems = record_files_problems(item)
@@ -922,7 +925,8 @@ def judge_installed(item: Any, ctx: Context, policy: VerificationPolicy | None =
         problems = _chain_problems(item, kind, manifest_digest)
     evidence: C.ContentEvidence | None = C.ContentEvidence(
         item.digest, manifest_digest,
-        "; ".join(problems[:5]) if problems else None, (("content", str(rec.get("contentDigest"))),))
+        "; ".join(problems[:5]) if problems else None,
+        (("content", str(opt(doc.content_digest)) if doc is not None else "none"),))
     path = content if content is not None else item.path / CONTENT_FILE[kind] if kind is not None else None
     lifecycle: C.LifecycleEvidence | None = None
     if not from_file and not problems:
@@ -933,11 +937,11 @@ def judge_installed(item: Any, ctx: Context, policy: VerificationPolicy | None =
     gathered, meta, _ = gather(kind, path, src, replace(ctx, name=item.name), repository=repository,
                                content=evidence, tag=None, lifecycle=lifecycle, workdir=None,
                                fallback_name=item.name)
-    return _decide(str(rec.get("reference") or item.name), item.digest, kind, gathered, meta, None,
+    return _decide(doc.reference if doc is not None else item.name, item.digest, kind, gathered, meta, None,
                    item.name, ctx)
 
 
-def _chain_problems(item: Any, kind: str, manifest_digest: str | None) -> list[str]:
+def _chain_problems(item: InstalledItem, kind: str, manifest_digest: str | None) -> list[str]:
     """The installed bytes must be the artifact the record names: manifest.json hashes to the item's
     digest, and its content layer is the content file (a record rewritten to match other bytes
     does not make them the artifact)."""
@@ -977,13 +981,13 @@ def file_sha256(path: Path) -> str | None:
     return "sha256:" + h.hexdigest()
 
 
-def _seen_lifecycle(item: Any, ctx: Context) -> C.LifecycleEvidence | None:
+def _seen_lifecycle(item: InstalledItem, ctx: Context) -> C.LifecycleEvidence | None:
     """For an item loaded from a file: the lifecycle records ever seen for its digest (any age),
     or None when none were (a record naming `file:` cannot wave a withdrawal away)."""
     from acxoci.exchange.lifecycle import lifecycle_from_high_water
     from acxoci.freshness import HighWater
 
-    verdict = lifecycle_from_high_water(item.digest, str(item.record.get("reference") or item.name),
+    verdict = lifecycle_from_high_water(item.digest, item.doc.reference if item.doc else item.name,
                                         HighWater(ctx.trust_cache()), ctx.now, None)
     if verdict is None or verdict.action == "allow":
         return None
@@ -991,17 +995,17 @@ def _seen_lifecycle(item: Any, ctx: Context) -> C.LifecycleEvidence | None:
                                verdict.to_json())
 
 
-def _installed_lifecycle(item: Any, ctx: Context) -> C.LifecycleEvidence:
+def _installed_lifecycle(item: InstalledItem, ctx: Context) -> C.LifecycleEvidence:
     """The lifecycle of an installed release, read again from the repository it came from (a
     failed read falls back to the newest record seen, which a registry cannot make older)."""
     from acxoci.exchange.lifecycle import lifecycle_from_high_water
     from acxoci.freshness import HighWater
 
-    rec = item.record
-    ref_text = str(rec.get("reference") or "")
+    assert item.doc is not None  # only a record that decodes has files that check (judge_installed)
+    ref_text = item.doc.reference
     hw = HighWater(ctx.trust_cache())
     try:
-        repo = parse_reference(str(rec.get("repository")), require_ref=False)
+        repo = parse_reference(item.doc.repository, require_ref=False)
         target, _ = open_target(replace(repo, digest=item.digest, tag=None), ctx.remote or RemoteOptions(),
                                 create=False)
         desc = ReadView(target).resolve(item.digest)

@@ -16,6 +16,7 @@ from acxoci.install import judge as J
 from acxoci.install.store import InstalledItem, Store
 from acxoci.install.vpolicy import BUILTIN, VerificationPolicy, load_policy
 from acxoci.oci.target import RemoteOptions
+from attest.typed import opt
 
 
 @dataclass(frozen=True)
@@ -82,9 +83,10 @@ def policy_now(item: InstalledItem, override: Path | None, now: datetime) -> Ver
 
     if override is not None:
         return load_policy(override, now=now)
-    pol = item.record.get("policy")
-    recorded = pol.get("source") if isinstance(pol, dict) else None
-    if not isinstance(recorded, str) or recorded == BUILTIN:
+    if item.doc is None:  # judged as failed anyway (record_files_problems names the record)
+        return load_policy(None, now=now)
+    recorded = item.doc.policy.source
+    if recorded == BUILTIN:
         return load_policy(None, now=now)
     path = Path(recorded)
     if not path.is_file():
@@ -98,11 +100,11 @@ def host_now(item: InstalledItem) -> J.HostInputs:
     not given: the policy decides whether a host is required)."""
     from acxoci.install.hostfiles import host_inputs
 
-    host = item.record.get("host") if isinstance(item.record.get("host"), dict) else {}
-    assert isinstance(host, dict)
-    desc, limits = host.get("descriptor"), host.get("limits")
-    return host_inputs(Path(desc) if isinstance(desc, str) and Path(desc).is_file() else None,
-                       Path(limits) if isinstance(limits, str) and Path(limits).is_file() else None, None)
+    host = item.doc.host if item.doc is not None else None
+    desc = opt(host.descriptor) if host is not None else None
+    limits = opt(host.limits) if host is not None else None
+    return host_inputs(Path(desc) if desc and Path(desc).is_file() else None,
+                       Path(limits) if limits and Path(limits).is_file() else None, None)
 
 
 def verify_item(item: InstalledItem, policy: VerificationPolicy, now: datetime, *, store: Store | None = None,

@@ -30,13 +30,16 @@ from typing import Any
 import platformdirs
 from filelock import FileLock, Timeout
 
+from acxoci.documents.install_record import InstallRecordDoc
 from acxoci.errors import AcxError, Blocked, InvalidInput, NotFound, RefusedByPolicy, UsageError
 from acxoci.fsutil import open_regular, read_bytes
 from acxoci.install.semver import is_downgrade
 from attest.canonical import loads_strict
 from attest.errors import AttestError
+from attest.typed import decode_as, opt
 
 RECORD = "record.json"
+RECORD_SCHEMA_FILE = "acx.install-record-1.schema.json"
 MAX_RECORD_BYTES = 16 * 1024 * 1024
 ENV_STORE = "ACX_STORE"
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*(?:/[a-z0-9][a-z0-9._-]*)*$")
@@ -115,15 +118,10 @@ def list_files(folder: Path) -> list[dict[str, Any]]:
 
 def record_files_problems(item: InstalledItem) -> list[str]:
     """Files missing, changed or added since install, against the record's file list (the record
-    itself is the reference); a record whose file list is malformed is itself a problem."""
-    listed = item.record.get("files")
-    if not isinstance(listed, list):
-        return ["record.json: no file list"]
-    recorded: dict[str, str] = {}
-    for i, f in enumerate(listed):
-        if not (isinstance(f, dict) and isinstance(f.get("path"), str) and isinstance(f.get("digest"), str)):
-            return [f"record.json: files[{i}] is malformed"]
-        recorded[f["path"]] = f["digest"]
+    itself is the reference); a record that does not decode is itself the problem."""
+    if item.doc is None:
+        return [f"{RECORD}: {item.problem}"]
+    recorded = {f.path: f.digest for f in item.doc.files}
     try:
         present = {rel: p for rel, p in walk_files(item.path) if rel != RECORD}
     except InvalidInput as exc:
@@ -172,28 +170,53 @@ def _fsync_tree(folder: Path) -> None:
 
 @dataclass(frozen=True)
 class InstalledItem:
-    """One installed item: its name, the manifest digest it was installed from, folder and record."""
+    """One installed item: its name, the manifest digest it was installed from, its folder, and its
+    record as written (`record`, shown verbatim) and decoded (`doc`; None when record.json does not
+    decode or breaks its schema, `problem` says why, and every judgement of the item fails)."""
 
     name: str
     digest: str
     path: Path
     record: dict[str, Any]
+    doc: InstallRecordDoc | None
+    problem: str | None = None
 
     @property
     def seq(self) -> int:
-        value = self.record.get("seq", 0)
-        return value if isinstance(value, int) else 0
+        return self.doc.seq if self.doc is not None else 0
+
+    @property
+    def kind(self) -> str | None:
+        """The recorded kind (cartridge, workflow, agent-graph); None for a record that does not decode."""
+        return self.doc.kind if self.doc is not None else None
 
     def summary(self) -> dict[str, Any]:
         """The short form `installed list` shows."""
-        r = self.record
-        return {"name": self.name, "kind": r.get("kind"), "digest": self.digest,
-                "reference": r.get("reference"), "installedAt": r.get("installedAt"), "trust": r.get("trust"),
-                "publisherId": r.get("publisherId")}
+        d = self.doc
+        if d is None:
+            return {"name": self.name, "kind": None, "digest": self.digest, "problem": self.problem}
+        return {"name": self.name, "kind": d.kind, "digest": self.digest, "reference": d.reference,
+                "installedAt": d.installed_at, "trust": opt(d.trust), "publisherId": opt(d.publisher_id)}
+
+
+def decode_record(rec: Any) -> InstallRecordDoc:
+    """An install record checked against its schema and decoded (InvalidInput naming the first
+    problems otherwise)."""
+    from acxoci.jsonschemas import schema_errors
+
+    errors = schema_errors(RECORD_SCHEMA_FILE, rec)
+    if errors:
+        raise InvalidInput("install record is invalid: " + "; ".join(errors[:3]), where=RECORD)
+    try:
+        return decode_as(rec, InstallRecordDoc, document=RECORD)
+    except AttestError as exc:
+        raise InvalidInput(str(exc), where=RECORD) from exc
 
 
 def _read_item(folder: Path) -> InstalledItem | None:
-    """The item in `folder`, or None when the folder is not a complete item (no/invalid record)."""
+    """The item in `folder`, or None when the folder is not a complete item (no record, or one that
+    does not name the folder). A record that names it but does not decode is an item whose `doc`
+    is None: it is listed, and judged as failed, never skipped."""
     try:
         data = read_bytes(folder / RECORD, "install record", limit=MAX_RECORD_BYTES, nofollow=True)
         rec = loads_strict(data)
@@ -204,7 +227,12 @@ def _read_item(folder: Path) -> InstalledItem | None:
         return None
     if folder.name != f"{slug(rec['name'])}@{rec['digest'].removeprefix('sha256:')}":
         return None
-    return InstalledItem(rec["name"], rec["digest"], folder, rec)
+    try:
+        doc: InstallRecordDoc | None = decode_record(rec)
+        problem = None
+    except InvalidInput as exc:
+        doc, problem = None, exc.message
+    return InstalledItem(rec["name"], rec["digest"], folder, rec, doc, problem)
 
 
 class Store:
@@ -357,15 +385,15 @@ class Transaction:
         removed again and the previous one stays current (install --activate: both or neither)."""
         if staged not in self._staged:
             raise UsageError("commit of a folder that was not staged by this transaction")
-        name, digest = check_name(str(record["name"])), str(record["digest"])
+        doc = decode_record(record)
+        name, digest = check_name(doc.name), doc.digest
         hexpart = digest.removeprefix("sha256:")
         if not _HEX_RE.fullmatch(hexpart):
             raise InvalidInput(f"bad digest {digest!r} in the install record")
         current = self.store.get(name)
-        old_version = current.record.get("artifactVersion") if current is not None else None
-        new_version = record.get("artifactVersion")
-        if not allow_downgrade and is_downgrade(new_version if isinstance(new_version, str) else None,
-                                                old_version if isinstance(old_version, str) else None):
+        old_version = opt(current.doc.artifact_version) if current is not None and current.doc else None
+        new_version = opt(doc.artifact_version)
+        if not allow_downgrade and is_downgrade(new_version, old_version):
             raise RefusedByPolicy(f"{name} {old_version} is installed; {new_version} is older",
                                   hint="pass --allow-downgrade to install it anyway")
         self.clean_stale()
@@ -381,14 +409,14 @@ class Transaction:
         self.changed = True
         if after_rename is not None:
             try:
-                after_rename(InstalledItem(name, digest, final, record))
+                after_rename(InstalledItem(name, digest, final, record, doc))
             except BaseException:  # both or neither: the new item goes, the previous one stays current
                 self._to_trash(final)
                 raise
         for item in self.store.all_items():
             if item.name == name and item.path != final:
                 self._to_trash(item.path)
-        return InstalledItem(name, digest, final, record)
+        return InstalledItem(name, digest, final, record, doc)
 
     def tidy(self, name: str) -> list[str]:
         """Remove what killed writers left behind (stale staging/trash, superseded folders of `name`);

@@ -18,7 +18,7 @@ from acxoci.install.store import Store
 from acxoci.install.vpolicy import load_policy
 from acxoci.level.constants import is_demo_measurement
 from acxoci.oci.layout import LayoutStore
-from tests.harness.cli import acx_json
+from tests.harness.cli import acx_json, run_acx
 from tests.install.test_one_judge import World, world  # noqa: F401 (the fixture)
 from tests.unit.test_install_support import NOW, issue_level, registry_entry, trusting_policy, write_registry
 
@@ -175,3 +175,41 @@ def test_a_policy_names_its_status_lists_relative_to_itself(world: World, tmp_pa
         monkeypatch.chdir(cwd)
         loaded = load_policy(pol, now=NOW)
         assert loaded.status_list_sources[level.status_list["id"]] == str(folder / "lists" / "s.json")
+
+
+@pytest.mark.parametrize("member, value", [
+    ("policy", "not an object"), ("files", {"path": "x"}), ("checks", None), ("seq", "7"),
+    ("kind", ["cartridge"]), ("host", []), ("artifactVersion", 2), ("unknownMember", 1),
+])
+def test_a_record_that_does_not_decode_is_listed_broken_and_judged_failed(
+        world: World, tmp_path: Path, capsys: pytest.CaptureFixture[str], member: str,  # noqa: F811
+        value: object) -> None:
+    """record.json is ours but a hand can edit it: a wrong type anywhere is read once, by the record's
+    model, and every command names it (list and show say broken, verify fails, activate refuses);
+    none reads a raw member and crashes (exit 70)."""
+    store = Store(tmp_path / "store")
+    policy_file = trusting_policy(world.tmp, world.registry)
+    ok = install(f"oci-layout:{world.layout}:1.0.0", policy=load_policy(policy_file, now=NOW), store=store,
+                 now=NOW)
+    assert ok.status == "installed" and ok.path is not None
+    record = Path(ok.path) / "record.json"
+    doc = json.loads(record.read_text())
+    doc[member] = value
+    record.write_text(json.dumps(doc))
+    [item] = store.list()
+    assert item.doc is None and item.problem is not None
+    s = str(store.root)
+    code, listed = acx_json(capsys, "installed", "list", "--store", s)
+    assert code == 0 and listed["items"][0]["problem"], listed
+    code, _ = acx_json(capsys, "installed", "show", item.name, "--store", s)
+    assert code == 0
+    for words in (("installed", "list"), ("installed", "show", item.name)):
+        shown = run_acx(capsys, *words, "--store", s)
+        assert shown.returncode == 0 and "broken record" in shown.stdout, (shown.stdout, shown.stderr)
+    code, verdict = acx_json(capsys, "installed", "verify", "--store", s, "--policy", str(policy_file))
+    assert code != 0 and "record.json" in json.dumps(verdict), verdict
+    code, err = acx_json(capsys, "activate", item.name, "--skills-dir", str(tmp_path / "skills"),
+                         "--store", s, "--policy", str(policy_file))
+    assert code not in (0, 70) and not (tmp_path / "skills").exists(), err
+    judged = judge_installed(item, Context(load_policy(policy_file, now=NOW), NOW))
+    assert not judged.ok

@@ -16,8 +16,10 @@ from pathlib import Path
 import pytest
 
 from acxoci.cartridge.build import build_cartridge
+from acxoci.documents.memory_record import MemoryRecordDoc
 from acxoci.lance import DIM, embed, memory_text
 from attest.keys import PrivateKey, generate_ed25519
+from attest.typed import decode_as
 from tests.harness.cli import acx_json
 from tests.harness.env import REPO
 from tests.unit.test_install_support import PUBLISHER, registry_entry, trusting_policy, write_registry
@@ -88,13 +90,14 @@ def test_memory_becomes_a_lancedb_table_with_local_vectors(
             rec["tags"],
         )
         assert row["portable"] is (zone == "rom") and (row["codebase_fingerprint"] is None) == (zone == "rom")
-        want = embed(memory_text(rec))
+        want = embed(memory_text(decode_as(rec, MemoryRecordDoc, document='memory')))
         assert all(
             math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-7) for a, b in zip(row["vector"], want, strict=True)
         )
     # a vector search over the table finds the record whose text it embeds
     probe = next(iter(signed.values()))[1]
-    hit = table.search(embed(memory_text(probe))).metric("cosine").limit(1).to_list()[0]
+    probe_text = memory_text(decode_as(probe, MemoryRecordDoc, document='memory'))
+    hit = table.search(embed(probe_text)).metric("cosine").limit(1).to_list()[0]
     assert hit["title"] == probe["title"]
     # with a policy too; an existing folder is kept unless --force
     policy = trusting_policy(tmp_path, trust)
