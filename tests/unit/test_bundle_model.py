@@ -105,7 +105,7 @@ def test_keyless_bundle_is_reported_not_verified() -> None:
 @pytest.mark.parametrize(("mutate", "needle"), [
     (lambda d: d.update(extra=1), "extra"),
     (lambda d: d.update(mediaType="application/json"), "mediaType"),
-    (lambda d: d.pop("dsseEnvelope"), "messageSignature or dsseEnvelope"),
+    (lambda d: d.pop("dsseEnvelope"), "exactly one of dsseEnvelope and messageSignature"),
     (lambda d: d["verificationMaterial"].update(certificate={"rawBytes": "AA=="}), "Exactly one"),
     (lambda d: d["dsseEnvelope"].update(signatures="x"), "signatures"),
 ])

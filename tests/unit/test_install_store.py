@@ -16,19 +16,15 @@ import pytest
 from acxoci.errors import Blocked, NotFound, UsageError
 from acxoci.install.store import RECORD, Store, check_name, default_root, list_files, slug
 from tests.harness.env import REPO
+from tests.harness.seeddocs import install_record
 
 D1 = "sha256:" + "1" * 64
 D2 = "sha256:" + "2" * 64
 
 
 def record(name: str, digest: str, seq: int) -> dict[str, object]:
-    return {
-        "schemaVersion": "acx.install-record/1",
-        "name": name,
-        "digest": digest,
-        "seq": seq,
-        "kind": "cartridge",
-    }
+    """A complete install record (the store refuses one that does not decode) for `name`."""
+    return {**install_record(), "name": name, "digest": digest, "contentDigest": digest, "seq": seq}
 
 
 def install_fake(store: Store, name: str, digest: str, payload: bytes = b"data") -> None:

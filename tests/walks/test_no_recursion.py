@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -97,13 +98,31 @@ def _deep(root: Path, levels: int) -> Path:
     return d
 
 
+@pytest.fixture
+def deep_tmp(tmp_path: Path) -> Iterator[Path]:
+    """tmp_path, with any `_deep` chain below it removed bottom-up afterwards (pytest's own cleanup
+    of old temp folders uses shutil.rmtree, which recurses and fails on a chain this deep)."""
+    yield tmp_path
+    for top in tmp_path.iterdir():
+        if top.is_symlink() or not top.is_dir():
+            continue
+        chain = [top]
+        while (chain[-1] / "d").is_dir() and not (chain[-1] / "d").is_symlink():
+            chain.append(chain[-1] / "d")
+        for d in reversed(chain):
+            for f in d.iterdir():
+                if not f.is_dir() or f.is_symlink():
+                    f.unlink()
+            d.rmdir()
+
+
 @pytest.mark.parametrize("command", ["ls", "ready"])
 def test_a_roster_folder_nested_1100_deep_is_refused_typed(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
+    deep_tmp: Path, capsys: pytest.CaptureFixture[str], command: str
 ) -> None:
-    roster = tmp_path / "roster"
+    roster = deep_tmp / "roster"
     _deep(roster, 1100)
-    wf = tmp_path / "w.cal.json"
+    wf = deep_tmp / "w.cal.json"
     wf.write_text(json.dumps({"schemaVersion": "acx.cal/1", "id": "w", "start": "s", "participants": [],
                               "nodes": [{"id": "s", "type": "event", "event": "start"}], "edges": []}))
     ready = ["workflow", "ready", str(wf), "--cartridges", str(roster)]
