@@ -17,8 +17,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from acxoci.errors import InvalidInput, NotFound, RefusedByPolicy, Tampered, UsageError
-from acxoci.fsutil import FileIdentity, file_identity, identity_of, require_unchanged
+from acxoci.errors import InvalidInput, RefusedByPolicy, Tampered, UsageError
+from acxoci.fsutil import FileIdentity, file_identity, identity_of, open_regular, require_unchanged
 from acxoci.oci.descriptor import EMPTY_DATA, EMPTY_DIGEST, EMPTY_JSON, Descriptor, Manifest, valid_title
 from acxoci.oci.digest import file_descriptor
 from acxoci.oci.scheduler import (
@@ -93,11 +93,8 @@ def describe_json(doc: Any) -> str:
 
 
 def _read_json(path: Path) -> Any:
-    try:
-        with path.open("rb") as fh:
-            data = fh.read(MAX_JSON_ARTIFACT + 1)
-    except FileNotFoundError:
-        raise NotFound("file not found", where=str(path)) from None
+    with open_regular(path, "file") as fh:
+        data = fh.read(MAX_JSON_ARTIFACT + 1)
     if len(data) > MAX_JSON_ARTIFACT:
         raise InvalidInput(f"JSON artifact exceeds {MAX_JSON_ARTIFACT} bytes", where=str(path))
     try:
@@ -124,11 +121,8 @@ def json_kind(doc: Any, where: str) -> Kind:
 def detect_kind(path: Path) -> Kind:
     """`cartridge` for an SQLite file; for JSON, the kind its schemaVersion names. InvalidInput
     (naming what was found) for anything else, so no JSON object is ever pushed as a workflow."""
-    try:
-        with path.open("rb") as fh:
-            head = fh.read(len(SQLITE_MAGIC))
-    except FileNotFoundError:
-        raise NotFound("file not found", where=str(path)) from None
+    with open_regular(path, "file") as fh:
+        head = fh.read(len(SQLITE_MAGIC))
     if head == SQLITE_MAGIC:
         return "cartridge"
     if head.lstrip()[:1] in (b"{", b"["):
@@ -462,7 +456,7 @@ def _check_arrived(path: Path, kind: Kind | None, where: str) -> None:
     graph layer is that JSON document (checked even with --no-verify; Tampered otherwise)."""
     if kind is None:
         return
-    with path.open("rb") as fh:
+    with open_regular(path, "pulled file", nofollow=True) as fh:
         head = fh.read(len(SQLITE_MAGIC))
     if kind == "cartridge":
         if head != SQLITE_MAGIC:

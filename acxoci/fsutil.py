@@ -87,6 +87,19 @@ def require_real_folders(root: Path, rel: str, what: str = "folder") -> None:
 DEFAULT_READ_LIMIT = 64 * 1024 * 1024
 
 
+def require_file(path: Path, what: str = "file") -> None:
+    """NotFound when nothing is at `path`, InvalidInput when it is not a regular file (a folder,
+    FIFO, socket or device): the check before a path is handed to a library that opens it itself."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError as exc:
+        raise NotFound(f"{what} not found", where=str(path)) from exc
+    except OSError as exc:
+        raise InvalidInput(f"cannot read {what}: {exc.strerror or exc}", where=str(path)) from exc
+    if not stat.S_ISREG(mode):
+        raise InvalidInput(f"{what} is not a regular file", where=str(path))
+
+
 def open_regular(path: Path, what: str, *, nofollow: bool = False) -> BinaryIO:
     """`path` opened for reading, refusing anything but a regular file before a byte is read: a
     FIFO, device or socket would block or never end (opened non-blocking, so opening cannot hang);

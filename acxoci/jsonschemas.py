@@ -10,8 +10,6 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-import jsonschema
-
 from attest.canonical import loads_strict
 
 
@@ -40,24 +38,31 @@ def _anchored_pattern(validator: Any, pattern: str, instance: Any, schema: Any) 
         return
     anchored = pattern[:-1] + r"\Z" if pattern.endswith("$") and not pattern.endswith("\\$") else pattern
     if re.search(anchored, instance) is None:
+        import jsonschema
+
         yield jsonschema.ValidationError(f"{instance!r} does not match {pattern!r}")
 
 
-_STRICT = jsonschema.validators.extend(  # type: ignore[no-untyped-call]
-    jsonschema.Draft202012Validator,
-    validators={"pattern": _anchored_pattern},
-    type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine("integer", _strict_integer),
-)
+@cache
+def _strict() -> Any:
+    """The validator class (jsonschema is imported the first time a document is validated)."""
+    import jsonschema
+
+    return jsonschema.validators.extend(  # type: ignore[no-untyped-call]
+        jsonschema.Draft202012Validator,
+        validators={"pattern": _anchored_pattern},
+        type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine("integer", _strict_integer),
+    )
 
 
 def strict_validator(schema: dict[str, Any]) -> Any:
     """A draft 2020-12 validator with strict integers and true-end-anchored patterns."""
-    return _STRICT(schema)
+    return _strict()(schema)
 
 
 def schema_errors(name: str, doc: Any) -> list[str]:
     """Every violation of schema `name` by `doc`, ordered by path (empty when valid). Integers
     are strict (no 29.0, no true) and patterns are anchored at the true end of the string."""
-    validator = _STRICT(load_schema(name))
+    validator = strict_validator(load_schema(name))
     errors = sorted(validator.iter_errors(doc), key=lambda e: [str(p) for p in e.absolute_path])
     return [f"{json_path(e.absolute_path)}: {e.message}" for e in errors]

@@ -15,7 +15,7 @@ from acxoci.attestation.judge import Judgement, Kind, Sigstore, Verdict, judge, 
 from acxoci.attestation.keyless import KeylessSigner
 from acxoci.attestation.signing import TrustedKey, bundle_bytes, envelope_bytes, sign_statement
 from acxoci.attestation.sigstore_verify import verify_keyless, verify_with_key
-from acxoci.errors import InvalidInput, NotFound, UsageError
+from acxoci.errors import InvalidInput, UsageError
 from acxoci.fsutil import read_bytes
 from attest.bundle import ParsedBundle, parse_bundle
 from attest.errors import AttestError
@@ -27,15 +27,15 @@ DEFAULT_BLOB_PREDICATE_TYPE = "https://cosign.sigstore.dev/attestation/v1"
 
 def file_sha256(path: Path) -> str:
     """Bare hex sha256 of a file (streamed)."""
+    from acxoci.fsutil import open_regular
+
     h = hashlib.sha256()
-    try:
-        with path.open("rb") as fh:
+    with open_regular(path, "file") as fh:
+        try:
             for block in iter(lambda: fh.read(1 << 20), b""):
                 h.update(block)
-    except FileNotFoundError as exc:
-        raise NotFound("file not found", where=str(path)) from exc
-    except OSError as exc:
-        raise InvalidInput(f"cannot read file: {exc}", where=str(path)) from exc
+        except OSError as exc:
+            raise InvalidInput(f"cannot read file: {exc}", where=str(path)) from exc
     return h.hexdigest()
 
 

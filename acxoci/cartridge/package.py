@@ -19,6 +19,7 @@ from typing import Any
 from acxoci.cartridge.constants import ARTIFACT_ID_RE, PATH_SEGMENT_RE
 from acxoci.documents.package_manifest import PackageManifestDoc
 from acxoci.errors import InvalidInput, NotFound
+from acxoci.fsutil import read_bytes
 from attest.canonical import loads_strict
 from attest.errors import MalformedError
 from attest.typed import DocumentTypeError, decode_as
@@ -106,10 +107,7 @@ def slug(text: str) -> str:
 def _read(path: Path) -> bytes:
     if path.is_symlink():
         raise InvalidInput("symbolic links are not read from an agent package", where=str(path))
-    size = path.stat().st_size
-    if size > MAX_PACKAGE_FILE:
-        raise InvalidInput(f"file of {size} bytes exceeds the {MAX_PACKAGE_FILE}-byte limit", where=str(path))
-    return path.read_bytes()
+    return read_bytes(path, "agent package file", limit=MAX_PACKAGE_FILE, nofollow=True)
 
 
 def _json(path: Path) -> Any:

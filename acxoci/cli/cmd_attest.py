@@ -380,10 +380,13 @@ def verify_cmd(
 
 
 def _is_cartridge(path: Path) -> bool:
+    from acxoci.errors import AcxError
+    from acxoci.fsutil import open_regular
+
     try:
-        with path.open("rb") as fh:
+        with open_regular(path, "file") as fh:
             return fh.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
-    except OSError:
+    except AcxError:
         return False
 
 

@@ -13,7 +13,8 @@ from acxoci.cartridge.reader import open_cartridge
 from acxoci.cli.apps import cartridge_app
 from acxoci.cli.common import load_signing_key
 from acxoci.cli.output import Markup, emit, say
-from acxoci.errors import InvalidInput, NotFound
+from acxoci.errors import InvalidInput
+from acxoci.fsutil import require_file
 from attest.canonical import loads_strict
 from attest.errors import MalformedError
 
@@ -79,8 +80,7 @@ def sign(
     from acxoci.cartridge.build import check_time, format_time
     from acxoci.cartridge.sign import resign_file
 
-    if not file.is_file():
-        raise NotFound(f"cartridge not found: {file}")
+    require_file(file, "cartridge")
     when = check_time(signed_at, where="--now") if signed_at else format_time(datetime.now(UTC))
     result = resign_file(file, load_signing_key(key, password_env), signed_at=when, refresh=refresh)
     data = result.to_json()

@@ -15,8 +15,8 @@ from acxoci.cartridge.trust_file import load_trust_registry
 from acxoci.cli.apps import harness_app
 from acxoci.cli.common import REQUIRE_HELP, refuse_below, required_trust
 from acxoci.cli.output import Markup, emit, say, say_error
-from acxoci.errors import InvalidInput, NotFound, RefusedByPolicy, UsageError
-from acxoci.fsutil import atomic_write
+from acxoci.errors import InvalidInput, RefusedByPolicy, UsageError
+from acxoci.fsutil import atomic_write, read_bytes, require_file
 from acxoci.policy import harness as h
 from acxoci.policy.boot import Handshake, HostOffer, handshake
 from acxoci.policy.files import is_cartridge, load_document
@@ -41,9 +41,7 @@ REQUIRE_OPT = typer.Option(None, "--require", help=REQUIRE_HELP)
 
 def _load_host(path: Path) -> h.HostDescriptor:
     try:
-        doc = loads_strict(path.read_bytes())
-    except FileNotFoundError as exc:
-        raise NotFound(f"host descriptor not found: {path}") from exc
+        doc = loads_strict(read_bytes(path, "host descriptor"))
     except MalformedError as exc:
         raise InvalidInput(str(exc), where=str(path)) from exc
     return h.parse_host(doc, where=str(path))
@@ -88,8 +86,9 @@ def run_handshake(
     """The boot handshake; refused (exit 8) when the signer is below `--require` (trusted by
     default with a trust registry)."""
     minimum = required_trust(require, registry)
-    if not cartridge.is_file() or not is_cartridge(cartridge):
-        raise NotFound(f"not a cartridge file: {cartridge}")
+    require_file(cartridge, "cartridge")
+    if not is_cartridge(cartridge):
+        raise InvalidInput("not a cartridge file", where=str(cartridge))
     now = datetime.now(UTC)
     trust = load_trust_registry(registry, now=now) if registry else None
     result = handshake(cartridge, source, registry=trust, now=now)

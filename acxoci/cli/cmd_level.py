@@ -21,6 +21,7 @@ from acxoci.cli.common import exit_with as _exit
 from acxoci.cli.common import parse_now as _now
 from acxoci.cli.output import Markup, count_progress, emit, say
 from acxoci.errors import InvalidInput, NotFound, RefusedByPolicy, UsageError, VerificationFailed
+from acxoci.fsutil import read_bytes
 from acxoci.level import benchmark as bench_mod
 from acxoci.level import oci as level_oci
 from acxoci.level import policy as level_policy
@@ -48,10 +49,7 @@ from attest.trust import TrustRegistry
 
 
 def _read_json(path: Path, what: str) -> Any:
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError as exc:
-        raise NotFound(f"{what} not found: {path}") from exc
+    data = read_bytes(path, what)
     try:
         return loads_strict(data)
     except AttestError as exc:

@@ -9,7 +9,8 @@ import typer
 
 from acxoci.cli.common import parse_now
 from acxoci.cli.output import emit, say
-from acxoci.errors import NotFound, RefusedByPolicy, UsageError
+from acxoci.errors import RefusedByPolicy, UsageError
+from acxoci.fsutil import require_file
 
 
 def load_cmd(
@@ -35,8 +36,7 @@ def load_cmd(
     from acxoci.install.store import Store
     from acxoci.install.vpolicy import load_policy
 
-    if not file.is_file():
-        raise NotFound("file not found", where=str(file))
+    require_file(file, "cartridge")
     if host is None and skills_dir is None:
         raise UsageError("name a host (--host claude|codex|cursor) or a folder (--skills-dir DIR)")
     from acxoci.artifact import detect_kind

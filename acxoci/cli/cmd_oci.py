@@ -39,7 +39,7 @@ from acxoci.cli.output import (
     write_document,
     write_json,
 )
-from acxoci.errors import InvalidInput, NotFound, UsageError
+from acxoci.errors import InvalidInput, UsageError
 from acxoci.oci.descriptor import Descriptor, is_digest, parse_manifest
 from acxoci.oci.digest import file_descriptor
 from acxoci.oci.reference import Reference, parse_reference
@@ -121,10 +121,9 @@ def _trust_line(verdict: Any) -> None:
 
 def _require_file(file: Path) -> None:
     """A missing file is `not_found` (4), as everywhere else; a folder or device is not a file (3)."""
-    if not file.exists():
-        raise NotFound("file not found", where=str(file))
-    if not file.is_file():
-        raise InvalidInput("not a regular file", where=str(file))
+    from acxoci.fsutil import require_file
+
+    require_file(file)
 
 
 def push_cmd(

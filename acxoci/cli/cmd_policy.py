@@ -11,6 +11,7 @@ import typer
 from acxoci.cli.apps import policy_app
 from acxoci.cli.output import Markup, emit, say
 from acxoci.errors import InvalidInput
+from acxoci.fsutil import read_bytes
 from acxoci.policy import harness as harness_mod
 from acxoci.policy.evaluator import decode_trace, evaluate
 from acxoci.policy.files import load_document
@@ -78,8 +79,8 @@ def simulate(
     loaded = load_document(policy, ROM_PATH)
     model = parse_policy(loaded.doc, where=loaded.source)
     try:
-        tdoc = loads_strict(trace.read_bytes())
-    except (MalformedError, OSError) as exc:
+        tdoc = loads_strict(read_bytes(trace, "trace"))
+    except MalformedError as exc:
         raise InvalidInput(f"cannot read trace: {exc}", where=str(trace)) from exc
     events = decode_trace(tdoc, where=str(trace))
     decision = evaluate(model, events, host_limits=load_host_limits(host_limits) if host_limits else None)

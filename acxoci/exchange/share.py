@@ -22,7 +22,7 @@ from acxoci.errors import Blocked, InvalidInput, NotFound, UsageError, Verificat
 from acxoci.exchange.coordinates import card_path, folder_path
 from acxoci.exchange.index import Release, _ledger, _trust_registry, summarize_cartridge, summarize_workflow
 from acxoci.exchange.status import AGENT_ID_RE, SEMVER_RE
-from acxoci.fsutil import read_bytes, require_real_folders
+from acxoci.fsutil import read_bytes, require_file, require_real_folders
 
 KINDS = {"agent": "agent", "workflow": "workflow", "graph": "agent-graph"}
 SUFFIXES = {"agent": ".acx", "workflow": ".cal.json", "agent-graph": ".agent-graph.json"}
@@ -387,8 +387,7 @@ def share(
         raise UsageError(f"unknown artifact kind {kind_arg!r}", hint="agent, workflow or graph")
     if not file.name.endswith(SUFFIXES[kind]):
         raise UsageError(f"a shared {kind_arg} must be a *{SUFFIXES[kind]} file", where=str(file))
-    if not file.is_file():
-        raise NotFound(f"no such file: {file}")
+    require_file(file, f"shared {kind_arg}")
     if not registry_root.is_dir():
         raise NotFound(f"registry folder not found: {registry_root}")
     aid_pub, aid, version = _identity(kind, file, now)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from acxoci.errors import InvalidInput, NotFound
 from acxoci.exchange.order import locale_key
+from acxoci.fsutil import open_regular
 
 MAX_ENTRIES = 20_000
 MAX_DEPTH = 12
@@ -55,7 +56,7 @@ def _has_private_key(path: Path, budget: list[int]) -> bool:
     """Stream the file looking for a private-key PEM header (bounded by the shared budget)."""
     keep = max(len(m) for m in PEM_MARKERS)
     tail = b""
-    with path.open("rb") as fh:
+    with open_regular(path, "exchange file", nofollow=True) as fh:
         while budget[0] > 0:
             chunk = fh.read(min(1 << 20, budget[0]))
             if not chunk:

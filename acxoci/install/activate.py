@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from acxoci.errors import AcxError, Blocked, InvalidInput, NotFound, RefusedByPolicy, Tampered, UsageError
-from acxoci.fsutil import atomic_write
+from acxoci.fsutil import atomic_write, read_bytes
 from acxoci.install.hosts import HOSTS
 from acxoci.install.store import InstalledItem, Store, Transaction, file_digest, slug, write_json_atomic
 from acxoci.oci.target import RemoteOptions
@@ -543,7 +543,8 @@ def activate_in(
         "createdLevels": created,
         "activatedAt": _iso(now),
     }
-    previous_bytes = mpath.read_bytes() if mpath.exists() else None
+    previous_bytes = (read_bytes(mpath, "activation manifest", limit=MAX_MANIFEST_BYTES, nofollow=True)
+                      if mpath.exists() else None)
     staging = root / f"{STAGING_PREFIX}{uuid.uuid4().hex}"
     staging.mkdir(mode=0o700)
     done: list[tuple[str, Path | None]] = []

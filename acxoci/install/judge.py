@@ -204,7 +204,9 @@ def cartridge_signature(path: Path, policy: VerificationPolicy, now: datetime) -
 
 
 def _json_content(path: Path, what: str, limit: int) -> Any:
-    data = path.read_bytes()
+    from acxoci.fsutil import read_bytes
+
+    data = read_bytes(path, what, limit=limit + 1)
     if len(data) > limit:
         raise Tampered(f"{what} exceeds {limit} bytes", where=str(path))
     try:
@@ -330,8 +332,9 @@ def rejudge_attestations(folder: Path, subject_digest: str, policy: Verification
         notes = doc.with_name(doc.stem + ".annotations.json")
         if fmt == "legacy" and notes.is_file():
             try:
-                ann = loads_strict(notes.read_bytes(), max_bytes=1 << 20)
-            except AttestError:
+                ann = loads_strict(read_bytes(notes, "kept annotations", limit=1 << 20, nofollow=True),
+                                   max_bytes=1 << 20)
+            except (AttestError, AcxError):
                 ann = {}
             if isinstance(ann, dict):
                 legacy = legacy_material({str(k): str(v) for k, v in ann.items()})
@@ -681,7 +684,10 @@ def kept_credential_docs(folder: Path) -> list[tuple[str, bytes]]:
     creds = folder / "credentials"
     if not creds.is_dir():
         return []
-    return [(f"kept {p.name}", p.read_bytes()) for p in sorted(creds.glob("*.json"))]
+    from acxoci.fsutil import read_bytes
+
+    return [(f"kept {p.name}", read_bytes(p, "kept credential", limit=1 << 20, nofollow=True))
+            for p in sorted(creds.glob("*.json"))]
 
 
 # ---- staffing: a workflow's team, each member judged now ------------------------------------------

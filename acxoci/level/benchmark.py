@@ -19,8 +19,8 @@ from typing import Any, Final
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from acxoci.errors import InvalidInput, NotFound, Tampered, VerificationFailed
-from acxoci.fsutil import atomic_write
+from acxoci.errors import InvalidInput, Tampered, VerificationFailed
+from acxoci.fsutil import atomic_write, read_bytes
 from acxoci.jsonschemas import schema_errors
 from attest.canonical import jcs, jcs_digest, loads_strict
 from attest.errors import AttestError
@@ -172,10 +172,7 @@ def validate_document(doc: Any, where: str = "benchmark") -> dict[str, Any]:
 
 def load_document(path: Path) -> dict[str, Any]:
     """Read and schema-check a public benchmark document."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError as exc:
-        raise NotFound(f"benchmark file not found: {path}") from exc
+    data = read_bytes(path, "benchmark file", limit=MAX_BENCH_BYTES + 1)
     try:
         doc = loads_strict(data, max_bytes=MAX_BENCH_BYTES)
     except AttestError as exc:
@@ -224,9 +221,7 @@ def write_key(path: Path, key: bytes) -> None:
 def read_key(path: Path) -> bytes:
     """Read a hex sealing key written by write_key."""
     try:
-        text = path.read_text(encoding="ascii").strip()
-    except FileNotFoundError as exc:
-        raise NotFound(f"benchmark key not found: {path}") from exc
+        text = read_bytes(path, "benchmark key", limit=4096).decode("ascii").strip()
     except UnicodeDecodeError as exc:
         raise InvalidInput(f"{path}: benchmark key is not hex text") from exc
     try:

@@ -15,7 +15,8 @@ from typing import Any, Final, Literal
 
 from filelock import FileLock
 
-from acxoci.errors import InvalidInput
+from acxoci.errors import InvalidInput, NotFound
+from acxoci.fsutil import read_bytes
 from attest.canonical import loads_strict
 from attest.errors import MalformedError
 from attest.trust import parse_rfc3339
@@ -88,11 +89,11 @@ class Attempt:
 def read_attempts(path: Path) -> list[Attempt]:
     """All attempts in the log (an absent log is empty)."""
     try:
-        if path.stat().st_size > MAX_LOG_BYTES:
-            raise InvalidInput(f"{path}: attempt log exceeds {MAX_LOG_BYTES} bytes")
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+        text = read_bytes(path, "attempt log", limit=MAX_LOG_BYTES).decode("utf-8")
+    except NotFound:
         return []
+    except UnicodeDecodeError as exc:
+        raise InvalidInput("attempt log is not UTF-8", where=str(path)) from exc
     out: list[Attempt] = []
     for n, line in enumerate(text.splitlines(), 1):
         if line.strip():

@@ -13,7 +13,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from acxoci.errors import InvalidInput, NotFound
+from acxoci.errors import InvalidInput
+from acxoci.fsutil import read_bytes
 from attest.canonical import loads_strict
 from attest.errors import AttestError
 from attest.trust import TrustKey, TrustRegistry, judge_signer
@@ -71,10 +72,7 @@ class IssuerRegistry:
     @classmethod
     def load(cls, path: Path, *, now: datetime | None = None) -> IssuerRegistry:
         """Read and validate a registry file."""
-        try:
-            data = path.read_bytes()
-        except FileNotFoundError as exc:
-            raise NotFound(f"issuer registry not found: {path}") from exc
+        data = read_bytes(path, "issuer registry")
         try:
             doc = loads_strict(data)
         except AttestError as exc:

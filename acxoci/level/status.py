@@ -20,7 +20,7 @@ import platformdirs
 from filelock import FileLock
 
 from acxoci.errors import InvalidInput, NotFound, TransientError, UsageError, VerificationFailed
-from acxoci.fsutil import atomic_write
+from acxoci.fsutil import atomic_write, read_bytes
 from acxoci.level.constants import STATUS_MEDIA_TYPE
 from acxoci.level.constants import iso as iso  # re-exported: callers use status.iso
 from acxoci.level.issuers import IssuerRegistry, issuer_did
@@ -163,10 +163,7 @@ def set_status(doc: dict[str, Any], index: int, *, key: PrivateKey, now: datetim
 
 def read_list_file(path: Path) -> dict[str, Any]:
     """Read a status list credential file (size-bounded, strict JSON)."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError as exc:
-        raise NotFound(f"status list not found: {path}") from exc
+    data = read_bytes(path, "status list", limit=MAX_LIST_BYTES + 1)
     try:
         doc = loads_strict(data, max_bytes=MAX_LIST_BYTES)
     except AttestError as exc:
@@ -182,7 +179,7 @@ def allocate_index(list_path: Path, size_bits: int) -> int:
     with FileLock(str(side) + ".lock"):
         nxt = 0
         if side.exists():
-            doc = loads_strict(side.read_bytes())
+            doc = loads_strict(read_bytes(side, "status list allocation file", limit=1 << 16))
             if not isinstance(doc, dict) or not isinstance(doc.get("next"), int) or doc["next"] < 0:
                 raise InvalidInput(f"{side}: malformed allocation file")
             nxt = doc["next"]
@@ -256,7 +253,8 @@ def load_cache(cache_dir: Path, source: str) -> Fetched | None:
     if not path.exists():
         return None
     try:
-        doc = loads_strict(path.read_bytes(), max_bytes=MAX_LIST_BYTES + 4096)
+        doc = loads_strict(read_bytes(path, "status list cache", limit=MAX_LIST_BYTES + 4096, nofollow=True),
+                           max_bytes=MAX_LIST_BYTES + 4096)
         fetched_at = parse_rfc3339(doc["fetchedAt"], where=f"{path}.fetchedAt")
     except (AttestError, KeyError, TypeError) as exc:
         raise InvalidInput(f"status list cache {path} is corrupt: {exc}") from exc
@@ -339,7 +337,7 @@ def check_status(entry: StatusEntry, *, source: str, issuers: IssuerRegistry, vc
         cached = load_cache(cdir, source) if allow_offline else None
         if cached is None:
             why = "no cached list" if allow_offline else "offline use not allowed"
-            return StatusOutcome("failed", f"{exc.message} ({why})", entry.index, source)
+            return StatusOutcome("failed", f"{exc.one_line()} ({why})", entry.index, source)
         fetched = cached
     try:
         listed = verify_status_list(fetched.doc, issuers=issuers, now=now)

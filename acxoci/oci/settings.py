@@ -120,7 +120,7 @@ def load_registries_file(path: str) -> dict[str, dict[str, Any]]:
 
 def _ca_file(path: str, source: str) -> str:
     if not Path(path).is_file():
-        raise UsageError(f"CA bundle {path} does not exist", where=source)
+        raise UsageError(f"CA bundle {path} is not a regular file", where=source)
     return path
 
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, TypeVar
-
-from jsonschema.exceptions import ValidationError
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from acxoci import jsonschemas
 from attest.typed import DocumentTypeError, decode_as
+
+if TYPE_CHECKING:
+    from jsonschema.exceptions import ValidationError
 
 T = TypeVar("T")
 

@@ -8,7 +8,8 @@ from typing import Any
 
 from acxoci.cartridge.constants import SQLITE_MAGIC
 from acxoci.cartridge.reader import open_cartridge
-from acxoci.errors import InvalidInput, NotFound
+from acxoci.errors import InvalidInput
+from acxoci.fsutil import open_regular, read_bytes, require_file
 from attest.canonical import loads_strict, sha256_digest
 from attest.errors import MalformedError
 
@@ -30,15 +31,14 @@ class LoadedDocument:
 
 def is_cartridge(path: Path) -> bool:
     """True when the file starts with the SQLite magic (the caller then opens it as a cartridge)."""
-    with open(path, "rb") as fh:
+    with open_regular(path, "file") as fh:
         return fh.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
 
 
 def load_document(path: Path, rom_path: str, *, with_harness: str | None = None) -> LoadedDocument:
     """The JSON document at `path`, or the ROM file `rom_path` inside the cartridge at `path`.
     `with_harness` also reads that ROM path (the harness) when `path` is a cartridge."""
-    if not path.is_file():
-        raise NotFound(f"file not found: {path}")
+    require_file(path)
     harness: Any = None
     if is_cartridge(path):
         with open_cartridge(path) as cart:
@@ -54,7 +54,7 @@ def load_document(path: Path, rom_path: str, *, with_harness: str | None = None)
                         harness = None
         source, from_cart = f"{path}:{rom_path}", True
     else:
-        data, source, from_cart = path.read_bytes(), str(path), False
+        data, source, from_cart = read_bytes(path, "file"), str(path), False
     try:
         doc = loads_strict(data)
     except MalformedError as exc:

@@ -9,13 +9,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from msgspec import UnsetType
 
 from acxoci.documents.host_limits import HostLimitsDoc
 from acxoci.documents.loop_policy import LoopPolicyDocBudget
 from acxoci.documents.resource_limits import ResourceLimitsDoc
-from acxoci.errors import InvalidInput, NotFound, parse_problem
+from acxoci.errors import InvalidInput, parse_problem
+from acxoci.fsutil import read_bytes
 from acxoci.jsonschemas import strict_validator
 from acxoci.policy._schema import Issue, load_schema, pointer_path, schema_issues
 from attest.typed import DocumentTypeError, decode_as
@@ -159,13 +159,11 @@ def validate_limits(doc: Any, *, host: bool = False) -> list[Issue]:
 
 def load_host_limits(path: Path) -> ResourceLimits:
     """Read a host `resource-limits.yaml` (same shape as `budget`, every value optional)."""
+    import yaml
+
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError as exc:
-        raise NotFound(f"host limits file not found: {path}") from exc
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
+        doc = yaml.safe_load(read_bytes(path, "host limits file", limit=1 << 20).decode("utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise InvalidInput(f"not valid YAML: {parse_problem(exc)}", where=str(path)) from exc
     if doc is None:
         doc = {}

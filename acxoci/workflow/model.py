@@ -19,7 +19,7 @@ from msgspec import UnsetType
 
 from acxoci.documents.cal import CalDoc, CalDocLimits, CalDocNode, CalDocParticipant, CalDocRac
 from acxoci.documents.skillset import SkillsetDoc
-from acxoci.errors import InvalidInput, NotFound
+from acxoci.errors import InvalidInput
 from acxoci.workflow import calschema
 from attest.canonical import loads_strict
 from attest.errors import MalformedError
@@ -61,12 +61,9 @@ T = TypeVar("T")
 
 def load_document(path: Path) -> dict[str, Any]:
     """Read a `.cal.json` strictly (UTF-8, no duplicate keys) and require a JSON object."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError as exc:
-        raise NotFound(f"workflow file not found: {path}") from exc
-    except OSError as exc:
-        raise InvalidInput(f"cannot read workflow file: {exc}", where=str(path)) from exc
+    from acxoci.fsutil import read_bytes
+
+    data = read_bytes(path, "workflow file")
     try:
         doc = loads_strict(data)
     except MalformedError as exc:

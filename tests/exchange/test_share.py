@@ -168,7 +168,7 @@ def test_what_the_exchange_would_reject_is_not_shared(
         (("agent", str(made["agent"]), "--publisher", "io.github.someone-else"), 1, "signed publisher"),
         (("agent", str(made["agent"]), "--slug", "other"), 1, "ROM-bound"),
         (("workflow", str(made["agent"])), 2, ".cal.json"),
-        (("agent", str(tmp / "missing.acx")), 4, "no such file"),
+        (("agent", str(tmp / "missing.acx")), 4, "not found"),
         (("blob", str(made["agent"])), 2, "unknown artifact kind"),
     ]
     for args, want, needle in cases:

@@ -221,7 +221,7 @@ def test_cache_file_bound(tmp_path: Path) -> None:
     loaded = st.load_cache(tmp_path, src)
     assert loaded is not None and loaded.doc == {"id": LIST_ID}
     path.write_bytes(body + b" " * (limit + 1 - len(body)))
-    with pytest.raises(InvalidInput, match="is corrupt"):
+    with pytest.raises(InvalidInput, match="status list cache exceeds"):
         st.load_cache(tmp_path, src)
 
 
@@ -286,9 +286,9 @@ def test_check_status_failures_say_where_and_why(tmp_path: Path) -> None:
     missing = str(tmp_path / "gone.json")
     common = {"issuers": _issuers(key), "vc_issuer": ISSUER, "now": T0, "cache_dir": tmp_path / "cache"}
     assert st.check_status(entry, source=missing, **common) == st.StatusOutcome(
-        "failed", f"status list not found: {missing} (offline use not allowed)", 5, missing)
+        "failed", f"{missing}: status list not found (offline use not allowed)", 5, missing)
     assert st.check_status(entry, source=missing, allow_offline=True, **common) == st.StatusOutcome(
-        "failed", f"status list not found: {missing} (no cached list)", 5, missing)
+        "failed", f"{missing}: status list not found (no cached list)", 5, missing)
     foreign = tmp_path / "foreign.json"
     other = generate_ed25519()
     st.write_json_atomic(foreign, st.create_status_list(list_id=LIST_ID, issuer=ISSUER, key=other, now=T0))
