@@ -53,6 +53,10 @@ _STRICT = jsonschema.validators.extend(  # type: ignore[no-untyped-call]
 def schema_errors(name: str, doc: Any) -> list[str]:
     """Every violation of schema `name` by `doc`, ordered by path (empty when valid). Integers
     are strict (no 29.0, no true) and patterns are anchored at the true end of the string."""
-    validator = _STRICT(load_schema(name))
-    errors = sorted(validator.iter_errors(doc), key=lambda e: [str(p) for p in e.absolute_path])
+    return schema_errors_of(load_schema(name), doc)
+
+
+def schema_errors_of(schema: dict[str, Any], doc: Any) -> list[str]:
+    """`schema_errors` against a schema (or a part of one) already loaded."""
+    errors = sorted(_STRICT(schema).iter_errors(doc), key=lambda e: [str(p) for p in e.absolute_path])
     return [f"{json_path(e.absolute_path)}: {e.message}" for e in errors]
