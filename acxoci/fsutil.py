@@ -5,6 +5,7 @@ identities, so what was verified is provably the file that is then pushed or cop
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 from pathlib import Path
@@ -118,6 +119,9 @@ def open_regular(path: Path, what: str, *, nofollow: bool = False, append: bool 
     except FileNotFoundError as exc:
         raise NotFound(f"{what} not found", where=str(path)) from exc
     except OSError as exc:
+        if nofollow and exc.errno == errno.ELOOP:
+            raise InvalidInput(f"{what} is a symbolic link (refused: it is not followed)",
+                               where=str(path)) from exc
         raise InvalidInput(f"cannot {'write' if append else 'read'} {what}: {exc.strerror or exc}",
                            where=str(path)) from exc
     try:

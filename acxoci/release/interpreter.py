@@ -50,7 +50,7 @@ from acxoci.errors import (
     TransientError,
     UsageError,
 )
-from acxoci.fsutil import atomic_write, read_bytes, require_unchanged
+from acxoci.fsutil import atomic_write, read_bytes, require_real_folders, require_unchanged
 from acxoci.oci.descriptor import OCI_MANIFEST, Descriptor, Manifest, parse_manifest
 from acxoci.oci.reference import parse_reference
 from acxoci.oci.retry import retry_after_seconds
@@ -292,6 +292,7 @@ def _prepare(ctx: Context, e: Effect) -> Result:
         recipe = rel.input.build
         assert recipe is not None
         out = ctx.folder / "build" / f"{rel.input.name}.acx"
+        require_real_folders(ctx.folder, f"build/{out.name}", "goal folder")
         out.parent.mkdir(parents=True, exist_ok=True)
         built_file = build_cartridge(recipe.package, out, publisher=recipe.publisher, key=recipe.key.load(),
                                      created_at=recipe.created_at, now=now)

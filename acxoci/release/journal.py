@@ -137,9 +137,9 @@ def parse_iso(text: str, where: str) -> datetime:
     """An RFC 3339 time read from a goal's files or plan, parsed by the one RFC 3339 parser
     (`attest.trust.parse_rfc3339`) and held to [EARLIEST, LATEST): InvalidInput naming `where`."""
     try:
-        out = parse_rfc3339(text, where=where)
+        out = parse_rfc3339(text, where="RFC 3339 time")
     except AttestError as exc:
-        raise InvalidInput(f"not an RFC 3339 time: {text!r} ({exc})", where=where) from exc
+        raise InvalidInput(str(exc), where=where) from exc
     if not EARLIEST <= out < LATEST:
         raise InvalidInput(f"time {text!r} lies outside the years 1970-8999 a release uses", where=where)
     return out

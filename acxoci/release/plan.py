@@ -485,7 +485,7 @@ class ReleasePlan:
                                ca_file=str(reg.ca_file) if reg.ca_file else base.ca_file)
         return base
 
-def check_goal_id(goal_id: str, where: str = "goal id") -> str:
+def check_goal_id(goal_id: str, where: str | None = None) -> str:
     """`goal_id` if it matches the plan schema's `goal.id` pattern (the one rule for a goal id,
     wherever it comes from: a plan, or a command-line argument naming a goal folder); a goal id
     names one folder under the state folder and never leads out of it. UsageError otherwise."""

@@ -463,7 +463,8 @@ def project(entries: Sequence[Entry], where: str = "journal", *, now: datetime |
         if not 1 <= q.window_seconds <= 366 * 86400:
             raise InvalidInput(f"quota window of {q.host} is {q.window_seconds} s", where=where)
         if any(n is not None and n < 1 for n in (q.requests, q.bytes, q.publishes)):
-            raise InvalidInput(f"quota of {q.host} has a budget below 1 (it could never be spent)", where=where)
+            raise InvalidInput(f"quota of {q.host} has a budget below 1 (it could never be spent)",
+                               where=where)
     r = _replay(g, entries, where)
     instance = g.instance or f"{g.goal}@{g.created_at}"
     when = now or parse_iso(entries[-1].at or g.created_at, where)
