@@ -357,6 +357,8 @@ def _prepare(ctx: Context, e: Effect) -> Result:
                 signed["provenance"] = ctx.objects.put(prov.bundle)
             attestations[dest.repository] = signed
             key_id = done.signer
+        precheck_attestations(ctx.objects, attestations, subject.digest, policy, now,
+                              evidence["precheck"].get("publisherId"))
     if facts.kind == "cartridge" and ctx.plan.envelope:
         env = embedded_envelope(path)
         envelope = ctx.objects.put(env) if env is not None else None
@@ -412,6 +414,30 @@ def precheck(path: Path, kind: str, rel: Release, policy: Any, now: datetime) ->
                    checks=[r.to_json() for r in refused])
     return {"checks": {r.id: str(r.status) for r in results}, "publisherId": sig.publisher_id,
             "romDigest": sig.rom_digest}
+
+
+def precheck_attestations(objects: ObjectStore, signed: dict[str, dict[str, str]], subject: str, policy: Any,
+                          now: datetime, publisher: str | None) -> None:
+    """The acceptance decision's attestation checks over what this release will attach, before it
+    is attached: the signed documents judged by `install.judge.rejudge_attestations` (what install
+    runs on the attestations it keeps) under the policy. validation_failed when the policy would
+    refuse them (a key or identity it does not trust, a format or predicate type it requires)."""
+    from acxoci.install import checks as C
+    from acxoci.install.judge import rejudge_attestations
+
+    for repo, docs in signed.items():
+        with _scratch_layout() as tmp:
+            for i, (fmt, digest) in enumerate(sorted(docs.items())):
+                kind = "legacy" if fmt == "legacy" else "bundle"  # provenance rides in a bundle
+                (Path(tmp) / f"{i:02d}-{kind}.json").write_bytes(objects.get(digest))
+            found = rejudge_attestations(Path(tmp), subject, policy, now, publisher)
+        checked = (C.check_attestations(found, policy), C.check_provenance_requirement(found, policy))
+        refused = [r for r in checked if r.failed]
+        if refused:
+            raise fail("validation_failed", "the acceptance policy would refuse the attestations this "
+                       f"release attaches at {repo}, so nothing is written: "
+                       + "; ".join(f"{r.id}: {r.reason}" for r in refused),
+                       checks=[r.to_json() for r in refused])
 
 
 def _read_json(path: Path, what: str) -> dict[str, Any]:

@@ -17,6 +17,7 @@ import yaml
 from acxoci.errors import InvalidInput
 from acxoci.release.interpreter import goal_status, run_goal
 from acxoci.release.plan import load_plan, plan_from_json
+from attest.keys import generate_ed25519
 from tests.harness.faultproxy import FaultProxy, Rule
 from tests.harness.servers import Registry
 from tests.release.support import GOAL
@@ -30,7 +31,8 @@ def _repo_absent(reg: Registry, repo: str) -> bool:
 
 
 @pytest.mark.interop
-@pytest.mark.parametrize("doom", ["tag-of-another-version", "repository-not-allowed"])
+@pytest.mark.parametrize("doom", ["tag-of-another-version", "repository-not-allowed",
+                                  "attestation-key-untrusted"])
 def test_prepare_refuses_what_install_would_before_any_write(
         proxied: FaultProxy, distribution_registry: Registry, tmp_path: Path, vectors_dir: Path,
         doom: str) -> None:
@@ -40,12 +42,15 @@ def test_prepare_refuses_what_install_would_before_any_write(
         policy = yaml.safe_load(w.policy.read_text())
         policy["registries"] = {"allowed": ["ghcr.io/*"]}
         w.policy.write_text(yaml.safe_dump(policy))
+    elif doom == "attestation-key-untrusted":  # the policy trusts another attestation key
+        (w.tmp / "keys" / "attest.pub.pem").write_text(generate_ed25519().public().spki_pem())
     report = run_goal(load_plan(w.plan), root=w.state)
     assert report.exit_code() == 9 and report.writes == 0 and report.http_writes == 0
     prepare = report.status.effect("prepare:agent")
     assert prepare.state == "blocked" and prepare.failure is not None
     assert prepare.failure.cls == "validation_failed"
-    check = "version" if doom == "tag-of-another-version" else "registry"
+    check = {"tag-of-another-version": "version", "repository-not-allowed": "registry",
+             "attestation-key-untrusted": "attestations"}[doom]
     assert [c["id"] for c in prepare.failure.details["checks"]] == [check], prepare.failure
     assert not [e for e in proxied.log.entries if e[0] in WRITES]  # not one write
     assert _repo_absent(distribution_registry, "acx/c")  # the registry holds nothing of it
