@@ -57,12 +57,16 @@ dist: venv
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .demo .bench .fuzz .soak .mutate
 
-# Reliability campaigns (docs/reliability.md): scale down with FUZZ_SECONDS=N / SOAK_RUNS=N.
+# Reliability campaigns (docs/reliability.md): scale down with FUZZ_SECONDS=N / SOAK_RUNS=N;
+# FUZZ_PROPERTY=0 skips the exhaustive property run (every value of every document kind retyped).
 FUZZ_SECONDS ?= 600
+FUZZ_PROPERTY ?= 1
 SOAK_RUNS ?= 1000
 
 fuzz: venv
 	$(BIN)/python scripts/fuzz.py --seconds $(FUZZ_SECONDS)
+	if [ "$(FUZZ_PROPERTY)" != 0 ]; then $(BIN)/python scripts/fuzz.py --property && \
+	  FUZZ_EXHAUSTIVE=1 $(BIN)/pytest -q -p no:cacheprovider tests/documents; fi
 
 soak: venv peers
 	$(BIN)/python scripts/soak.py --runs $(SOAK_RUNS)

@@ -146,3 +146,37 @@ def read_bytes(path: Path, what: str, *, limit: int | None = None, nofollow: boo
     if len(data) > cap:
         raise InvalidInput(f"{what} exceeds {cap} bytes", where=str(path))
     return data
+
+
+#: Bounds of a folder walk (roster folders, skill folders): deeper or larger trees are refused.
+WALK_MAX_DEPTH = 32
+WALK_MAX_ENTRIES = 100_000
+
+
+def walk_files(
+    root: Path, *, suffix: str = "", max_depth: int = WALK_MAX_DEPTH, max_entries: int = WALK_MAX_ENTRIES
+) -> list[Path]:
+    """The regular files below `root` whose name ends with `suffix`, in sorted path order. The walk
+    is iterative (no recursion on the folder's depth), never follows a symlink, and refuses
+    (InvalidInput naming the folder) a tree nested deeper than `max_depth` levels or holding more
+    than `max_entries` entries, instead of walking without end."""
+    out: list[Path] = []
+    stack: list[tuple[Path, int]] = [(Path(root), 0)]
+    seen = 0
+    while stack:
+        folder, depth = stack.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError as exc:
+            raise InvalidInput(f"cannot list the folder: {exc.strerror or exc}", where=str(folder)) from exc
+        seen += len(entries)
+        if seen > max_entries:
+            raise InvalidInput(f"more than {max_entries} entries below the folder", where=str(root))
+        for e in entries:
+            if e.is_dir(follow_symlinks=False):
+                if depth + 1 > max_depth:
+                    raise InvalidInput(f"folders nest deeper than {max_depth} levels", where=e.path)
+                stack.append((Path(e.path), depth + 1))
+            elif e.name.endswith(suffix) and e.is_file(follow_symlinks=False):
+                out.append(Path(e.path))
+    return sorted(out)

@@ -50,6 +50,11 @@ _STRICT = jsonschema.validators.extend(  # type: ignore[no-untyped-call]
 )
 
 
+def strict_validator(schema: dict[str, Any]) -> Any:
+    """A draft 2020-12 validator with strict integers and true-end-anchored patterns."""
+    return _STRICT(schema)
+
+
 def schema_errors(name: str, doc: Any) -> list[str]:
     """Every violation of schema `name` by `doc`, ordered by path (empty when valid). Integers
     are strict (no 29.0, no true) and patterns are anchored at the true end of the string."""

@@ -59,6 +59,10 @@ class Pkcs11Uri:
         return "pkcs11:" + ";".join(p for p in parts if p)
 
 
+MAX_SLOT_DIGITS = 20
+"""A PKCS#11 slot id is a CK_ULONG (at most 2**64 - 1: 20 digits)."""
+
+
 def _bad(why: str) -> NoReturn:
     raise UsageError(f"pkcs11 URI: {why}", where="--key")
 
@@ -84,6 +88,8 @@ def parse_pkcs11_uri(uri: str) -> Pkcs11Uri:
     for name, value in pairs:
         if name not in QUERY_ATTRIBUTES:
             _bad(f"unknown query attribute {name!r}")
+        if name in q:  # as a repeated path attribute: which one would be meant is not ours to guess
+            _bad(f"{name} given twice")
         q[name] = value
 
     def text(name: str) -> str | None:
@@ -96,8 +102,8 @@ def parse_pkcs11_uri(uri: str) -> Pkcs11Uri:
             _bad(f"{name} is not UTF-8")
 
     slot = text("slot-id")
-    if slot is not None and not slot.isdigit():
-        _bad("slot-id must be a number")
+    if slot is not None and not (slot.isascii() and slot.isdigit() and len(slot) <= MAX_SLOT_DIGITS):
+        _bad(f"slot-id must be a number of at most {MAX_SLOT_DIGITS} ASCII digits")
     if text("object") is None and "id" not in attrs:
         _bad("name the key with object= or id=")
     module = q.get("module-path") or os.environ.get("COSIGN_PKCS11_MODULE_PATH")

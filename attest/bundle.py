@@ -31,11 +31,12 @@ from attest.keys import PublicKey
 
 BUNDLE_V03: Final = "application/vnd.dev.sigstore.bundle.v0.3+json"
 BUNDLE_V03_ALT = "application/vnd.dev.sigstore.bundle+json;version=0.3"
+BUNDLE_V01: Final = "application/vnd.dev.sigstore.bundle+json;version=0.1"
 BUNDLE_MEDIA_TYPES = (
     BUNDLE_V03,
     BUNDLE_V03_ALT,
     "application/vnd.dev.sigstore.bundle+json;version=0.2",
-    "application/vnd.dev.sigstore.bundle+json;version=0.1",
+    BUNDLE_V01,
 )
 MAX_BUNDLE_BYTES = 16 * 1024 * 1024
 
@@ -129,7 +130,9 @@ def parse_bundle(data: bytes | dict[str, Any]) -> ParsedBundle:
     """Strictly parse a sigstore bundle (bytes or an already-parsed object).
 
     Rejects unknown fields, duplicate keys, unknown media types and the wrong number of
-    content/material choices. Certificates and tlog entries are kept for reporting.
+    content/material choices (a bundle with both a `dsseEnvelope` and a `messageSignature` is
+    malformed). Certificates and tlog entries are kept for reporting. The one decoder every
+    verifier routes by (DSSE or message signature, key or certificate).
     """
     doc = loads_strict(data, max_bytes=MAX_BUNDLE_BYTES) if isinstance(data, bytes) else data
     if not isinstance(doc, dict):
@@ -137,6 +140,8 @@ def parse_bundle(data: bytes | dict[str, Any]) -> ParsedBundle:
     mt = doc.get("mediaType")
     if mt not in BUNDLE_MEDIA_TYPES:
         raise MalformedError(f"bundle mediaType {mt!r} is not a known sigstore bundle type")
+    if ("dsseEnvelope" in doc) == ("messageSignature" in doc):
+        raise MalformedError("bundle must carry exactly one of dsseEnvelope and messageSignature")
     try:
         # JSON mode: enum fields (messageDigest.algorithm, …) arrive as their protojson names.
         _ModelBundle.model_validate_json(json.dumps(_normalised_for_model(doc)))

@@ -8,15 +8,23 @@ SPEC where the reference departs from it (see docs/decisions/0002-trust-semantic
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any, Literal
 
+from msgspec import UnsetType
+
+from attest.documents.trust_registry import (
+    TrustRegistryDoc,
+    TrustRegistryDocKey,
+    TrustRegistryDocNamespaceProof,
+)
 from attest.errors import MalformedError
 from attest.keys import PublicKey, load_public_pem
 from attest.trustdecision import PUBLISHER_RE, SignerFacts, Standing, signer_facts
 from attest.trustdecision import standing as signer_standing
+from attest.typed import decode_as
 
 __all__ = ["PUBLISHER_RE"]  # re-exported: the publisher-id grammar lives with the decision table
 SCHEMA_VERSION = "acx.trust-registry/1"
@@ -143,16 +151,19 @@ class SignerJudgement:
     standing: Standing
 
 
-def _walk_strings(value: Any) -> Iterable[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for k, v in value.items():
-            yield str(k)
-            yield from _walk_strings(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from _walk_strings(v)
+def _walk_strings(value: Any) -> Iterator[str]:
+    """Every string in a JSON tree, object keys included (iterative: no recursion on its depth)."""
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str):
+            yield node
+        elif isinstance(node, dict):
+            for k, v in node.items():
+                yield str(k)
+                stack.append(v)
+        elif isinstance(node, list):
+            stack.extend(node)
 
 
 def _exact_fields(
@@ -166,40 +177,56 @@ def _exact_fields(
         raise MalformedError(f"{where}: missing field(s) {missing}")
 
 
-def _str(obj: dict[str, Any], name: str, where: str) -> str:
-    v = obj.get(name)
-    if not isinstance(v, str) or not v:
+def _member_names(raw_keys: Any) -> None:
+    """Member names first (unknown, then missing, by name), the proof's by its method, before
+    the model decodes the types: the messages say which member, not only where."""
+    for i, raw in enumerate(raw_keys if isinstance(raw_keys, list) else []):
+        if not isinstance(raw, dict):
+            continue
+        _exact_fields(raw, KEY_REQUIRED, KEY_OPTIONAL, f"keys[{i}]")
+        proof = raw["namespaceProof"]
+        if isinstance(proof, dict):
+            method = proof.get("method")
+            if not isinstance(method, str) or method not in PROOF_FIELDS:
+                why = f"{method!r} is not github-oidc or dns-txt"
+                raise MalformedError(f"keys[{i}].namespaceProof.method: {why}")
+            _exact_fields(proof, PROOF_FIELDS[method], frozenset(), f"keys[{i}].namespaceProof")
+
+
+def _str(v: str, name: str, where: str) -> str:
+    if not v:
         raise MalformedError(f"{where}.{name}: expected a non-empty string")
     return v
 
 
-def _opt_str(obj: dict[str, Any], name: str, where: str) -> str | None:
-    v = obj.get(name)
-    if v is None:
+def _opt_str(v: str | UnsetType | None, name: str, where: str) -> str | None:
+    if v is None or isinstance(v, UnsetType):
         return None
-    if not isinstance(v, str) or not v:
+    if not v:
         raise MalformedError(f"{where}.{name}: expected a non-empty string or null")
     return v
 
 
-def _parse_proof(doc: Any, publisher_id: str, where: str, now: datetime | None) -> NamespaceProof:
-    if not isinstance(doc, dict):
-        raise MalformedError(f"{where}: namespaceProof is not an object")
-    method = doc.get("method")
-    if not isinstance(method, str) or method not in PROOF_FIELDS:
+def _parse_proof(
+    doc: TrustRegistryDocNamespaceProof, raw: dict[str, Any], publisher_id: str, where: str,
+    now: datetime | None,
+) -> NamespaceProof:
+    method = doc.method
+    if method not in PROOF_FIELDS:
         raise MalformedError(f"{where}.method: {method!r} is not github-oidc or dns-txt")
-    _exact_fields(doc, PROOF_FIELDS[method], frozenset(), where)
-    verified_at = parse_rfc3339(doc["verifiedAt"], where=f"{where}.verifiedAt")
+    _exact_fields(raw, PROOF_FIELDS[method], frozenset(), where)
+    verified_at = parse_rfc3339(doc.verified_at, where=f"{where}.verifiedAt")
     if now is not None and verified_at > now:
-        raise MalformedError(f"{where}.verifiedAt: {doc['verifiedAt']} is in the future")
+        raise MalformedError(f"{where}.verifiedAt: {doc.verified_at} is in the future")
     owner = github_owner(publisher_id)
     if method == "github-oidc":
         if owner is None:
             raise MalformedError(
                 f"{where}: github-oidc proof needs an io.github.<owner> publisher, got {publisher_id!r}"
             )
-        subject = _str(doc, "oidcSubject", where)
-        issuer = _str(doc, "oidcIssuer", where)
+        assert not isinstance(doc.oidc_subject, UnsetType) and not isinstance(doc.oidc_issuer, UnsetType)
+        subject = _str(doc.oidc_subject, "oidcSubject", where)
+        issuer = _str(doc.oidc_issuer, "oidcIssuer", where)
         if not subject.startswith(f"repo:{owner}/"):
             raise MalformedError(f"{where}.oidcSubject: {subject!r} does not start with 'repo:{owner}/'")
         if issuer != GITHUB_OIDC_ISSUER:
@@ -209,27 +236,25 @@ def _parse_proof(doc: Any, publisher_id: str, where: str, now: datetime | None) 
         raise MalformedError(
             f"{where}: publisher {publisher_id!r} is io.github.*, so the proof must be github-oidc"
         )
-    txt = _str(doc, "txtRecord", where)
+    assert not isinstance(doc.txt_record, UnsetType)
+    txt = _str(doc.txt_record, "txtRecord", where)
     expected = expected_txt_record(publisher_id)
     if txt != expected:
         raise MalformedError(f"{where}.txtRecord: {txt!r} is not {expected!r}")
     return NamespaceProof("dns-txt", verified_at, txt_record=txt)
 
 
-def _parse_key(doc: Any, where: str, now: datetime | None) -> TrustKey:
-    if not isinstance(doc, dict):
-        raise MalformedError(f"{where}: key entry is not an object")
-    _exact_fields(doc, KEY_REQUIRED, KEY_OPTIONAL, where)
-    keyid = _str(doc, "keyid", where)
+def _parse_key(doc: TrustRegistryDocKey, raw: dict[str, Any], where: str, now: datetime | None) -> TrustKey:
+    keyid = _str(doc.keyid, "keyid", where)
     if not KEYID_RE.fullmatch(keyid):
         raise MalformedError(f"{where}.keyid: {keyid!r} is not ed25519:<64 hex>")
-    publisher = _str(doc, "publisherId", where)
+    publisher = _str(doc.publisher_id, "publisherId", where)
     if not PUBLISHER_RE.fullmatch(publisher):
         raise MalformedError(f"{where}.publisherId: {publisher!r} is not a valid publisher id")
-    algorithm = _str(doc, "algorithm", where)
+    algorithm = _str(doc.algorithm, "algorithm", where)
     if algorithm != "ed25519":
         raise MalformedError(f"{where}.algorithm: {algorithm!r} is not ed25519")
-    pem = _str(doc, "publicKeyPem", where)
+    pem = _str(doc.public_key_pem, "publicKeyPem", where)
     try:
         pub = load_public_pem(pem)
     except MalformedError as exc:
@@ -238,30 +263,31 @@ def _parse_key(doc: Any, where: str, now: datetime | None) -> TrustKey:
         raise MalformedError(f"{where}.publicKeyPem: key is {pub.algorithm}, not Ed25519")
     if pub.keyid() != keyid:
         raise MalformedError(f"{where}.keyid: {keyid} is not sha256(SPKI) of publicKeyPem ({pub.keyid()})")
-    status = doc.get("status")
+    status = doc.status
     if status not in STATUSES:
         raise MalformedError(f"{where}.status: {status!r} is not one of {list(STATUSES)}")
-    not_before = parse_rfc3339(doc["notBefore"], where=f"{where}.notBefore")
-    not_after = parse_rfc3339(doc["notAfter"], where=f"{where}.notAfter")
+    not_before = parse_rfc3339(doc.not_before, where=f"{where}.notBefore")
+    not_after = parse_rfc3339(doc.not_after, where=f"{where}.notAfter")
     revoked_at = None
-    if doc.get("revokedAt") is not None:
-        revoked_at = parse_rfc3339(doc["revokedAt"], where=f"{where}.revokedAt")
-    reason = doc.get("revocationReason")
+    if isinstance(doc.revoked_at, str):
+        revoked_at = parse_rfc3339(doc.revoked_at, where=f"{where}.revokedAt")
+    reason = None if isinstance(doc.revocation_reason, UnsetType) else doc.revocation_reason
     if reason is not None and reason not in REVOCATION_REASONS:
         raise MalformedError(f"{where}.revocationReason: {reason!r} is not one of {list(REVOCATION_REASONS)}")
-    rotated_from = _opt_str(doc, "rotatedFrom", where)
-    rotated_to = _opt_str(doc, "rotatedTo", where)
+    rotated_from = _opt_str(doc.rotated_from, "rotatedFrom", where)
+    rotated_to = _opt_str(doc.rotated_to, "rotatedTo", where)
     for name, val in (("rotatedFrom", rotated_from), ("rotatedTo", rotated_to)):
         if val is not None and not KEYID_RE.fullmatch(val):
             raise MalformedError(f"{where}.{name}: {val!r} is not ed25519:<64 hex>")
-    proof = _parse_proof(doc["namespaceProof"], publisher, f"{where}.namespaceProof", now)
+    proof = _parse_proof(doc.namespace_proof, raw["namespaceProof"], publisher, f"{where}.namespaceProof",
+                         now)
     return TrustKey(
         keyid=keyid,
         publisher_id=publisher,
         algorithm=algorithm,
         public_key_pem=pem,
         public_key=pub,
-        status=status,
+        status=status,  # type: ignore[arg-type]  # checked against STATUSES above
         not_before=not_before,
         not_after=not_after,
         namespace_proof=proof,
@@ -282,31 +308,29 @@ class TrustRegistry:
 
     @classmethod
     def from_json(cls, doc: Any, *, now: datetime | None = None) -> TrustRegistry:
-        """Validate and parse a registry document; raises MalformedError naming the field.
-
-        With `now`, a namespace proof verified in the future is rejected here as well.
-        """
+        """Decode (its model, `attest.documents.trust_registry`) and validate a registry document;
+        raises MalformedError naming the field (a DocumentTypeError, with its JSON pointer, for a
+        value of the wrong type). With `now`, a namespace proof verified in the future is refused."""
         if not isinstance(doc, dict):
-            raise MalformedError("trust registry: document is not a JSON object")
+            raise MalformedError("trust registry: $: the document is not a JSON object")
         for s in _walk_strings(doc):
             if "PRIVATE KEY" in s:
                 raise MalformedError("trust registry: contains private key material")
         _exact_fields(doc, frozenset({"schemaVersion", "keys"}), TOP_FIELDS, "trust registry")
-        if doc["schemaVersion"] != SCHEMA_VERSION:
+        _member_names(doc["keys"])
+        m = decode_as(doc, TrustRegistryDoc, document="trust registry")
+        if m.schema_version != SCHEMA_VERSION:
             raise MalformedError(
-                f"trust registry.schemaVersion: {doc['schemaVersion']!r} is not {SCHEMA_VERSION!r}"
+                f"trust registry.schemaVersion: {m.schema_version!r} is not {SCHEMA_VERSION!r}"
             )
-        registry_id = _opt_str(doc, "registryId", "trust registry")
+        registry_id = _opt_str(m.registry_id, "registryId", "trust registry")
         updated_at = None
-        if doc.get("updatedAt") is not None:
-            updated_at = parse_rfc3339(doc["updatedAt"], where="trust registry.updatedAt")
-        raw_keys = doc["keys"]
-        if not isinstance(raw_keys, list):
-            raise MalformedError("trust registry.keys: expected an array")
+        if isinstance(m.updated_at, str):
+            updated_at = parse_rfc3339(m.updated_at, where="trust registry.updatedAt")
         keys: list[TrustKey] = []
         seen: set[str] = set()
-        for i, raw in enumerate(raw_keys):
-            key = _parse_key(raw, f"keys[{i}]", now)
+        for i, entry in enumerate(m.keys):
+            key = _parse_key(entry, doc["keys"][i], f"keys[{i}]", now)
             if key.keyid in seen:
                 raise MalformedError(f"keys[{i}].keyid: duplicate keyid {key.keyid}")
             seen.add(key.keyid)

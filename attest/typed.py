@@ -12,6 +12,7 @@ import re
 from typing import Any, TypeVar
 
 import msgspec
+from msgspec import UnsetType
 
 from attest.errors import MalformedError
 
@@ -21,6 +22,7 @@ Struct = msgspec.Struct
 """The base of every document model (re-exported so models import one module)."""
 
 _AT = re.compile(r" - at `\$(?P<path>[^`]*)`$")
+_MEMBER = re.compile(r"^Object (?:contains unknown|missing required) field `(?P<name>[^`]*)`")
 _STEP = re.compile(r"\.(?P<key>[A-Za-z_$][\w$-]*)|\[(?P<index>\d+|\.\.\.)\]")
 
 
@@ -59,4 +61,22 @@ def decode_as(value: Any, model: type[T], *, document: str) -> T:
         m = _AT.search(text)
         pointer = json_pointer(m.group("path")) if m else ""
         message = text[: m.start()] if m else text
+        member = _MEMBER.match(message)
+        if member:  # name the member itself, not only the object that has (or lacks) it
+            pointer += "/" + member.group("name").replace("~", "~0").replace("/", "~1")
         raise DocumentTypeError(message, document=document, pointer=pointer) from None
+
+
+def opt(value: T | UnsetType) -> T | None:
+    """An optional member's value, None when the document leaves it out."""
+    return None if isinstance(value, UnsetType) else value
+
+
+def seq(value: tuple[T, ...] | UnsetType) -> tuple[T, ...]:
+    """An optional list member's items, () when the document leaves it out."""
+    return () if isinstance(value, UnsetType) else value
+
+
+def given(value: T | UnsetType, default: T) -> T:
+    """An optional member's value, `default` when the document leaves it out."""
+    return default if isinstance(value, UnsetType) else value

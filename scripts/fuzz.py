@@ -18,6 +18,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -33,6 +34,69 @@ def _worker(args: argparse.Namespace) -> int:
                        max_inputs=args.max_inputs, database=Path(args.database) if args.database else None)
     Path(args.out).write_text(json.dumps(stats.to_json()))
     return 0
+
+
+def _property_worker(kinds: list[str], out: Path) -> int:
+    """Run the exhaustive property on `kinds` (tests/fuzz/property.py) and write the per-kind rows."""
+    from tests.fuzz import property as prop
+    from tests.fuzz import resign
+
+    e = resign.make_env()
+    rows: list[dict[str, Any]] = []
+    for kind in kinds:
+        variants = runs = 0
+        crashes: list[str] = []
+        unnamed: list[str] = []
+        slowest = 0.0
+        t0 = time.monotonic()
+        for case in prop.cases(e, (kind,)):
+            o = prop.check(e, case)
+            variants, runs, slowest = variants + 1, runs + o.runs, max(slowest, o.seconds)
+            crashes += o.crashes
+            unnamed += o.unnamed
+        rows.append({"kind": kind, "variants": variants, "runs": runs, "crashes": crashes, "unnamed": unnamed,
+                     "slowest_s": round(slowest, 3), "seconds": round(time.monotonic() - t0, 1)})
+        out.write_text(json.dumps(rows))
+    return 0
+
+
+def run_property(jobs: int, only: list[str]) -> int:
+    """`--property`: every variant of every document kind (issue 29's "Done when"), kinds spread
+    over `jobs` worker processes. Prints one row per kind and ends with
+    `property: <variants> variants, <runs> runs, <crashes> crashes, <unnamed> unnamed`."""
+    from tests.fuzz import resign
+
+    kinds = [k.name for k in resign.kinds() if not only or k.name in only]
+    out_dir = Path(tempfile.mkdtemp(prefix="acx-fuzz-property-"))
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    procs = []
+    for n in range(min(jobs, len(kinds))):
+        out = out_dir / f"{n}.json"
+        cmd = [sys.executable, str(Path(__file__).resolve()), "--property-worker", ",".join(kinds[n::jobs]),
+               "--out", str(out)]
+        procs.append((subprocess.Popen(cmd, cwd=REPO, env=env), out))
+    rows: list[dict[str, Any]] = []
+    failed = False
+    for proc, out in procs:
+        failed |= proc.wait() != 0
+        if out.exists():
+            rows += json.loads(out.read_text())
+    rows.sort(key=lambda r: kinds.index(r["kind"]))
+    print(f"{'kind':<32} {'variants':>8} {'runs':>7} {'crashes':>7} {'unnamed':>7} {'slowest s':>9} "
+          f"{'time s':>8}")
+    for r in rows:
+        print(f"{r['kind']:<32} {r['variants']:>8} {r['runs']:>7} {len(r['crashes']):>7} "
+              f"{len(r['unnamed']):>7} {r['slowest_s']:>9.3f} {r['seconds']:>8}")
+    for f in [f for r in rows for f in (*r["crashes"], *r["unnamed"])][:40]:
+        print(f"  {f}")
+    report = REPO / ".fuzz" / "property.json"
+    report.parent.mkdir(exist_ok=True)
+    report.write_text(json.dumps(rows, indent=1))
+    crashes = sum(len(r["crashes"]) for r in rows)
+    unnamed = sum(len(r["unnamed"]) for r in rows)
+    print(f"property: {sum(r['variants'] for r in rows)} variants, {sum(r['runs'] for r in rows)} runs, "
+          f"{crashes} crashes, {unnamed} unnamed")
+    return 0 if not (failed or crashes or unnamed or len(rows) != len(kinds)) else 1
 
 
 def _budgets(names: list[str], total: float, jobs: int) -> dict[str, float]:
@@ -64,16 +128,24 @@ def main() -> int:
     ap.add_argument("--jobs", type=int, default=int(os.environ.get("FUZZ_JOBS") or 2))
     ap.add_argument("--seed", type=int, default=int(os.environ.get("FUZZ_SEED") or 0),
                     help="campaign seed (0 = derived from the clock); printed so a run can be repeated")
-    ap.add_argument("--targets", default="", help="comma-separated subset (default: all)")
+    ap.add_argument("--targets", default="", help="comma-separated subset (default: all; with --property: "
+                    "document kinds)")
     ap.add_argument("--max-inputs", type=int, default=None, help="per target cap")
     ap.add_argument("--database", default=str(REPO / ".fuzz" / "examples"),
                     help="hypothesis example database ('' for none)")
     ap.add_argument("--min-inputs", type=int, default=0, help="fail when fewer inputs ran in all")
+    ap.add_argument("--property", action="store_true",
+                    help="run issue 29's property exhaustively instead of the timed campaign")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
+    ap.add_argument("--property-worker", help=argparse.SUPPRESS)
     ap.add_argument("--out", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
         return _worker(args)
+    if args.property_worker:
+        return _property_worker(args.property_worker.split(","), Path(args.out))
+    if args.property:
+        return run_property(args.jobs, [n for n in args.targets.split(",") if n])
 
     from tests.fuzz.targets import TARGETS
 

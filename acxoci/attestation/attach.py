@@ -22,8 +22,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from cryptography import x509
-
 from acxoci.attestation.content import cartridge_facts, embedded_envelope
 from acxoci.attestation.formats import (
     Blob,
@@ -37,7 +35,7 @@ from acxoci.attestation.formats import (
     legacy_layers,
     legacy_tag,
 )
-from acxoci.attestation.identity import certificate_issuer, certificate_subjects
+from acxoci.attestation.identity import CertificateFacts, read_certificate
 from acxoci.attestation.keyless import KeylessSignature, KeylessSigner
 from acxoci.attestation.signing import bundle_bytes, envelope_bytes, sign_statement
 from acxoci.attestation.statements import (
@@ -243,11 +241,10 @@ def write_attestation(target: Target, subject: Descriptor, statement: Statement,
                         sha256_digest(statement.canonical_bytes()), **bundle_fields, **legacy_fields)
 
 
-def _same_keyless_signer(cert: x509.Certificate, signed: SignedStatement) -> bool:
+def _same_keyless_signer(cert: CertificateFacts, signed: SignedStatement) -> bool:
     """The certificate names the signer of `signed` (same identity, same issuer)."""
     ks = signed.keyless
-    return (ks is not None and ks.identity in certificate_subjects(cert)
-            and certificate_issuer(cert) == ks.issuer)
+    return ks is not None and ks.identity in cert.subjects and cert.issuer == ks.issuer
 
 
 def _own_legacy_layer(target: Target, layer: LegacyLayer, key: AttestationSigner,
@@ -257,8 +254,7 @@ def _own_legacy_layer(target: Target, layer: LegacyLayer, key: AttestationSigner
     try:
         if isinstance(key, KeylessSigner):
             pem = layer.desc.annotations.get(COSIGN_CERTIFICATE, "")
-            return bool(pem) and _same_keyless_signer(x509.load_pem_x509_certificate(pem.encode("ascii")),
-                                                       signed)
+            return bool(pem) and _same_keyless_signer(read_certificate(pem.encode("utf-8"), pem=True), signed)
         env = Envelope.from_json(loads_strict(fetch_bytes(target, layer.desc, limit=MAX_WORKFLOW_BYTES)))
         env.verify(key.public(), index=None)
         return True
@@ -276,7 +272,7 @@ def _same_signer_same_type(data: bytes, predicate_type: str, key: AttestationSig
         if isinstance(key, KeylessSigner):
             if not bundle.keyless or not bundle.certificates_der:
                 return False
-            if not _same_keyless_signer(x509.load_der_x509_certificate(bundle.certificates_der[0]), signed):
+            if not _same_keyless_signer(read_certificate(bundle.certificates_der[0]), signed):
                 return False
         else:
             if bundle.keyless:

@@ -17,8 +17,7 @@ from acxoci.attestation.signing import TrustedKey, bundle_bytes, envelope_bytes,
 from acxoci.attestation.sigstore_verify import verify_keyless, verify_with_key
 from acxoci.errors import InvalidInput, NotFound, UsageError
 from acxoci.fsutil import read_bytes
-from attest.bundle import MAX_BUNDLE_BYTES
-from attest.canonical import loads_strict
+from attest.bundle import ParsedBundle, parse_bundle
 from attest.errors import AttestError
 from attest.intoto import STATEMENT_V1, Statement, Subject
 from attest.keys import PrivateKey
@@ -98,29 +97,20 @@ class BlobVerdict:
         return out
 
 
-def _message_bundle(document: bytes) -> dict[str, Any] | None:
-    """The bundle object when it carries a messageSignature (sign-blob), else None."""
-    try:
-        doc = loads_strict(document, max_bytes=MAX_BUNDLE_BYTES)
-    except AttestError:
-        return None
-    return doc if isinstance(doc, dict) and "messageSignature" in doc else None
-
-
 MAX_ED25519_BLOB = 64 * 1024 * 1024
 
 
-def _judge_message(target: BlobTarget, document: bytes, doc: dict[str, Any], keys: list[TrustedKey],
+def _judge_message(target: BlobTarget, document: bytes, bundle: ParsedBundle, keys: list[TrustedKey],
                    sigstore: Sigstore | None, now: datetime) -> Judgement:
-    """A messageSignature bundle (cosign sign-blob): keyless through the library, or with keys."""
+    """A messageSignature bundle (cosign sign-blob), strictly decoded: keyless through the library,
+    or with keys; either way the signature must be over the target's digest."""
     digest = bytes.fromhex(target.sha256)
-    vm = doc.get("verificationMaterial")
-    if isinstance(vm, dict) and "publicKey" not in vm:
+    if bundle.keyless:
         if sigstore is None or not sigstore.rules:
             return Judgement("unverified", ("keyless bundle: give --certificate-identity[-regexp] and "
                                             "--certificate-oidc-issuer[-regexp]",))
         check = verify_keyless(document, sigstore.rules, sigstore.trust, digest=digest)
-        verdict: Verdict = "verified" if check.ok else "unverified"
+        verdict: Verdict = "verified" if check.ok and check.payload is None else "unverified"
         return Judgement(verdict, check.reasons, check.notes, f"keyless:{check.subject}", signer=check)
     if not keys:
         return Judgement("unverified", ("key-based bundle: no --key or --trust-registry was given",))
@@ -146,12 +136,18 @@ def verify_blob(target: BlobTarget | Path, document: bytes, kind: Kind, keys: li
     if isinstance(target, Path):
         target = BlobTarget(str(target), file_sha256(target), target)
     digest = target.sha256
-    doc = _message_bundle(document) if kind == "bundle" else None
-    if doc is not None:
-        j = _judge_message(target, document, doc, keys, sigstore, now)
+    if kind == "bundle":  # one strict decode routes it: a message signature, or a DSSE statement
+        try:
+            bundle = parse_bundle(document)
+        except AttestError as exc:
+            bad = Judgement("unverified", (f"malformed bundle: {exc}",))
+            return BlobVerdict(False, target.name, digest, kind, bad)
+    if kind == "bundle" and bundle.message_signature is not None:
+        j = _judge_message(target, document, bundle, keys, sigstore, now)
         if want_type is not None and j.verdict == "verified":
             j = j.with_reasons("rejected", (f"a messageSignature bundle has no predicate type {want_type}",))
         return BlobVerdict(j.verdict == "verified", target.name, digest, kind, j)
+    # a DSSE statement binds the file only through its subject, which `judge` checks
     j = judge(document, kind, keys, subject_sha256=digest, want_type=want_type, now=now, sigstore=sigstore)
     if j.verdict == "skipped" and want_type is not None:
         j = j.with_reasons("rejected", (f"none of the attestations matched the predicate type {want_type}",))

@@ -24,6 +24,7 @@ from acxoci.oci.descriptor import (
     descriptor_for,
     manifest_bytes,
 )
+from acxoci.oci.listing import check_attestation_layers
 from attest.bundle import BUNDLE_V03, BUNDLE_V03_ALT
 
 Format = Literal["legacy", "bundle"]
@@ -87,9 +88,11 @@ def legacy_layer(envelope: bytes, predicate_type: str,
 
 
 def build_legacy_manifest(layers: Sequence[LegacyLayer]) -> BuiltManifest:
-    """The `.att` image manifest + config for `layers` (the envelopes must be pushed separately)."""
+    """The `.att` image manifest + config for `layers` (the envelopes must be pushed separately);
+    one no reader would read (past the attestation caps) is refused."""
     if not layers:
         raise ValueError("a legacy attestation manifest needs at least one layer")
+    check_attestation_layers([la.desc for la in layers], where="the new cosign .att manifest")
     config = {"architecture": "", "created": ZERO_TIME, "history": [{"created": ZERO_TIME} for _ in layers],
               "os": "", "rootfs": {"type": "layers", "diff_ids": [la.desc.digest for la in layers]},
               "config": {}}
@@ -106,8 +109,10 @@ def build_legacy_manifest(layers: Sequence[LegacyLayer]) -> BuiltManifest:
     return BuiltManifest(_blob(manifest_bytes(manifest), OCI_MANIFEST), (cfg,))
 
 
-def legacy_layers(manifest: Manifest) -> list[LegacyLayer]:
-    """The layers cosign would read from an `.att` manifest (those with the signature annotation)."""
+def legacy_layers(manifest: Manifest, *, where: str = "cosign .att manifest") -> list[LegacyLayer]:
+    """The layers cosign would read from an `.att` manifest (those with the signature annotation);
+    a manifest past the attestation caps is refused (LimitExceeded naming `where`, its digest)."""
+    check_attestation_layers(manifest.layers, where=where)
     out: list[LegacyLayer] = []
     for layer in manifest.layers:
         if COSIGN_SIGNATURE_ANNOTATION in layer.annotations:

@@ -9,14 +9,16 @@ Regular expressions are matched against the whole value (`re.fullmatch`), unlike
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from cryptography import x509
-from cryptography.x509.oid import ObjectIdentifier
+from cryptography.x509.oid import ExtendedKeyUsageOID, ObjectIdentifier
 
+from acxoci.documents.verification_policy import VerificationPolicyDocPublishersItemIdentitiesItem
 from acxoci.errors import InvalidInput, UsageError
+from attest.errors import MalformedError
+from attest.typed import opt
 
 OIDC_ISSUER_V1 = ObjectIdentifier("1.3.6.1.4.1.57264.1.1")
 OIDC_ISSUER_V2 = ObjectIdentifier("1.3.6.1.4.1.57264.1.8")
@@ -93,35 +95,31 @@ def rule_from_flags(identity: str | None, identity_regexp: str | None, issuer: s
                                                                                  "identity regexp"))
 
 
-def rules_from_policy(items: Any, *, where: str) -> tuple[IdentityRule, ...]:
-    """`publishers[].identities[]` of an install policy: `{issuer, subject | subjectRegExp}`."""
-    if not isinstance(items, list) or not items:
+def rules_from_policy(items: Sequence[VerificationPolicyDocPublishersItemIdentitiesItem], *,
+                      where: str) -> tuple[IdentityRule, ...]:
+    """`publishers[].identities[]` of an install policy (decoded): `{issuer, subject | subjectRegExp}`."""
+    if not items:
         raise InvalidInput("identities must be a non-empty list", where=where)
     if len(items) > MAX_IDENTITIES:
         raise InvalidInput(f"more than {MAX_IDENTITIES} identities", where=where)
     out: list[IdentityRule] = []
     for i, item in enumerate(items):
         here = f"{where}[{i}]"
-        if not isinstance(item, Mapping):
-            raise InvalidInput("identity must be an object", where=here)
-        unknown = set(item) - {"issuer", "subject", "subjectRegExp"}
-        if unknown:
-            raise InvalidInput(f"unknown identity field(s): {', '.join(sorted(unknown))}", where=here)
-        issuer, subject, regexp = item.get("issuer"), item.get("subject"), item.get("subjectRegExp")
-        if not isinstance(issuer, str) or not issuer:
-            raise InvalidInput("identity needs an issuer (string)", where=here)
+        subject, regexp = opt(item.subject), opt(item.subject_reg_exp)
+        if not item.issuer:
+            raise InvalidInput("identity needs an issuer", where=here)
         if (subject is None) == (regexp is None):
             raise InvalidInput("identity needs exactly one of subject or subjectRegExp", where=here)
-        if subject is not None and (not isinstance(subject, str) or not subject):
+        if subject is not None and not subject:
             raise InvalidInput("subject must be a non-empty string", where=here)
         if regexp is not None:
-            if not isinstance(regexp, str) or not regexp:
+            if not regexp:
                 raise InvalidInput("subjectRegExp must be a non-empty string", where=here)
             try:
                 _pattern(regexp, "subjectRegExp")
             except UsageError as exc:
                 raise InvalidInput(exc.message, where=here) from exc
-        out.append(IdentityRule(issuer=issuer, subject=subject, subject_regexp=regexp))
+        out.append(IdentityRule(issuer=item.issuer, subject=subject, subject_regexp=regexp))
     return tuple(out)
 
 
@@ -153,37 +151,6 @@ def _der_utf8(value: bytes) -> str | None:
         return None
 
 
-def certificate_issuer(cert: x509.Certificate) -> str | None:
-    """The OIDC issuer Fulcio wrote into the certificate (v1 raw, else v2 DER UTF8String)."""
-    try:
-        raw = cert.extensions.get_extension_for_oid(OIDC_ISSUER_V1).value
-        value = getattr(raw, "value", b"")
-        return bytes(value).decode("utf-8")
-    except (x509.ExtensionNotFound, UnicodeDecodeError):
-        pass
-    try:
-        raw = cert.extensions.get_extension_for_oid(OIDC_ISSUER_V2).value
-        return _der_utf8(bytes(getattr(raw, "value", b"")))
-    except x509.ExtensionNotFound:
-        return None
-
-
-def certificate_subjects(cert: x509.Certificate) -> list[str]:
-    """The certificate's identities: email, URI and Sigstore other-name SANs (as the library reads them)."""
-    try:
-        san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
-    except x509.ExtensionNotFound:
-        return []
-    out: list[str] = list(san.get_values_for_type(x509.RFC822Name))
-    out.extend(san.get_values_for_type(x509.UniformResourceIdentifier))
-    for other in san.get_values_for_type(x509.OtherName):
-        if other.type_id == SIGSTORE_OTHERNAME:
-            text = _der_utf8(other.value)
-            if text is not None:
-                out.append(text)
-    return out
-
-
 @dataclass(frozen=True)
 class FulcioFacts:
     """What a Fulcio certificate says about the CI run that asked for it (its extensions)."""
@@ -200,16 +167,103 @@ class FulcioFacts:
         return {"issuer": self.issuer, "sourceRepositoryURI": self.source_repository_uri,
                 "sourceRepositoryRef": self.source_repository_ref,
                 "sourceRepositoryDigest": self.source_repository_digest,
-                "buildSignerURI": self.build_signer_uri, "runInvocationURI": self.run_invocation_uri}
+                "buildSignerURI": self.build_signer_uri, "buildConfigURI": self.build_config_uri,
+                "runInvocationURI": self.run_invocation_uri}
 
 
-def fulcio_facts(cert: x509.Certificate) -> FulcioFacts:
-    """The certificate's issuer and CI extensions (absent or malformed ones are None)."""
-    values: dict[str, str | None] = {}
-    for name, n in FULCIO_CI_EXTENSIONS.items():
-        try:
-            raw = cert.extensions.get_extension_for_oid(ObjectIdentifier(f"1.3.6.1.4.1.57264.1.{n}")).value
-            values[name] = _der_utf8(bytes(getattr(raw, "value", b"")))
-        except x509.ExtensionNotFound:
-            values[name] = None
-    return FulcioFacts(issuer=certificate_issuer(cert), **values)
+@dataclass(frozen=True)
+class CertificateFacts:
+    """Everything acx reads out of a signing certificate, read once by `certificate_facts`."""
+
+    cert: x509.Certificate
+    subjects: tuple[str, ...]
+    issuer: str | None
+    fulcio: FulcioFacts
+    digital_signature: bool
+    code_signing: bool
+
+
+def _issuer(exts: x509.Extensions) -> str | None:
+    """The OIDC issuer Fulcio wrote into the certificate (v1 raw, else v2 DER UTF8String)."""
+    try:
+        raw = exts.get_extension_for_oid(OIDC_ISSUER_V1).value
+        return bytes(getattr(raw, "value", b"")).decode("utf-8")
+    except (x509.ExtensionNotFound, UnicodeDecodeError):
+        pass
+    try:
+        raw = exts.get_extension_for_oid(OIDC_ISSUER_V2).value
+        return _der_utf8(bytes(getattr(raw, "value", b"")))
+    except x509.ExtensionNotFound:
+        return None
+
+
+def _subjects(exts: x509.Extensions) -> tuple[str, ...]:
+    """Email, URI and Sigstore other-name SANs (as the library reads them)."""
+    try:
+        san = exts.get_extension_for_class(x509.SubjectAlternativeName).value
+    except x509.ExtensionNotFound:
+        return ()
+    out: list[str] = list(san.get_values_for_type(x509.RFC822Name))
+    out.extend(san.get_values_for_type(x509.UniformResourceIdentifier))
+    for other in san.get_values_for_type(x509.OtherName):
+        if other.type_id == SIGSTORE_OTHERNAME:
+            text = _der_utf8(other.value)
+            if text is not None:
+                out.append(text)
+    return tuple(out)
+
+
+def _usage(exts: x509.Extensions) -> tuple[bool, bool]:
+    """(key usage includes digitalSignature, extended key usage includes codeSigning)."""
+    try:
+        digital = bool(exts.get_extension_for_class(x509.KeyUsage).value.digital_signature)
+    except x509.ExtensionNotFound:
+        digital = False
+    try:
+        code = ExtendedKeyUsageOID.CODE_SIGNING in exts.get_extension_for_class(x509.ExtendedKeyUsage).value
+    except x509.ExtensionNotFound:
+        code = False
+    return digital, code
+
+
+def certificate_facts(cert: x509.Certificate) -> CertificateFacts:
+    """The one reader of a certificate's extensions (identity, issuer, Fulcio's CI facts, key
+    usage). A certificate whose extensions do not parse (a malformed SAN, a duplicate extension)
+    is a MalformedError naming the certificate, never an untyped crash."""
+    try:
+        exts = cert.extensions  # cryptography parses every extension here, lazily, once
+        values: dict[str, str | None] = {}
+        for name, n in FULCIO_CI_EXTENSIONS.items():
+            try:
+                raw = exts.get_extension_for_oid(ObjectIdentifier(f"1.3.6.1.4.1.57264.1.{n}")).value
+                values[name] = _der_utf8(bytes(getattr(raw, "value", b"")))
+            except x509.ExtensionNotFound:
+                values[name] = None
+        issuer = _issuer(exts)
+        digital, code = _usage(exts)
+        subjects = _subjects(exts)
+    except (ValueError, x509.DuplicateExtension, x509.UnsupportedGeneralNameType) as exc:
+        raise MalformedError(f"malformed certificate (serial {_serial(cert)}): {_short(exc)}") from exc
+    return CertificateFacts(cert, subjects, issuer, FulcioFacts(issuer=issuer, **values), digital, code)
+
+
+def read_certificate(data: bytes, *, pem: bool = False) -> CertificateFacts:
+    """Load a DER (or PEM) certificate and read its facts (`certificate_facts`); any parse failure
+    is a MalformedError."""
+    try:
+        cert = x509.load_pem_x509_certificate(data) if pem else x509.load_der_x509_certificate(data)
+    except ValueError as exc:
+        raise MalformedError(f"malformed certificate: {_short(exc)}") from exc
+    return certificate_facts(cert)
+
+
+def _serial(cert: x509.Certificate) -> str:
+    try:
+        return format(cert.serial_number, "x")[:40]
+    except ValueError:
+        return "?"
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return text[:300]

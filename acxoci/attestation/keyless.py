@@ -2,18 +2,21 @@
 certificate for the signer's OIDC identity, the signature recorded in the transparency log the
 signing config names (Rekor v2 where it says so) and timestamped by its timestamp authorities.
 
-Where an identity token may come from (decision 0034): `--identity-token-file FILE`, the CI's
-ambient provider as the `id` library detects it (GitHub Actions' token endpoint, GCP, Buildkite,
-GitLab CI, CircleCI), or the interactive browser flow when a person is at a terminal. acx reads
-no token from an environment variable of its own (no `SIGSTORE_ID_TOKEN`, no `--identity-token
-TEXT` on the command line): whatever sets the environment would choose the identity acx signs as.
+Where an identity token may come from (decision 0034): `--identity-token-file FILE`, GitHub
+Actions' OIDC token endpoint (the one ambient provider acx asks: it mints a token for this job,
+through the `id` library's GitHub detector), or the interactive browser flow when a person is at a
+terminal. acx reads no token from an environment variable (no `SIGSTORE_ID_TOKEN`, not even under
+GitLab CI, whose `id_tokens:` are variables; no `--identity-token TEXT` on the command line):
+whatever sets the environment would choose the identity acx signs as. A CI whose token is a
+variable writes it to a file and names the file.
 
 The library does the signing; acx uses its public API (`SigningContext`, `Signer.sign_dsse`,
-`IdentityToken`, `Issuer`, `detect_credential`) except for signing without a transparency log
-(`--tlog-upload=false`), which the library does not offer: `_TimestampOnlySigner` composes its
-steps (`Signer._signing_cert`, `Signer._private_key`, `sigstore.dsse._sign`, the context's TSA
-clients) into a bundle whose time comes only from the timestamp authority. Every private name used
-is listed in PRIVATE_HOOKS and checked by tests/attestation/test_sigstore_hooks.py.
+`IdentityToken`, `Issuer`) except for signing without a transparency log (`--tlog-upload=false`),
+which the library does not offer: `_TimestampOnlySigner` composes its steps (`Signer._signing_cert`,
+`Signer._private_key`, `sigstore.dsse._sign`, the context's TSA clients) into a bundle whose time
+comes only from the timestamp authority; and the `id` library's GitHub detector alone (its public
+`detect_credential` also reads GitLab's variable). Every private name used is listed in
+PRIVATE_HOOKS and checked by tests/attestation/test_keyless_signer.py.
 """
 
 from __future__ import annotations
@@ -44,7 +47,10 @@ PRIVATE_HOOKS: tuple[tuple[str, str], ...] = (
     ("sigstore.sign.Signer", "_signing_ctx"),
     ("sigstore.sign.SigningContext", "_tsa_clients"),
     ("sigstore.dsse", "_sign"),
+    ("id._internal.oidc.ambient", "detect_github"),
 )
+AUDIENCE = "sigstore"
+"""The audience of the tokens Fulcio accepts (the library's default client id)."""
 
 
 def load_trust_config(path: Path | None) -> Any:
@@ -95,9 +101,11 @@ def _short(exc: BaseException) -> str:
 def identity_token(token_file: Path | None, trust: Callable[[], Any], *,
                    interactive: bool) -> tuple[Any, TokenSource]:
     """The OIDC identity token to sign with and where it came from (see the module docstring):
-    the file named, else the CI's ambient provider, else the browser flow on a terminal (whose
-    issuer `trust()`'s signing config names)."""
-    from sigstore.oidc import IdentityError, IdentityToken, Issuer, detect_credential
+    the file named, else a token GitHub Actions mints for this job, else the browser flow on a
+    terminal (whose issuer `trust()`'s signing config names)."""
+    from id import IdentityError as AmbientError
+    from id._internal.oidc.ambient import detect_github
+    from sigstore.oidc import IdentityError, IdentityToken, Issuer
 
     if token_file is not None:
         raw = read_bytes(token_file, "identity token", limit=MAX_TOKEN_BYTES)
@@ -106,8 +114,8 @@ def identity_token(token_file: Path | None, trust: Callable[[], Any], *,
         except (IdentityError, UnicodeDecodeError) as exc:
             raise AuthError(f"not a usable identity token: {_short(exc)}", where=str(token_file)) from exc
     try:
-        ambient = detect_credential()
-    except IdentityError as exc:
+        ambient = detect_github(AUDIENCE)  # only where GITHUB_ACTIONS is set; no token from a variable
+    except AmbientError as exc:
         raise AuthError(f"the CI's ambient OIDC provider failed: {_short(exc)}",
                         hint="in GitHub Actions give the job `permissions: id-token: write`") from exc
     if ambient is not None:
@@ -117,8 +125,10 @@ def identity_token(token_file: Path | None, trust: Callable[[], Any], *,
             raise AuthError(f"the CI's ambient identity token is not usable: {_short(exc)}") from exc
     if not interactive:
         raise UsageError("keyless signing needs an identity token: give --identity-token-file FILE, run "
-                         "in a CI job with an OIDC provider (GitHub Actions: `permissions: id-token: "
-                         "write`), or run at a terminal to sign in; or sign with --key")
+                         "in a GitHub Actions job with `permissions: id-token: write`, or run at a "
+                         "terminal to sign in; or sign with --key",
+                         hint="acx reads no token from an environment variable: where a CI hands one in "
+                         "a variable (GitLab CI's id_tokens), write it to a file and name the file")
     try:
         return Issuer(trust().signing_config.get_oidc_url()).identity_token(), "interactive"
     except Exception as exc:  # network, user abort, the library's errors
@@ -178,7 +188,8 @@ class KeylessSigner:
         from cryptography.hazmat.primitives import serialization
         from sigstore import dsse
 
-        from acxoci.attestation.identity import certificate_issuer, certificate_subjects
+        from acxoci.attestation.identity import certificate_facts
+        from attest.errors import MalformedError
 
         signer = self._library_signer()
         payload = dsse.Statement(statement.canonical_bytes())
@@ -210,7 +221,11 @@ class KeylessSigner:
             der = base64.b64encode(response.as_bytes()).decode("ascii")
             stamp = json.dumps({"SignedRFC3161Timestamp": der})
         cert = signer._signing_cert()
-        subjects = certificate_subjects(cert)
+        try:
+            facts = certificate_facts(cert)
+        except MalformedError as exc:
+            raise InvalidInput(f"Fulcio issued a certificate acx cannot read: {exc}", where="Fulcio") from exc
+        subjects = facts.subjects
         vm = doc["verificationMaterial"]
         stamps = (vm.get("timestampVerificationData") or {}).get("rfc3161Timestamps") or []
         self.identity = subjects[0] if subjects else self._token.identity
@@ -219,7 +234,7 @@ class KeylessSigner:
             envelope=legacy_bytes,
             certificate_pem=cert.public_bytes(serialization.Encoding.PEM).decode("ascii"),
             identity=subjects[0] if subjects else self._token.identity,
-            issuer=certificate_issuer(cert), logged=bool(vm.get("tlogEntries")), timestamps=len(stamps),
+            issuer=facts.issuer, logged=bool(vm.get("tlogEntries")), timestamps=len(stamps),
             rfc3161_timestamp=stamp)
 
 

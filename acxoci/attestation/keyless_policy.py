@@ -6,37 +6,38 @@ attestations with the same rules as `acx verify --certificate-identity …`. The
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+
+from msgspec import UnsetType
 
 from acxoci.attestation.identity import IdentityRule, rules_from_policy
 from acxoci.attestation.judge import Sigstore
 from acxoci.attestation.sigstore_verify import Trust, load_trust, trust_from_config
+from acxoci.documents.verification_policy import VerificationPolicyDoc
 from acxoci.errors import InvalidInput
+from attest.typed import opt, seq
 
 
-def policy_rules(document: Mapping[str, Any], publisher: str | None) -> tuple[IdentityRule, ...]:
+def policy_rules(doc: VerificationPolicyDoc, publisher: str | None) -> tuple[IdentityRule, ...]:
     """The keyless identities of the policy publisher `publisher` (the entry the artifact's signed
     publisher id matched), in policy order. Another policy publisher's identities never count for
     this artifact (the trust table's rule for keys, docs/trust-decisions.md); None gives none.
     Every publisher's identities are still validated, so a bad entry is an error wherever it is."""
     out: list[IdentityRule] = []
-    pubs = document.get("publishers")
-    for i, pub in enumerate(pubs if isinstance(pubs, list) else []):
-        if isinstance(pub, Mapping) and "identities" in pub:
-            rules = rules_from_policy(pub["identities"], where=f"publishers[{i}].identities")
-            if publisher is not None and pub.get("id") == publisher:
+    for i, pub in enumerate(seq(doc.publishers)):
+        if not isinstance(pub.identities, UnsetType):
+            rules = rules_from_policy(pub.identities, where=f"publishers[{i}].identities")
+            if publisher is not None and pub.id == publisher:
                 out.extend(rules)
     return tuple(out)
 
 
-def policy_trust(value: Any, source: str | None) -> Trust:
+def policy_trust(value: str | None, source: str | None) -> Trust:
     """`production` / `staging` (shipped roots), or a trusted_root.json or ClientTrustConfig file
     next to the policy file."""
     if value is None:
         return load_trust(None, staging=False)
-    if not isinstance(value, str) or not value:
+    if not value:
         raise InvalidInput("attestations.trustedRoot must be a non-empty string", where=source)
     if value in ("production", "staging"):
         trust = load_trust(None, staging=value == "staging")
@@ -65,14 +66,14 @@ def _is_client_trust_config(path: Path) -> bool:
         "application/vnd.dev.sigstore.clienttrustconfig")
 
 
-def policy_sigstore(document: Mapping[str, Any], source: str | None,
+def policy_sigstore(doc: VerificationPolicyDoc, source: str | None,
                     publisher: str | None) -> Sigstore | None:
     """The keyless context of an install policy for an artifact of policy publisher `publisher`;
     None when it names no identity for it and no root (then keyless attestations stay unverified
     and key-based log entries are only reported)."""
-    rules = policy_rules(document, publisher)
-    att = document.get("attestations")
-    root = att.get("trustedRoot") if isinstance(att, Mapping) else None
+    rules = policy_rules(doc, publisher)
+    att = opt(doc.attestations)
+    root = opt(att.trusted_root) if att is not None else None
     if not rules and root is None:
         return None
     return Sigstore(rules, policy_trust(root, source))

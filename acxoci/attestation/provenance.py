@@ -11,21 +11,25 @@ the facts Fulcio wrote into its signing certificate (`FulcioFacts`), and a requi
 `provenance: {repository, ref, signerWorkflow}`). A requirement is met only when one attestation's
 certificate AND its predicate both say so and agree with each other (the source commit too):
 the certificate is what the CI's OIDC provider vouched for, the predicate is what the build
-claims, and a mismatch between them is a refusal. A key-signed or unknown-build-type provenance
-meets no requirement. Fail closed: no provenance, no pass.
+claims, and a mismatch between them is a refusal (the predicate's workflow is the certificate's
+Build Config URI, the workflow the run started from; `--signer-workflow` names the Build Signer
+URI, which is a reusable workflow when the caller used one). A key-signed or unknown-build-type
+provenance meets no requirement. Fail closed: no provenance, no pass.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from acxoci.attestation.identity import FulcioFacts
+from acxoci.documents.verification_policy import VerificationPolicyDocProvenance
 from acxoci.errors import UsageError
 from attest.errors import MalformedError
 from attest.intoto import STATEMENT_V1, Statement, Subject
-from attest.typed import Struct, decode_as
+from attest.typed import Struct, decode_as, opt
 
 SLSA_PROVENANCE_V1 = "https://slsa.dev/provenance/v1"
 GITHUB_BUILD_TYPE = "https://actions.github.io/buildtypes/workflow/v1"
@@ -42,6 +46,10 @@ class Requirement:
     ref: str | None = None
     signer_workflow: str | None = None
 
+    def __post_init__(self) -> None:
+        if self.signer_workflow is not None:
+            signer_workflow_pattern(self.signer_workflow)  # a usage error when it names no workflow file
+
     @property
     def empty(self) -> bool:
         return self.repository is None and self.ref is None and self.signer_workflow is None
@@ -51,24 +59,17 @@ class Requirement:
         return {k: v for k, v in out.items() if v is not None}
 
 
-def requirement_from_policy(value: Any, *, where: str) -> Requirement:
+def requirement_from_policy(value: VerificationPolicyDocProvenance, *, where: str) -> Requirement:
     """An install policy's `provenance: {repository, ref, signerWorkflow}` (at least one)."""
     from acxoci.errors import InvalidInput
 
     try:
-        doc = decode_as(value, _PolicyProvenance, document=where)
-    except MalformedError as exc:
-        raise InvalidInput(str(exc), where=where) from exc
-    req = Requirement(doc.repository, doc.ref, doc.signerWorkflow)
+        req = Requirement(opt(value.repository), opt(value.ref), opt(value.signer_workflow))
+    except UsageError as exc:
+        raise InvalidInput(exc.message, where=where) from exc
     if req.empty:
         raise InvalidInput("provenance needs at least one of repository, ref, signerWorkflow", where=where)
     return req
-
-
-class _PolicyProvenance(Struct, frozen=True, forbid_unknown_fields=True):
-    repository: str | None = None
-    ref: str | None = None
-    signerWorkflow: str | None = None
 
 
 # --- the predicate, typed ---------------------------------------------------------------------
@@ -179,6 +180,25 @@ def url(value: str) -> str:
     return f"{GITHUB}/{v}"
 
 
+_WORKFLOW_FILE = re.compile(r"[a-z][a-z0-9+.-]*://[^/@]+/[^/@]+/[^/@]+/\.github/workflows/[^/@]+")
+
+
+def signer_workflow_pattern(signer_workflow: str) -> str:
+    """The regular expression (matched against the whole value) that a certificate's signer
+    (Fulcio's Build Signer URI; a GitHub workflow's SAN) must match to be `signer_workflow`
+    (OWNER/REPO/.github/workflows/FILE[@REF] or its URL): `<workflow URL>@<ref>` with the ref
+    starting `refs/`, or exactly the `@refs/…` the requirement names. Workflow files sit directly
+    in `.github/workflows/`, so no file name contains `/` and none can pass for a ref
+    (`release.yml@x.yml` is another file, not release.yml at ref x.yml)."""
+    want = url(signer_workflow)
+    base, sep, _ = want.partition("@refs/")
+    if _WORKFLOW_FILE.fullmatch(base) is None:
+        raise UsageError(f"signer workflow {signer_workflow!r} is not OWNER/REPO/.github/workflows/FILE"
+                         "[@refs/…]: the file sits directly in .github/workflows, and a ref after @ is a "
+                         "full ref (refs/heads/…, refs/tags/…)")
+    return re.escape(want) if sep else re.escape(want) + "@refs/.+"
+
+
 def _problems(req: Requirement, item: VerifiedProvenance) -> list[str]:
     """Why one attestation does not meet `req` (empty: it does)."""
     f = item.fulcio
@@ -201,20 +221,20 @@ def _problems(req: Requirement, item: VerifiedProvenance) -> list[str]:
         out.append(f"repository: predicate {wf.repository}, certificate {f.source_repository_uri}")
     if f.source_repository_ref != wf.ref:
         out.append(f"ref: predicate {wf.ref}, certificate {f.source_repository_ref}")
-    signer = (f.build_signer_uri or "")
-    signer_base = signer.split("@", 1)[0]
+    claimed = f"{url(wf.repository)}/{wf.path}"
+    config = (f.build_config_uri or "").partition("@refs/")[0]  # the workflow the run started from
+    if claimed != config:
+        out.append(f"workflow: predicate {claimed}, certificate {f.build_config_uri}")
+    signer = f.build_signer_uri or ""
     if req.repository is not None and url(req.repository) != url(wf.repository):
         out.append(f"repository is {wf.repository}, not {req.repository}")
     if req.ref is not None and req.ref != wf.ref:
         out.append(f"ref is {wf.ref}, not {req.ref}")
-    if req.signer_workflow is not None:
+    if req.signer_workflow is not None:  # the certificate's signer: a reusable workflow, if one ran
         want = url(req.signer_workflow)
-        got = signer if "@" in want else signer_base
-        if got != want:
-            out.append(f"signer workflow is {signer or None}, not {want}")
-        claimed = f"{url(wf.repository)}/{wf.path}"
-        if claimed != want.split("@", 1)[0]:
-            out.append(f"the predicate's workflow {claimed} is not the signer workflow {want}")
+        if re.fullmatch(signer_workflow_pattern(req.signer_workflow), signer) is None:
+            at = "" if "@refs/" in want else "@refs/…"
+            out.append(f"signer workflow is {signer or None}, not {want}{at}")
     return out
 
 

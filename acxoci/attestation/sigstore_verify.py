@@ -47,7 +47,6 @@ from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 from cryptography.hazmat.primitives.asymmetric.utils import Prehashed
-from cryptography.x509.oid import ExtendedKeyUsageOID
 from rfc3161_client import TimeStampResponse, VerifierBuilder, decode_timestamp_response
 from rfc3161_client import VerificationError as Rfc3161VerificationError
 from sigstore import dsse as _sdsse
@@ -66,17 +65,17 @@ from sigstore_models.rekor.v1 import TransparencyLogEntry as _ModelEntry
 from sigstore_models.trustroot import v1 as _trustroot
 
 from acxoci.attestation.identity import (
+    CertificateFacts,
     FulcioFacts,
     IdentityRule,
-    certificate_issuer,
-    certificate_subjects,
+    certificate_facts,
     first_match,
-    fulcio_facts,
+    read_certificate,
 )
 from acxoci.errors import InvalidInput, UsageError
 from acxoci.fsutil import read_bytes
 from attest.b64 import b64decode_lenient
-from attest.bundle import MAX_BUNDLE_BYTES, parse_bundle
+from attest.bundle import BUNDLE_V01, MAX_BUNDLE_BYTES, ParsedBundle, parse_bundle
 from attest.canonical import loads_strict
 from attest.dsse import Envelope
 from attest.errors import AttestError, MalformedError, SignatureError
@@ -204,17 +203,28 @@ def _fail(mode: Mode, why: str, **kw: Any) -> SigstoreCheck:
 
 
 
-def _identity(cert: Any, rules: Sequence[IdentityRule]) -> dict[str, Any] | SigstoreCheck:
-    """The certificate's identity (`subject`, `issuer`) when a rule accepts it, else the failure."""
-    subjects, issuer = certificate_subjects(cert), certificate_issuer(cert)
-    who: dict[str, Any] = {"subject": subjects[0] if subjects else None, "issuer": issuer}
-    matched = first_match(rules, subjects, issuer)
-    if matched is None:
-        return _fail("keyless", f"certificate identity {', '.join(subjects) or '(none)'} from issuer "
-                     f"{issuer or '(none)'} matches none of: {'; '.join(r.describe() for r in rules)}", **who)
-    if matched.subject is not None:
+def _who(facts: CertificateFacts,
+         rules: Sequence[IdentityRule]) -> tuple[dict[str, Any], IdentityRule | None]:
+    """The certificate's identity as reported (`subject`, `issuer`) and the first rule it meets."""
+    who: dict[str, Any] = {"subject": facts.subjects[0] if facts.subjects else None, "issuer": facts.issuer}
+    matched = first_match(rules, facts.subjects, facts.issuer)
+    if matched is not None and matched.subject is not None:
         who["subject"] = matched.subject
+    return who, matched
+
+
+def _no_match(facts: CertificateFacts, rules: Sequence[IdentityRule]) -> str:
+    return (f"certificate identity {', '.join(facts.subjects) or '(none)'} from issuer "
+            f"{facts.issuer or '(none)'} matches none of: {'; '.join(r.describe() for r in rules)}")
+
+
+def _identity(facts: CertificateFacts, rules: Sequence[IdentityRule]) -> dict[str, Any] | SigstoreCheck:
+    """The certificate's identity (`subject`, `issuer`) when a rule accepts it, else the failure."""
+    who, matched = _who(facts, rules)
+    if matched is None:
+        return _fail("keyless", _no_match(facts, rules), **who)
     return who
+
 
 def _bounded_doc(data: bytes) -> dict[str, Any]:
     """Strict JSON with caps on certificates, log entries, proof hashes and timestamps."""
@@ -367,9 +377,9 @@ def _b64_twice(value: Any, what: str) -> bytes:
 
 def _pem_cert_der(value: Any, what: str) -> bytes:
     try:
-        cert = x509.load_pem_x509_certificate(_b64(value, what))
-    except (ValueError, UnsupportedAlgorithm) as exc:
-        raise VerificationError(f"log entry {what} is not a PEM certificate") from exc
+        cert = read_certificate(_b64(value, what), pem=True).cert
+    except MalformedError as exc:
+        raise VerificationError(f"log entry {what} is not a PEM certificate: {exc}") from exc
     return cert.public_bytes(serialization.Encoding.DER)
 
 
@@ -427,7 +437,8 @@ class _RulePolicy:
         self.rule = rule
 
     def verify(self, cert: x509.Certificate) -> None:
-        if not self.rule.matches(certificate_subjects(cert), certificate_issuer(cert)):
+        facts = certificate_facts(cert)
+        if not self.rule.matches(facts.subjects, facts.issuer):
             raise VerificationError(f"certificate does not match {self.rule.describe()}")
 
 
@@ -439,46 +450,58 @@ def identity_policy(rules: list[IdentityRule] | tuple[IdentityRule, ...]) -> Ver
 def verify_keyless(data: bytes, rules: list[IdentityRule] | tuple[IdentityRule, ...], trust: Trust, *,
                    digest: bytes | None) -> SigstoreCheck:
     """Verify a certificate bundle with the library. `digest` (raw sha256 of the artifact) is
-    needed for a messageSignature; for DSSE the caller checks the statement subject."""
+    needed for a messageSignature, which must sign it (and name it in `messageDigest`, if given);
+    for DSSE the caller checks the statement subject. The bundle is decoded strictly first
+    (`parse_bundle`: one content, one material, a known media type), then routed by what it is."""
     if not rules:
         return _fail("keyless", "keyless bundle: no certificate identity and issuer to check it against "
                      "(give --certificate-identity[-regexp] and --certificate-oidc-issuer[-regexp])")
     try:
         doc = _bounded_doc(data)
-        vm = doc["verificationMaterial"]
-        if not vm.get("tlogEntries") and (vm.get("timestampVerificationData") or {}).get("rfc3161Timestamps"):
-            return verify_timestamp_only(doc, rules, trust, digest=digest)
+        parsed = parse_bundle(doc)
+    except AttestError as exc:
+        return _fail("keyless", f"malformed sigstore bundle: {exc}")
+    if not parsed.keyless:
+        return _fail("keyless", "the bundle names a public key, not a certificate: verify it with --key")
+    if parsed.message_signature is not None:
+        if digest is None:
+            return _fail("keyless", "a messageSignature bundle needs the artifact, not only a bundle")
+        if parsed.message_digest is not None and parsed.message_digest != ("SHA2_256", digest):
+            return _fail("keyless", "the bundle's messageDigest is not the artifact's sha256")
+    if not parsed.tlog_entries and parsed.rfc3161_timestamps:
+        if parsed.media_type == BUNDLE_V01:
+            return _fail("keyless", "a v0.1 bundle needs a transparency-log entry; this one has only "
+                         "timestamps")
+        return verify_timestamp_only(doc, parsed, rules, trust, digest=digest)
+    try:
         bundle = Bundle.from_json(data)
     except Exception as exc:  # hostile input: any library failure is a rejection, typed
         return _fail("keyless", f"malformed sigstore bundle: {_short(exc)}")
-    cert = bundle.signing_certificate
-    subjects, issuer = certificate_subjects(cert), certificate_issuer(cert)
-    who = {"subject": subjects[0] if subjects else None, "issuer": issuer}
-    matched = first_match(rules, subjects, issuer)
-    if matched is not None and matched.subject is not None:
-        who["subject"] = matched.subject
+    try:
+        facts = certificate_facts(bundle.signing_certificate)
+    except MalformedError as exc:  # an extension that does not parse: this attestation is unverified
+        return _fail("keyless", str(exc))
+    who, matched = _who(facts, rules)
     verifier: _Verifier | None = None
     try:
         verifier = _Verifier(trusted_root=trust.root)
         policy = identity_policy(rules)
         ptype: str | None = None
         payload: bytes | None = None
-        if bundle._dsse_envelope is not None:
+        if parsed.envelope is not None:
             ptype, payload = verifier.verify_dsse(bundle, policy)
-        elif digest is None:
-            return _fail("keyless", "a messageSignature bundle needs the artifact, not only a bundle", **who)
         else:
+            assert digest is not None  # checked above
             verifier.verify_artifact(Hashed(algorithm=HashAlgorithm.SHA2_256, digest=digest), bundle, policy)
     except Exception as exc:  # VerificationError and whatever hostile input provokes
         why = f"sigstore verification failed ({trust.name}): {_short(exc)}"
         if matched is None:
-            why = (f"certificate identity {', '.join(subjects) or '(none)'} from issuer {issuer or '(none)'} "
-                   f"matches none of: {'; '.join(r.describe() for r in rules)}")
+            why = _no_match(facts, rules)
         return _fail("keyless", why, **who)
     log_index, integrated = _entry_facts(bundle)
     return SigstoreCheck(True, "keyless", (), (f"verified against the {trust.name}",), who["subject"],
-                         issuer, log_index, integrated, _times(verifier.established), ptype, payload,
-                         fulcio_facts(cert))
+                         facts.issuer, log_index, integrated, _times(verifier.established), ptype, payload,
+                         facts.fulcio)
 
 
 # --- key-based (managed keys): gap 3 ---------------------------------------------------------
@@ -663,13 +686,14 @@ def legacy_material(annotations: Mapping[str, str]) -> LegacyKeyless | None:
                          annotations.get(COSIGN_RFC3161, ""))
 
 
-def _check_certificate(cert: x509.Certificate, times: list[TimestampVerificationResult],
+def _check_certificate(facts: CertificateFacts, times: list[TimestampVerificationResult],
                        rules: list[IdentityRule] | tuple[IdentityRule, ...], trust: Trust) -> None:
     """The library's certificate steps at each verified time (gaps 4 and 5): the chain to the
     root's Fulcio CAs (`_verify_chain_at_time`), the SCT (`verify_sct`), Sigstore's key-usage
     profile, the identity policy, and the certificate's validity at every time."""
     if not times:
         raise VerificationError("no verified time: neither a log entry promise nor a timestamp verified")
+    cert = facts.cert
     verifier = _Verifier(trusted_root=trust.root)
     chain: list[x509.Certificate] = []
     for when in times:
@@ -677,10 +701,9 @@ def _check_certificate(cert: x509.Certificate, times: list[TimestampVerification
         if not cert.not_valid_before_utc <= when.time <= cert.not_valid_after_utc:
             raise VerificationError("invalid signing cert: expired at the verified signing time")
     verify_sct(cert, chain, trust.root.ct_keyring(KeyringPurpose.VERIFY))
-    if not cert.extensions.get_extension_for_class(x509.KeyUsage).value.digital_signature:
+    if not facts.digital_signature:
         raise VerificationError("key usage is not digital signature")
-    if ExtendedKeyUsageOID.CODE_SIGNING not in cert.extensions.get_extension_for_class(
-            x509.ExtendedKeyUsage).value:
+    if not facts.code_signing:
         raise VerificationError("extended key usage does not contain code signing")
     identity_policy(rules).verify(cert)
 
@@ -698,20 +721,22 @@ def _stamp_times(trust: Trust, stamps: list[bytes], message: bytes) -> list[Time
     return out
 
 
-def verify_timestamp_only(doc: dict[str, Any], rules: list[IdentityRule] | tuple[IdentityRule, ...],
-                          trust: Trust, *, digest: bytes | None) -> SigstoreCheck:
-    """Gap 5: a keyless bundle with timestamps and no log entry. Every timestamp must verify
-    (over the signature), then the certificate at each of their times, then the signature."""
+def verify_timestamp_only(doc: dict[str, Any], parsed: ParsedBundle,
+                          rules: list[IdentityRule] | tuple[IdentityRule, ...], trust: Trust, *,
+                          digest: bytes | None) -> SigstoreCheck:
+    """Gap 5: a keyless bundle with timestamps and no log entry (`parsed` is `doc` strictly
+    decoded). Every timestamp must verify (over the signature), then the certificate at each of
+    their times, then the signature: over the DSSE envelope, or over `digest` for a
+    messageSignature (which binds the artifact; the caller binds a DSSE statement's subject)."""
     vm = doc["verificationMaterial"]
     try:
-        raw_cert = (vm.get("certificate") or {}).get("rawBytes")
-        if raw_cert is None:
-            certs = (vm.get("x509CertificateChain") or {}).get("certificates") or [{}]
-            raw_cert = certs[0].get("rawBytes")
-        cert = x509.load_der_x509_certificate(_b64(raw_cert, "certificate"))
-    except Exception as exc:  # hostile bundle
-        return _fail("keyless", f"malformed sigstore bundle: {_short(exc)}")
-    who = _identity(cert, rules)
+        if not parsed.certificates_der:
+            raise MalformedError("the bundle carries no certificate")
+        facts = read_certificate(parsed.certificates_der[0])
+    except MalformedError as exc:  # hostile bundle
+        return _fail("keyless", str(exc))
+    cert = facts.cert
+    who = _identity(facts, rules)
     if isinstance(who, SigstoreCheck):
         return who
     ptype: str | None = None
@@ -720,25 +745,24 @@ def verify_timestamp_only(doc: dict[str, Any], rules: list[IdentityRule] | tuple
         stamps = [_b64(t.get("signedTimestamp"), "timestamp")
                   for t in vm["timestampVerificationData"]["rfc3161Timestamps"]]
         key = cast(ec.EllipticCurvePublicKey, cert.public_key())
-        if isinstance(doc.get("dsseEnvelope"), dict):
+        if parsed.envelope is not None:
             envelope = _sdsse.Envelope._from_json(json.dumps(doc["dsseEnvelope"]))
             sig = envelope.signature
             _sdsse._verify(key, envelope)
             ptype, payload = str(envelope._inner.payload_type), bytes(envelope._inner.payload)
         else:
-            ms = doc.get("messageSignature")
-            if not isinstance(ms, dict) or digest is None:
+            if parsed.message_signature is None or digest is None:
                 raise VerificationError("a messageSignature bundle needs the artifact")
-            sig = _b64(ms.get("signature"), "signature")
+            sig = parsed.message_signature
             key.verify(sig, digest, ec.ECDSA(Prehashed(hashes.SHA256())))
         times = _stamp_times(trust, stamps, sig)
-        _check_certificate(cert, times, rules, trust)
+        _check_certificate(facts, times, rules, trust)
     except Exception as exc:  # VerificationError, InvalidSignature, hostile input
         return _fail("keyless", f"sigstore verification failed ({trust.name}): {_short(exc)}", **who)
     return SigstoreCheck(True, "keyless", (), (f"verified against the {trust.name} (signed timestamps, "
                                                "no transparency-log entry)",),
                          who["subject"], who["issuer"], None, None, _times(times), ptype, payload,
-                         fulcio_facts(cert))
+                         facts.fulcio)
 
 
 def _rekor_set(raw: str, trust: Trust) -> tuple[bytes, int, int]:
@@ -776,21 +800,23 @@ def verify_legacy_keyless(envelope_json: bytes, material: LegacyKeyless,
     signature with `sigstore.dsse`, and the entry body with `check_intoto_body` / dsse checks."""
     if not rules:
         return _fail("keyless", "keyless .att layer: no certificate identity and issuer to check it against")
+    if len(material.certificate_pem) > MAX_ANNOTATION or len(material.chain_pem or "") > MAX_ANNOTATION:
+        return _fail("keyless", "malformed certificate annotation: larger than "
+                     f"{MAX_ANNOTATION} characters")
     try:
-        if len(material.certificate_pem) > MAX_ANNOTATION or len(material.chain_pem or "") > MAX_ANNOTATION:
-            raise VerificationError("certificate annotation is too large")
-        cert = x509.load_pem_x509_certificate(material.certificate_pem.encode("ascii"))
-    except Exception as exc:  # hostile annotation
-        return _fail("keyless", f"malformed certificate annotation: {_short(exc)}")
-    who = _identity(cert, rules)
+        facts = read_certificate(material.certificate_pem.encode("utf-8"), pem=True)
+    except MalformedError as exc:  # hostile annotation
+        return _fail("keyless", f"{exc} (the layer's certificate annotation)")
+    cert = facts.cert
+    who = _identity(facts, rules)
     if isinstance(who, SigstoreCheck):
         return who
     if not material.rekor_bundle and material.rfc3161_timestamp:
-        return _legacy_timestamped(envelope_json, material, cert, rules, trust, who)
+        return _legacy_timestamped(envelope_json, material, facts, rules, trust, who)
     try:
         body, log_index, integrated = _rekor_set(material.rekor_bundle, trust)
         when = TimestampVerificationResult(source=TimestampSource.TRANSPARENCY_SERVICE, time=_utc(integrated))
-        _check_certificate(cert, [when], rules, trust)
+        _check_certificate(facts, [when], rules, trust)
         envelope = _sdsse.Envelope._from_json(envelope_json)
         _sdsse._verify(cast(ec.EllipticCurvePublicKey, cert.public_key()), envelope)
         env = envelope._inner
@@ -808,10 +834,10 @@ def verify_legacy_keyless(envelope_json: bytes, material: LegacyKeyless,
     return SigstoreCheck(True, "keyless", (), (f"verified against the {trust.name} (Rekor SET, no inclusion "
                                                "proof in a legacy .att layer)",),
                          who["subject"], who["issuer"], log_index, integrated, _times([when]),
-                         str(env.payload_type), bytes(env.payload), fulcio_facts(cert))
+                         str(env.payload_type), bytes(env.payload), facts.fulcio)
 
 
-def _legacy_timestamped(envelope_json: bytes, material: LegacyKeyless, cert: x509.Certificate,
+def _legacy_timestamped(envelope_json: bytes, material: LegacyKeyless, facts: CertificateFacts,
                         rules: list[IdentityRule] | tuple[IdentityRule, ...], trust: Trust,
                         who: dict[str, Any]) -> SigstoreCheck:
     """Gap 4, timestamp variant: the layer's time is its RFC 3161 timestamp over the layer bytes
@@ -822,16 +848,16 @@ def _legacy_timestamped(envelope_json: bytes, material: LegacyKeyless, cert: x50
         doc = loads_strict(material.rfc3161_timestamp.encode("utf-8"))
         raw = _b64(doc.get("SignedRFC3161Timestamp") if isinstance(doc, dict) else None, "timestamp")
         times = _stamp_times(trust, [raw], envelope_json)
-        _check_certificate(cert, times, rules, trust)
+        _check_certificate(facts, times, rules, trust)
         envelope = _sdsse.Envelope._from_json(envelope_json)
-        _sdsse._verify(cast(ec.EllipticCurvePublicKey, cert.public_key()), envelope)
+        _sdsse._verify(cast(ec.EllipticCurvePublicKey, facts.cert.public_key()), envelope)
         env = envelope._inner
     except Exception as exc:  # VerificationError and whatever hostile input provokes
         return _fail("keyless", f"sigstore verification failed ({trust.name}): {_short(exc)}", **who)
     return SigstoreCheck(True, "keyless", (), (f"verified against the {trust.name} (signed timestamp, no "
                                                "transparency-log entry in a legacy .att layer)",),
                          who["subject"], who["issuer"], None, None, _times(times), str(env.payload_type),
-                         bytes(env.payload), fulcio_facts(cert))
+                         bytes(env.payload), facts.fulcio)
 
 
 def _check_dsse_cert_body(raw: bytes, payload: bytes, sigs: list[bytes], cert: x509.Certificate) -> None:

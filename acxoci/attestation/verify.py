@@ -2,17 +2,19 @@
 `.att` tag), judge each like `cosign verify-attestation --key`, then check that what they attest
 (ROM digest, layer digest, workflow digest) matches the pulled content.
 
-Overall verdict: pass when at least one attestation verified and none was *rejected*. Rejected
-means a trusted key signed something that does not bind (wrong subject, content mismatch,
-compromised key, a bundle cosign would refuse) or stored bytes were altered. Attestations that no
-trusted key verifies (other signers, tampered statements) are reported as unverified and do not
-count either way.
+Overall verdict (`overall`): pass when the verified attestations meet the requirement (at least
+one, of `--type` when given), by the one evidence rule the acceptance decision applies too
+(`evidence.missing_evidence`, decision 0043). Rejected means a trusted signer signed something
+that does not bind here (a statement about another subject, a content mismatch, a compromised key,
+a bundle cosign would refuse) or stored bytes were altered; unverified means no trusted key or
+identity verifies it. Both are shown, and neither is evidence nor a veto, as in cosign: whoever
+can push to the repository can add either.
 """
 
 from __future__ import annotations
 
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -26,6 +28,7 @@ from acxoci.attestation.content import (
     check_graph_content,
     check_workflow_content,
 )
+from acxoci.attestation.evidence import missing_evidence
 from acxoci.attestation.formats import classify_referrer, legacy_layers, legacy_tag
 from acxoci.attestation.judge import Judgement, Kind, Sigstore, judge
 from acxoci.attestation.provenance import SLSA_PROVENANCE_V1, VerifiedProvenance
@@ -39,6 +42,7 @@ from acxoci.attestation.statements import (
 )
 from acxoci.errors import AcxError, AuthError, NotFound, Tampered, TransientError
 from acxoci.oci.descriptor import Descriptor
+from acxoci.oci.listing import check_attestation_layers
 from acxoci.oci.target import Stray, Target, fetch_bytes, fetch_manifest, resolve_manifest
 
 Format = Literal["legacy", "bundle", "envelope"]
@@ -65,6 +69,8 @@ class AttestationReport:
     manifest: str
     judgement: Judgement
     content: dict[str, Any] | None = None
+    document: bytes | None = field(default=None, repr=False, compare=False)
+    """The document's digest-verified bytes, when it was fetched (install keeps the verified ones)."""
 
     def to_json(self) -> dict[str, Any]:
         j = self.judgement
@@ -103,7 +109,8 @@ class VerifyReport:
 
 def find_attestations(target: Target, subject: Descriptor) -> tuple[list[Found], list[str]]:
     """Attestations of `subject`: bundle/envelope referrers of the one listing (every entry's
-    subject checked there, listing.py), then the layers of the `.att` tag.
+    subject checked there, listing.py), then the layers of the `.att` tag; more of them than the
+    attestation caps allow (listing.check_attestation_layers) is refused, before any is fetched.
 
     Returns (found, problems); an entry the listing dropped (gone, unreadable, naming another
     subject) is a problem, not a crash.
@@ -126,8 +133,10 @@ def find_attestations(target: Target, subject: Descriptor) -> tuple[list[Found],
     except AcxError as exc:
         problems.append(f"{tag}: {exc.one_line()}")
         return found, problems
-    for i, la in enumerate(legacy_layers(att)):
+    for i, la in enumerate(legacy_layers(att, where=f"{tag} (manifest {att_desc.digest})")):
         found.append(Found("legacy", f"{tag} layer {i}", att_desc.digest, la.desc))
+    judged = {f.layer.digest: f.layer for f in found if f.format != "envelope"}  # each digest read once
+    check_attestation_layers(list(judged.values()), where=f"the attestations of {subject.digest}")
     return found, problems
 
 
@@ -137,11 +146,11 @@ def overall(reports: list[AttestationReport], want_type: str | None,
     counted = [r for r in reports if r.format != "envelope"]
     rejected = [r for r in counted if r.judgement.verdict == "rejected"]
     verified = [r for r in counted if r.judgement.verdict == "verified"]
-    if rejected:
-        reasons = tuple(f"{r.location}: {why}" for r in rejected for why in r.judgement.reasons)
-        return False, f"{len(rejected)} attestation(s) rejected", reasons
-    if verified:
-        return True, f"{len(verified)} attestation(s) verified", ()
+    missing = missing_evidence([(r.format, r.judgement.predicate_type or "") for r in verified],
+                               types=(want_type,) if want_type is not None else ())
+    if not missing:
+        note = f"; {len(rejected)} rejected, not counted" if rejected else ""
+        return True, f"{len(verified)} attestation(s) verified{note}", ()
     if not counted:
         extra = tuple(problems or ())
         return False, "no attestations found", ("no attestation in the referrers or the .att tag", *extra)
@@ -151,7 +160,8 @@ def overall(reports: list[AttestationReport], want_type: str | None,
             f"none of the attestations matched the predicate type {want_type}, found: {', '.join(types)}",)
     reasons = tuple(f"{r.location}: {why}" for r in counted if r.judgement.verdict != "skipped"
                     for why in r.judgement.reasons)
-    return False, "no attestation verified", reasons
+    note = f" ({len(rejected)} rejected)" if rejected else ""
+    return False, f"no attestation verified{note}", reasons
 
 
 class _ContentCache:
@@ -218,20 +228,21 @@ class _ContentCache:
 
 def judge_found(target: Target, item: Found, keys: list[TrustedKey], *, subject: Descriptor,
                 want_type: str | None, now: datetime, sigstore: Sigstore | None = None,
-                artifact_publisher: str | None = None) -> Judgement:
-    """Fetch one attestation document and judge it (fetch failures become verdicts)."""
+                artifact_publisher: str | None = None) -> tuple[Judgement, bytes | None]:
+    """Fetch one attestation document and judge it (fetch failures become verdicts); the verdict
+    and the bytes judged."""
     try:
         data = fetch_bytes(target, item.layer, limit=MAX_ATTESTATION_BYTES)
     except Tampered as exc:
         why = f"attestation bytes do not match their digest (tampered): {exc.one_line()}"
-        return Judgement("rejected", (why,))
+        return Judgement("rejected", (why,)), None
     except AcxError as exc:
-        return Judgement("unverified", (f"cannot fetch attestation: {exc.one_line()}",))
+        return Judgement("unverified", (f"cannot fetch attestation: {exc.one_line()}",)), None
     kind: Kind = "bundle" if item.format == "bundle" else "envelope"
     legacy = legacy_material(item.layer.annotations) if item.format == "legacy" else None
     return judge(data, kind, keys, subject_sha256=subject.digest.removeprefix("sha256:"),
                  want_type=want_type, now=now, sigstore=sigstore, legacy=legacy,
-                 artifact_publisher=artifact_publisher)
+                 artifact_publisher=artifact_publisher), data
 
 
 def pulled_content_path(workdir: Path, layer: Descriptor) -> Path:
@@ -258,6 +269,7 @@ def verify_artifact(target: Target, subject: Descriptor, keys: list[TrustedKey],
         publisher = artifact_publisher
         if publisher is None and check_content and any(k.entry is not None for k in keys):
             publisher = cache.publisher()
+        done: dict[tuple[str, str, tuple[tuple[str, str], ...]], AttestationReport] = {}
         for item in items:
             if item.format == "envelope":
                 why = ("ACX cartridge envelope (its subject is the ROM digest; it is checked with the "
@@ -265,8 +277,12 @@ def verify_artifact(target: Target, subject: Descriptor, keys: list[TrustedKey],
                 reports.append(AttestationReport(item.format, item.location, item.manifest,
                                                  Judgement("skipped", (why,))))
                 continue
-            j = judge_found(target, item, keys, subject=subject, want_type=want_type, now=now,
-                            sigstore=sigstore, artifact_publisher=publisher)
+            key = (item.format, item.layer.digest, tuple(sorted(item.layer.annotations.items())))
+            if key in done:  # the same document listed again: fetched and judged once
+                reports.append(replace(done[key], location=item.location, manifest=item.manifest))
+                continue
+            j, data = judge_found(target, item, keys, subject=subject, want_type=want_type, now=now,
+                                  sigstore=sigstore, artifact_publisher=publisher)
             content: dict[str, Any] | None = None
             if (j.verdict == "verified" and check_content and j.statement is not None
                     and j.statement.predicate_type in CONTENT_CHECKED):
@@ -274,7 +290,8 @@ def verify_artifact(target: Target, subject: Descriptor, keys: list[TrustedKey],
                 content = {"ok": cc.ok, **cc.facts}
                 if not cc.ok:
                     j = j.with_reasons("rejected", cc.reasons)
-            reports.append(AttestationReport(item.format, item.location, item.manifest, j, content))
+            done[key] = AttestationReport(item.format, item.location, item.manifest, j, content, data)
+            reports.append(done[key])
     ok, summary, reasons = overall(reports, want_type, problems)
     strays = target.referrer_listing(subject.plain()).strays  # a ReadView lists once for both
     return VerifyReport(reference, subject.digest, ok, summary, reasons, tuple(reports), strays)

@@ -4,14 +4,20 @@ that starts unverified. Stored as JCS in the `capabilities` table and covered by
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from msgspec import UnsetType
+
+from acxoci.documents.capability import CapabilityDoc
 from acxoci.errors import InvalidInput
 from attest.canonical import jcs, loads_strict, sha256_digest
+from attest.errors import MalformedError
 from attest.trust import RFC3339_RE as _DATE_RE
+from attest.typed import DocumentTypeError, decode_as
 
 SCHEMA_VERSION = "acx.capability/1"
 SCALE = "acx.proficiency/trueskill-1"
@@ -151,79 +157,72 @@ def capabilities_for(
     return sorted(out, key=lambda c: c.id)
 
 
+def read_capability(json_text: bytes | str) -> CapabilityDoc | None:
+    """A stored capability row as its model, or None when it is not JSON or not well-typed (the
+    spec check names why; readers that only use capabilities skip such a row)."""
+    try:
+        return decode_as(loads_strict(json_text), CapabilityDoc, document="capability")
+    except (MalformedError, DocumentTypeError):
+        return None
+
+
 def capability_issues(cap_id: str, json_text: bytes, content_hash: str) -> list[str]:
     """Structural problems of a stored capability row (used by `acx cartridge spec`)."""
     try:
-        rec = loads_strict(json_text)
+        doc = loads_strict(json_text)
     except ValueError:
         return ["json column is not JSON"]
     out: list[str] = []
     if sha256_digest(json_text) != content_hash:
         out.append("content_hash does not match the json column")
-    if not isinstance(rec, dict):
+    if not isinstance(doc, dict):
         return [*out, "record is not an object"]
-    extra, missing = set(rec) - RECORD_KEYS, RECORD_KEYS - set(rec) - {"license"}
+    extra, missing = set(doc) - RECORD_KEYS, RECORD_KEYS - set(doc) - {"license"}
     if extra:
         out.append(f"unknown keys {sorted(extra)}")
     if missing:
         out.append(f"missing keys {sorted(missing)}")
+    if extra or missing:
         return out
-    if rec["schemaVersion"] != SCHEMA_VERSION:
-        out.append(f"schemaVersion is {rec['schemaVersion']!r}")
-    if rec["id"] != cap_id:
-        out.append(f"record id {rec['id']!r} differs from row id")
-    prof = rec["proficiency"]
-    if not isinstance(prof, dict) or set(prof) != PROFICIENCY_KEYS or prof.get("scale") != SCALE:
+    try:
+        rec = decode_as(doc, CapabilityDoc, document="capability")
+    except DocumentTypeError as exc:
+        return [*out, f"{exc.pointer}: {str(exc).removeprefix(f'capability: {exc.pointer}: ')}"]
+    if rec.schema_version != SCHEMA_VERSION:
+        out.append(f"schemaVersion is {rec.schema_version!r}")
+    if rec.id != cap_id:
+        out.append(f"record id {rec.id!r} differs from row id")
+    prof = rec.proficiency
+    if prof.scale != SCALE:
         out.append(
             "proficiency must be {scale: acx.proficiency/trueskill-1, mu, sigma, score, confidence, verified}"
         )
-    if not isinstance(rec["stack"], list) or not all(
-        isinstance(s, str) and s.startswith("pkg:") for s in rec["stack"]
-    ):
+    if not all(s.startswith("pkg:") for s in rec.stack):
         out.append("stack must be an array of purls")
-    elif (
-        isinstance(rec["taskType"], str)
-        and isinstance(rec["domain"], str)
-        and capability_id(rec["taskType"], rec["stack"], rec["domain"]) != rec["id"]
-    ):
+    elif capability_id(rec.task_type, rec.stack, rec.domain) != rec.id:
         out.append("id does not match taskType|stack|domain")
-    refs = rec["evidenceRefs"]
-    if not isinstance(refs, list) or not all(
-        isinstance(e, dict)
-        and set(e) == {"kind", "ref"}
-        and e["kind"] in EVIDENCE_KINDS
-        and isinstance(e["ref"], str)
-        and e["ref"].strip()
-        for e in refs
-    ):
+    refs = rec.evidence_refs
+    if not all(e.kind in EVIDENCE_KINDS and e.ref.strip() for e in refs):
         out.append("evidenceRefs must be [{kind: level-attestation|memory-artifact|trajectory, ref}]")
-    elif (
-        isinstance(prof, dict)
-        and prof.get("verified") is True
-        and not any(e["kind"] == "level-attestation" for e in refs)
-    ):
+    elif prof.verified and not any(e.kind == "level-attestation" for e in refs):
         out.append("verified proficiency without level-attestation evidence")
-    if not isinstance(rec["taskType"], str) or not TASK_RE.fullmatch(rec["taskType"]):
+    if not TASK_RE.fullmatch(rec.task_type):
         out.append("taskType is invalid")
-    if rec["domain"] not in DOMAINS:
-        out.append(f"domain {rec['domain']!r} is not one of {sorted(DOMAINS)}")
-    if isinstance(prof, dict) and set(prof) == PROFICIENCY_KEYS:
-        nums = {k: prof[k] for k in ("mu", "sigma", "score", "confidence")}
-        if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in nums.values()):
-            out.append("proficiency numbers must be numbers")
-        elif nums["sigma"] < 0 or not 0 <= nums["score"] <= 1 or not 0 <= nums["confidence"] <= 1:
-            out.append("proficiency sigma must be >= 0, score and confidence within 0..1")
-        if not isinstance(prof["verified"], bool):
-            out.append("proficiency.verified must be boolean")
-    if (
-        not isinstance(rec["sampleCount"], int)
-        or isinstance(rec["sampleCount"], bool)
-        or rec["sampleCount"] < 0
-    ):
+    if rec.domain not in DOMAINS:
+        out.append(f"domain {rec.domain!r} is not one of {sorted(DOMAINS)}")
+    if not all(math.isfinite(v) for v in (prof.mu, prof.sigma, prof.score, prof.confidence)):
+        out.append("proficiency numbers must be numbers")
+    else:
+        if prof.sigma < 0:
+            out.append(f"$.proficiency.sigma: {prof.sigma} must be >= 0")
+        out += [f"$.proficiency.{k}: {v} must be within 0..1"
+                for k, v in (("score", prof.score), ("confidence", prof.confidence)) if not 0 <= v <= 1]
+    if rec.sample_count < 0:
         out.append("sampleCount must be a non-negative integer")
-    for k in ("lastDemonstratedAt", "createdAt", "updatedAt"):
-        if not isinstance(rec[k], str) or not _DATE_RE.fullmatch(rec[k]):
+    for k, v in (("lastDemonstratedAt", rec.last_demonstrated_at), ("createdAt", rec.created_at),
+                 ("updatedAt", rec.updated_at)):
+        if not _DATE_RE.fullmatch(v):
             out.append(f"{k} must be RFC 3339")
-    if "license" in rec and (not isinstance(rec["license"], str) or not rec["license"].strip()):
+    if not isinstance(rec.license, UnsetType) and not rec.license.strip():
         out.append("license must be a non-empty string")
     return out

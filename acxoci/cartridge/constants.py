@@ -1,4 +1,4 @@
-"""Fixed facts of the `.acx` container (brief §1–§3): header words, media types, tables, bound meta
+"""Fixed facts of the `.acx` container (brief §1–§3): header words, the artifact type, bound meta
 keys, statement types, regexes and the portable-path rule. Shared by reader, verifier and builder."""
 
 from __future__ import annotations
@@ -15,25 +15,16 @@ APPLICATION_ID_OFFSET = 68
 APPLICATION_ID = 0x41435831  # "ACX1" = 1094932529
 USER_VERSION = 0x01000100  # [spec major 1][spec minor 0][vec0 storage format 1][flags]
 SPEC_MAJOR = 1
-FLAG_SAVE_PRESENT = 0x01
 SPEC_VERSION = "0.1"
 
 # --- media types ---
-MEDIA_TYPE_CARTRIDGE = "application/vnd.acx.cartridge"
 ARTIFACT_TYPE_CARTRIDGE = "application/vnd.acx.cartridge.v1"
-MEDIA_TYPE_ROM_MANIFEST = "application/vnd.acx.rom-manifest.v1+json"
-MEDIA_TYPE_TRUST_REGISTRY = "application/vnd.acx.trust-registry.v1"
 
 # --- signature / statement ---
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE = "https://acx.dev/attestation/cartridge/v1"
 SIGNATURE_TARGET = "rom-manifest"
-SIGNATURE_ALG = "ed25519"
-
-# --- tables ---
-REQUIRED_TABLES = ("cartridge", "sqlar", "memory", "objects", "signatures", "capabilities")
-OPTIONAL_TABLES = ("vectors", "attestations", "acx_skill")
 
 # --- zones, kinds, canon ---
 ZONE_ROM = "rom"
@@ -41,7 +32,6 @@ ZONE_SAVE = "save"
 KIND_SQLAR = "sqlar"
 KIND_MEMORY = "memory"
 KIND_CARTRIDGE = "cartridge"
-OBJECT_KINDS = ("sqlar", "memory", "cartridge", "skill", "attestation")
 CANON_RAW = "raw"
 CANON_JCS = "jcs-rfc8785"
 REF_MEMORY = "memory:"
@@ -68,15 +58,6 @@ BOUND_META_KEYS = (
     "acx.tags",
     "acx.homepage",
 )
-UNBOUND_META_KEYS = (
-    "acx.vec0_format",
-    "acx.rom_manifest_hash",
-    "acx.package_spec",
-    "acx.lance_schema",
-    "acx.cal_skillset",
-    "acx.lance_path",
-    "acx.save_codebase_fingerprint",
-)
 META_PUBLISHER = "acx.publisher_id"
 META_CARTRIDGE_ID = "acx.cartridge_id"
 META_ROM_MANIFEST_HASH = "acx.rom_manifest_hash"
@@ -90,7 +71,6 @@ MAX_JSON_DOC_BYTES = 16 * 1024 * 1024
 
 # --- regexes ---
 DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
-HEX64_RE = re.compile(r"^[0-9a-f]{64}$")
 KEYID_RE = re.compile(r"^ed25519:[0-9a-f]{64}$")
 PUBLISHER_RE = re.compile(
     r"^(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+[a-z0-9][a-z0-9-]*(?:[./][a-z0-9][a-z0-9._-]*)*$"
@@ -138,8 +118,3 @@ def check_portable_path(name: str, *, where: str = "sqlar") -> str:
     if problem is not None:
         raise InvalidInput(f"sqlar entry {name!r} {problem}", where=where, details={"entry": name})
     return name
-
-
-def zone_of(name: str) -> str:
-    """The zone of a sqlar name ('rom' or 'save'), from its first segment."""
-    return name.split("/", 1)[0]

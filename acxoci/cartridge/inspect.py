@@ -7,12 +7,16 @@ import os
 from collections import Counter
 from typing import Any
 
+import msgspec
+
 from acxoci.cartridge.constants import MAX_JSON_DOC_BYTES, META_ROM_MANIFEST_HASH
 from acxoci.cartridge.manifest import compute_rom_manifest
 from acxoci.cartridge.reader import Cartridge, open_cartridge
 from acxoci.cartridge.sqlar import BadEntry
+from acxoci.documents.capability import CapabilityDoc
 from attest.canonical import loads_strict
 from attest.errors import MalformedError
+from attest.typed import DocumentTypeError, decode_as
 
 
 def _json_doc(data: bytes, where: str, entry: str) -> Any:
@@ -32,16 +36,19 @@ def inspect_open(cart: Cartridge) -> dict[str, Any]:
     manifest = compute_rom_manifest(cart)
     caps: list[dict[str, Any]] = []
     for cap in cart.capabilities():
-        doc = _json_doc(cap.json, cart.label, f"capability:{cap.id}")
-        rec = doc if isinstance(doc, dict) else {}
-        prof = rec.get("proficiency") if isinstance(rec.get("proficiency"), dict) else {}
+        entry = f"capability:{cap.id}"
+        try:
+            rec = decode_as(_json_doc(cap.json, cart.label, entry), CapabilityDoc, document=entry)
+        except DocumentTypeError as exc:
+            details = {"entry": entry, "pointer": exc.pointer}
+            raise BadEntry(str(exc), where=cart.label, details=details) from exc
         caps.append(
             {
                 "id": cap.id,
-                "taskType": rec.get("taskType"),
-                "domain": rec.get("domain"),
-                "stack": rec.get("stack"),
-                "proficiency": prof,
+                "taskType": rec.task_type,
+                "domain": rec.domain,
+                "stack": list(rec.stack),
+                "proficiency": msgspec.to_builtins(rec.proficiency),
                 "contentHash": cap.content_hash,
             }
         )

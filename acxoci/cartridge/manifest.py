@@ -14,8 +14,6 @@ import hashlib
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import compress
-from operator import attrgetter, itemgetter
 from typing import Any, NamedTuple
 
 from acxoci.cartridge.constants import (
@@ -30,27 +28,12 @@ from acxoci.cartridge.constants import (
     REF_META,
     ZONE_ROM,
 )
-from acxoci.cartridge.order import strictly_rising
-from acxoci.cartridge.reader import BadEntry, Cartridge, MemoryRow, ObjectRow, RomHashing, SqlarInfo
-from acxoci.cartridge.romhash import expected
-from acxoci.gcpause import paused_gc
+from acxoci.cartridge.reader import BadEntry, Cartridge, MemoryRow, ObjectRow
 from attest.canonical import jcs, loads_strict, sha256_digest
 from attest.errors import AttestError
 
-__all__ = [
-    "LiveSource",
-    "RomManifest",
-    "compute_rom_manifest",
-    "manifest_hash_of",
-    "meta_object_bytes",
-    "oid_capability",
-    "oid_memory",
-    "oid_meta",
-    "oid_sqlar",
-    "ref_kind",
-    "sort_key",
-    "utf16_key",
-]
+__all__ = ["LiveSource", "RomManifest", "compute_rom_manifest", "meta_object_bytes", "oid_capability",
+           "oid_memory", "oid_meta", "oid_sqlar", "ref_kind", "sort_key", "utf16_key"]
 
 
 def oid_sqlar(data: bytes) -> tuple[str, int]:
@@ -93,14 +76,9 @@ def utf16_key(s: str) -> bytes:
     return s.encode("utf-16-be", "surrogatepass")
 
 
-def _bmp_only(texts: Sequence[str]) -> bool:
-    """True when no string has a code point above U+FFFF: then str order is UTF-16 order."""
-    return "".join(texts).isascii() or all(t.isascii() or max(t) <= "\uffff" for t in texts)
-
-
 def sort_utf16(texts: Sequence[str]) -> list[str]:
-    """`texts` sorted by UTF-16 code units (plain str order when all are inside the BMP)."""
-    return sorted(texts) if _bmp_only(texts) else sorted(texts, key=utf16_key)
+    """`texts` sorted by UTF-16 code units."""
+    return sorted(texts, key=utf16_key)
 
 
 def sort_key(row: ObjectRow) -> tuple[bytes, bytes]:
@@ -108,8 +86,7 @@ def sort_key(row: ObjectRow) -> tuple[bytes, bytes]:
     return utf16_key(row.kind), utf16_key(row.source_ref)
 
 
-@dataclass(frozen=True, slots=True)
-class LiveSource:
+class LiveSource(NamedTuple):
     """The recomputed oid and size of one ROM object's source, or why it could not be found."""
 
     oid: str | None
@@ -120,17 +97,12 @@ class LiveSource:
 class _Sources:
     """Every ROM source, from one scan of each table, keyed by its TEXT key (never an SQL lookup)."""
 
-    def __init__(self, cart: Cartridge, meta: dict[str, str], rom_hashes: RomHashing) -> None:
+    def __init__(self, cart: Cartridge) -> None:
         self.cart = cart
-        self.meta = meta
-        self.hashing = rom_hashes
+        self.meta = cart.meta()
         self.sqlar = {i.name: i for i in cart.sqlar_infos()}
         self.memory = {m.id: m for m in cart.memory(save_payloads=False)}
         self.caps = {c.id: c for c in cart.capabilities()}
-
-    def sqlar_digest(self, info: SqlarInfo) -> tuple[str, int]:
-        """(oid, sz) of a scanned ROM row (from the hashing pass, or streamed for this row)."""
-        return self.hashing.digest(info)
 
 
 def live_source(src: _Sources, row: ObjectRow) -> LiveSource:
@@ -163,7 +135,7 @@ def live_source(src: _Sources, row: ObjectRow) -> LiveSource:
         return LiveSource(None, None, "missing source")
     if info.zone != ZONE_ROM:
         return LiveSource(None, None, f"source is in the {info.zone!r} zone")
-    oid, sz = src.sqlar_digest(info)
+    oid, sz = src.cart.sqlar_sha256(info)
     return LiveSource(oid, sz)
 
 
@@ -190,63 +162,6 @@ def _memory_columns_problem(mem: MemoryRow, oid: str) -> str | None:
         if stored != signed:
             return f"{column} column differs from the signed payload"
     return None
-
-
-def manifest_hash_of(entries: list[dict[str, Any]]) -> tuple[str, bytes]:
-    """(sha256:…, canonical bytes) of a manifest entry list (a bare JSON array, JCS)."""
-    canonical = jcs(entries)
-    return sha256_digest(canonical), canonical
-
-
-# The manifest array in JCS form (keys in UTF-16 order: canon < oid < sourceRef < sz), for text
-# that JSON writes as itself (printable ASCII without '"' or '\\'), as eight pieces per entry:
-# what comes before its canon (the array or the previous entry), canon, '","oid":"', oid,
-# '","sourceRef":"', sourceRef, '","sz":', sz; then the end of the last entry and the array.
-_JCS_FIRST, _JCS_NEXT, _JCS_END = '[{"canon":"', '},{"canon":"', "}]"
-_JCS_OID, _JCS_REF, _JCS_SZ = '","oid":"', '","sourceRef":"', '","sz":'
-_PRINTABLE = bytes(range(0x20, 0x7F))  # the bytes JSON writes as themselves (with '"' and '\\')
-
-
-def canonical_entries(refs: list[str], oids: list[str], canons: list[str], sizes: list[int]) -> bytes:
-    """The JCS bytes of the manifest array whose entries are `{sourceRef, oid, canon, sz}`, given
-    as columns.
-
-    Equal to `jcs` of the entry objects (tests/unit/test_manifest_canonical.py). When every size
-    is a safe integer, the values are first written as themselves, whole columns at a time; that
-    is the answer when the result is printable ASCII with no backslash and only the 14 quotes per
-    entry that the keys and the three string values bring (then no string needed escaping).
-    Anything else goes through `jcs`."""
-    n = len(refs)
-    if not len(oids) == len(canons) == len(sizes) == n:
-        raise ValueError("canonical_entries: columns of different lengths")
-    if not n:
-        return b"[]"
-    if set(map(type, sizes)) <= {int} and min(sizes) >= 0 and max(sizes) < 2**53:
-        # whole columns into their places: no per-entry formatting, each string read once
-        parts = [_JCS_OID] * (8 * n)
-        parts[0::8] = [_JCS_NEXT] * n
-        parts[0] = _JCS_FIRST
-        parts[1::8] = canons
-        parts[3::8] = oids
-        parts[4::8] = [_JCS_REF] * n
-        parts[5::8] = refs
-        parts[6::8] = [_JCS_SZ] * n
-        parts[7::8] = map(str, sizes)
-        parts.append(_JCS_END)
-        try:
-            text: str | None = "".join(parts)
-        except TypeError:  # a value that is no string: jcs says what it makes of it
-            text = None
-        if text is not None and text.isascii():
-            out = text.encode("ascii")
-            if not out.translate(None, _PRINTABLE) and b"\\" not in out and out.count(b'"') == 14 * n:
-                return out
-    return jcs(
-        [
-            {"sourceRef": r, "oid": o, "canon": c, "sz": z}
-            for r, o, c, z in zip(refs, oids, canons, sizes, strict=True)
-        ]
-    )
 
 
 @dataclass(frozen=True)
@@ -303,15 +218,15 @@ def _uncovered(src: _Sources, covered: set[str]) -> list[str]:
     return out
 
 
-def _check_inflate_budget(src: _Sources, refs: list[str]) -> None:
+def _check_inflate_budget(src: _Sources, refs: Counter[str]) -> None:
     """Refuse before inflating anything when the declared sizes of the compressed ROM entries
     that ROM objects name already exceed the cartridge's decompression budget (a bomb spread over
-    many entries)."""
-    compressed = [i for i in src.sqlar.values() if i.stored != i.sz and i.zone == ZONE_ROM]
-    if not compressed:
-        return
-    named = Counter(refs)  # an entry named by two objects would be inflated twice
-    total = sum(max(info.sz, 0) * named[info.name] for info in compressed)
+    many entries; an entry named by two objects would be inflated twice)."""
+    total = sum(
+        max(info.sz, 0) * refs[info.name]
+        for info in src.sqlar.values()
+        if info.stored != info.sz and info.zone == ZONE_ROM
+    )
     budget = src.cart.budget
     if total > budget.limit:
         raise BadEntry(
@@ -322,152 +237,36 @@ def _check_inflate_budget(src: _Sources, refs: list[str]) -> None:
         )
 
 
+def _checksum_hash(rows: Sequence[ObjectRow]) -> str:
+    """sha256 of the ROM objects' checksum lines (`oid  sourceRef`, UTF-16 order), joined by newlines."""
+    lines = sort_utf16([f"{r.oid}  {r.source_ref}" for r in rows])
+    return "sha256:" + hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest()
+
+
 def compute_rom_manifest(cart: Cartridge, *, strict: bool = True) -> RomManifest:
-    """Rebuild the ROM manifest (see `_compute_rom_manifest`), with the cyclic collector paused."""
-    with paused_gc():
-        return _compute_rom_manifest(cart, strict=strict)
-
-
-def _checksum_hash(oids: Sequence[str], refs: Sequence[str]) -> str:
-    """sha256 of the ROM objects' checksum lines (`oid  sourceRef`, UTF-16 order), joined by
-    newlines. The columns come in the objects b-tree's order, oids strictly rising: when every
-    oid is ASCII and of one length, the oids alone order the lines, which are then already in
-    UTF-16 order and are written a column at a time."""
-    if not oids:
-        return "sha256:" + hashlib.sha256(b"").hexdigest()
-    if len(set(map(len, oids))) == 1 and "".join(oids).isascii() and strictly_rising(oids):
-        parts = ["  "] * (4 * len(oids))
-        parts[0::4] = oids
-        parts[2::4] = refs
-        parts[3::4] = ["\n"] * len(oids)
-        text = "".join(parts[:-1])
-    else:
-        text = "\n".join(sort_utf16(["  ".join(pair) for pair in zip(oids, refs, strict=True)]))
-    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def _rom_sources(src: _Sources, refs: list[str]) -> list[SqlarInfo | None]:
-    """Each object's ROM sqlar source (None: another kind of source, or none), whole columns: a
-    sqlar name is portable, never a memory:/capability:/meta: ref."""
-    rom = {info.name: info for info in src.sqlar.values() if info.zone == ZONE_ROM}
-    return list(map(rom.get, refs))
-
-
-def _compute_rom_manifest(cart: Cartridge, *, strict: bool) -> RomManifest:
     """Rebuild the ROM manifest from the `objects` rows, recomputing each live oid.
 
     With strict=True, also check kind/canon/sz against the source and report uncovered ROM content.
     Raises BadEntry/InvalidInput for content that cannot be read at all (bad names, bombs, bad UTF-8).
-
-    Every check that needs no sqlar digest runs first, and the ROM rows' digests are joined last:
-    for a large ROM the hashing pass's helper process hashes meanwhile (romhash.py).
     """
-    # the hashing pass's digests are used only for rowids that the typed sqlar scan accepted
-    rom_hashes = cart.start_rom_hashing()
-    try:
-        meta = cart.meta()
-        rows = [r for r in cart.objects() if r.zone == ZONE_ROM]
-        # the columns in the objects b-tree's (oid) order, for the checksum and the sort's choice
-        by_oid = list(zip(*rows, strict=True)) if rows else [()] * 6
-        checksum = _checksum_hash(by_oid[0], by_oid[2])
-        if _bmp_only(by_oid[1]) and _bmp_only(by_oid[2]):
-            # by (kind, source_ref): two stable sorts on one string each cost a third of one on pairs
-            rows.sort(key=attrgetter("source_ref"))
-            rows.sort(key=attrgetter("kind"))
-        else:
-            rows.sort(key=sort_key)
-        del by_oid
-        src = _Sources(cart, meta, rom_hashes)
-        oids, kinds, refs, canons, _, sizes = map(list, zip(*rows, strict=True)) if rows else ([],) * 6
-        _check_inflate_budget(src, refs)
-        # (row position, problem): a problem found at the join keeps its row's place in the list
-        problems: list[tuple[int, str]] = []
-        covered = set(refs)
-        if len(covered) != len(refs):
-            for ref, n in sorted(Counter(refs).items()):
-                if n > 1:
-                    problems.append((-1, f"{ref}: {n} ROM objects share this source"))
-        infos = _rom_sources(src, refs)
-        if None in infos:
-            for i, info in enumerate(infos):
-                if info is None:
-                    problems.extend(
-                        (i, p) for p in _object_problems(rows[i], live_source(src, rows[i]), strict)
-                    )
-        canonical = canonical_entries(refs, oids, canons, sizes)
-        uncovered = _uncovered(src, covered) if strict else []
-        del src, covered  # freed now, while the helper still hashes, not after the join
-        digest, counts = sha256_digest(canonical), dict(Counter(kinds))
-        columns = _Columns(oids, kinds, canons, sizes)
-        problems.extend(_join_problems(rows, infos, columns, rom_hashes, strict))  # the digests, last
-    finally:
-        rom_hashes.close()
-    problems.sort(key=itemgetter(0))  # stable: a row's own problems keep their order
+    src = _Sources(cart)
+    rows = sorted((r for r in cart.objects() if r.zone == ZONE_ROM), key=sort_key)
+    refs = Counter(r.source_ref for r in rows)
+    _check_inflate_budget(src, refs)
+    problems = [f"{ref}: {n} ROM objects share this source" for ref, n in sorted(refs.items()) if n > 1]
+    for row in rows:
+        problems.extend(_object_problems(row, live_source(src, row), strict))
+    canonical = jcs([{"sourceRef": r.source_ref, "oid": r.oid, "canon": r.canon, "sz": r.sz} for r in rows])
     return RomManifest(
-        hash=digest,
+        hash=sha256_digest(canonical),
         canonical=canonical,
         objects=tuple(rows),
-        checksum_hash=checksum,
+        checksum_hash=_checksum_hash(rows),
         file_count=len(rows),
-        mismatches=tuple(p for _, p in problems),
-        uncovered=tuple(uncovered),
-        counts_by_kind=counts,
+        mismatches=tuple(problems),
+        uncovered=tuple(_uncovered(src, set(refs)) if strict else ()),
+        counts_by_kind=dict(Counter(r.kind for r in rows)),
     )
-
-
-class _Columns(NamedTuple):
-    """The ROM objects' columns, in manifest order."""
-
-    oids: list[str]
-    kinds: list[str]
-    canons: list[str]
-    sizes: list[int]
-
-
-def _join_problems(
-    rows: list[ObjectRow],
-    infos: list[SqlarInfo | None],
-    columns: _Columns,
-    hashing: RomHashing,
-    strict: bool,
-) -> list[tuple[int, str]]:
-    """(row position, problem) for each object whose ROM sqlar source does not match it, joining
-    the hashing pass's digests (taken for a row only when it is stored raw: length = sz = stored).
-
-    Whole columns first: when every source was hashed raw, with the object's oid and size, and
-    every object is a raw sqlar kind, nothing is wrong; otherwise row by row (streaming the rows
-    the pass did not hash) to find what is. What needs no digest is built before the pass is
-    waited for: for a large ROM it then overlaps the helper's hashing."""
-    joined = [info is not None for info in infos]  # the objects whose source is a ROM sqlar row
-    if any(joined):
-        srcs = [info for info in infos if info is not None]
-        oids, sizes = list(compress(columns.oids, joined)), list(compress(columns.sizes, joined))
-        raw_kinds = (
-            set(compress(columns.kinds, joined)) == {KIND_SQLAR}
-            and set(compress(columns.canons, joined)) == {CANON_RAW}
-            and list(map(attrgetter("sz"), srcs)) == sizes
-            and list(map(attrgetter("stored"), srcs)) == sizes
-        )
-        if raw_kinds:
-            rowids = list(map(attrgetter("rowid"), srcs))
-            # the common case: the pass's records are exactly those of every ROM row as stated
-            # (what they should be is built before the pass is waited for)
-            expect = expected(rowids, oids, sizes)
-            if hashing.all_match(expect):
-                return []
-            hashed = hashing.digests()  # e.g. ROM rows no object covers (reported elsewhere)
-            if list(map(hashed.get, rowids)) == list(zip(oids, sizes, sizes, strict=True)):
-                return []
-    else:
-        hashing.digests()  # the pass's own checks still run (a bad file raises)
-    out: list[tuple[int, str]] = []
-    for i, (row, info) in enumerate(zip(rows, infos, strict=True)):
-        if info is None:
-            continue
-        oid, sz = hashing.digest(info)
-        if oid != row.oid or (strict and (sz != row.sz or row.kind != KIND_SQLAR or row.canon != CANON_RAW)):
-            out.extend((i, p) for p in _object_problems(row, LiveSource(oid, sz), strict))
-    return out
 
 
 def _object_problems(row: ObjectRow, live: LiveSource, strict: bool) -> list[str]:

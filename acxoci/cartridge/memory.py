@@ -11,8 +11,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from msgspec import UnsetType
+
+from acxoci.documents.memory_record import MemoryRecordDoc
 from acxoci.errors import InvalidInput, RefusedByPolicy
 from attest.canonical import jcs, sha256_digest
+from attest.typed import DocumentTypeError, decode_as
 
 PORTABLE_LABEL = "portable-core"
 FIELD_LABEL = "field-learned"
@@ -225,6 +229,19 @@ def partition(
     )
 
 
+def fingerprint_view(record: MemoryRecordDoc) -> dict[str, Any]:
+    """The fingerprint fields of a decoded record, as `artifact_fingerprint` reads them."""
+    def opt(v: Any) -> Any:
+        return None if isinstance(v, UnsetType) else v
+
+    return {
+        "title": record.title, "summary": record.summary, "sourceType": record.source_type,
+        "repoId": opt(record.repo_id), "projectLabel": opt(record.project_label),
+        "timestamp": record.timestamp, "impact": record.impact, "xpAwarded": record.xp_awarded,
+        "tags": list(record.tags),
+    }
+
+
 def record_issues(record: Any, *, row_zone: str) -> list[str]:
     """Shape and tier problems of a stored memory payload (used by `acx cartridge spec`)."""
     if not isinstance(record, Mapping):
@@ -232,20 +249,18 @@ def record_issues(record: Any, *, row_zone: str) -> list[str]:
     out = [f"missing key {k!r}" for k in REQUIRED_RECORD_KEYS if k not in record]
     if out:
         return out
-    if record["impact"] not in IMPACTS:
-        out.append(f"impact {record['impact']!r} is not one of {list(IMPACTS)}")
-    if not isinstance(record["tags"], list):
-        out.append("tags must be an array")
-    if not isinstance(record["portable"], bool):
-        out.append("portable must be a boolean")
-    if record["zone"] != row_zone:
-        out.append(f"payload zone {record['zone']!r} differs from row zone {row_zone!r}")
-    if row_zone == "rom" and (record["portable"] is not True or record["codebaseFingerprint"] is not None):
+    try:
+        rec = decode_as(record, MemoryRecordDoc, document="memory record")
+    except DocumentTypeError as exc:
+        return [f"{exc.pointer}: {str(exc).removeprefix(f'memory record: {exc.pointer}: ')}"]
+    if rec.impact not in IMPACTS:
+        out.append(f"impact {rec.impact!r} is not one of {list(IMPACTS)}")
+    if rec.zone != row_zone:
+        out.append(f"payload zone {rec.zone!r} differs from row zone {row_zone!r}")
+    if row_zone == "rom" and (rec.portable is not True or rec.codebase_fingerprint is not None):
         out.append("a ROM record must be portable:true with codebaseFingerprint null")
-    if row_zone == "save" and (
-        record["portable"] is not False or not isinstance(record["codebaseFingerprint"], str)
-    ):
+    if row_zone == "save" and (rec.portable is not False or rec.codebase_fingerprint is None):
         out.append("a SAVE record must be portable:false with a codebaseFingerprint")
-    if record["artifactFingerprint"] != artifact_fingerprint(record):
+    if rec.artifact_fingerprint != artifact_fingerprint(fingerprint_view(rec)):
         out.append("artifactFingerprint does not match the record")
     return out

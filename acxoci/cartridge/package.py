@@ -17,9 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from acxoci.cartridge.constants import ARTIFACT_ID_RE, PATH_SEGMENT_RE
+from acxoci.documents.package_manifest import PackageManifestDoc
 from acxoci.errors import InvalidInput, NotFound
 from attest.canonical import loads_strict
 from attest.errors import MalformedError
+from attest.typed import DocumentTypeError, decode_as
 
 KNOWLEDGE_FILES = (
     "IDENTITY",
@@ -197,6 +199,10 @@ def read_package(root: Path) -> AgentPackage:
     manifest = _json(mpath)
     if not isinstance(manifest, dict):
         raise InvalidInput("manifest.json is not a JSON object", where=str(mpath))
+    try:  # the members the builder reads have their types (a wrong one is named, never defaulted)
+        decode_as(manifest, PackageManifestDoc, document="manifest.json")
+    except DocumentTypeError as exc:
+        raise InvalidInput(str(exc), where=str(mpath), details={"pointer": exc.pointer}) from exc
     for key in ("name", "role"):
         if not isinstance(manifest.get(key), str) or not manifest[key].strip():
             raise InvalidInput(

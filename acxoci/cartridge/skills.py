@@ -64,7 +64,8 @@ def parse_frontmatter(data: bytes, *, where: str) -> tuple[Mapping[str, Any], st
     if not m:
         raise InvalidInput("SKILL.md has no '---' YAML frontmatter", where=where)
     try:
-        fm = yaml.safe_load(m.group(1))
+        # libyaml's parser where PyYAML was built with it (its wheels are): ten times faster
+        fm = yaml.load(m.group(1), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError as exc:
         raise InvalidInput(f"SKILL.md frontmatter is not YAML: {parse_problem(exc)}", where=where) from exc
     if not isinstance(fm, dict):

@@ -40,13 +40,6 @@ class Budget:
             )
 
 
-def _inflate(data: bytes, wbits: int, sz: int) -> bytes | None:
-    """Inflate `data` expecting exactly `sz` bytes; None if it is not that stream."""
-    out = bytearray()
-    ok = _inflate_stream((data,), wbits, sz, out.extend, None, name="", where="")
-    return bytes(out) if ok else None
-
-
 def _inflate_stream(
     chunks: Iterable[bytes],
     wbits: int,
@@ -151,41 +144,4 @@ def stream_entry(
         f"sqlar entry {name!r}: data is neither raw, zlib nor raw DEFLATE of exactly {size} bytes",
         where=where,
         details={"entry": name},
-    )
-
-
-def decode_entry(
-    name: str, sz: object, data: object, *, where: str, max_bytes: int = DEFAULT_MAX_ENTRY_BYTES
-) -> bytes:
-    """Return the uncompressed bytes of one sqlar row, or raise BadEntry naming file and entry.
-
-    Raw when `sz == len(data)`; otherwise zlib, then raw DEFLATE (wbits -15).
-    """
-    details = {"entry": name}
-    if data is not None and not isinstance(data, bytes):
-        raise BadEntry(
-            f"sqlar entry {name!r}: data is {type(data).__name__}, not a blob", where=where, details=details
-        )
-    stored = 0 if data is None else len(data)
-    size = _check_sizes(name, sz, stored, where=where, max_bytes=max_bytes)
-    if size > max_bytes:
-        raise BadEntry(
-            f"sqlar entry {name!r}: declared size {size} exceeds the {max_bytes}-byte limit",
-            where=where,
-            details=details,
-        )
-    if data is None:
-        if size == 0:
-            return b""
-        raise BadEntry(f"sqlar entry {name!r}: no data but sz={size}", where=where, details=details)
-    if stored == size:
-        return data
-    for wbits in (15, -15):
-        out = _inflate(data, wbits, size)
-        if out is not None:
-            return out
-    raise BadEntry(
-        f"sqlar entry {name!r}: data is neither raw, zlib nor raw DEFLATE of exactly {size} bytes",
-        where=where,
-        details=details,
     )

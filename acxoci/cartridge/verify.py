@@ -1,8 +1,11 @@
 """Cartridge verification (brief §4): the reference order, plus the checks the reference misses.
 
-`verify_cartridge` returns a `CartridgeVerdict` and never raises for a merely bad cartridge; it
-raises InvalidInput/NotFound only when the file is not a readable cartridge at all. Time and the
-trust registry are explicit inputs.
+Reading is split from deciding, as for install (acxoci/install/checks.py): `read_cartridge` (or
+`read_open` on an opened cartridge) does all the I/O and structural checks and returns
+`CartridgeFacts`; `decide(facts, registry, now)` is pure and returns the `CartridgeVerdict`, the
+integrity part that every acceptance decision calls. `verify_cartridge` is the two together: it
+never raises for a merely bad cartridge, only InvalidInput/NotFound when the file is not a
+readable cartridge at all.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from acxoci.cartridge.constants import (
 from acxoci.cartridge.manifest import RomManifest, compute_rom_manifest
 from acxoci.cartridge.reader import Cartridge, SignatureRow, open_cartridge
 from acxoci.cartridge.sqlar import BadEntry
-from acxoci.gcpause import paused_gc
+from acxoci.errors import InvalidInput
 from attest.canonical import loads_strict
 from attest.dsse import Envelope
 from attest.errors import AttestError, MalformedError, SignatureError
@@ -95,18 +98,10 @@ class CartridgeVerdict:
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
-            "status": self.status,
-            "trust": self.trust,
-            "summary": self.summary,
-            "issues": list(self.issues),
-            "romDigest": self.rom_digest,
-            "keyId": self.keyid,
-            "publisherId": self.publisher_id,
-            "signedAt": self.signed_at,
-            "inRegistry": self.in_registry,
-            "keySource": self.key_source,
-            "checksumHash": self.checksum_hash,
-            "fileCount": self.file_count,
+            "status": self.status, "trust": self.trust, "summary": self.summary, "issues": list(self.issues),
+            "romDigest": self.rom_digest, "keyId": self.keyid, "publisherId": self.publisher_id,
+            "signedAt": self.signed_at, "inRegistry": self.in_registry, "keySource": self.key_source,
+            "checksumHash": self.checksum_hash, "fileCount": self.file_count,
         }
         if self.compromised:
             out["compromised"] = True
@@ -125,10 +120,7 @@ def _status_for(trust: TrustLevel) -> Status:
 
 def pick_signature(rows: list[SignatureRow]) -> SignatureRow | None:
     """The first `rom-manifest` row by created_at DESC (rows arrive in that order)."""
-    for r in rows:
-        if r.target == SIGNATURE_TARGET:
-            return r
-    return None
+    return next((r for r in rows if r.target == SIGNATURE_TARGET), None)
 
 
 def _statement_issues(
@@ -206,42 +198,85 @@ def _envelope_shape_issues(doc: Any, env: Envelope) -> list[str]:
     return issues
 
 
-def verify_open(cart: Cartridge, *, registry: TrustRegistry | None, now: datetime) -> CartridgeVerdict:
-    """Verify an already opened cartridge (see `verify_cartridge`)."""
-    with paused_gc():
-        verdict = _verify_open(cart, registry=registry, now=now)
-    if verdict.trust != "tampered":
-        # a file written in place or swapped while it was read gets no verdict that accepts it
+@dataclass(frozen=True)
+class CartridgeFacts:
+    """Everything a verdict rests on, read from one cartridge: the signature row picked (or why
+    the signatures could not be read), the meta table, the rebuilt ROM manifest or why the content
+    could not be read (a malformed entry, BadEntry; or a file unreadable as a cartridge, raised
+    where the reference's order reads it), and whether the file was changed while it was read."""
+
+    file: str
+    signature: SignatureRow | None = None
+    signature_error: str | None = None
+    meta: dict[str, str] = field(default_factory=dict)
+    manifest: RomManifest | None = None
+    content_problem: InvalidInput | None = None
+    changed: bool = False
+
+
+def read_open(cart: Cartridge) -> CartridgeFacts:
+    """The facts of an opened cartridge: signatures first (a malformed row is decided on alone),
+    then the meta table, the side tables, every index and the ROM manifest."""
+    try:
+        sig = pick_signature(cart.signatures())
+    except BadEntry as exc:
+        return CartridgeFacts(cart.label, signature_error=exc.message)
+    try:
+        meta = cart.meta()
+        cart.check_side_tables()
+        cart.check_indexes()
+        manifest = compute_rom_manifest(cart)
+    except InvalidInput as exc:
+        return CartridgeFacts(cart.label, sig, content_problem=exc, changed=_changed(cart))
+    return CartridgeFacts(cart.label, sig, meta=meta, manifest=manifest, changed=_changed(cart))
+
+
+def _changed(cart: Cartridge) -> bool:
+    try:
         cart.require_unchanged()
-    return verdict
+    except InvalidInput:
+        return True
+    return False
 
 
-def _verify_open(cart: Cartridge, *, registry: TrustRegistry | None, now: datetime) -> CartridgeVerdict:
-    file = cart.label
+def read_cartridge(
+    path: str | os.PathLike[str], *, max_decompressed: int = DEFAULT_MAX_DECOMPRESSED_BYTES
+) -> CartridgeFacts:
+    """Open `path` read-only and read its facts. Raises only if it is not an acceptable cartridge
+    file (header, sidecars, schema: InvalidInput naming the field, table or column)."""
+    with open_cartridge(path, max_decompressed=max_decompressed) as cart:
+        return read_open(cart)
+
+
+def _content_problem(facts: CartridgeFacts) -> str:
+    """The malformed entry that left no manifest; a file unreadable as a cartridge raises here."""
+    problem = facts.content_problem
+    if isinstance(problem, BadEntry):
+        return problem.message
+    if problem is None:
+        raise InvalidInput("the ROM manifest was not read", where=facts.file)
+    raise problem.with_traceback(None)  # the facts may be decided again: no traceback piles up
+
+
+def decide(facts: CartridgeFacts, *, registry: TrustRegistry | None, now: datetime) -> CartridgeVerdict:
+    """The verdict on one cartridge's facts (pure: no I/O; time and registry are inputs)."""
 
     def verdict(
         trust: TrustLevel, summary: str, issues: list[str] | tuple[str, ...] = (), **kw: Any
     ) -> CartridgeVerdict:
-        return CartridgeVerdict(_status_for(trust), trust, summary, tuple(issues), file=file, **kw)
-
-    # the ROM hashing pass starts first: for a large ROM its helper hashes while we check
-    cart.begin_rom_hashing()
+        return CartridgeVerdict(_status_for(trust), trust, summary, tuple(issues), file=facts.file, **kw)
 
     # 1. signature row (before any content check: an unsigned file is legacy, never tampered)
-    try:
-        sig = pick_signature(cart.signatures())
-    except BadEntry as exc:
-        return verdict("tampered", S_MALFORMED_ENV, [exc.message])
+    if facts.signature_error is not None:
+        return verdict("tampered", S_MALFORMED_ENV, [facts.signature_error])
+    sig, manifest = facts.signature, facts.manifest
     if sig is None:
         issues = ["Missing rom-manifest signature"]
-        rom: str | None = None
-        try:
-            m = compute_rom_manifest(cart)
-            rom = m.hash
-            issues += list(m.mismatches) + list(m.uncovered)
-        except BadEntry as exc:
-            issues.append(exc.message)
-        return verdict("legacy", S_UNSIGNED, issues, rom_digest=rom)
+        if manifest is not None:
+            issues += list(manifest.mismatches) + list(manifest.uncovered)
+        else:
+            issues.append(_content_problem(facts))
+        return verdict("legacy", S_UNSIGNED, issues, rom_digest=manifest.hash if manifest else None)
 
     # 2. envelope
     try:
@@ -261,20 +296,10 @@ def _verify_open(cart: Cartridge, *, registry: TrustRegistry | None, now: dateti
     entry = registry.get(keyid) if registry is not None else None
 
     # 4. ROM objects (and the coverage the reference misses)
-    try:
-        meta = cart.meta()
-        cart.check_side_tables()
-        cart.check_indexes()
-        manifest = compute_rom_manifest(cart)
-    except BadEntry as exc:
-        return verdict("tampered", S_MALFORMED_CONTENT, [exc.message], keyid=keyid)
-    common: dict[str, Any] = {
-        "rom_digest": manifest.hash,
-        "keyid": keyid,
-        "checksum_hash": manifest.checksum_hash,
-        "file_count": manifest.file_count,
-        "recorded_hash": sig.manifest_hash,
-    }
+    if manifest is None:
+        return verdict("tampered", S_MALFORMED_CONTENT, [_content_problem(facts)], keyid=keyid)
+    common: dict[str, Any] = dict(rom_digest=manifest.hash, keyid=keyid, checksum_hash=manifest.checksum_hash,
+                                  file_count=manifest.file_count, recorded_hash=sig.manifest_hash)
     if manifest.mismatches:
         return verdict("tampered", S_DIVERGES, manifest.mismatches, **common)
     if manifest.uncovered:
@@ -290,25 +315,16 @@ def _verify_open(cart: Cartridge, *, registry: TrustRegistry | None, now: dateti
         try:
             key = load_public_pem(sig.public_key_pem)
         except MalformedError as exc:
-            return verdict(
-                "tampered", S_DSSE_FAILED, [f"public_key_pem: {exc}"], key_source=key_source, **common
-            )
+            return verdict("tampered", S_DSSE_FAILED, [f"public_key_pem: {exc}"], key_source=key_source,
+                           **common)
     common["key_source"] = key_source
     if env.payload_type != PAYLOAD_TYPE:
-        return verdict(
-            "tampered",
-            S_DSSE_FAILED,
-            [f"payloadType is {env.payload_type!r}, expected {PAYLOAD_TYPE}"],
-            **common,
-        )
+        why = f"payloadType is {env.payload_type!r}, expected {PAYLOAD_TYPE}"
+        return verdict("tampered", S_DSSE_FAILED, [why], **common)
     if key is not None:
         if key.keyid() != keyid:
-            return verdict(
-                "tampered",
-                S_KEYID,
-                [f"keyid {keyid} != sha256(SPKI) of the verifying key {key.keyid()}"],
-                **common,
-            )
+            why = f"keyid {keyid} != sha256(SPKI) of the verifying key {key.keyid()}"
+            return verdict("tampered", S_KEYID, [why], **common)
         try:
             env.verify(key, index=0)
         except SignatureError as exc:
@@ -321,7 +337,7 @@ def _verify_open(cart: Cartridge, *, registry: TrustRegistry | None, now: dateti
         stmt_doc = loads_strict(env.payload, max_bytes=MAX_ENVELOPE_BYTES)
     except MalformedError as exc:
         return verdict("tampered", S_DSSE_FAILED, [f"payload: {exc}"], **common)
-    subject_issues, stmt_issues, pred = _statement_issues(stmt_doc, manifest, meta)
+    subject_issues, stmt_issues, pred = _statement_issues(stmt_doc, manifest, facts.meta)
     publisher = pred.get("publisherId") if isinstance(pred.get("publisherId"), str) else None
     raw_signed = pred.get("signedAt")
     signed_at: str = raw_signed if isinstance(raw_signed, str) else sig.created_at
@@ -333,29 +349,31 @@ def _verify_open(cart: Cartridge, *, registry: TrustRegistry | None, now: dateti
 
     # 7. recorded hash
     if sig.manifest_hash != manifest.hash:
-        return verdict(
-            "tampered",
-            S_RECORDED,
-            [f"signatures.manifest_hash {sig.manifest_hash} != {manifest.hash}"],
-            **common,
-        )
+        why = f"signatures.manifest_hash {sig.manifest_hash} != {manifest.hash}"
+        return verdict("tampered", S_RECORDED, [why], **common)
 
     if key is None:
-        return verdict(
-            "unverified", S_UNVERIFIED, ["no public key in the cartridge or the trust registry"], **common
-        )
+        return verdict("unverified", S_UNVERIFIED, ["no public key in the cartridge or the trust registry"],
+                       **common)
 
     # 8. registry
     j: SignerJudgement = judge_signer(entry, signed_publisher=publisher or "", signed_at=signed_at, now=now)
-    return verdict(
-        j.trust,
-        j.summary,
-        j.issues,
-        in_registry=j.in_registry,
-        compromised=j.compromised,
-        extra={"signerFacts": j.facts},
-        **common,
-    )
+    return verdict(j.trust, j.summary, j.issues, in_registry=j.in_registry, compromised=j.compromised,
+                   extra={"signerFacts": j.facts}, **common)
+
+
+def _accepted(facts: CartridgeFacts, verdict: CartridgeVerdict) -> CartridgeVerdict:
+    """The verdict, unless the file was written or replaced while it was read: then no verdict
+    that accepts it is given (a TAMPERED one stands as it is)."""
+    if facts.changed and verdict.trust != "tampered":
+        raise InvalidInput("the file changed while it was being verified; refusing it", where=facts.file)
+    return verdict
+
+
+def verify_open(cart: Cartridge, *, registry: TrustRegistry | None, now: datetime) -> CartridgeVerdict:
+    """Verify an already opened cartridge (see `verify_cartridge`)."""
+    facts = read_open(cart)
+    return _accepted(facts, decide(facts, registry=registry, now=now))
 
 
 def verify_cartridge(
@@ -367,12 +385,5 @@ def verify_cartridge(
 ) -> CartridgeVerdict:
     """Open `path` read-only and verify it. Raises only if it is not an acceptable cartridge file
     (header, sidecars, schema: InvalidInput naming the field, table or column)."""
-    with paused_gc():
-        cart = open_cartridge(path, max_decompressed=max_decompressed)
-        try:
-            return verify_open(cart, registry=registry, now=now)
-        finally:
-            cart.close()
-            # its scans are freed while the collector is still paused: resumed, it would first
-            # walk every one of them (~100,000 objects) for nothing
-            del cart
+    facts = read_cartridge(path, max_decompressed=max_decompressed)
+    return _accepted(facts, decide(facts, registry=registry, now=now))

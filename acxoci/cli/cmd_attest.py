@@ -25,7 +25,7 @@ from acxoci.attestation.content import cartridge_facts
 from acxoci.attestation.identity import rule_from_flags
 from acxoci.attestation.judge import R_LEVEL_NEEDS_ISSUERS, Kind, Sigstore
 from acxoci.attestation.keyless import KeylessSigner
-from acxoci.attestation.provenance import Requirement, check_provenance
+from acxoci.attestation.provenance import Requirement, check_provenance, signer_workflow_pattern
 from acxoci.attestation.provenance import url as provenance_url
 from acxoci.attestation.signing import (
     TrustedKey,
@@ -118,8 +118,7 @@ def _provenance_identity(req: Requirement, identity: str | None, identity_regexp
         raise UsageError("--source-ref needs --repo or --signer-workflow (whose workflow built it?)")
     if identity is None and identity_regexp is None:
         if req.signer_workflow is not None:
-            base = provenance_url(req.signer_workflow)
-            identity_regexp = re.escape(base) + ("" if "@" in base else "@.+")
+            identity_regexp = signer_workflow_pattern(req.signer_workflow)
         else:
             identity_regexp = re.escape(provenance_url(req.repository or "")) + "/.+"
     if issuer is None and issuer_regexp is None:

@@ -119,6 +119,7 @@ def spec(file: Path = typer.Argument(..., help="Cartridge to check.")) -> None:
 def skillset(file: Path = typer.Argument(..., help="Cartridge to read.")) -> None:
     """Print the cartridge's CalSkillSet derived from its role, capabilities and skills, and check
     the stored rom/cal/skillset.json against it (exit 1 when they differ)."""
+    from acxoci.cartridge.capabilities import read_capability
     from acxoci.cartridge.spec import PATH_SKILLSET
     from acxoci.workflow.model import CalSkillSet, derive_skillset, skillset_differences
 
@@ -127,12 +128,11 @@ def skillset(file: Path = typer.Argument(..., help="Cartridge to read.")) -> Non
         role = cart.meta().get("acx.role")
         task_types: list[str] = []
         for row in cart.capabilities():
-            try:
-                cap = loads_strict(row.json)
-            except MalformedError as exc:
-                raise InvalidInput(f"capability {row.id} is not JSON: {exc}", where=str(file)) from exc
-            if isinstance(cap, dict) and isinstance(cap.get("taskType"), str):
-                task_types.append(cap["taskType"])
+            cap = read_capability(row.json)
+            if cap is None:
+                raise InvalidInput(f"capability {row.id} is not a well-typed acx.capability/1 record "
+                                   "(see `acx cartridge spec`)", where=str(file))
+            task_types.append(cap.task_type)
         skills = [
             {"path": s.sqlar_path, "name": s.name, "description": s.description, "version": s.skill_version}
             for s in cart.skills()

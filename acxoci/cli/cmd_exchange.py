@@ -76,9 +76,8 @@ def cmd_verify(
         try:
             committed = loads_strict(committed_bytes)
         except AttestError as exc:
-            committed = None
             diffs = [f"index.json is not valid JSON: {exc}"]
-        if committed is not None:
+        else:  # any JSON value, `null` too, is compared (and `null` is no index)
             diffs, changed = compare(d.index, committed)
             if not diffs:
                 diffs = ["index.json differs in formatting from the derived bytes"]

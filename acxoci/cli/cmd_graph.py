@@ -13,6 +13,7 @@ from acxoci.cli.common import parse_now as _now
 from acxoci.cli.output import emit, say
 from acxoci.cli.signed_doc import finish_verify, sign_and_write
 from acxoci.workflow.graph import (
+    architecture,
     default_signed_graph_name,
     graph_digest,
     inspect_graph,
@@ -23,15 +24,6 @@ from acxoci.workflow.graph import (
 )
 
 
-def _architecture(view: dict[str, object]) -> str:
-    c = view["counts"]
-    assert isinstance(c, dict)
-    return (
-        f"{c['actors']} actor(s), {c['knowledgeModules']} knowledge module(s), {c['routes']} route(s), "
-        f"{c['loops']} loop(s), {c['convergencePoints']} convergence point(s)"
-    )
-
-
 @graph_app.command("lint")
 def lint_cmd(
     file: Path = typer.Argument(..., help="The .agent-graph.json file."),
@@ -40,7 +32,7 @@ def lint_cmd(
     """Check structure, references, return routes, mandatory direction and convergence."""
     doc = load_graph(file)
     finish_lint(file, lint_graph(doc, publish=publish), publish,
-                lambda: say("architecture: {}", _architecture(inspect_graph(doc))))
+                lambda: say("architecture: {}", architecture(doc)))
 
 
 @graph_app.command("digest")
@@ -87,7 +79,7 @@ def verify_cmd(
     at = _now(now)
     doc = load_graph(file)
     v = verify_graph(doc, registry=_registry(trust_registry, at), now=at)
-    finish_verify(file, v, lint_graph(doc, publish=True), ("architecture", _architecture(inspect_graph(doc))),
+    finish_verify(file, v, lint_graph(doc, publish=True), ("architecture", architecture(doc)),
                   minimum=minimum)
 
 
@@ -105,7 +97,7 @@ def inspect_cmd(
 
     def human() -> None:
         say("{}  ({}@{})", str(view['name']), str(view['id']), str(view['version']))
-        say("architecture: {}", _architecture(view))
+        say("architecture: {}", architecture(doc))
         for a in view["actors"]:
             say("  \\[actor] {} ({})", str(a['id']), str(a['kind']))
         for k in view["knowledge"]:

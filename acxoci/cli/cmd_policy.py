@@ -12,7 +12,7 @@ from acxoci.cli.apps import policy_app
 from acxoci.cli.output import Markup, emit, say
 from acxoci.errors import InvalidInput
 from acxoci.policy import harness as harness_mod
-from acxoci.policy.evaluator import evaluate
+from acxoci.policy.evaluator import decode_trace, evaluate
 from acxoci.policy.files import load_document
 from acxoci.policy.limits import ResourceLimits, effective_limits, load_host_limits
 from acxoci.policy.loop_context import ROM_PATH, errors_only, parse_policy, validate_policy
@@ -81,9 +81,7 @@ def simulate(
         tdoc = loads_strict(trace.read_bytes())
     except (MalformedError, OSError) as exc:
         raise InvalidInput(f"cannot read trace: {exc}", where=str(trace)) from exc
-    events = tdoc.get("events") if isinstance(tdoc, dict) else tdoc
-    if not isinstance(events, list):
-        raise InvalidInput('trace must be {"events": [...]} or an array of events', where=str(trace))
+    events = decode_trace(tdoc, where=str(trace))
     decision = evaluate(model, events, host_limits=load_host_limits(host_limits) if host_limits else None)
     data = decision.to_json()
 

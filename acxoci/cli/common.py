@@ -17,17 +17,17 @@ from typer.core import TyperGroup
 
 from acxoci.cli.output import info, say_error, warn
 from acxoci.errors import UsageError
-from acxoci.oci.settings import RemoteOptions, using
 from attest.errors import MalformedError
 
 if TYPE_CHECKING:
+    from acxoci.oci.settings import RemoteOptions
     from acxoci.workflow.lint import LintResult
     from attest.keys import PrivateKey
     from attest.trust import TrustRegistry
 
-# The trust-registry, key-file and time-parsing modules (and the crypto libraries under them) are
-# imported by the helpers that need them, not here: every command imports this module, and a
-# registry copy or a pull should not pay their start-up.
+# The trust-registry, key-file, time-parsing and transport-settings modules (and the libraries under
+# them) are imported by the helpers that need them, not here: every command imports this module,
+# and a registry copy should not pay for the crypto stack, nor a cartridge verify for the transport.
 
 
 def parse_now(value: str | None) -> datetime:
@@ -159,7 +159,8 @@ def attestation_signer(key: str | None, password_env: str | None, identity_token
 
     token, source = identity_token(identity_token_file, trust, interactive=interactive())
     signer = KeylessSigner(trust(), token, source, tlog_upload=upload)
-    info("signing keylessly as {} (token from {})", signer.label, source)
+    info("signing keylessly with a token (from {}) whose identity is {}; the certificate Fulcio issues "
+         "names the signer", source, token.identity)
     return signer
 
 
@@ -213,6 +214,8 @@ def _as_layout(kw: dict[str, Any], flag: str, arg: str | None) -> None:
 
 
 def _remote(kw: dict[str, Any], side: str | None, base: RemoteOptions | None) -> RemoteOptions:
+    from acxoci.oci.settings import RemoteOptions
+
     pre = f"{side}_" if side else ""
     plain = kw.pop(f"{pre}plain_http")
     ca = kw.pop(f"{pre}ca_file")
@@ -262,6 +265,8 @@ def transport_options(*, sides: bool = False, referrers: bool = False,
 
         @functools.wraps(fn)
         def wrapper(*args: Any, **kw: Any) -> Any:
+            from acxoci.oci.settings import using
+
             if sides:
                 src, dst = layout if isinstance(layout, tuple) else (None, None)
                 _as_layout(kw, "from_oci_layout", src)

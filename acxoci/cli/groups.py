@@ -67,20 +67,33 @@ ENTRY: dict[str, tuple[str, ...]] = {
     "builder": ("cmd_studio",),
 }
 
+# (group, subcommand) -> the one module that adds it, where a group spans several modules: `acx
+# cartridge verify` loads neither the builder's commands nor their imports (`acx cartridge --help`
+# and an unknown subcommand still load every module of the group)
+SUBCOMMAND: dict[tuple[str, str], tuple[str, ...]] = {
+    **{("cartridge", name): ("cmd_cartridge",) for name in ("verify", "inspect", "strip")},
+    **{("cartridge", name): ("cmd_cartridge_build",) for name in ("build", "sign", "spec", "skillset")},
+}
+
 _done: dict[int, set[str]] = {}  # per app object: a module's commands are added to each app once
 
 
 def modules_for(args: list[str]) -> tuple[str, ...]:
     """The command modules needed to run `args` (all of them when the command is unknown)."""
+    words: list[str] = []
     for arg in args:
         if arg == "--":
             break
         if arg == "--version":
             return ()
-        if arg.startswith("-"):
-            continue
-        return ENTRY.get(arg, ALL_MODULES)
-    return ALL_MODULES
+        if not arg.startswith("-"):
+            words.append(arg)
+            if len(words) == 2:
+                break
+    if not words:
+        return ALL_MODULES
+    group = ENTRY.get(words[0], ALL_MODULES)
+    return SUBCOMMAND.get((words[0], words[1]), group) if len(words) == 2 else group
 
 
 def _load(name: str) -> ModuleType:

@@ -11,12 +11,17 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from msgspec import UNSET, UnsetType
+
+from acxoci.cartridge.capabilities import read_capability
+from acxoci.documents.exchange_index import ExchangeIndexDoc
+from acxoci.documents.level_credential import LevelCredentialDoc
 from acxoci.errors import AcxError, InvalidInput
 from acxoci.exchange import graphs as G
 from acxoci.exchange.coordinates import folder_path
@@ -36,6 +41,7 @@ from acxoci.exchange.walk import Walk, walk
 from acxoci.fsutil import read_bytes
 from attest.canonical import loads_strict
 from attest.errors import AttestError
+from attest.typed import DocumentTypeError, decode_as
 
 INDEX_SCHEMA = "acx.registry-index/1"
 INDEX_FILE = "index.json"
@@ -121,14 +127,28 @@ def _js_number(v: float) -> str:
 
 
 def _floats_as_js(value: Any) -> Any:
-    """Floats that JavaScript prints as integers (`28.0` → `28`) become ints."""
-    if isinstance(value, float):
-        return int(value) if value == int(value) and abs(value) < 1e21 else value
-    if isinstance(value, list):
-        return [_floats_as_js(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _floats_as_js(v) for k, v in value.items()}
-    return value
+    """Floats that JavaScript prints as integers (`28.0` → `28`) become ints (iterative: the
+    index holds values read from artifacts, so its depth is theirs)."""
+
+    def conv(v: Any) -> Any:
+        if isinstance(v, float):
+            return int(v) if v == int(v) and abs(v) < 1e21 else v
+        if isinstance(v, list):
+            return list(v)
+        if isinstance(v, dict):
+            return dict(v)
+        return v
+
+    root = conv(value)
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+        for k, v in list(items):
+            node[k] = conv(v)
+            if isinstance(node[k], dict | list):
+                stack.append(node[k])
+    return root
 
 
 def index_bytes(index: dict[str, Any]) -> bytes:
@@ -190,50 +210,32 @@ def _rank(state: str) -> int:
 
 
 def _attestation_evidence(cart: Any) -> list[dict[str, Any]]:
-    """Each embedded level credential as a claim: level, tier, references and a state. Without
-    issuer keys and live revocation nothing is proven, so the state is `unresolved` (or `invalid`
-    when the credential cannot even name a controlled verification method)."""
+    """Each embedded level credential (decoded into its model) as a claim: level, tier,
+    references and a state. Without issuer keys and live revocation nothing is proven, so the
+    state is `unresolved` (or `invalid` when the credential does not decode or cannot even name a
+    controlled verification method)."""
     rows = [r for r in cart.attestations() if r.type == "vc-2.0"] if cart.has_table("attestations") else []
     rows.sort(key=lambda r: (r.created_at, r.att_id))
     out: list[dict[str, Any]] = []
     for r in rows:
-        refs = [r.att_id]
         try:
-            vc = loads_strict(r.document)
+            vc = decode_as(loads_strict(r.document), LevelCredentialDoc, document=f"attestation {r.att_id}")
         except AttestError:
-            out.append(
-                {"acxLevel": None, "careerTier": None, "state": "invalid", "refs": [x for x in refs if x]}
-            )
+            out.append({"acxLevel": None, "careerTier": None, "state": "invalid",
+                        "refs": [x for x in [r.att_id] if x]})
             continue
-        vc = vc if isinstance(vc, dict) else None
-        result: dict[str, Any] = {}
-        if vc is not None:
-            subj = vc.get("credentialSubject")
-            res = subj.get("result") if isinstance(subj, dict) else None
-            if isinstance(res, list) and res and isinstance(res[0], dict):
-                result = res[0]
-            refs += [
-                vc.get("id"),
-                (vc.get("credentialStatus") or {}).get("id")
-                if isinstance(vc.get("credentialStatus"), dict)
-                else None,
-            ]
-        level = result.get("acx:acxLevel")
-        level = (
-            level
-            if isinstance(level, int | float) and not isinstance(level, bool) and math.isfinite(level)
-            else None
-        )
-        tier = result.get("acx:careerTier") if isinstance(result.get("acx:careerTier"), str) else None
+        result = vc.credential_subject.result[0] if vc.credential_subject.result else None
+        status = vc.credential_status
+        refs: list[str | UnsetType] = [
+            r.att_id, vc.id, UNSET if isinstance(status, UnsetType) else status.id,
+        ]
+        level = result.acx_acx_level if result is not None else None
+        tier = result.acx_career_tier if result is not None else None
+        issuer_id, method = vc.issuer.id, vc.proof.verification_method
+        named = isinstance(issuer_id, str) and bool(issuer_id and method)
         state = "unresolved"
-        if vc is not None:
-            issuer = vc.get("issuer")
-            issuer_id = issuer.get("id") if isinstance(issuer, dict) else None
-            proof = vc.get("proof")
-            method = proof.get("verificationMethod") if isinstance(proof, dict) else None
-            named = isinstance(issuer_id, str) and isinstance(method, str) and bool(issuer_id and method)
-            if not named or (method != issuer_id and not str(method).startswith(f"{issuer_id}#")):
-                state = "invalid"
+        if not named or (method != issuer_id and not method.startswith(f"{issuer_id}#")):
+            state = "invalid"
         out.append(
             {
                 "acxLevel": level,
@@ -266,33 +268,27 @@ def _level_claim(atts: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _capabilities(cart: Any, atts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each capability row (decoded into its model; one that does not decode is left out, and the
+    package-spec gate has refused the cartridge already) as a card with its evidence's state."""
     out = []
     for row in sorted(cart.capabilities(), key=lambda r: r.id.encode("utf-8")):
-        try:
-            cap = loads_strict(row.json)
-        except AttestError:
+        cap = read_capability(row.json)
+        if cap is None:
             continue
-        if not isinstance(cap, dict) or not cap:
-            continue
-        prof = cap.get("proficiency")
-        refs = _list(cap.get("evidenceRefs"))
-        states = []
-        for ev in refs:
-            if (
-                isinstance(ev, dict)
-                and ev.get("kind") == "level-attestation"
-                and isinstance(ev.get("ref"), str)
-            ):
-                match = next((a for a in atts if ev["ref"] in a["refs"]), None)
-                if match is not None:
-                    states.append(match["state"])
+        states = [
+            match["state"]
+            for ev in cap.evidence_refs
+            if ev.kind == "level-attestation"
+            for match in [next((a for a in atts if ev.ref in a["refs"]), None)]
+            if match is not None
+        ]
         state = max(states, key=_rank) if states else "unresolved"
         out.append(
             {
-                "taskType": cap.get("taskType"),
-                "stack": cap.get("stack") or [],
-                "domain": cap.get("domain") or None,
-                "claimedVerified": isinstance(prof, dict) and prof.get("verified") is True,
+                "taskType": cap.task_type,
+                "stack": list(cap.stack),
+                "domain": cap.domain or None,
+                "claimedVerified": cap.proficiency.verified is True,
                 "verified": False,
                 "verificationState": state,
             }
@@ -403,30 +399,22 @@ def summarize_cartridge(
 # ---- workflows ---------------------------------------------------------------------------------
 
 
-def _lineage(doc: dict[str, Any], keep: Callable[[Any], bool]) -> list[dict[str, Any]]:
-    lin = doc.get("lineage")
-    parents = lin.get("parents") if isinstance(lin, dict) else None
-    if not isinstance(parents, list):
-        return []
-    out = []
-    for p in parents:
-        if not keep(p):
-            continue
-        d = p if isinstance(p, dict) else {}
-        out.append(
-            {
-                k: d.get(k)
-                for k in ("artifactType", "publisherId", "id", "version", "digest", "relation", "source")
-            }
-        )
-    return out
+LINEAGE_KEYS = ("artifactType", "publisherId", "id", "version", "digest", "relation", "source")
+
+
+def _lineage(lineage: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    """The card's lineage: each parent with every key (absent ones null), from the decoded view."""
+    parents = lineage.get("parents", []) if lineage is not None else []
+    return [{k: p.get(k) for k in LINEAGE_KEYS} for p in parents]
 
 
 def summarize_workflow(
     path: Path, rel: str, ledger: Ledger, registry: Any, now: datetime
 ) -> tuple[Release | None, Rejected | None]:
-    """Verify one workflow (signature, publication profile, canonical path) and build its card."""
+    """Verify one workflow (signature, publication profile, canonical path), decode it into its
+    model and build its card from the model."""
     from acxoci.workflow.lint import lint
+    from acxoci.workflow.model import Workflow
     from acxoci.workflow.verify import verify_workflow
 
     try:
@@ -437,51 +425,46 @@ def summarize_workflow(
         return None, Rejected("workflow", rel, "workflow is not a JSON object")
     profile = [i.text() for i in lint(doc, publish=True).errors]
     v = verify_workflow(doc, registry=registry, now=now)
-    nodes = _list(doc.get("nodes"))
-    participants = _list(doc.get("participants"))
-    caps: set[str] = set()
-    for n in nodes:
-        req = n.get("requires") if isinstance(n, dict) else None
-        for c in (req.get("capabilities") or []) if isinstance(req, dict) else []:
-            if isinstance(c, str):
-                caps.add(c)
     expected = folder_path("workflow", str(v.publisher_id), str(doc.get("id")), str(doc.get("version")))
     issues = [*v.issues, *profile]
     if rel != expected:
         issues.append(f"non-canonical workflow path (expected {expected})")
     if not (v.ok and v.signed and not profile and rel == expected):
         return None, Rejected("workflow", rel, "; ".join(issues) or "workflow was not accepted")
-    parts = [p if isinstance(p, dict) else {} for p in participants]
-    slot: list[dict[str, Any]] = [p["slot"] if isinstance(p.get("slot"), dict) else {} for p in parts]
+    try:
+        wf = Workflow.from_json(doc, where=rel)
+    except AcxError as exc:
+        return None, Rejected("workflow", rel, exc.one_line())
+    caps = {c for n in wf.nodes for c in n.requires_capabilities}
     entry: dict[str, Any] = {
         "path": rel,
-        "id": doc.get("id"),
-        "version": doc.get("version"),
-        "name": doc.get("name") or doc.get("id"),
-        "description": doc.get("description") or "",
-        "license": doc.get("license") or None,
-        "tags": doc.get("tags") or [],
+        "id": wf.id,
+        "version": wf.version,
+        "name": wf.name or wf.id,
+        "description": wf.description or "",
+        "license": wf.license or None,
+        "tags": list(wf.tags),
         "publisher": v.publisher_id,
         "trust": v.trust,
         "trustStatus": v.status,
         "digest": v.digest,
         "participants": [
             {
-                "alias": p.get("alias"),
-                "bind": p.get("bind"),
-                "role": s.get("role"),
-                "romDigest": p.get("romDigest"),
+                "alias": p.alias,
+                "bind": p.bind,
+                "role": p.slot.role if p.slot is not None else None,
+                "romDigest": p.rom_digest,
             }
-            for p, s in zip(parts, slot, strict=True)
+            for p in wf.participants
         ],
-        "participantCount": len(participants),
-        "nodeCount": len(nodes),
+        "participantCount": len(wf.participants),
+        "nodeCount": len(wf.nodes),
         "capabilities": sorted(caps),
-        "lineage": _lineage(doc, lambda p: True),
+        "lineage": _lineage(wf.lineage),
         "publishable": True,
         "signed": v.signed,
     }
-    signed_at = doc["integrity"].get("signedAt") if isinstance(doc.get("integrity"), dict) else None
+    signed_at = wf.integrity.get("signedAt") if wf.integrity is not None else None
     rel_obj = Release("workflow", path, rel, entry, signed_at if isinstance(signed_at, str) else None)
     entry["registryStatus"] = ledger.lifecycle(rel_obj.identity())
     return rel_obj, None
@@ -718,6 +701,10 @@ def compare(derived: dict[str, Any], committed: Any) -> tuple[list[str], list[di
     """(differences as JSON paths, coordinates whose bytes changed) between the derived and the
     committed index. A coordinate changed when the same publisher/id/version has another digest or
     size: an immutable release was overwritten."""
+    try:
+        decode_as(committed, ExchangeIndexDoc, document="index.json")
+    except DocumentTypeError as exc:  # not an acx.registry-index/1 document: nothing to compare
+        return [str(exc)], []
     diffs: list[str] = []
     _diff(derived, committed, "$", diffs)
     changed: list[dict[str, Any]] = []
@@ -750,23 +737,22 @@ def compare(derived: dict[str, Any], committed: Any) -> tuple[list[str], list[di
 
 
 def _diff(a: Any, b: Any, path: str, out: list[str], limit: int = 200) -> None:
-    if len(out) >= limit:
-        return
-    if isinstance(a, dict) and isinstance(b, dict):
-        if list(a) != list(b):
-            for k in [k for k in a if k not in b]:
-                out.append(f"{path}.{k}: missing from the committed index")
-            for k in [k for k in b if k not in a]:
-                out.append(f"{path}.{k}: not derivable from the artifacts")
-            if set(a) == set(b):
-                out.append(f"{path}: keys in another order")
-        for k in a:
-            if k in b:
-                _diff(a[k], b[k], f"{path}.{k}", out, limit)
-    elif isinstance(a, list) and isinstance(b, list):
-        if len(a) != len(b):
-            out.append(f"{path}: {len(a)} derived, {len(b)} committed")
-        for i, (x, y) in enumerate(zip(a, b, strict=False)):
-            _diff(x, y, f"{path}[{i}]", out, limit)
-    elif a != b or type(a) is not type(b):
-        out.append(f"{path}: derived {json.dumps(a)[:120]}, committed {json.dumps(b)[:120]}")
+    """Every difference between two JSON trees, as JSON paths (iterative, at most `limit`)."""
+    stack: list[tuple[Any, Any, str]] = [(a, b, path)]
+    while stack and len(out) < limit:
+        x, y, p = stack.pop()
+        if isinstance(x, dict) and isinstance(y, dict):
+            if list(x) != list(y):
+                out.extend(f"{p}.{k}: missing from the committed index" for k in x if k not in y)
+                out.extend(f"{p}.{k}: not derivable from the artifacts" for k in y if k not in x)
+                if set(x) == set(y):
+                    out.append(f"{p}: keys in another order")
+            stack.extend((x[k], y[k], f"{p}.{k}") for k in reversed(list(x)) if k in y)
+        elif isinstance(x, list) and isinstance(y, list):
+            if len(x) != len(y):
+                out.append(f"{p}: {len(x)} derived, {len(y)} committed")
+            pairs = list(enumerate(zip(x, y, strict=False)))
+            stack.extend((u, w, f"{p}[{i}]") for i, (u, w) in reversed(pairs))
+        elif x != y or type(x) is not type(y):
+            out.append(f"{p}: derived {json.dumps(x)[:120]}, committed {json.dumps(y)[:120]}")
+    del out[limit:]

@@ -13,6 +13,7 @@ import io
 from datetime import UTC, datetime
 from typing import Any
 
+from acxoci.documents.lifecycle import LifecycleRecordDoc
 from acxoci.errors import AcxError, InvalidInput, NotFound
 from acxoci.exchange.coordinates import KINDS, repository_path
 from acxoci.exchange.status import SEVERITY, LifecycleVerdict, decide
@@ -23,6 +24,7 @@ from acxoci.oci.shapes import referrer_manifest
 from acxoci.oci.target import Target, fetch_bytes, push_bytes
 from attest.canonical import jcs, loads_strict
 from attest.errors import AttestError
+from attest.typed import decode_as
 
 ARTIFACT_TYPE = "application/vnd.acx.registry-status.v1"
 LAYER_TYPE = "application/vnd.acx.registry-status.v1+json"
@@ -101,6 +103,7 @@ def read_lifecycle(target: Target, subject: Descriptor) -> list[dict[str, Any]]:
             doc = loads_strict(fetch_bytes(target, layers[0], limit=MAX_RECORD_BYTES))
             if not isinstance(doc, dict) or doc.get("schemaVersion") != RECORD_SCHEMA:
                 raise NotFound("not a lifecycle record")
+            decode_as(doc, LifecycleRecordDoc, document="lifecycle record")  # a wrong type is unreadable
             out.append(doc)
         except (InvalidInput, NotFound, AttestError) as exc:  # Tampered and transport errors propagate
             out.append(

@@ -13,10 +13,15 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from msgspec import UnsetType
+
+from acxoci.documents.exchange_status import ExchangeStatusDoc, ExchangeStatusDocIdentity
+from acxoci.documents.lifecycle import LifecycleRecordDocIdentity
 from acxoci.errors import InvalidInput
 from attest.canonical import loads_strict
 from attest.errors import AttestError
 from attest.trust import RFC3339_RE
+from attest.typed import DocumentTypeError, decode_as
 
 SCHEMA = "acx.registry-status/1"
 EPOCH_MS = "1970-01-01T00:00:00.000Z"
@@ -37,6 +42,8 @@ SEMVER_RE = re.compile(
 )
 DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
 IDENTITY_KEYS = ("artifactType", "publisherId", "id", "version", "digest")
+#: An identity as a ledger entry or a lifecycle record carries it (the same members).
+Identity = ExchangeStatusDocIdentity | LifecycleRecordDocIdentity
 ENTRY_KEYS = ("artifact", "status", "reason", "recordedAt", "successor", "advisory")
 
 
@@ -67,80 +74,98 @@ def coordinate(identity: dict[str, Any]) -> str:
     return f"{identity.get('publisherId')}/{identity.get('id')}@{identity.get('version')}"
 
 
-def _identity_issues(identity: Any, path: str) -> list[str]:
-    if not isinstance(identity, dict):
-        return [f"{path} must be an object"]
-    issues = [f"{path} contains unknown property {k!r}" for k in identity if k not in IDENTITY_KEYS]
-    if identity.get("artifactType") not in ARTIFACT_TYPES:
+def _identity_issues(identity: Identity, path: str) -> list[str]:
+    issues = []
+    if identity.artifact_type not in ARTIFACT_TYPES:
         issues.append(f"{path}.artifactType is invalid")
-    for key, rx in (
-        ("publisherId", PUBLISHER_RE),
-        ("id", ID_RE),
-        ("version", SEMVER_RE),
-        ("digest", DIGEST_RE),
+    for key, value, rx in (
+        ("publisherId", identity.publisher_id, PUBLISHER_RE),
+        ("id", identity.id, ID_RE),
+        ("version", identity.version, SEMVER_RE),
+        ("digest", identity.digest, DIGEST_RE),
     ):
-        value = identity.get(key)
-        if not isinstance(value, str) or not rx.match(value):
+        if not rx.match(value):
             issues.append(f"{path}.{key} is invalid")
-    if identity.get("artifactType") == "agent" and not AGENT_ID_RE.fullmatch(str(identity.get("id") or "")):
+    if identity.artifact_type == "agent" and not AGENT_ID_RE.fullmatch(identity.id):
         issues.append(f"{path}.id must be a lowercase agent registry slug")
     return issues
 
 
+def _known(doc: dict[str, Any], keys: tuple[str, ...], path: str, issues: list[str]) -> dict[str, Any]:
+    """`doc` without its unknown members, each reported by name."""
+    issues += [f"{path} contains unknown property {k!r}" for k in doc if k not in keys]
+    return {k: v for k, v in doc.items() if k in keys}
+
+
+def _named(doc: dict[str, Any], issues: list[str]) -> dict[str, Any]:
+    """The ledger with unknown members reported and left out, so the model decodes the rest."""
+    out = _known(doc, ("schemaVersion", "updatedAt", "entries"), "registry status", issues)
+    entries = out.get("entries")
+    if isinstance(entries, list):
+        kept: list[Any] = []
+        for i, e in enumerate(entries[: MAX_ENTRIES + 1]):
+            if isinstance(e, dict):
+                e = _known(e, ENTRY_KEYS, f"entries[{i}]", issues)
+                for k in ("artifact", "successor"):
+                    if isinstance(e.get(k), dict):
+                        e[k] = _known(e[k], IDENTITY_KEYS, f"entries[{i}].{k}", issues)
+            kept.append(e)
+        out["entries"] = kept
+    return out
+
+
 def ledger_issues(doc: Any) -> list[str]:
-    """Every way `doc` breaks `acx.registry-status/1` (empty when valid)."""
+    """Every way `doc` breaks `acx.registry-status/1` (empty when valid). Unknown members are
+    named; the rest is decoded into the ledger's model (a wrong type names its JSON pointer) and
+    its values checked."""
     if not isinstance(doc, dict):
-        return ["registry status must be an object"]
-    issues = [
-        f"registry status contains unknown property {k!r}"
-        for k in doc
-        if k not in ("schemaVersion", "updatedAt", "entries")
-    ]
-    if doc.get("schemaVersion") != SCHEMA:
-        issues.append(f"registry status schemaVersion must be {SCHEMA}")
-    if parse_time(doc.get("updatedAt")) is None:
-        issues.append("registry status updatedAt must be RFC 3339")
-    entries = doc.get("entries")
-    if not isinstance(entries, list):
-        return [*issues, "registry status entries must be an array"]
-    if len(entries) > MAX_ENTRIES:
+        return ["$: registry status must be an object"]
+    issues: list[str] = []
+    known = _named(doc, issues)
+    entries_raw = known.get("entries")
+    if isinstance(entries_raw, list) and len(entries_raw) > MAX_ENTRIES:
         return [*issues, f"registry status has more than {MAX_ENTRIES} entries"]
+    try:
+        ledger = decode_as(known, ExchangeStatusDoc, document="registry status")
+    except DocumentTypeError as exc:
+        return [*issues, str(exc)]
+    if ledger.schema_version != SCHEMA:
+        issues.append(f"registry status schemaVersion must be {SCHEMA}")
+    if parse_time(ledger.updated_at) is None:
+        issues.append("registry status updatedAt must be RFC 3339")
     seen: set[tuple[str, ...]] = set()
-    for i, e in enumerate(entries):
+    for i, e in enumerate(ledger.entries):
         path = f"entries[{i}]"
-        if not isinstance(e, dict):
-            issues.append(f"{path} must be an object")
-            continue
-        issues += [f"{path} contains unknown property {k!r}" for k in e if k not in ENTRY_KEYS]
-        issues += _identity_issues(e.get("artifact"), f"{path}.artifact")
-        if e.get("status") not in STATUSES:
+        issues += _identity_issues(e.artifact, f"{path}.artifact")
+        if e.status not in STATUSES:
             issues.append(f"{path}.status is invalid")
-        reason = e.get("reason")
-        if not isinstance(reason, str) or len(reason.strip()) < 10 or len(reason) > 1000:
+        if len(e.reason.strip()) < 10 or len(e.reason) > 1000:
             issues.append(f"{path}.reason must be a 10-1000 character string")
-        if parse_time(e.get("recordedAt")) is None:
+        if parse_time(e.recorded_at) is None:
             issues.append(f"{path}.recordedAt must be RFC 3339")
-        succ = e.get("successor")
+        succ = None if isinstance(e.successor, UnsetType) else e.successor
+        art = _key(e.artifact)
         if succ is not None:
             issues += _identity_issues(succ, f"{path}.successor")
-            art = e.get("artifact")
-            if isinstance(art, dict) and isinstance(succ, dict):
-                if succ.get("artifactType") != art.get("artifactType"):
-                    issues.append(f"{path}.successor.artifactType must match the artifact's")
-                if identity_key(succ) == identity_key(art):
-                    issues.append(f"{path}.successor must differ from the artifact")
-                if e.get("status") == "superseded" and identity_key(succ)[1:4] == identity_key(art)[1:4]:
-                    issues.append(f"{path}.successor must use a different coordinate")
-        if e.get("status") == "superseded" and not isinstance(succ, dict):
+            if succ.artifact_type != e.artifact.artifact_type:
+                issues.append(f"{path}.successor.artifactType must match the artifact's")
+            if _key(succ) == art:
+                issues.append(f"{path}.successor must differ from the artifact")
+            if e.status == "superseded" and _key(succ)[1:4] == art[1:4]:
+                issues.append(f"{path}.successor must use a different coordinate")
+        if e.status == "superseded" and succ is None:
             issues.append(f"{path}.successor is required when status is superseded")
-        adv = e.get("advisory")
-        if adv is not None and (not isinstance(adv, str) or not re.match(r"^https://[^\s/]+", adv)):
+        adv = None if isinstance(e.advisory, UnsetType) else e.advisory
+        if adv is not None and not re.match(r"^https://[^\s/]+", adv):
             issues.append(f"{path}.advisory must be an absolute https URI")
-        key = identity_key(e.get("artifact"))
-        if key in seen:
+        if art in seen:
             issues.append(f"{path}.artifact duplicates an earlier entry")
-        seen.add(key)
+        seen.add(art)
     return list(dict.fromkeys(issues))
+
+
+def _key(identity: Identity) -> tuple[str, ...]:
+    return (identity.artifact_type, identity.publisher_id, identity.id, identity.version, identity.digest)
 
 
 @dataclass(frozen=True)

@@ -330,17 +330,14 @@ def check_attestations(found: Sequence[AttestationFound] | None, policy: Verific
         return _skip(cid, "the policy requires no attestation")
     if found is None:
         return unavailable(cid, "attestation verification is not available")
+    from acxoci.attestation.evidence import missing_evidence
+
     ok = [a for a in found if a.verified]
     listing = [{"format": a.format, "predicateType": a.predicate_type, "verified": a.verified,
                 "reason": a.reason, "digest": a.digest, "keyid": a.keyid} for a in found]
-    missing: list[str] = []
-    for fmt in policy.attestation_formats:
-        types = policy.predicate_types or (None,)
-        for pt in types:
-            if not any(a.format == fmt and (pt is None or a.predicate_type == pt) for a in ok):
-                missing.append(f"{fmt}:{pt}" if pt else fmt)
-    if not policy.attestation_formats:
-        missing = [pt for pt in policy.predicate_types if not any(a.predicate_type == pt for a in ok)]
+    # the one evidence rule (plain `acx verify` applies it too): a rejected attestation is no veto
+    missing = missing_evidence([(a.format, a.predicate_type) for a in ok], policy.attestation_formats,
+                               policy.predicate_types)
     if missing:
         bad = [f"{a.format}:{a.predicate_type}: {a.reason}" for a in found if not a.verified]
         why = f"missing verified attestation(s): {', '.join(missing)}"

@@ -261,7 +261,7 @@ def _sigstore(policy: VerificationPolicy, publisher_id: str | None) -> Any:
     from acxoci.attestation.keyless_policy import policy_sigstore
 
     own = policy.publisher_for(publisher_id)
-    return policy_sigstore(policy.document, policy.source, own.id if own is not None else None)
+    return policy_sigstore(policy.model, policy.source, own.id if own is not None else None)
 
 
 def gather_attestations(target: Target, desc: Descriptor, ref: str, policy: VerificationPolicy,
@@ -286,10 +286,9 @@ def gather_attestations(target: Target, desc: Descriptor, ref: str, policy: Veri
         verified = j.verdict == "verified"
         digest = None
         item = found.get(a.location)
-        if verified and item is not None:
-            data = fetch_bytes(target, item.layer, limit=MAX_DOC_BYTES)
+        if verified and item is not None and a.document is not None:  # the bytes judged, not a refetch
             folder.mkdir(exist_ok=True)
-            (folder / f"{i:02d}-{a.format}.json").write_bytes(data)
+            (folder / f"{i:02d}-{a.format}.json").write_bytes(a.document)
             if legacy_material(item.layer.annotations or {}) is not None:  # cosign 2 keyless: the cert
                 (folder / f"{i:02d}-{a.format}.annotations.json").write_text(
                     json.dumps(dict(item.layer.annotations), sort_keys=True), encoding="utf-8")
@@ -308,15 +307,21 @@ def rejudge_attestations(folder: Path, subject_digest: str, policy: Verification
     from acxoci.attestation.judge import judge
     from acxoci.attestation.sigstore_verify import legacy_material
     from acxoci.attestation.verify import provenance_item
+    from acxoci.fsutil import read_bytes
+    from acxoci.oci.errors import LimitExceeded
+    from acxoci.oci.listing import MAX_ATTESTATION_LAYERS
 
     out: list[C.AttestationFound] = []
     keys = _attestation_keys(policy, publisher_id)
     sig = _sigstore(policy, publisher_id)
-    for doc in sorted(folder.glob("*.json")) if folder.is_dir() else []:
-        if doc.name.endswith(".annotations.json"):
-            continue
+    kept = sorted(p for p in folder.glob("*.json") if not p.name.endswith(".annotations.json")) \
+        if folder.is_dir() else []
+    if len(kept) > MAX_ATTESTATION_LAYERS:  # the same cap as when they were read from the registry
+        raise LimitExceeded(f"{len(kept)} kept attestations (at most {MAX_ATTESTATION_LAYERS})",
+                            where=str(folder))
+    for doc in kept:
         fmt = "bundle" if doc.stem.endswith("-bundle") else "legacy"
-        data = doc.read_bytes()
+        data = read_bytes(doc, "kept attestation", limit=MAX_DOC_BYTES, nofollow=True)
         legacy = None
         notes = doc.with_name(doc.stem + ".annotations.json")
         if fmt == "legacy" and notes.is_file():

@@ -10,9 +10,20 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
+from msgspec import UnsetType
 
-from acxoci import jsonschemas
+from acxoci.documents.verification_policy import (
+    VerificationPolicyDoc,
+    VerificationPolicyDocAttestations,
+    VerificationPolicyDocAttestationsKeysItem,
+    VerificationPolicyDocHarness,
+    VerificationPolicyDocLevel,
+    VerificationPolicyDocLimits,
+    VerificationPolicyDocPublishersItem,
+    VerificationPolicyDocPublishersItemKeysItem,
+    VerificationPolicyDocRegistries,
+    VerificationPolicyDocRevocation,
+)
 from acxoci.errors import InvalidInput, parse_problem
 from acxoci.fsutil import read_bytes
 from attest.canonical import jcs_digest, loads_strict, sha256_digest
@@ -20,6 +31,7 @@ from attest.errors import AttestError
 from attest.keys import load_public_pem
 from attest.trust import PUBLISHER_RE, TrustKey, TrustRegistry, github_owner, merge_keys
 from attest.trustdecision import publisher_covers
+from attest.typed import decode_as, given, opt, seq
 
 SCHEMA_VERSION = "acx.verification-policy/1"
 SCHEMA_FILE = "acx.verification-policy-1.schema.json"
@@ -61,7 +73,8 @@ class TrustedPublisher:
 
 @dataclass(frozen=True)
 class VerificationPolicy:
-    """A parsed policy. `document` is the policy as written; `digest` is the JCS digest of it."""
+    """A loaded policy: `model` is the document decoded (what every decision reads), `document`
+    the policy as written (recorded verbatim in install records), `digest` its JCS digest."""
 
     publishers: tuple[TrustedPublisher, ...] = ()
     minimum_trust: Literal["trusted", "portable"] = "trusted"
@@ -86,6 +99,8 @@ class VerificationPolicy:
     source: str = BUILTIN
     document: dict[str, Any] = field(default_factory=lambda: {"schemaVersion": SCHEMA_VERSION})
     digest: str = ""
+    model: VerificationPolicyDoc = field(default_factory=lambda: VerificationPolicyDoc(
+        schema_version=SCHEMA_VERSION))
 
     @property
     def level_floor(self) -> int | None:
@@ -124,6 +139,8 @@ class VerificationPolicy:
 
 def schema_errors(doc: Any) -> list[str]:
     """Every schema violation of a policy document, as `$.path: message` lines."""
+    from acxoci import jsonschemas
+
     return jsonschemas.schema_errors(SCHEMA_FILE, doc)
 
 
@@ -158,20 +175,24 @@ def _load_registry(path: Path, now: datetime, where: str) -> tuple[TrustRegistry
     return reg, FileInput(str(path), sha256_digest(data))
 
 
-def _pem_of(obj: dict[str, Any], base: Path, where: str) -> str:
-    if "publicKeyPem" in obj:
-        return str(obj["publicKeyPem"])
-    return read_bytes(base / str(obj["publicKeyFile"]), f"{where}.publicKeyFile").decode("utf-8", "replace")
+def _pem_of(key: VerificationPolicyDocPublishersItemKeysItem | VerificationPolicyDocAttestationsKeysItem,
+            base: Path, where: str) -> str:
+    pem = opt(key.public_key_pem)
+    if pem is not None:
+        return pem
+    data = read_bytes(base / given(key.public_key_file, ""), f"{where}.publicKeyFile")
+    return data.decode("utf-8", "replace")
 
 
-def _publisher(obj: dict[str, Any], base: Path, now: datetime, where: str) -> TrustedPublisher:
-    pid = str(obj["id"])
+def _publisher(pub: VerificationPolicyDocPublishersItem, base: Path, now: datetime,
+               where: str) -> TrustedPublisher:
+    pid = pub.id
     if not PUBLISHER_RE.fullmatch(pid):
         raise InvalidInput(f"publisher id {pid!r} is not a reverse-DNS publisher id", where=f"{where}.id")
     keys: dict[str, TrustKey] = {}
     sources: list[FileInput] = []
     groups: list[tuple[str, tuple[TrustKey, ...]]] = []
-    for i, rel in enumerate(obj.get("trustRegistries", [])):
+    for i, rel in enumerate(seq(pub.trust_registries)):
         reg, src = _load_registry(base / rel, now, f"{where}.trustRegistries[{i}]")
         sources.append(src)
         groups.append((f"{where}.trustRegistries[{i}] ({base / rel})", reg.keys))
@@ -180,9 +201,9 @@ def _publisher(obj: dict[str, Any], base: Path, now: datetime, where: str) -> Tr
         if publisher_covers(pid, k.publisher_id):
             keys.setdefault(k.keyid, k)
     pinned: list[str] = []
-    for i, kobj in enumerate(obj.get("keys", [])):
+    for i, key in enumerate(seq(pub.keys)):
         w = f"{where}.keys[{i}]"
-        entry = _pinned_entry(pid, _pem_of(kobj, base, w), kobj.get("keyid"), w)
+        entry = _pinned_entry(pid, _pem_of(key, base, w), opt(key.keyid), w)
         keys.setdefault(entry.keyid, entry)
         pinned.append(entry.keyid)
     return TrustedPublisher(pid, TrustRegistry(keys=tuple(keys.values()), registry_id=pid), tuple(sources),
@@ -216,64 +237,65 @@ def _source(value: str, base: Path) -> str:
     return str(base / value)
 
 
-def _provenance(value: Any, source: str) -> Any:
-    """`provenance: {repository, ref, signerWorkflow}` as a Requirement (None when absent)."""
-    if value is None:
-        return None
-    from acxoci.attestation.provenance import requirement_from_policy
-
-    return requirement_from_policy(value, where=f"{source}: provenance")
-
-
 def policy_from_json(doc: Any, *, base: Path, now: datetime, source: str) -> VerificationPolicy:
-    """Validate a policy document and load what it names (paths are relative to `base`)."""
+    """Validate a policy document, decode it into its model and load what it names (paths are
+    relative to `base`)."""
     errors = schema_errors(doc)
     if errors:
         raise InvalidInput("verification policy is invalid: " + "; ".join(errors), where=source,
                            details={"issues": errors})
-    assert isinstance(doc, dict)
-    pubs = tuple(_publisher(p, base, now, f"publishers[{i}]")
-                 for i, p in enumerate(doc.get("publishers", [])))
+    try:
+        m = decode_as(doc, VerificationPolicyDoc, document="verification policy")
+    except AttestError as exc:
+        raise InvalidInput(str(exc), where=source) from exc
+    pubs = tuple(_publisher(p, base, now, f"publishers[{i}]") for i, p in enumerate(seq(m.publishers)))
     _merged([(f"publishers[{i}] ({p.id})", p.listed) for i, p in enumerate(pubs)], "publishers")
-    att = doc.get("attestations", {})
-    att_keys = tuple(_pem_of(k, base, f"attestations.keys[{i}]") for i, k in enumerate(att.get("keys", [])))
-    lvl = doc.get("level", {})
+    att = given(m.attestations, VerificationPolicyDocAttestations())
+    lvl = given(m.level, VerificationPolicyDocLevel())
+    rev = given(m.revocation, VerificationPolicyDocRevocation())
+    limits = given(m.limits, VerificationPolicyDocLimits())
+    att_keys = tuple(_pem_of(k, base, f"attestations.keys[{i}]") for i, k in enumerate(seq(att.keys)))
     issuer_reg: TrustRegistry | None = None
     issuer_src: list[FileInput] = []
-    if lvl.get("issuerRegistries"):
+    if seq(lvl.issuer_registries):
         igroups: list[tuple[str, tuple[TrustKey, ...]]] = []
-        for i, rel in enumerate(lvl["issuerRegistries"]):
+        for i, rel in enumerate(seq(lvl.issuer_registries)):
             reg, src = _load_registry(base / rel, now, f"level.issuerRegistries[{i}]")
             issuer_src.append(src)
             igroups.append((f"level.issuerRegistries[{i}] ({base / rel})", reg.keys))
         issuer_reg = TrustRegistry(keys=_merged(igroups, "level.issuerRegistries"),
                                    registry_id="level-issuers")
-    rev = doc.get("revocation", {})
-    cache_dir = rev.get("statusListCache")
+    cache_dir = opt(rev.status_list_cache)
+    required = None
+    if not isinstance(m.provenance, UnsetType):
+        from acxoci.attestation.provenance import requirement_from_policy
+
+        required = requirement_from_policy(m.provenance, where=f"{source}: provenance")
     return VerificationPolicy(
         publishers=pubs,
-        minimum_trust=doc.get("minimumTrust", "trusted"),
-        attestation_formats=tuple(att.get("formats", ())),
-        predicate_types=tuple(att.get("predicateTypes", ())),
+        minimum_trust="portable" if m.minimum_trust == "portable" else "trusted",
+        attestation_formats=seq(att.formats),
+        predicate_types=seq(att.predicate_types),
         attestation_keys=att_keys,
-        provenance=_provenance(doc.get("provenance"), source),
-        level_minimum=lvl.get("minimum"),
-        level_issuers=tuple(lvl.get("issuers", ())),
-        level_allow_demo=bool(lvl.get("allowDemo", False)),
-        level_verifiers=tuple(lvl.get("verifiers", ())),
+        provenance=required,
+        level_minimum=None if isinstance(lvl.minimum, UnsetType) else lvl.minimum,
+        level_issuers=seq(lvl.issuers),
+        level_allow_demo=given(lvl.allow_demo, False),
+        level_verifiers=seq(lvl.verifiers),
         issuer_registry=issuer_reg,
         issuer_sources=tuple(issuer_src),
-        max_status_list_age=int(rev.get("maxStatusListAgeSeconds", DEFAULT_MAX_STATUS_LIST_AGE)),
-        allow_offline_cached=bool(rev.get("allowOfflineCached", False)),
+        max_status_list_age=given(rev.max_status_list_age_seconds, DEFAULT_MAX_STATUS_LIST_AGE),
+        allow_offline_cached=given(rev.allow_offline_cached, False),
         status_list_cache=str(base / cache_dir) if cache_dir else None,
-        status_list_sources={k: _source(v, base) for k, v in rev.get("statusLists", {}).items()},
-        allowed_registries=tuple(doc.get("registries", {}).get("allowed", ("*",))),
-        require_host=bool(doc.get("harness", {}).get("requireHost", False)),
-        budget_above_host=doc.get("limits", {}).get("budgetAboveHost", "refuse"),
-        require_host_limits=bool(doc.get("limits", {}).get("requireHostLimits", False)),
+        status_list_sources={k: _source(v, base) for k, v in given(rev.status_lists, {}).items()},
+        allowed_registries=given(given(m.registries, VerificationPolicyDocRegistries()).allowed, ("*",)),
+        require_host=given(given(m.harness, VerificationPolicyDocHarness()).require_host, False),
+        budget_above_host="cap" if limits.budget_above_host == "cap" else "refuse",
+        require_host_limits=given(limits.require_host_limits, False),
         source=source,
         document=doc,
         digest=jcs_digest(doc),
+        model=m,
     )
 
 
@@ -287,6 +309,8 @@ def load_policy(path: Path | None, *, now: datetime) -> VerificationPolicy:
     """Read a policy file (YAML or JSON; JSON is parsed strictly), or the built-in default for None."""
     if path is None:
         return default_policy()
+    import yaml
+
     data = read_bytes(path, "verification policy")
     try:
         doc = loads_strict(data) if path.suffix.lower() == ".json" else yaml.safe_load(data.decode("utf-8"))

@@ -13,7 +13,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Final, Literal
 
+import msgspec
+from msgspec import UnsetType
+
 from acxoci import jsonschemas
+from acxoci.documents.level_credential import LevelCredentialDoc
 from acxoci.errors import InvalidInput, RefusedByPolicy
 from acxoci.level import trueskill
 from acxoci.level.constants import CREDENTIAL_MEDIA_TYPE, LEVEL_ARTIFACT_TYPE, iso
@@ -30,6 +34,7 @@ from attest.keys import PrivateKey, PublicKey
 from attest.statuslist import StatusEntry
 from attest.trust import TrustKey, judge_signer, parse_rfc3339
 from attest.trustdecision import R_UNKNOWN
+from attest.typed import DocumentTypeError, decode_as
 
 MEDIA_TYPE: Final = CREDENTIAL_MEDIA_TYPE
 ARTIFACT_TYPE: Final = LEVEL_ARTIFACT_TYPE
@@ -168,13 +173,6 @@ class LevelVerdict:
                 "status": self.status.to_json() if self.status else None}
 
 
-def _issuer_id(doc: dict[str, Any]) -> str | None:
-    iss = doc.get("issuer")
-    if isinstance(iss, dict):
-        iss = iss.get("id")
-    return iss if isinstance(iss, str) and iss else None
-
-
 def _evidence_issues(doc: dict[str, Any], key: PublicKey, rom: str | None) -> tuple[int, list[str]]:
     """Check every evidence envelope: issuer signature, content address, same ROM digest."""
     checked, issues = 0, []
@@ -226,15 +224,20 @@ def verify_credential(doc: Any, *, issuers: IssuerRegistry, expected_rom_digest:
 
     Never raises for a bad credential: the verdict carries the state and every reason."""
     if not isinstance(doc, dict):
-        return LevelVerdict("invalid", ("credential is not a JSON object",))
+        return LevelVerdict("invalid", ("$: the credential is not a JSON object",))
     shape = schema_errors(doc)
     if shape:
         return LevelVerdict("invalid", tuple(f"schema {e}" for e in shape[:10]))
-    issuer = _issuer_id(doc)
-    subject = doc["credentialSubject"]
-    res = subject["result"][0]
-    vm = doc["proof"]["verificationMethod"]
-    base = LevelVerdict("invalid", (), issuer=issuer, rom_digest=res.get("acx:cartridgeRomDigest"))
+    try:
+        cred = decode_as(doc, LevelCredentialDoc, document="level credential")
+    except DocumentTypeError as exc:  # the schema accepted it: the model and the schema disagree
+        return LevelVerdict("invalid", (str(exc),))
+    issuer = cred.issuer.id if isinstance(cred.issuer.id, str) and cred.issuer.id else None
+    if not cred.credential_subject.result:
+        return LevelVerdict("invalid", ("credentialSubject.result is empty",))
+    res = cred.credential_subject.result[0]
+    vm = cred.proof.verification_method
+    base = LevelVerdict("invalid", (), issuer=issuer, rom_digest=res.acx_cartridge_rom_digest)
     if issuer is None or (vm != issuer and not vm.startswith(issuer + "#")):
         return _with(base, f"proof verificationMethod {vm} is not the issuer {issuer}'s")
     entries = issuers.candidates(vm)
@@ -250,7 +253,7 @@ def verify_credential(doc: Any, *, issuers: IssuerRegistry, expected_rom_digest:
     if proof is None or entry is None:
         foreign = _foreign_signer(doc, issuers, entries, variant)
         if foreign is not None:  # another registered issuer's key: impersonation; the table says why
-            created = doc["proof"].get("created")
+            created = cred.proof.created
             j = judge_signer(foreign, signed_publisher=issuers.publisher_of(vm),
                              signed_at=created if isinstance(created, str) else "", now=now)
             return _with(base, j.issues[0] if j.issues else "issuer key is registered to another issuer")
@@ -271,35 +274,35 @@ def verify_credential(doc: Any, *, issuers: IssuerRegistry, expected_rom_digest:
             entry.publisher_id.split("/")[0] == subject_publisher.split("/")[0]:
         reasons.append(f"{REASON_SELF}: issuer {entry.publisher_id} is the cartridge publisher")
     try:
-        valid_from = parse_rfc3339(doc["validFrom"], where="validFrom")
+        valid_from = parse_rfc3339(cred.valid_from, where="validFrom")
         if now < valid_from:
-            reasons.append(f"not yet valid: validFrom {doc['validFrom']}")
-        if "validUntil" in doc:
-            valid_until = parse_rfc3339(doc["validUntil"], where="validUntil")
+            reasons.append(f"not yet valid: validFrom {cred.valid_from}")
+        if isinstance(cred.valid_until, str):
+            valid_until = parse_rfc3339(cred.valid_until, where="validUntil")
             if now > valid_until:
-                reasons.append(f"expired: validUntil {doc['validUntil']}")
+                reasons.append(f"expired: validUntil {cred.valid_until}")
     except AttestError as exc:
         reasons.append(str(exc))
-    sigma, games, level = res.get("acx:ratingSigma"), res.get("acx:gamesPlayed"), res.get("acx:acxLevel")
+    sigma, games, level = res.acx_rating_sigma, res.acx_games_played, res.acx_acx_level
     decision = gate(sigma, games)
     if not decision.ok:
         reasons.append(decision.message)
-    tier = res.get("acx:careerTier")
-    if tier != trueskill.career_tier(level):  # the schema made level a true integer (no 29.0, no true)
+    tier = res.acx_career_tier
+    if tier != trueskill.career_tier(level):
         reasons.append(f"careerTier {tier} does not match acxLevel {level}")
-    rom = res.get("acx:cartridgeRomDigest")
+    rom = res.acx_cartridge_rom_digest
     if rom != expected_rom_digest:
         reasons.append(f"{REASON_MISMATCH}: credential is bound to {rom}, "
                        f"cartridge ROM is {expected_rom_digest}")
-    checked, ev_issues = _evidence_issues(doc, entry.public_key, rom if isinstance(rom, str) else None)
+    checked, ev_issues = _evidence_issues(doc, entry.public_key, rom)
     reasons.extend(ev_issues)
     status_outcome = None
     state: State = "verified"
-    if "credentialStatus" not in doc:
+    if isinstance(cred.credential_status, UnsetType):
         reasons.append("credential has no credentialStatus (revocation cannot be checked)")
     elif status_check is not None:
         try:
-            entry_s = StatusEntry.from_json(doc["credentialStatus"])
+            entry_s = StatusEntry.from_json(msgspec.to_builtins(cred.credential_status))
         except AttestError as exc:
             reasons.append(f"credentialStatus: {exc}")
         else:
@@ -316,7 +319,7 @@ def verify_credential(doc: Any, *, issuers: IssuerRegistry, expected_rom_digest:
     if not reasons and state == "unresolved":
         reasons.append("revocation status not checked (no status list given)")
     return LevelVerdict(state, tuple(reasons), issuer, proof.variant, entry.keyid, level, tier,
-                        res.get("acx:ratingMu"), sigma, games, rom, checked, status_outcome)
+                        res.acx_rating_mu, sigma, games, rom, checked, status_outcome)
 
 
 def _foreign_signer(doc: dict[str, Any], issuers: IssuerRegistry, own: list[Any],

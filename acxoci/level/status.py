@@ -27,10 +27,12 @@ from acxoci.level.issuers import IssuerRegistry, issuer_did
 from acxoci.oci.fetch import get_url
 from attest import statuslist, vc
 from attest.canonical import jcs_digest, loads_strict
+from attest.documents.status_list import StatusListDoc
 from attest.errors import AttestError
 from attest.keys import PrivateKey
 from attest.statuslist import StatusEntry
 from attest.trust import parse_rfc3339
+from attest.typed import DocumentTypeError, decode_as
 
 MEDIA_TYPE: Final = STATUS_MEDIA_TYPE
 DEFAULT_MAX_AGE: Final = timedelta(days=1)
@@ -95,7 +97,11 @@ def verify_status_list(doc: Any, *, issuers: IssuerRegistry, now: datetime) -> V
 
     Raises VerificationFailed (tampered / untrusted) or InvalidInput (malformed)."""
     if not isinstance(doc, dict):
-        raise InvalidInput("status list credential is not a JSON object")
+        raise InvalidInput("$: the status list credential is not a JSON object")
+    try:
+        decode_as(doc, StatusListDoc, document="status list credential")
+    except DocumentTypeError as exc:
+        raise InvalidInput(str(exc), details={"pointer": exc.pointer}) from exc
     try:
         bits, purpose = statuslist.list_bits_from_credential(doc)
         _, options, _ = vc.split_proof(doc)

@@ -17,6 +17,7 @@ of referrers): a hostile graph ends in LimitExceeded, never in a RecursionError.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import threading
 from collections import deque
@@ -25,6 +26,7 @@ from dataclasses import dataclass, field
 from acxoci.errors import NotFound
 from acxoci.oci.descriptor import MANIFEST_TYPES, Descriptor, parse_manifest
 from acxoci.oci.errors import LimitExceeded, MalformedManifest
+from acxoci.oci.listing import check_attestation_layers
 from acxoci.oci.reference import fallback_tag
 from acxoci.oci.registry import RegistryTarget
 from acxoci.oci.scheduler import DEFAULT_COPY_CONCURRENCY, BlobScheduler
@@ -216,6 +218,11 @@ def _copy_referrers(
                 legacy = src.resolve(tag)
             except NotFound:
                 continue
+            if suffix == ".att":  # relayed only within the caps every attestation reader applies
+                body = fetch_bytes(src, legacy)
+                m = parse_manifest(body, media_type=legacy.media_type, where=f"{src.name}@{legacy.digest}")
+                check_attestation_layers(m.layers, where=f"{src.name}:{tag} (manifest {legacy.digest})")
+                legacy = dataclasses.replace(legacy, data=body)  # read once: copy_graph reuses the bytes
             copy_graph(src, dst, legacy, report, progress, seen, concurrency=concurrency, max_depth=max_depth)
-            dst.tag(legacy, tag)
+            dst.tag(legacy.plain(), tag)
             report.legacy_tags.append(tag)

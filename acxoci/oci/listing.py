@@ -10,7 +10,7 @@ reported (discover, verify and cp show them under --json), never listed, never c
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
@@ -36,6 +36,27 @@ SOURCE_INDEX: Source = "layout-index"
 MAX_LISTING_BYTES = 32 * 1024 * 1024
 """Most manifest bytes one listing reads to check its candidates (1,000 honest referrers take
 about 1 MiB); past it the listing is refused (LimitExceeded), not cut short."""
+
+MAX_ATTESTATION_LAYERS = 64
+"""Most attestation documents read for one artifact: the layers of one cosign `.att` manifest
+(all of them, counted as listed), and the distinct documents (bundle referrers + `.att` layers)
+judged for one subject. Past it the manifest or the artifact is refused (LimitExceeded), not cut
+short: every reader (verify, install, release, cp -r) applies `check_attestation_layers`."""
+MAX_ATTESTATION_BYTES = 64 * 1024 * 1024
+"""Most bytes of attestation documents read for one artifact (declared sizes, each distinct digest
+once); one document is at most 16 MiB (attestation.verify.MAX_ATTESTATION_BYTES)."""
+
+
+def check_attestation_layers(layers: Sequence[Descriptor], *, where: str) -> None:
+    """Refuse attestation layers past MAX_ATTESTATION_LAYERS or MAX_ATTESTATION_BYTES, before any is
+    fetched (`where` names the manifest or subject)."""
+    if len(layers) > MAX_ATTESTATION_LAYERS:
+        raise LimitExceeded(f"{len(layers)} attestation layers (at most {MAX_ATTESTATION_LAYERS} are read)",
+                            where=where)
+    total = sum(d.size for d in {d.digest: d for d in layers}.values())
+    if total > MAX_ATTESTATION_BYTES:
+        raise LimitExceeded(f"attestation layers of {total} bytes (at most {MAX_ATTESTATION_BYTES} are "
+                            "read)", where=where)
 
 
 @dataclass(frozen=True)

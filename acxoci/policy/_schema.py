@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
-import jsonschema
 from jsonschema.exceptions import ValidationError
 
 from acxoci import jsonschemas
+from attest.typed import DocumentTypeError, decode_as
+
+T = TypeVar("T")
 
 ERROR = "error"
 WARNING = "warning"
@@ -46,6 +48,29 @@ def child_path(path: str, key: str | int) -> str:
     return f"{path}[{json.dumps(key)}]"
 
 
+def pointer_path(pointer: str) -> str:
+    """An RFC 6901 pointer (as `DocumentTypeError` names it) as a `$`-rooted JSON path."""
+    path = "$"
+    for raw in pointer.split("/")[1:] if pointer else []:
+        seg = raw.replace("~1", "/").replace("~0", "~")
+        path = child_path(path, int(seg)) if seg.isascii() and seg.isdigit() else child_path(path, seg)
+    return path
+
+
+def type_issue(err: DocumentTypeError, rule: str) -> Issue:
+    """A document that does not decode into its model, as one Issue at the value's path."""
+    message = str(err).removeprefix(f"{err.document}: {err.pointer or '/'}: ")
+    return Issue(rule, pointer_path(err.pointer), message)
+
+
+def decode_issues(doc: Any, model: type[T], *, document: str, rule: str) -> tuple[T | None, list[Issue]]:
+    """`doc` decoded into `model` (None and the one type issue when it does not decode)."""
+    try:
+        return decode_as(doc, model, document=document), []
+    except DocumentTypeError as err:
+        return None, [type_issue(err, rule)]
+
+
 def _rule_for(schema: dict[str, Any], schema_path: list[Any], default: str) -> str:
     node: Any = schema
     rule = default
@@ -71,7 +96,7 @@ def _json_path(err: ValidationError) -> str:
 def schema_issues(doc: Any, schema_name: str, *, default_rule: str = "schema") -> list[Issue]:
     """All schema violations of `doc`, sorted by path, each named by rule and JSON path."""
     schema = load_schema(schema_name)
-    validator = jsonschema.Draft202012Validator(schema)
+    validator = jsonschemas.strict_validator(schema)
     out: list[Issue] = []
     for err in validator.iter_errors(doc):
         out.extend(_to_issues(schema, err, default_rule))

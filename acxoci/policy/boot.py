@@ -20,10 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from acxoci.cartridge.verify import CartridgeVerdict, verify_cartridge
+from acxoci.documents.host import HostDocToolInputSchema
 from acxoci.errors import AcxError, RefusedByPolicy, UsageError
 from acxoci.policy import harness as h
 from acxoci.policy.files import load_document
 from attest.trust import TrustRegistry
+from attest.typed import decode_as
 
 
 @dataclass(frozen=True)
@@ -135,7 +137,9 @@ def host_from_mcp(
     for name, schema in tools:
         served = [c for c in contracts if binds.get(c.role, c.name) == name]
         scopes = tuple(dict.fromkeys(s for c in served for s in c.scopes))
-        out.append(h.HostTool(name, tuple(c.role for c in served), scopes, dict(schema)))
+        # the server's own schema, untrusted: decoded (a wrong type names the tool and pointer)
+        typed = decode_as(schema, HostDocToolInputSchema, document=f"MCP tool {name!r} inputSchema")
+        out.append(h.HostTool(name, tuple(c.role for c in served), scopes, typed))
     model = (
         {
             "tool_use": base.tool_use,

@@ -13,14 +13,18 @@ Time is not read; nothing is written."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from msgspec import UnsetType
+
+from acxoci.documents.policy_trace import PolicyTraceDoc, PolicyTraceDocEvent
 from acxoci.errors import InvalidInput
 from acxoci.policy.limits import ResourceLimits, effective_limits
 from acxoci.policy.loop_context import LoopContextPolicy
 from acxoci.policy.report import OperatorCommandReport
+from attest.typed import DocumentTypeError, decode_as
 
 OUTCOME_FOR = {
     "completed": "completed",
@@ -33,6 +37,11 @@ OUTCOME_FOR = {
 }
 SIGNAL_CONDITIONS = {"stop": "guardrail_stop", "blocked": "blocked"}
 EXTERNAL_CONDITIONS = frozenset({"completed", "pr_ready", "needs_input", "blocked"})
+
+
+def _shown(value: str | UnsetType) -> str:
+    """An optional string member as shown in messages (absent: `None`)."""
+    return "None" if isinstance(value, UnsetType) else value
 
 
 @dataclass(frozen=True)
@@ -106,13 +115,15 @@ def regression_accepted(policy: LoopContextPolicy, results: Mapping[str, SuiteRe
     return True, "no regression on held-in and held-out"
 
 
-def _suite(doc: Any, where: str) -> SuiteResult:
-    if not isinstance(doc, Mapping) or not all(
-        isinstance(doc.get(k), int | float) and not isinstance(doc.get(k), bool)
-        for k in ("baseline", "candidate")
-    ):
-        raise InvalidInput("regression result needs numeric baseline and candidate", where=where)
-    return SuiteResult(float(doc["baseline"]), float(doc["candidate"]))
+def decode_trace(doc: Any, *, where: str = "trace") -> tuple[PolicyTraceDocEvent, ...]:
+    """A trace (`{"events": [...]}` or a bare array of events) decoded into typed events;
+    InvalidInput naming the JSON pointer of a value with the wrong type."""
+    if isinstance(doc, list | tuple):
+        doc = {"events": list(doc)}
+    try:
+        return decode_as(doc, PolicyTraceDoc, document=where).events
+    except DocumentTypeError as exc:
+        raise InvalidInput(str(exc), where=where, details={"pointer": exc.pointer}) from exc
 
 
 def _report(
@@ -137,12 +148,13 @@ def _report(
 
 def evaluate(
     policy: LoopContextPolicy,
-    events: Sequence[Mapping[str, Any]],
+    trace: Any,
     *,
     host_limits: ResourceLimits | None = None,
 ) -> Decision:
-    """Replay `events` against `policy` and return the next step (pure; raises InvalidInput on a
-    malformed or out-of-order trace)."""
+    """Replay the events of `trace` (see `decode_trace`) against `policy` and return the next step
+    (pure; raises InvalidInput on a malformed or out-of-order trace)."""
+    events = decode_trace(trace)
     limits = effective_limits(host_limits, policy.budget).limits
     token_ceiling = limits.get("tokenSpend.dailyPerAgent")
     cycle = policy.cycle
@@ -178,29 +190,25 @@ def evaluate(
 
     for n, ev in enumerate(events):
         where = f"$.events[{n}]"
-        if not isinstance(ev, Mapping):
-            raise InvalidInput("event is not an object", where=where)
-        etype = ev.get("type")
+        etype = ev.type
         if etype == "phase":
-            phase = ev.get("phase")
+            phase = ev.phase
             expected = cycle[idx % len(cycle)]
             if phase != expected:
                 raise InvalidInput(
-                    f"phase {phase!r} out of order; the policy's cycle expects {expected!r}",
+                    f"phase {_shown(phase)!r} out of order; the policy's cycle expects {expected!r}",
                     where=f"{where}.phase",
                 )
             turns += 1
             nxt_idx = idx + 1
             if phase == "verify":
-                passed = ev.get("passed")
-                if not isinstance(passed, bool):
+                passed = ev.passed
+                if isinstance(passed, UnsetType):
                     raise InvalidInput("a verify phase needs a boolean 'passed'", where=f"{where}.passed")
                 attempts += 1
                 if passed:
-                    raw = ev.get("regression") or {}
-                    if not isinstance(raw, Mapping):
-                        raise InvalidInput("regression must be an object", where=f"{where}.regression")
-                    results = {k: _suite(v, f"{where}.regression.{k}") for k, v in raw.items()}
+                    raw = {} if isinstance(ev.regression, UnsetType) else ev.regression
+                    results = {k: SuiteResult(float(v.baseline), float(v.candidate)) for k, v in raw.items()}
                     ok, why = regression_accepted(policy, results)
                     notes.append(f"turn {turns}: verification passed; {why}")
                     if not ok:
@@ -227,24 +235,24 @@ def evaluate(
             if turns >= policy.max_turns:
                 return stop("max_turns", n + 1)
         elif etype == "guardrail":
-            kind = ev.get("kind")
+            kind = _shown(ev.kind)
             if kind in SIGNAL_CONDITIONS:
                 blockers.append(f"guardrail signal {kind}")
-                return stop(SIGNAL_CONDITIONS[str(kind)], n + 1)
+                return stop(SIGNAL_CONDITIONS[kind], n + 1)
             if policy.signal_kinds and kind not in policy.signal_kinds:
                 notes.append(f"signal kind {kind!r} is not in guardrailContract.signalKinds; ignored")
             else:
                 notes.append(f"guardrail signal {kind!r} recorded")
         elif etype == "tokens":
-            used = ev.get("used")
-            if not isinstance(used, int) or isinstance(used, bool) or used < 0:
+            used = ev.used
+            if isinstance(used, UnsetType) or used < 0:
                 raise InvalidInput("tokens.used must be an integer >= 0", where=f"{where}.used")
             tokens += used
             if token_ceiling is not None and tokens >= token_ceiling:
                 blockers.append(f"token budget {token_ceiling} reached ({tokens} used)")
                 return stop("budget_exhausted", n + 1)
         elif etype == "condition":
-            when = ev.get("when")
+            when = _shown(ev.when)
             if when not in EXTERNAL_CONDITIONS:
                 raise InvalidInput(
                     f"condition {when!r} cannot be reported by the run; "
@@ -253,7 +261,7 @@ def evaluate(
                 )
             if when == "blocked":
                 blockers.append("run reported blocked")
-            return stop(str(when), n + 1)
+            return stop(when, n + 1)
         else:
             raise InvalidInput(f"unknown event type {etype!r}", where=f"{where}.type")
     return Decision(

@@ -9,10 +9,15 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date
-from typing import Any
+from typing import Any, Protocol
 
+from msgspec import UnsetType
+
+from acxoci.documents.harness import HarnessDoc, HarnessDocOptionalToolsItem, HarnessDocRequiredToolsItem
+from acxoci.documents.host import HostDoc
 from acxoci.errors import InvalidInput, RefusedByPolicy
-from acxoci.policy._schema import WARNING, Issue, schema_issues
+from acxoci.policy._schema import WARNING, Issue, decode_issues, schema_issues
+from attest.typed import opt, seq
 
 SCHEMA_VERSION = "acx.harness.v1"
 SCHEMA = "acx.harness.v1.schema.json"
@@ -38,6 +43,26 @@ _EGRESS_ORDER = {"none": 0, "allowlist": 1, "any": 2}
 _REV_RE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
 
 
+class PropertySchema(Protocol):
+    """A property's schema inside a tool's input schema: its JSON Schema `type`."""
+
+    @property
+    def type(self) -> tuple[str, ...] | str | UnsetType: ...
+
+
+class InputSchema(Protocol):
+    """A tool's input schema (harness contract or host tool): the parts the handshake reads."""
+
+    @property
+    def type(self) -> tuple[str, ...] | str | UnsetType: ...
+
+    @property
+    def required(self) -> tuple[str, ...] | UnsetType: ...
+
+    @property
+    def properties(self) -> Mapping[str, PropertySchema | bool] | UnsetType: ...
+
+
 @dataclass(frozen=True)
 class ToolContract:
     """A tool-role contract: what the cartridge needs a host tool to do."""
@@ -47,7 +72,7 @@ class ToolContract:
     scopes: tuple[str, ...]
     name: str
     description: str
-    input_schema: Mapping[str, Any]
+    input_schema: InputSchema
 
 
 @dataclass(frozen=True)
@@ -82,7 +107,7 @@ class HostTool:
     name: str
     roles: tuple[str, ...]
     scopes: tuple[str, ...]
-    input_schema: Mapping[str, Any]
+    input_schema: InputSchema
 
 
 @dataclass(frozen=True)
@@ -192,117 +217,69 @@ def _valid_date(s: str) -> bool:
     return True
 
 
-def _semantic_issues(doc: Mapping[str, Any]) -> list[Issue]:
+Tool = HarnessDocRequiredToolsItem | HarnessDocOptionalToolsItem
+
+
+def _tools(doc: HarnessDoc) -> list[tuple[str, int, Tool]]:
+    """(array key, index, contract) of every tool contract, required ones first."""
+    out: list[tuple[str, int, Tool]] = [("requiredTools", i, t) for i, t in enumerate(doc.required_tools)]
+    if not isinstance(doc.optional_tools, UnsetType):
+        out += [("optionalTools", i, t) for i, t in enumerate(doc.optional_tools)]
+    return out
+
+
+def _semantic_issues(doc: HarnessDoc) -> list[Issue]:
     out: list[Issue] = []
-    req = doc.get("requiredTools") if isinstance(doc.get("requiredTools"), list) else []
-    opt = doc.get("optionalTools") if isinstance(doc.get("optionalTools"), list) else []
-    assert isinstance(req, list) and isinstance(opt, list)
-    by_role: dict[str, tuple[int, Mapping[str, Any]]] = {}
+    by_role: dict[str, tuple[int, Tool]] = {}
     seen: dict[str, str] = {}
-    for key, tools in (("requiredTools", req), ("optionalTools", opt)):
-        for i, t in enumerate(tools):
-            if not isinstance(t, Mapping) or not isinstance(t.get("role"), str):
-                continue
-            p = f"$.{key}[{i}]"
-            role = t["role"]
-            if role in seen:
-                out.append(
-                    Issue(
-                        "harness.unique-roles",
-                        f"{p}.role",
-                        f"role {role!r} is already declared at {seen[role]}",
-                    )
-                )
-            seen.setdefault(role, p)
-            if key == "requiredTools":
-                by_role.setdefault(role, (i, t))
-            schema = t.get("inputSchema")
-            if isinstance(schema, Mapping):
-                if schema.get("type") not in (None, "object"):
-                    out.append(
-                        Issue(
-                            "harness.tool-contract.inputSchema",
-                            f"{p}.inputSchema.type",
-                            "a tool inputSchema must describe an object",
-                        )
-                    )
-                reqd = schema.get("required", [])
-                props = schema.get("properties", {})
-                if isinstance(reqd, list) and isinstance(props, Mapping):
-                    for r in reqd:
-                        if r not in props:
-                            out.append(
-                                Issue(
-                                    "harness.tool-contract.inputSchema",
-                                    f"{p}.inputSchema.required",
-                                    f"required property {r!r} is not in properties",
-                                )
-                            )
+    for key, i, t in _tools(doc):
+        p = f"$.{key}[{i}]"
+        if t.role in seen:
+            out.append(Issue("harness.unique-roles", f"{p}.role",
+                             f"role {t.role!r} is already declared at {seen[t.role]}"))
+        seen.setdefault(t.role, p)
+        if key == "requiredTools":
+            by_role.setdefault(t.role, (i, t))
+        schema = t.input_schema
+        if not isinstance(schema.type, UnsetType) and schema.type != "object":
+            out.append(Issue("harness.tool-contract.inputSchema", f"{p}.inputSchema.type",
+                             "a tool inputSchema must describe an object"))
+        props = {} if isinstance(schema.properties, UnsetType) else schema.properties
+        for r in () if isinstance(schema.required, UnsetType) else schema.required:
+            if r not in props:
+                out.append(Issue("harness.tool-contract.inputSchema", f"{p}.inputSchema.required",
+                                 f"required property {r!r} is not in properties"))
     for role, needed in REQUIRED_ROLES.items():
         if role not in by_role:
-            where = "$.requiredTools"
-            if role in seen:
-                where = seen[role] + ".tier"
-            out.append(
-                Issue(
-                    "harness.required-roles",
-                    where,
-                    f"required role {role!r} is missing from requiredTools (a host would have to refuse)",
-                )
-            )
+            where = seen[role] + ".tier" if role in seen else "$.requiredTools"
+            why = f"required role {role!r} is missing from requiredTools (a host would have to refuse)"
+            out.append(Issue("harness.required-roles", where, why))
             continue
         i, t = by_role[role]
-        scopes = set(t.get("capabilityScopes") or [])
-        missing = sorted(needed - scopes)
+        missing = sorted(needed - set(t.capability_scopes))
         if missing:
-            out.append(
-                Issue(
-                    "harness.role-scopes",
-                    f"$.requiredTools[{i}].capabilityScopes",
-                    f"role {role!r} must ask for scopes {sorted(needed)}; missing {missing}",
-                )
-            )
-    mcp = doc.get("mcp")
-    if isinstance(mcp, Mapping):
-        lo, pref = mcp.get("minProtocolRevision"), mcp.get("preferredProtocolRevision")
-        for k, v in (("minProtocolRevision", lo), ("preferredProtocolRevision", pref)):
-            if isinstance(v, str) and _REV_RE.fullmatch(v) and not _valid_date(v):
-                out.append(Issue(f"harness.mcp.{k}", f"$.mcp.{k}", f"{v!r} is not a real date"))
-        if isinstance(lo, str) and _REV_RE.fullmatch(lo) and lo < MCP_FLOOR:
-            out.append(
-                Issue(
-                    "harness.mcp.floor",
-                    "$.mcp.minProtocolRevision",
-                    f"{lo} is older than {MCP_FLOOR}, the first MCP revision with tools and inputSchema",
-                )
-            )
-        if isinstance(lo, str) and isinstance(pref, str) and pref < lo:
-            out.append(
-                Issue(
-                    "harness.mcp.preferredProtocolRevision",
-                    "$.mcp.preferredProtocolRevision",
-                    f"preferred revision {pref} is older than the floor {lo}",
-                )
-            )
-    net = doc.get("network")
-    if isinstance(net, Mapping):
-        allow = net.get("allowlist") or []
-        if net.get("egress") == "allowlist" and not allow:
-            out.append(
-                Issue(
-                    "harness.network.allowlist",
-                    "$.network.allowlist",
-                    "egress 'allowlist' needs at least one allowlist entry",
-                )
-            )
-        if net.get("egress") in ("none", "any") and allow:
-            out.append(
-                Issue(
-                    "harness.network.allowlist",
-                    "$.network.allowlist",
-                    f"an allowlist is meaningless with egress {net.get('egress')!r}",
-                )
-            )
+            out.append(Issue("harness.role-scopes", f"$.requiredTools[{i}].capabilityScopes",
+                             f"role {role!r} must ask for scopes {sorted(needed)}; missing {missing}"))
+    lo = doc.mcp.min_protocol_revision
+    pref = opt(doc.mcp.preferred_protocol_revision)
+    for k, v in (("minProtocolRevision", lo), ("preferredProtocolRevision", pref)):
+        if v is not None and _REV_RE.fullmatch(v) and not _valid_date(v):
+            out.append(Issue(f"harness.mcp.{k}", f"$.mcp.{k}", f"{v!r} is not a real date"))
+    if _REV_RE.fullmatch(lo) and lo < MCP_FLOOR:
+        why = f"{lo} is older than {MCP_FLOOR}, the first MCP revision with tools and inputSchema"
+        out.append(Issue("harness.mcp.floor", "$.mcp.minProtocolRevision", why))
+    if pref is not None and pref < lo:
+        out.append(Issue("harness.mcp.preferredProtocolRevision", "$.mcp.preferredProtocolRevision",
+                         f"preferred revision {pref} is older than the floor {lo}"))
+    net = doc.network
+    if not isinstance(net, UnsetType):
+        allow = () if isinstance(net.allowlist, UnsetType) else net.allowlist
+        if net.egress == "allowlist" and not allow:
+            out.append(Issue("harness.network.allowlist", "$.network.allowlist",
+                             "egress 'allowlist' needs at least one allowlist entry"))
+        if net.egress in ("none", "any") and allow:
+            out.append(Issue("harness.network.allowlist", "$.network.allowlist",
+                             f"an allowlist is meaningless with egress {net.egress!r}"))
     return out
 
 
@@ -436,11 +413,10 @@ def normalize_legacy(doc: Any) -> Normalized:
     return Normalized(out, tuple(tools), tuple(issues))
 
 
-def validate_harness(doc: Any) -> list[Issue]:
-    """Every schema and semantic finding for a harness requirements document. A legacy form
-    (see `normalize_legacy`) is read as the schema shape and reported as a WARNING."""
+def _checked(doc: Any) -> tuple[list[Issue], HarnessDoc | None, Normalized | None]:
+    """Every finding, and the decoded model (None when the document does not decode)."""
     if not isinstance(doc, Mapping):
-        return [Issue("harness.object", "$", "the harness document is not a JSON object")]
+        return [Issue("harness.object", "$", "the harness document is not a JSON object")], None, None
     if doc.get("schemaVersion") != SCHEMA_VERSION:
         return [
             Issue(
@@ -448,15 +424,21 @@ def validate_harness(doc: Any) -> list[Issue]:
                 "$.schemaVersion",
                 f"unknown schemaVersion {doc.get('schemaVersion')!r}; expected {SCHEMA_VERSION!r}",
             )
-        ]
+        ], None, None
     norm = normalize_legacy(doc)
-    body = norm.doc
-    issues = (
-        list(norm.issues)
-        + schema_issues(body, SCHEMA, default_rule="harness.schema")
-        + _semantic_issues(body)
-    )
-    return sorted(set(issues), key=lambda i: (i.path, i.rule))
+    issues = list(norm.issues) + schema_issues(norm.doc, SCHEMA, default_rule="harness.schema")
+    model, type_issues = decode_issues(norm.doc, HarnessDoc, document=ROM_PATH, rule="harness.schema")
+    if model is None:
+        issues += [] if issues else type_issues  # the schema already names what does not decode
+    else:
+        issues += _semantic_issues(model)
+    return sorted(set(issues), key=lambda i: (i.path, i.rule)), model, norm
+
+
+def validate_harness(doc: Any) -> list[Issue]:
+    """Every schema and semantic finding for a harness requirements document. A legacy form
+    (see `normalize_legacy`) is read as the schema shape and reported as a WARNING."""
+    return _checked(doc)[0]
 
 
 def errors_only(issues: Sequence[Issue]) -> list[Issue]:
@@ -464,106 +446,94 @@ def errors_only(issues: Sequence[Issue]) -> list[Issue]:
     return [i for i in issues if i.severity != WARNING]
 
 
-def _contract(t: Mapping[str, Any]) -> ToolContract:
-    return ToolContract(
-        t["role"],
-        t["tier"],
-        tuple(t["capabilityScopes"]),
-        t["name"],
-        t["description"],
-        dict(t["inputSchema"]),
-    )
+def _contract(t: Tool) -> ToolContract:
+    return ToolContract(t.role, t.tier, t.capability_scopes, t.name, t.description, t.input_schema)
 
 
 def parse_harness(doc: Any, *, where: str = ROM_PATH) -> HarnessRequirements:
-    """Validate and build the model; raises InvalidInput listing each rule and JSON path. A
-    legacy form is normalized first (its warnings are kept in `legacy`), never refused."""
-    issues = errors_only(validate_harness(doc))
-    if issues:
+    """Validate, decode and build the model; raises InvalidInput listing each rule and JSON path.
+    A legacy form is normalized first (its warnings are kept in `legacy`), never refused."""
+    issues, model, norm = _checked(doc)
+    errors = errors_only(issues)
+    if errors or model is None or norm is None:
         raise InvalidInput(
-            f"harness requirements are invalid ({len(issues)} issue(s)): " + "; ".join(map(str, issues)),
+            f"harness requirements are invalid ({len(errors)} issue(s)): " + "; ".join(map(str, errors)),
             where=where,
-            details={"issues": [i.to_json() for i in issues]},
+            details={"issues": [i.to_json() for i in errors]},
         )
-    assert isinstance(doc, Mapping)
-    norm = normalize_legacy(doc)
-    doc = norm.doc
-    assert isinstance(doc, Mapping)
-    fs = doc.get("filesystem") or {}
-    net = doc.get("network") or {}
+    fs, net = model.filesystem, model.network
     return HarnessRequirements(
-        min_protocol_revision=doc["mcp"]["minProtocolRevision"],
-        preferred_protocol_revision=doc["mcp"].get("preferredProtocolRevision"),
-        tool_use=doc["model"]["toolUse"],
-        min_context_window_tokens=doc["model"]["minContextWindowTokens"],
-        structured_output=doc["model"].get("structuredOutput"),
-        required_tools=tuple(_contract(t) for t in doc["requiredTools"]),
-        optional_tools=tuple(_contract(t) for t in doc.get("optionalTools", ())),
-        fs_read=tuple(fs.get("read", ())),
-        fs_write=tuple(fs.get("write", ())),
-        egress=net.get("egress", "none"),
-        allowlist=tuple(net.get("allowlist", ())),
+        min_protocol_revision=model.mcp.min_protocol_revision,
+        preferred_protocol_revision=opt(model.mcp.preferred_protocol_revision),
+        tool_use=model.model.tool_use,
+        min_context_window_tokens=model.model.min_context_window_tokens,
+        structured_output=opt(model.model.structured_output),
+        required_tools=tuple(_contract(t) for t in model.required_tools),
+        optional_tools=tuple(_contract(t) for t in seq(model.optional_tools)),
+        fs_read=() if isinstance(fs, UnsetType) else seq(fs.read),
+        fs_write=() if isinstance(fs, UnsetType) else seq(fs.write),
+        egress="none" if isinstance(net, UnsetType) else net.egress,
+        allowlist=() if isinstance(net, UnsetType) else seq(net.allowlist),
         external_tools=norm.external_tools,
         legacy=norm.legacy,
     )
 
 
+
+
 def validate_host(doc: Any) -> list[Issue]:
-    """Schema findings for a host descriptor."""
-    return schema_issues(doc, HOST_SCHEMA, default_rule="host.schema")
+    """Schema findings for a host descriptor (and the type finding when it does not decode)."""
+    issues = schema_issues(doc, HOST_SCHEMA, default_rule="host.schema")
+    if not issues:
+        issues = decode_issues(doc, HostDoc, document="host descriptor", rule="host.schema")[1]
+    return issues
 
 
 def parse_host(doc: Any, *, where: str = "host descriptor") -> HostDescriptor:
-    """Validate and build a host descriptor."""
-    issues = validate_host(doc)
-    if issues:
+    """Validate, decode and build a host descriptor."""
+    issues = schema_issues(doc, HOST_SCHEMA, default_rule="host.schema")
+    model, type_issues = decode_issues(doc, HostDoc, document=where, rule="host.schema")
+    issues = issues or type_issues
+    if issues or model is None:
         raise InvalidInput(
             "host descriptor is invalid: " + "; ".join(map(str, issues)),
             where=where,
             details={"issues": [i.to_json() for i in issues]},
         )
-    assert isinstance(doc, Mapping)
-    fs = doc.get("filesystem") or {}
-    net = doc.get("network") or {"egress": "none"}
+    fs, net = model.filesystem, model.network
     return HostDescriptor(
-        protocol_revisions=tuple(doc["mcp"]["protocolRevisions"]),
-        tool_use=doc["model"]["toolUse"],
-        context_window_tokens=doc["model"]["contextWindowTokens"],
-        tools=tuple(
-            HostTool(t["name"], tuple(t["roles"]), tuple(t["scopes"]), dict(t["inputSchema"]))
-            for t in doc["tools"]
-        ),
-        structured_output=doc["model"].get("structuredOutput"),
-        fs_read=tuple(fs.get("read", ())),
-        fs_write=tuple(fs.get("write", ())),
-        egress=net.get("egress", "none"),
-        allowlist=tuple(net.get("allowlist", ())),
-        host_id=doc.get("hostId"),
-        binaries=tuple(doc["binaries"]) if isinstance(doc.get("binaries"), list) else None,
+        protocol_revisions=model.mcp.protocol_revisions,
+        tool_use=model.model.tool_use,
+        context_window_tokens=model.model.context_window_tokens,
+        tools=tuple(HostTool(t.name, t.roles, t.scopes, t.input_schema) for t in model.tools),
+        structured_output=opt(model.model.structured_output),
+        fs_read=() if isinstance(fs, UnsetType) else seq(fs.read),
+        fs_write=() if isinstance(fs, UnsetType) else seq(fs.write),
+        egress="none" if isinstance(net, UnsetType) else net.egress,
+        allowlist=() if isinstance(net, UnsetType) else seq(net.allowlist),
+        host_id=opt(model.host_id),
+        binaries=opt(model.binaries),
     )
 
 
-def _types(schema: Any) -> set[str] | None:
-    if not isinstance(schema, Mapping) or "type" not in schema:
+def _types(schema: PropertySchema | bool) -> set[str] | None:
+    if isinstance(schema, bool) or isinstance(schema.type, UnsetType):
         return None
-    t = schema["type"]
-    return {t} if isinstance(t, str) else {str(x) for x in t} if isinstance(t, list) else None
+    return {schema.type} if isinstance(schema.type, str) else set(schema.type)
 
 
-def schema_accepts(tool_schema: Mapping[str, Any], contract_schema: Mapping[str, Any]) -> list[str]:
+def schema_accepts(tool_schema: InputSchema, contract_schema: InputSchema) -> list[str]:
     """Why a tool's inputSchema does not structurally accept the contract: each contract-required
     property must exist in the tool's properties with a compatible type. Empty list = accepts."""
     problems: list[str] = []
-    tprops = tool_schema.get("properties") if isinstance(tool_schema.get("properties"), Mapping) else {}
-    cprops = (
-        contract_schema.get("properties") if isinstance(contract_schema.get("properties"), Mapping) else {}
-    )
-    assert isinstance(tprops, Mapping) and isinstance(cprops, Mapping)
-    for name in contract_schema.get("required", []) or []:
+    tprops = {} if isinstance(tool_schema.properties, UnsetType) else tool_schema.properties
+    cprops = {} if isinstance(contract_schema.properties, UnsetType) else contract_schema.properties
+    for name in () if isinstance(contract_schema.required, UnsetType) else contract_schema.required:
         if name not in tprops:
             problems.append(f"property {name!r} missing")
             continue
-        want, have = _types(cprops.get(name)), _types(tprops[name])
+        c = cprops.get(name)
+        want, have = (_types(c) if c is not None else None), _types(tprops[name])
         if (
             want is not None
             and have is not None

@@ -10,9 +10,15 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from msgspec import UnsetType
 
+from acxoci.documents.host_limits import HostLimitsDoc
+from acxoci.documents.loop_policy import LoopPolicyDocBudget
+from acxoci.documents.resource_limits import ResourceLimitsDoc
 from acxoci.errors import InvalidInput, NotFound, parse_problem
-from acxoci.policy._schema import Issue, load_schema, schema_issues
+from acxoci.jsonschemas import strict_validator
+from acxoci.policy._schema import Issue, load_schema, pointer_path, schema_issues
+from attest.typed import DocumentTypeError, decode_as
 
 GROUPS: dict[str, tuple[str, ...]] = {
     "tokenSpend": ("dailyPerProject", "dailyPerAgent", "dailyGlobal"),
@@ -21,6 +27,8 @@ GROUPS: dict[str, tuple[str, ...]] = {
 }
 NUMERIC_FIELDS: tuple[str, ...] = tuple(f"{g}.{k}" for g, ks in GROUPS.items() for k in ks)
 SCHEMA = "resource-limits.schema.json"
+#: The decoded shapes a budget comes in (a policy's inline budget, the schema's, a host file's).
+Budget = ResourceLimitsDoc | HostLimitsDoc | LoopPolicyDocBudget
 
 
 @dataclass(frozen=True)
@@ -54,23 +62,43 @@ class ResourceLimits:
         return self.numbers.get(name)
 
     @classmethod
-    def from_json(cls, doc: Mapping[str, Any]) -> ResourceLimits:
-        """Build from the JSON/YAML shape (already schema-checked)."""
+    def from_json(cls, doc: Any, *, where: str = "resource limits") -> ResourceLimits:
+        """Decode a budget or host-limits document (every member optional) and build the limits;
+        InvalidInput naming the JSON pointer when a value has the wrong type."""
+        try:
+            return cls.from_model(decode_as(doc, HostLimitsDoc, document=where))
+        except DocumentTypeError as exc:
+            raise InvalidInput(str(exc), where=where, details={"pointer": exc.pointer}) from exc
+
+    @classmethod
+    def from_model(cls, doc: Budget) -> ResourceLimits:
+        """Build from a decoded budget (a policy's, a `resource-limits` document or a host file)."""
         nums: dict[str, int] = {}
-        for group, keys in GROUPS.items():
-            g = doc.get(group)
-            if isinstance(g, Mapping):
-                for k in keys:
-                    if isinstance(g.get(k), int):
-                        nums[f"{group}.{k}"] = int(g[k])
-        ks = doc.get("killSwitch")
+
+        def put(name: str, value: int | UnsetType) -> None:
+            if not isinstance(value, UnsetType):
+                nums[name] = value
+
+        ts, cc, to = doc.token_spend, doc.concurrency, doc.timeouts
+        if not isinstance(ts, UnsetType):
+            put("tokenSpend.dailyPerProject", ts.daily_per_project)
+            put("tokenSpend.dailyPerAgent", ts.daily_per_agent)
+            put("tokenSpend.dailyGlobal", ts.daily_global)
+        if not isinstance(cc, UnsetType):
+            put("concurrency.maxCommandsPerStation", cc.max_commands_per_station)
+            put("concurrency.maxStationsPerProject", cc.max_stations_per_project)
+            put("concurrency.maxGlobalInFlightCommands", cc.max_global_in_flight_commands)
+        if not isinstance(to, UnsetType):
+            put("timeouts.defaultCommandSec", to.default_command_sec)
+            put("timeouts.maxCommandSec", to.max_command_sec)
+        ks = doc.kill_switch
         kill = None
-        if isinstance(ks, Mapping):
+        if not isinstance(ks, UnsetType):
             kill = KillSwitch(
-                bool(ks.get("enabled", False)),
-                ks.get("reason"),
-                tuple(ks.get("pausedProjectIds", ())),
-                tuple(ks.get("pausedStationIds", ())),
+                ks.enabled is True,
+                None if isinstance(ks.reason, UnsetType) else ks.reason,
+                () if isinstance(ks.paused_project_ids, UnsetType) else ks.paused_project_ids,
+                () if isinstance(ks.paused_station_ids, UnsetType) else ks.paused_station_ids,
             )
         return cls(nums, kill)
 
@@ -95,14 +123,12 @@ def _relaxed(schema: Any) -> Any:
 
 
 def validate_limits(doc: Any, *, host: bool = False) -> list[Issue]:
-    """Schema findings for a cartridge budget (all groups required) or a host file (all optional)."""
+    """Schema findings for a cartridge budget (all groups required) or a host file (all optional),
+    the type finding when it does not decode, and the timeouts order."""
     if not host:
         issues = schema_issues(doc, SCHEMA, default_rule="budget.resource-limits")
     else:
-        import jsonschema
-
-        schema = _relaxed(copy.deepcopy(load_schema(SCHEMA)))
-        v = jsonschema.Draft202012Validator(schema)
+        v = strict_validator(_relaxed(copy.deepcopy(load_schema(SCHEMA))))
         issues = [
             Issue(
                 "host-limits.schema",
@@ -111,9 +137,15 @@ def validate_limits(doc: Any, *, host: bool = False) -> list[Issue]:
             )
             for e in v.iter_errors(doc)
         ]
-    if isinstance(doc, Mapping) and isinstance(doc.get("timeouts"), Mapping):
-        t = doc["timeouts"]
-        d, m = t.get("defaultCommandSec"), t.get("maxCommandSec")
+    try:
+        model: Budget = (decode_as(doc, HostLimitsDoc, document="host resource limits") if host
+                         else decode_as(doc, ResourceLimitsDoc, document="budget"))
+    except DocumentTypeError as exc:
+        return issues or [Issue("host-limits.schema" if host else "budget.resource-limits",
+                                pointer_path(exc.pointer), str(exc))]
+    to = model.timeouts
+    if not isinstance(to, UnsetType):
+        d, m = to.default_command_sec, to.max_command_sec
         if isinstance(d, int) and isinstance(m, int) and d > m:
             issues.append(
                 Issue(
@@ -146,7 +178,7 @@ def load_host_limits(path: Path) -> ResourceLimits:
             where=str(path),
             details={"issues": [i.to_json() for i in issues]},
         )
-    return ResourceLimits.from_json(doc)
+    return ResourceLimits.from_json(doc, where=str(path))
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
+from msgspec import UnsetType
+
+from acxoci.documents.loop_policy import LoopPolicyDoc
 from acxoci.errors import InvalidInput
-from acxoci.policy._schema import ERROR, WARNING, Issue, child_path, schema_issues
+from acxoci.policy._schema import ERROR, WARNING, Issue, child_path, decode_issues, schema_issues
 from acxoci.policy.limits import ResourceLimits
+from attest.typed import opt, seq
 
 V1 = "acx.loop-context-policy/1"
 V1_1 = "acx.loop-context-policy/1.1"
@@ -151,13 +156,14 @@ class LoopContextPolicy:
 
 
 def read_as_v1(doc: Mapping[str, Any]) -> dict[str, Any]:
-    """What a v1 reader sees: v1.1 additions (plan/reflect, regression, playbook, observability,
-    subAgents[].mode) are dropped, as SPEC §9.6 says unknown keys are."""
+    """What a v1 reader sees of a policy document (JSON in, JSON out; `parse_policy(reader=V1)`
+    applies the same reading to the decoded model): v1.1 additions (plan/reflect, regression,
+    playbook, observability, subAgents[].mode) are dropped, as SPEC §9.6 says unknown keys are."""
     out = {k: v for k, v in doc.items() if k != "observability"}
     loop = dict(out.get("loop") or {}) if isinstance(out.get("loop"), Mapping) else out.get("loop")
     if isinstance(loop, dict):
         if isinstance(loop.get("cycle"), list):
-            loop["cycle"] = [c for c in loop["cycle"] if c not in V11_ONLY_CYCLE]
+            loop["cycle"] = [c for c in loop["cycle"] if not (isinstance(c, str) and c in V11_ONLY_CYCLE)]
         ver = loop.get("verification")
         if isinstance(ver, Mapping):
             loop["verification"] = {k: v for k, v in ver.items() if k != "regression"}
@@ -183,225 +189,105 @@ def _is_read_only(tool: str, harness_scopes: Mapping[str, Iterable[str]] | None)
     return False
 
 
-def _semantic_issues(
-    doc: Mapping[str, Any], harness_scopes: Mapping[str, Iterable[str]] | None
-) -> list[Issue]:
+
+
+def _semantic_issues(doc: LoopPolicyDoc, harness_scopes: Mapping[str, Iterable[str]] | None) -> list[Issue]:
     out: list[Issue] = []
-    loop = doc.get("loop") if isinstance(doc.get("loop"), Mapping) else {}
-    assert isinstance(loop, Mapping)
-    hints = doc.get("hints") if isinstance(doc.get("hints"), Mapping) else {}
-    assert isinstance(hints, Mapping)
-    cycle = loop.get("cycle")
-    if isinstance(cycle, list) and all(isinstance(c, str) for c in cycle):
-        known = [c for c in cycle if c in CANONICAL_CYCLE]
-        if known != sorted(known, key=CANONICAL_CYCLE.index):
-            out.append(
-                Issue(
-                    "loop.cycle.order",
-                    "$.loop.cycle",
-                    f"cycle {cycle} is not an ordered subset of {list(CANONICAL_CYCLE)}",
-                )
-            )
-        if "verify" not in cycle and not _verify_justified(hints):
-            out.append(
-                Issue(
-                    "loop.cycle.verify-or-justify",
-                    "$.loop.cycle",
-                    "verify is omitted from the cycle and no reason is given in hints "
-                    "(a non-empty string under a hints key that mentions 'verify')",
-                )
-            )
-        if "verify" in cycle and not isinstance(loop.get("verification"), Mapping):
-            out.append(
-                Issue(
-                    "loop.verification.missing",
-                    "$.loop.verification",
-                    "the cycle has verify but no verification block says what to run",
-                    WARNING,
-                )
-            )
-    ver = loop.get("verification")
-    if (
-        isinstance(ver, Mapping)
-        and isinstance(ver.get("passIntent"), str)
-        and _SCORE_RE.search(ver["passIntent"])
-    ):
-        out.append(
-            Issue(
-                "loop.verification.passIntent",
-                "$.loop.verification.passIntent",
-                f"passIntent {ver['passIntent']!r} is a scored threshold; it must be prose intent "
-                "(scored acceptance belongs to the provable level)",
-            )
-        )
-    stops = loop.get("stopConditions")
-    actions: list[tuple[int, str]] = []
-    if isinstance(stops, list):
-        seen: dict[str, int] = {}
-        for i, sc in enumerate(stops):
-            if not isinstance(sc, Mapping):
-                continue
-            when = sc.get("when")
-            if isinstance(when, str):
-                if when in seen:
-                    out.append(
-                        Issue(
-                            "loop.stopConditions.unique",
-                            f"$.loop.stopConditions[{i}].when",
-                            f"stop condition {when!r} is declared twice (first at index {seen[when]})",
-                        )
-                    )
-                seen.setdefault(when, i)
-            if isinstance(sc.get("action"), str):
-                actions.append((i, sc["action"]))
-        gc = doc.get("guardrailContract")
-        kinds = gc.get("signalKinds") if isinstance(gc, Mapping) else None
-        if isinstance(kinds, list):
-            for when, kind in (("guardrail_stop", "stop"), ("blocked", "blocked")):
-                if when in seen and kind not in kinds:
-                    out.append(
-                        Issue(
-                            "guardrailContract.signal-for-condition",
-                            "$.guardrailContract.signalKinds",
-                            f"stop condition {when!r} fires on signal kind {kind!r}, "
-                            "which signalKinds does not declare",
-                        )
-                    )
-    if any(a in TERMINATING_REPORT_ACTIONS for _, a in actions) and not isinstance(
-        loop.get("handoff"), Mapping
-    ):
-        i = next(i for i, a in actions if a in TERMINATING_REPORT_ACTIONS)
-        out.append(
-            Issue(
-                "loop.handoff.report-required",
-                "$.loop.handoff",
-                f"stopConditions[{i}] terminates with handoff/await_human, which must emit exactly one "
-                "OperatorCommandReport, but loop.handoff {emits: OperatorCommandReport} is missing",
-            )
-        )
-    handoff = loop.get("handoff")
-    windows = handoff.get("returnWindows") if isinstance(handoff, Mapping) else None
-    if isinstance(windows, list) and isinstance(stops, list):
-        for i, sc in enumerate(stops):
-            if not isinstance(sc, Mapping) or sc.get("action") not in TERMINATING_REPORT_ACTIONS:
-                continue
-            window = WINDOW_FOR_CONDITION.get(str(sc.get("when")))
+    loop = doc.loop
+    hints = opt(doc.hints) or {}
+    cycle = list(loop.cycle)
+    known = [c for c in cycle if c in CANONICAL_CYCLE]
+    if known != sorted(known, key=CANONICAL_CYCLE.index):
+        out.append(Issue("loop.cycle.order", "$.loop.cycle",
+                         f"cycle {cycle} is not an ordered subset of {list(CANONICAL_CYCLE)}"))
+    if "verify" not in cycle and not _verify_justified(hints):
+        out.append(Issue("loop.cycle.verify-or-justify", "$.loop.cycle",
+                         "verify is omitted from the cycle and no reason is given in hints "
+                         "(a non-empty string under a hints key that mentions 'verify')"))
+    ver = opt(loop.verification)
+    if "verify" in cycle and ver is None:
+        out.append(Issue("loop.verification.missing", "$.loop.verification",
+                         "the cycle has verify but no verification block says what to run", WARNING))
+    if ver is not None and _SCORE_RE.search(ver.pass_intent):
+        out.append(Issue("loop.verification.passIntent", "$.loop.verification.passIntent",
+                         f"passIntent {ver.pass_intent!r} is a scored threshold; it must be prose intent "
+                         "(scored acceptance belongs to the provable level)"))
+    seen: dict[str, int] = {}
+    for i, sc in enumerate(loop.stop_conditions):
+        if sc.when in seen:
+            why = f"stop condition {sc.when!r} is declared twice (first at index {seen[sc.when]})"
+            out.append(Issue("loop.stopConditions.unique", f"$.loop.stopConditions[{i}].when", why))
+        seen.setdefault(sc.when, i)
+    contract = opt(doc.guardrail_contract)
+    kinds = opt(contract.signal_kinds) if contract is not None else None
+    if kinds is not None:
+        for when, kind in (("guardrail_stop", "stop"), ("blocked", "blocked")):
+            if when in seen and kind not in kinds:
+                out.append(Issue("guardrailContract.signal-for-condition", "$.guardrailContract.signalKinds",
+                                 f"stop condition {when!r} fires on signal kind {kind!r}, "
+                                 "which signalKinds does not declare"))
+    terminating = [i for i, sc in enumerate(loop.stop_conditions) if sc.action in TERMINATING_REPORT_ACTIONS]
+    handoff = opt(loop.handoff)
+    if terminating and handoff is None:
+        out.append(Issue("loop.handoff.report-required", "$.loop.handoff",
+                         f"stopConditions[{terminating[0]}] terminates with handoff/await_human, which "
+                         "must emit exactly one OperatorCommandReport, but loop.handoff "
+                         "{emits: OperatorCommandReport} is missing"))
+    windows = opt(handoff.return_windows) if handoff is not None else None
+    if windows is not None:
+        for i in terminating:
+            when = loop.stop_conditions[i].when
+            window = WINDOW_FOR_CONDITION.get(when)
             if window is not None and window not in windows:
-                out.append(
-                    Issue(
-                        "loop.handoff.window-for-condition",
-                        f"$.loop.stopConditions[{i}]",
-                        f"{sc.get('when')!r} hands control back, but returnWindows lacks {window!r}",
-                        WARNING,
-                    )
-                )
-    subs = loop.get("subAgents")
-    if isinstance(subs, list):
-        ids: dict[str, int] = {}
-        for i, sa in enumerate(subs):
-            if not isinstance(sa, Mapping):
-                continue
-            p = f"$.loop.subAgents[{i}]"
-            sid = sa.get("id")
-            if isinstance(sid, str):
-                if sid in ids:
-                    out.append(
-                        Issue("loop.subAgents.unique-id", f"{p}.id", f"sub-agent id {sid!r} is repeated")
-                    )
-                ids.setdefault(sid, i)
-            tools = sa.get("tools") if isinstance(sa.get("tools"), list) else []
-            assert isinstance(tools, list)
-            if sa.get("concurrency") == "parallel":
-                writers = [t for t in tools if isinstance(t, str) and not _is_read_only(t, harness_scopes)]
-                if writers or not tools:
-                    out.append(
-                        Issue(
-                            "loop.subAgents.concurrency",
-                            f"{p}.concurrency",
-                            "only read-only fan-out may be parallel; tools "
-                            f"{writers or '(none declared)'} may write or decide, so this sub-agent "
-                            "must be single_threaded",
-                        )
-                    )
-            budget = sa.get("contextReturnBudgetTokens")
-            lo, hi = RETURN_BUDGET_RANGE
-            if isinstance(budget, int) and not isinstance(budget, bool) and not lo <= budget <= hi:
-                out.append(
-                    Issue(
-                        "loop.subAgents.contextReturnBudget",
-                        f"{p}.contextReturnBudgetTokens",
-                        f"{budget} is outside the recommended {lo}-{hi} tokens",
-                        WARNING,
-                    )
-                )
-            mt, top = sa.get("maxTurns"), loop.get("maxTurns")
-            if isinstance(mt, int) and isinstance(top, int) and mt > top:
-                out.append(
-                    Issue(
-                        "loop.subAgents.maxTurns",
-                        f"{p}.maxTurns",
-                        f"sub-agent maxTurns {mt} exceeds the loop's {top}",
-                        WARNING,
-                    )
-                )
-    ctx = doc.get("context")
-    if isinstance(ctx, Mapping):
-        comp = ctx.get("compaction")
-        if (
-            isinstance(comp, Mapping)
-            and isinstance(comp.get("preserve"), list)
-            and isinstance(comp.get("discard"), list)
-        ):
-            both = sorted(set(map(str, comp["preserve"])) & set(map(str, comp["discard"])))
-            if both:
-                out.append(
-                    Issue(
-                        "context.compaction.overlap",
-                        "$.context.compaction",
-                        f"categories {both} are both preserved and discarded",
-                    )
-                )
-        if ctx.get("retrieval") in ("preload", "hybrid") and not ctx.get("preload"):
-            out.append(
-                Issue(
-                    "context.preload",
-                    "$.context.preload",
-                    f"retrieval {ctx.get('retrieval')!r} has nothing to preload",
-                    WARNING,
-                )
-            )
-    rules = doc.get("rules")
-    if isinstance(rules, list):
-        rids: set[str] = set()
-        for i, r in enumerate(rules):
-            if isinstance(r, Mapping) and isinstance(r.get("id"), str):
-                if r["id"] in rids:
-                    out.append(
-                        Issue("rules.unique-id", f"$.rules[{i}].id", f"rule id {r['id']!r} is repeated")
-                    )
-                rids.add(r["id"])
-    budget_doc = doc.get("budget")
-    if isinstance(budget_doc, Mapping):
-        t = budget_doc.get("timeouts")
-        if isinstance(t, Mapping):
-            d, m = t.get("defaultCommandSec"), t.get("maxCommandSec")
-            if isinstance(d, int) and isinstance(m, int) and d > m:
-                out.append(
-                    Issue(
-                        "budget.timeouts.order",
-                        "$.budget.timeouts.defaultCommandSec",
-                        f"defaultCommandSec {d} exceeds maxCommandSec {m}",
-                    )
-                )
+                out.append(Issue("loop.handoff.window-for-condition", f"$.loop.stopConditions[{i}]",
+                                 f"{when!r} hands control back, but returnWindows lacks {window!r}", WARNING))
+    ids: dict[str, int] = {}
+    for i, sa in enumerate(seq(loop.sub_agents)):
+        p = f"$.loop.subAgents[{i}]"
+        if sa.id in ids:
+            out.append(Issue("loop.subAgents.unique-id", f"{p}.id", f"sub-agent id {sa.id!r} is repeated"))
+        ids.setdefault(sa.id, i)
+        if sa.concurrency == "parallel":
+            writers = [t for t in sa.tools if not _is_read_only(t, harness_scopes)]
+            if writers or not sa.tools:
+                out.append(Issue("loop.subAgents.concurrency", f"{p}.concurrency",
+                                 "only read-only fan-out may be parallel; tools "
+                                 f"{writers or '(none declared)'} may write or decide, so this sub-agent "
+                                 "must be single_threaded"))
+        budget = opt(sa.context_return_budget_tokens)
+        lo, hi = RETURN_BUDGET_RANGE
+        if budget is not None and not lo <= budget <= hi:
+            out.append(Issue("loop.subAgents.contextReturnBudget", f"{p}.contextReturnBudgetTokens",
+                             f"{budget} is outside the recommended {lo}-{hi} tokens", WARNING))
+        mt = opt(sa.max_turns)
+        if mt is not None and mt > loop.max_turns:
+            out.append(Issue("loop.subAgents.maxTurns", f"{p}.maxTurns",
+                             f"sub-agent maxTurns {mt} exceeds the loop's {loop.max_turns}", WARNING))
+    ctx = doc.context
+    comp = opt(ctx.compaction)
+    if comp is not None and seq(comp.preserve) and seq(comp.discard):
+        both = sorted(set(seq(comp.preserve)) & set(seq(comp.discard)))
+        if both:
+            out.append(Issue("context.compaction.overlap", "$.context.compaction",
+                             f"categories {both} are both preserved and discarded"))
+    if ctx.retrieval in ("preload", "hybrid") and not seq(ctx.preload):
+        out.append(Issue("context.preload", "$.context.preload",
+                         f"retrieval {ctx.retrieval!r} has nothing to preload", WARNING))
+    rids: set[str] = set()
+    for i, r in enumerate(seq(doc.rules)):
+        if r.id in rids:
+            out.append(Issue("rules.unique-id", f"$.rules[{i}].id", f"rule id {r.id!r} is repeated"))
+        rids.add(r.id)
+    budget_doc = opt(doc.budget)
+    if budget_doc is not None:
+        d, m = budget_doc.timeouts.default_command_sec, budget_doc.timeouts.max_command_sec
+        if d > m:
+            out.append(Issue("budget.timeouts.order", "$.budget.timeouts.defaultCommandSec",
+                             f"defaultCommandSec {d} exceeds maxCommandSec {m}"))
     for k in hints:
         if k in CONTRACT_KEYS:
-            out.append(
-                Issue(
-                    "hints.no-outcome-override",
-                    child_path("$.hints", str(k)),
-                    f"hints key {k!r} would alter the outcome contract; hints must be ignorable",
-                )
-            )
+            out.append(Issue("hints.no-outcome-override", child_path("$.hints", str(k)),
+                             f"hints key {k!r} would alter the outcome contract; hints must be ignorable"))
     return out
 
 
@@ -409,25 +295,40 @@ def _verify_justified(hints: Mapping[str, Any]) -> bool:
     return any("verify" in str(k).lower() and isinstance(v, str) and v.strip() for k, v in hints.items())
 
 
-def validate_policy(doc: Any, *, harness_scopes: Mapping[str, Iterable[str]] | None = None) -> list[Issue]:
-    """Every schema and semantic finding for a policy document (errors and warnings).
-
-    `harness_scopes` (role -> scopes, from the cartridge's harness) lets tools outside the built-in
-    read-only set count as read-only for the parallel sub-agent rule."""
+def _checked(
+    doc: Any, harness_scopes: Mapping[str, Iterable[str]] | None
+) -> tuple[list[Issue], LoopPolicyDoc | None]:
     if not isinstance(doc, Mapping):
-        return [Issue("policy.object", "$", "the policy document is not a JSON object")]
+        return [Issue("policy.object", "$", "the policy document is not a JSON object")], None
     version = doc.get("schemaVersion")
-    if version not in KNOWN_VERSIONS:
+    if not isinstance(version, str) or version not in KNOWN_VERSIONS:
         return [
             Issue(
                 "schemaVersion.known",
                 "$.schemaVersion",
                 f"unknown schemaVersion {version!r}; expected one of {list(KNOWN_VERSIONS)}",
             )
-        ]
-    issues = schema_issues(doc, SCHEMA_FILES[str(version)], default_rule="policy.schema")
-    issues.extend(_semantic_issues(doc, harness_scopes))
-    return sorted(set(issues), key=lambda i: (i.severity != ERROR, i.path, i.rule))
+        ], None
+    issues = schema_issues(doc, SCHEMA_FILES[version], default_rule="policy.schema")
+    model, type_issues = decode_issues(doc, LoopPolicyDoc, document=ROM_PATH, rule="policy.schema")
+    if model is None:
+        issues += [] if issues else type_issues  # the schema already names what does not decode
+    else:
+        issues += _semantic_issues(model, harness_scopes)
+    return sorted(set(issues), key=lambda i: (i.severity != ERROR, i.path, i.rule)), model
+
+
+def validate_policy(doc: Any, *, harness_scopes: Mapping[str, Iterable[str]] | None = None) -> list[Issue]:
+    """Every schema and semantic finding for a policy document (errors and warnings).
+
+    `harness_scopes` (role -> scopes, from the cartridge's harness) lets tools outside the built-in
+    read-only set count as read-only for the parallel sub-agent rule."""
+    return _checked(doc, harness_scopes)[0]
+
+
+def decoded_policy(doc: Any) -> LoopPolicyDoc | None:
+    """The policy document as its model, or None when it is not a known, well-typed policy."""
+    return _checked(doc, None)[1]
 
 
 def errors_only(issues: Iterable[Issue]) -> list[Issue]:
@@ -436,89 +337,86 @@ def errors_only(issues: Iterable[Issue]) -> list[Issue]:
 
 
 def parse_policy(doc: Any, *, where: str = ROM_PATH, reader: str = V1_1) -> LoopContextPolicy:
-    """Validate and build the model. `reader=V1` reads the document as a v1 reader would
+    """Validate, decode and build the model. `reader=V1` reads the document as a v1 reader would
     (v1.1 keys dropped). Raises InvalidInput listing every error with rule and path."""
-    issues = errors_only(validate_policy(doc))
-    if issues:
+    all_issues, model = _checked(doc, None)
+    issues = errors_only(all_issues)
+    if issues or model is None:
         raise InvalidInput(
             f"loop-context policy is invalid ({len(issues)} issue(s)): " + "; ".join(map(str, issues)),
             where=where,
             details={"issues": [i.to_json() for i in issues]},
         )
-    assert isinstance(doc, Mapping)
-    if reader == V1:
-        doc = read_as_v1(doc)
-    return _build(doc)
+    return _build(model, v1=reader == V1)
 
 
-def _build(doc: Mapping[str, Any]) -> LoopContextPolicy:
-    loop: Mapping[str, Any] = doc["loop"]
-    ctx: Mapping[str, Any] = doc["context"]
-    ver = loop.get("verification")
+def _build(doc: LoopPolicyDoc, *, v1: bool = False) -> LoopContextPolicy:
+    loop, ctx = doc.loop, doc.context
+    ver = opt(loop.verification)
     verification = None
-    if isinstance(ver, Mapping):
-        reg = ver.get("regression")
+    if ver is not None:
+        reg = None if v1 else opt(ver.regression)
         verification = Verification(
-            pass_intent=ver["passIntent"],
-            commands=tuple(ver.get("commands", ())),
-            max_attempts=int(ver.get("maxAttempts", 1)),
-            scope=str(ver.get("scope", "touched")),
-            block_on_failure=bool(ver.get("blockOnFailure", True)),
-            regression=Regression(reg["heldInSuite"], reg["heldOutSuite"], reg["acceptIf"])
-            if isinstance(reg, Mapping)
-            else None,
+            pass_intent=ver.pass_intent,
+            commands=seq(ver.commands),
+            max_attempts=opt(ver.max_attempts) or 1,
+            scope=opt(ver.scope) or "touched",
+            block_on_failure=ver.block_on_failure is not False,
+            regression=Regression(reg.held_in_suite, reg.held_out_suite, reg.accept_if) if reg else None,
         )
-    handoff = loop.get("handoff") if isinstance(loop.get("handoff"), Mapping) else None
+    handoff = opt(loop.handoff)
     subs = tuple(
         SubAgent(
-            id=s["id"],
-            description=s["description"],
-            prompt_ref=s["promptRef"],
-            tools=tuple(s["tools"]),
-            concurrency=s.get("concurrency", "single_threaded"),
-            context_return_budget_tokens=s.get("contextReturnBudgetTokens", DEFAULT_RETURN_BUDGET),
-            max_turns=s.get("maxTurns"),
-            retrieval=s.get("retrieval"),
-            mode=s.get("mode"),
+            id=s.id,
+            description=s.description,
+            prompt_ref=s.prompt_ref,
+            tools=s.tools,
+            concurrency=opt(s.concurrency) or "single_threaded",
+            context_return_budget_tokens=(
+                DEFAULT_RETURN_BUDGET if isinstance(s.context_return_budget_tokens, UnsetType)
+                else s.context_return_budget_tokens
+            ),
+            max_turns=opt(s.max_turns),
+            retrieval=opt(s.retrieval),
+            mode=None if v1 else opt(s.mode),
         )
-        for s in loop.get("subAgents", ())
+        for s in seq(loop.sub_agents)
     )
-    comp = ctx.get("compaction") if isinstance(ctx.get("compaction"), Mapping) else {}
-    assert isinstance(comp, Mapping)
+    comp = opt(ctx.compaction)
+    trunc = opt(ctx.tool_result_truncation)
+    playbook = None if v1 else opt(ctx.playbook)
     context = ContextPolicy(
-        retrieval=ctx["retrieval"],
-        embedding_engine_id=ctx["embeddingEngineId"],
-        identifier_kinds=tuple(ctx.get("identifierKinds", ())),
-        preload=tuple(ctx.get("preload", ())),
-        preserve=tuple(comp.get("preserve", ())),
-        discard=tuple(comp.get("discard", ())),
-        target_token_budget=comp.get("targetTokenBudget"),
-        tool_result_truncation=dict(ctx.get("toolResultTruncation", {})),
-        memory_files=tuple(ctx.get("memoryFiles", ())),
-        playbook=ctx.get("playbook"),
+        retrieval=ctx.retrieval,
+        embedding_engine_id=ctx.embedding_engine_id,
+        identifier_kinds=seq(ctx.identifier_kinds),
+        preload=seq(ctx.preload),
+        preserve=seq(comp.preserve) if comp else (),
+        discard=seq(comp.discard) if comp else (),
+        target_token_budget=comp.target_token_budget if comp else None,
+        tool_result_truncation={} if trunc is None else msgspec.to_builtins(trunc),
+        memory_files=seq(ctx.memory_files),
+        playbook=None if playbook is None else {"store": playbook.store, "entryShape": playbook.entry_shape},
     )
-    gc = doc.get("guardrailContract") if isinstance(doc.get("guardrailContract"), Mapping) else {}
-    assert isinstance(gc, Mapping)
-    budget = ResourceLimits.from_json(doc["budget"]) if isinstance(doc.get("budget"), Mapping) else None
+    gc = opt(doc.guardrail_contract)
+    cycle = tuple(c for c in loop.cycle if not (v1 and c in V11_ONLY_CYCLE))
     return LoopContextPolicy(
-        schema_version=doc["schemaVersion"],
-        max_turns=loop["maxTurns"],
-        cycle=tuple(loop["cycle"]),
-        stop_conditions=tuple(StopCondition(s["when"], s["action"]) for s in loop["stopConditions"]),
+        schema_version=V1 if v1 else doc.schema_version,
+        max_turns=loop.max_turns,
+        cycle=cycle,
+        stop_conditions=tuple(StopCondition(s.when, s.action) for s in loop.stop_conditions),
         context=context,
         verification=verification,
-        handoff_emits=handoff.get("emits") if handoff else None,
-        return_windows=tuple(handoff.get("returnWindows", ())) if handoff else (),
+        handoff_emits=handoff.emits if handoff else None,
+        return_windows=seq(handoff.return_windows) if handoff else (),
         sub_agents=subs,
-        rules=tuple(
-            MissionRule(r["id"], r["category"], r["title"], r["trigger"], r["action"], r["severity"])
-            for r in doc.get("rules", ())
-        ),
-        signal_kinds=tuple(gc.get("signalKinds", ())),
-        outcome_report=gc.get("outcomeReport"),
-        budget=budget,
-        hints=dict(doc.get("hints", {})),
-        observability=doc.get("observability"),
+        rules=tuple(MissionRule(r.id, r.category, r.title, r.trigger, r.action, r.severity)
+                    for r in seq(doc.rules)),
+        signal_kinds=seq(gc.signal_kinds) if gc else (),
+        outcome_report=gc.outcome_report if gc else None,
+        budget=None if isinstance(doc.budget, UnsetType) else ResourceLimits.from_model(doc.budget),
+        hints=opt(doc.hints) or {},
+        observability=None if v1 or isinstance(doc.observability, UnsetType)
+        else msgspec.to_builtins(doc.observability),
     )
 
 

@@ -12,7 +12,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from acxoci.workflow.issues import Issue
+from acxoci.workflow.issues import Issue, one_of
 from acxoci.workflow.model import VAR_PATH_RE
 
 FORMS = ("always", "var", "all", "any", "not", "racAvailable")
@@ -92,7 +92,7 @@ def _check_var(c: Mapping[str, Any], p: str, variables: Collection[str], issues:
         root = var.split(".", 1)[0]
         if root not in variables:
             issues.append(Issue("condition-var", f"{p}.var", f"var reads undeclared variable '{root}'", var))
-    if c.get("op") not in OPS:
+    if not one_of(c.get("op"), OPS):
         issues.append(
             Issue("condition-op", f"{p}.op", f"op must be one of {', '.join(sorted(OPS))}", c.get("op"))
         )

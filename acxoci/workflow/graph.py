@@ -19,18 +19,23 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import msgspec
+from msgspec import UnsetType
+
+from acxoci.documents.agent_graph import AgentGraphDoc
 from acxoci.errors import InvalidInput
 from acxoci.fsutil import read_bytes
 from acxoci.workflow import signed
-from acxoci.workflow.issues import Issue, IssueCollector
+from acxoci.workflow.issues import ABSENT, Issue, IssueCollector, one_of
 from acxoci.workflow.lineage import check_lineage
-from acxoci.workflow.lint import URI_RE, LintResult, gc_paused, publish_profile
+from acxoci.workflow.lint import URI_RE, LintResult, publish_profile
 from acxoci.workflow.model import DIGEST_RE, IDENT_RE, PUBLISHER_RE, SEMVER_RE
 from acxoci.workflow.signed import SignedVerdict
 from attest.canonical import jcs, loads_strict
 from attest.errors import MalformedError
 from attest.keys import PrivateKey
 from attest.trust import TrustRegistry
+from attest.typed import DocumentTypeError, decode_as
 
 GRAPH_SCHEMA_VERSION = "acx.agent-graph/1"
 GRAPH_SIGNATURE_VERSION = "acx.agent-graph-signature/1"
@@ -323,7 +328,7 @@ class _GraphLinter(IssueCollector):
             if key in d and not isinstance(d[key], list):
                 self.add("collection", f"$.{key}", f"{key} must be an array", d[key])
         max_fanout = self._limits(d.get("limits"))
-        self.extensions(d.get("extensions"))
+        self.extensions(d.get("extensions", ABSENT))
         if "integrity" in d and not isinstance(d["integrity"], Mapping):
             self.add("integrity", "$.integrity", "integrity must be an object", d["integrity"])
 
@@ -618,7 +623,7 @@ class _GraphLinter(IssueCollector):
             p = f"$.routes[{i}].expects.via"
             to = set(_str_list(r.get("to")))
             back_to = set(_str_list(back.get("to")))
-            if not (back.get("from") in to and r.get("from") in back_to):
+            if not (one_of(back.get("from"), to) and one_of(r.get("from"), back_to)):
                 self.add(
                     "return-route",
                     p,
@@ -867,16 +872,16 @@ class _GraphLinter(IssueCollector):
         for _, k in knowledge:
             used_actors.update(_str_list(k.get("stewards")), _str_list(k.get("audience")))
         for _, r in routes:
-            used_actors.add(r.get("from"))
+            used_actors.update(_str_list([r.get("from")]))
             used_actors.update(_str_list(r.get("to")))
             used_knowledge.update(_str_list(r.get("carries")), _str_list(r.get("returns")))
         for _, lp in loops:
             b = lp.get("actorBindings")
             for _, x in _records(b):
-                used_actors.add(x.get("actor"))
+                used_actors.update(_str_list([x.get("actor")]))
             used_knowledge.update(_str_list(lp.get("imports")), _str_list(lp.get("exports")))
         for _, c in points:
-            used_actors.add(c.get("steward"))
+            used_actors.update(_str_list([c.get("steward")]))
             used_actors.update(_str_list(c.get("contributors")))
             for _, inp in _records(c.get("inputs")):
                 used_knowledge.update(_str_list(inp.get("knowledge")))
@@ -1004,11 +1009,9 @@ def lint_graph(doc: Any, *, publish: bool = False) -> LintResult:
         return LintResult(
             (Issue("document", "$", "an agent graph must be a JSON object", type(doc).__name__),), publish
         )
-    with gc_paused():
-        linter = _GraphLinter(doc)
-        issues = linter.run()
-        if publish and not any(i.rule in ("too-deep", "too-large") for i in issues):
-            issues.extend(graph_publish_profile(doc))
+    issues = _GraphLinter(doc).run()
+    if publish and not any(i.rule in ("too-deep", "too-large") for i in issues):
+        issues.extend(graph_publish_profile(doc))
     return LintResult(tuple(issues), publish)
 
 
@@ -1050,53 +1053,60 @@ def is_graph(doc: Any) -> bool:
     return isinstance(doc, Mapping) and doc.get("schemaVersion") == GRAPH_SCHEMA_VERSION
 
 
+def architecture(doc: Mapping[str, Any]) -> str:
+    """One line: how many actors, knowledge modules, routes, loops and convergence points."""
+    c = signed.counts(KIND, doc)
+    return (
+        f"{c['actors']} actor(s), {c['knowledgeModules']} knowledge module(s), {c['routes']} route(s), "
+        f"{c['loops']} loop(s), {c['convergencePoints']} convergence point(s)"
+    )
+
+
+def decode_graph(doc: Any, *, where: str = "agent graph") -> AgentGraphDoc:
+    """The graph as its model (`acx.agent-graph/1` types, closed objects); InvalidInput naming the
+    JSON pointer when it does not decode."""
+    try:
+        return decode_as(doc, AgentGraphDoc, document=where)
+    except DocumentTypeError as exc:
+        raise InvalidInput(str(exc), where=where, details={"pointer": exc.pointer},
+                           hint="`acx graph lint` names every structural problem") from exc
+
+
 def inspect_graph(doc: Mapping[str, Any], verdict: SignedVerdict | None = None) -> dict[str, Any]:
-    """A summary card: counts, actors, knowledge, route intents, loops and the verdict."""
+    """A summary card: counts, actors, knowledge, route intents, loops and the verdict (the
+    document is decoded into its model first)."""
+    g = decode_graph(doc)
 
-    def s(v: Any) -> Any:
-        return v if isinstance(v, str | int | float | bool) or v is None else None
+    def opt(v: str | UnsetType) -> str | None:
+        return None if isinstance(v, UnsetType) else v
 
-    routes = _records(doc.get("routes"))
     view: dict[str, Any] = {
-        "schemaVersion": s(doc.get("schemaVersion")),
-        "id": s(doc.get("id")),
-        "version": s(doc.get("version")),
-        "name": s(doc.get("name")) or s(doc.get("id")),
-        "description": s(doc.get("description")) or "",
-        "license": s(doc.get("license")),
+        "schemaVersion": g.schema_version,
+        "id": g.id,
+        "version": opt(g.version),
+        "name": opt(g.name) or g.id,
+        "description": opt(g.description) or "",
+        "license": opt(g.license),
         "counts": signed.counts(KIND, doc),
-        "actors": [
-            {"id": s(a.get("id")), "kind": s(a.get("kind")), "name": s(a.get("name")) or s(a.get("id"))}
-            for _, a in _records(doc.get("actors"))
-        ],
-        "knowledge": [
-            {"id": s(k.get("id")), "kind": s(k.get("kind")), "stewards": _str_list(k.get("stewards"))}
-            for _, k in _records(doc.get("knowledge"))
-        ],
+        "actors": [{"id": a.id, "kind": a.kind, "name": opt(a.name) or a.id} for a in g.actors],
+        "knowledge": [{"id": k.id, "kind": k.kind, "stewards": list(k.stewards)} for k in g.knowledge],
         "routes": [
-            {
-                "id": s(r.get("id")),
-                "from": s(r.get("from")),
-                "to": _str_list(r.get("to")),
-                "intent": s(r.get("intent")),
-                "obligation": s(r.get("obligation")),
-            }
-            for _, r in routes
+            {"id": r.id, "from": r.from_, "to": list(r.to), "intent": r.intent, "obligation": r.obligation}
+            for r in g.routes
         ],
-        "intents": sorted({r["intent"] for _, r in routes if isinstance(r.get("intent"), str)}),
+        "intents": sorted({r.intent for r in g.routes}),
         "loops": [
             {
-                "id": s(lp.get("id")),
-                "kind": s(lp.get("kind")),
-                "workflowRef": {k: s(v) for k, v in lp["workflowRef"].items()}
-                if isinstance(lp.get("workflowRef"), Mapping)
-                else None,
+                "id": lp.id,
+                "kind": lp.kind,
+                "workflowRef": None if isinstance(lp.workflow_ref, UnsetType)
+                else msgspec.to_builtins(lp.workflow_ref),
             }
-            for _, lp in _records(doc.get("loops"))
+            for lp in (() if isinstance(g.loops, UnsetType) else g.loops)
         ],
         "convergence": [
-            {"id": s(c.get("id")), "steward": s(c.get("steward"))}
-            for _, c in _records(doc.get("convergence"))
+            {"id": c.id, "steward": c.steward}
+            for c in (() if isinstance(g.convergence, UnsetType) else g.convergence)
         ],
         "digest": graph_digest(doc),
     }
@@ -1114,14 +1124,15 @@ def load_graph(path: Path) -> dict[str, Any]:
     except MalformedError as exc:
         raise InvalidInput(str(exc), where=str(path)) from exc
     if not isinstance(doc, dict):
-        raise InvalidInput(f"an agent graph is a JSON object, found a {type(doc).__name__}", where=str(path))
+        found_type = type(doc).__name__
+        raise InvalidInput(f"$: an agent graph is a JSON object, found a {found_type}", where=str(path))
     if not is_graph(doc):
         found = doc.get("schemaVersion")
         shown = (
             found[:80] if isinstance(found, str) else type(found).__name__ if found is not None else "none"
         )
         raise InvalidInput(
-            f"not an agent graph: schemaVersion is {shown!r}, expected {GRAPH_SCHEMA_VERSION!r}",
+            f"not an agent graph: $.schemaVersion is {shown!r}, expected {GRAPH_SCHEMA_VERSION!r}",
             where=str(path),
         )
     return doc

@@ -142,7 +142,7 @@ def render_lines(view: Mapping[str, Any]) -> list[str]:
         if n["type"] == "task":
             caps = f"  {{cap:{','.join(n['capabilities'])}}}" if n["capabilities"] else ""
             lines.append(
-                f"  [task] {n['id']:<12} agent={n['agent']:<12} {n.get('action') or ''}{caps}"
+                f"  [task] {n['id']:<12} agent={n['agent'] or '-':<12} {n.get('action') or ''}{caps}"
                 f"  completion={n['completion']}  approval={n['approval']}"
             )
         elif n["type"] == "gateway":

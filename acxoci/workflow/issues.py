@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 from acxoci.workflow.model import REVERSE_DNS_RE
 
@@ -19,6 +19,22 @@ def show(value: Any) -> str:
     except (TypeError, ValueError):
         text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
+
+
+class _Absent:
+    """The marker of a member the document does not have (JSON `null` is a value, not absence)."""
+
+    def __repr__(self) -> str:
+        return "ABSENT"
+
+
+ABSENT: Any = _Absent()
+
+
+def one_of(value: Any, allowed: Collection[str]) -> TypeGuard[str]:
+    """True when `value` is one of the `allowed` strings (a value of another JSON type never is,
+    and is never looked up: a list or object is no set member)."""
+    return isinstance(value, str) and value in allowed
 
 
 @dataclass(frozen=True)
@@ -56,7 +72,7 @@ class IssueCollector:
         self.issues: list[Issue] = []
 
     def add(self, rule: str, path: str, message: str, value: Any = None) -> None:
-        self.issues.append(Issue(rule, path, message, value))
+        self.issues.append(Issue(rule, path, message, None if value is ABSENT else value))
 
     def closed(self, obj: Any, allowed: frozenset[str], path: str, what: str) -> None:
         """One `unknown-property` issue for each key of `obj` outside `allowed`."""
@@ -66,7 +82,7 @@ class IssueCollector:
 
     def extensions(self, ext: Any) -> None:
         """`$.extensions`, when present: an object whose keys are reverse-DNS namespaces."""
-        if ext is None:
+        if ext is ABSENT:
             return
         if not isinstance(ext, Mapping):
             self.add("extensions", "$.extensions", "extensions must be an object", ext)

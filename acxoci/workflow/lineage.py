@@ -10,7 +10,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from acxoci.errors import InvalidInput, Tampered
-from acxoci.workflow.issues import Issue
+from acxoci.workflow.issues import ABSENT, Issue, one_of
 from acxoci.workflow.model import DIGEST_RE, IDENT_RE, PUBLISHER_RE, SEMVER_RE
 from attest.canonical import jcs_digest as canonical_digest
 
@@ -43,7 +43,7 @@ def check_lineage(
 ) -> list[Issue]:
     """Every lineage rule. `publisher_id` is the artifact's own publisher (None for an unsigned
     draft, in which case the self-collision rule cannot apply yet)."""
-    if lineage is None:
+    if lineage is ABSENT:
         return []
     issues: list[Issue] = []
     if not isinstance(lineage, dict):
@@ -78,7 +78,7 @@ def check_lineage(
                 Issue("unknown-property", f"{p}.{k}", "lineage parent contains an unknown property", k)
             )
         ok = True
-        if parent.get("artifactType") not in ARTIFACT_TYPES:
+        if not one_of(parent.get("artifactType"), ARTIFACT_TYPES):
             issues.append(
                 Issue(
                     "lineage-parent",
@@ -118,7 +118,7 @@ def check_lineage(
                 Issue("lineage-parent", f"{p}.digest", "digest must be sha256:<64 hex>", parent.get("digest"))
             )
             ok = False
-        if parent.get("relation") not in RELATIONS:
+        if not one_of(parent.get("relation"), RELATIONS):
             issues.append(
                 Issue(
                     "lineage-parent",

@@ -8,18 +8,16 @@ BFS/DFS (no recursion, so a 100,000-node chain is fine).
 from __future__ import annotations
 
 import bisect
-import gc
 import json
 import math
 import re
 from collections import Counter, deque
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from acxoci.workflow import calschema, conditions
-from acxoci.workflow.issues import Issue, IssueCollector
+from acxoci.workflow.issues import ABSENT, Issue, IssueCollector, one_of
 from acxoci.workflow.lineage import check_lineage
 from acxoci.workflow.model import (
     APPROVALS,
@@ -148,11 +146,11 @@ class _Linter(IssueCollector):
             )
         if not isinstance(d.get("id"), str) or not IDENT_RE.fullmatch(d["id"]):
             self.add("workflow-id", "$.id", "workflow id must match ^[a-z][a-z0-9._-]{0,127}$", d.get("id"))
-        self.extensions(d.get("extensions"))
-        aliases = self.participants(d.get("participants"))
-        rac_ids = self.rac(d.get("rac"))
-        variables = self.variables(d.get("variables"))
-        max_steps = self.limits(d.get("limits"))
+        self.extensions(d.get("extensions", ABSENT))
+        aliases = self.participants(d.get("participants", ABSENT))
+        rac_ids = self.rac(d.get("rac", ABSENT))
+        variables = self.variables(d.get("variables", ABSENT))
+        max_steps = self.limits(d.get("limits", ABSENT))
         nodes = self.nodes(d.get("nodes"), aliases, rac_ids)
         edges = self.edges(d.get("edges"), nodes, variables, rac_ids)
         start = d.get("start")
@@ -164,7 +162,7 @@ class _Linter(IssueCollector):
         publisher = integrity.get("publisherId") if isinstance(integrity, dict) else None
         self.issues.extend(
             check_lineage(
-                d.get("lineage"),
+                d.get("lineage", ABSENT),
                 artifact_type="workflow",
                 publisher_id=publisher if isinstance(publisher, str) else None,
                 artifact_id=d.get("id"),
@@ -191,7 +189,7 @@ class _Linter(IssueCollector):
         """Yield `(path, item)` for each object in the array at `$.field` after the checks every
         keyed list shares: array shape, object items, closed keys, identifier syntax and
         uniqueness (identifiers are collected into `ids`)."""
-        if value is None and optional:
+        if value is ABSENT and optional:
             return
         if not isinstance(value, list):
             self.add(array_rule, f"$.{field}", f"{field} must be an array", value)
@@ -282,7 +280,7 @@ class _Linter(IssueCollector):
                         "acxLevel must be a non-negative integer",
                         ml["acxLevel"],
                     )
-                if "careerTier" in ml and ml["careerTier"] not in CAREER_TIERS:
+                if "careerTier" in ml and not one_of(ml["careerTier"], CAREER_TIERS):
                     self.add(
                         "career-tier",
                         f"{mp}.careerTier",
@@ -323,7 +321,7 @@ class _Linter(IssueCollector):
                     "a RAC item must not carry content; it is a description only",
                     r["content"],
                 )
-            if r.get("kind") not in RAC_KINDS:
+            if not one_of(r.get("kind"), RAC_KINDS):
                 self.add(
                     "rac-kind",
                     f"{path}.kind",
@@ -343,7 +341,7 @@ class _Linter(IssueCollector):
                     self.add("rac-check", f"{path}.check", "check must be an object", chk)
                 else:
                     self.closed(chk, RAC_CHECK_KEYS, f"{path}.check", "RAC check")
-                    if chk.get("type") not in RAC_CHECK_TYPES:
+                    if not one_of(chk.get("type"), RAC_CHECK_TYPES):
                         self.add(
                             "rac-check",
                             f"{path}.check.type",
@@ -363,7 +361,7 @@ class _Linter(IssueCollector):
             keys=VARIABLE_KEYS, id_key="name", id_noun="variable name", dup_rule="duplicate-variable",
             ids=names, optional=True,
         ):
-            if v.get("type") not in VARIABLE_TYPES:
+            if not one_of(v.get("type"), VARIABLE_TYPES):
                 self.add(
                     "variable-type",
                     f"{path}.type",
@@ -373,7 +371,7 @@ class _Linter(IssueCollector):
         return names
 
     def limits(self, value: Any) -> int | None:
-        if value is None:
+        if value is ABSENT:
             return None
         if not isinstance(value, dict):
             self.add("limits", "$.limits", "limits must be an object", value)
@@ -401,7 +399,7 @@ class _Linter(IssueCollector):
                 continue
             ntype = n.get("type")
             kind = "?"
-            if ntype not in NODE_TYPES:
+            if not one_of(ntype, NODE_TYPES):
                 self.add("node-type", f"{path}.type", "type must be task, gateway or event", ntype)
             else:
                 self.closed(n, NODE_KEYS[ntype], path, f"{ntype} node")
@@ -410,7 +408,7 @@ class _Linter(IssueCollector):
                     self.task(n, path, aliases, rac_ids)
                 elif ntype == "gateway":
                     kind = "gateway"
-                    if n.get("gateway") not in GATEWAY_KINDS:
+                    if not one_of(n.get("gateway"), GATEWAY_KINDS):
                         self.add(
                             "gateway-kind",
                             f"{path}.gateway",
@@ -419,7 +417,7 @@ class _Linter(IssueCollector):
                         )
                 else:
                     ev = n.get("event")
-                    if ev not in EVENT_KINDS:
+                    if not one_of(ev, EVENT_KINDS):
                         self.add(
                             "event-kind",
                             f"{path}.event",
@@ -460,8 +458,8 @@ class _Linter(IssueCollector):
             )
         if "action" in n and not isinstance(n["action"], str):
             self.add("task", f"{path}.action", "action must be a string", n["action"])
-        req = n.get("requires")
-        if req is not None:
+        req = n.get("requires", ABSENT)
+        if req is not ABSENT:
             if not isinstance(req, dict):
                 self.add("requires", f"{path}.requires", "requires must be an object", req)
             else:
@@ -482,7 +480,7 @@ class _Linter(IssueCollector):
         cp = f"{path}.completion"
         if comp is None:
             self.add("completion-missing", cp, f"task {nid} has no completion condition", None)
-        elif not isinstance(comp, dict) or comp.get("type") not in COMPLETION_TYPES:
+        elif not isinstance(comp, dict) or not one_of(comp.get("type"), COMPLETION_TYPES):
             self.add(
                 "completion-type",
                 f"{cp}.type",
@@ -507,14 +505,14 @@ class _Linter(IssueCollector):
                 v = comp.get(key)
                 if not isinstance(v, str) or not v.strip():
                     self.add("completion-field", f"{cp}.{key}", f"{ctype} completion needs {key}", v)
-        if "sideEffects" in n and n["sideEffects"] not in SIDE_EFFECTS:
+        if "sideEffects" in n and not one_of(n["sideEffects"], SIDE_EFFECTS):
             self.add(
                 "task-side-effects",
                 f"{path}.sideEffects",
                 f"sideEffects must be one of {', '.join(sorted(SIDE_EFFECTS))}",
                 n["sideEffects"],
             )
-        if "approval" in n and n["approval"] not in APPROVALS:
+        if "approval" in n and not one_of(n["approval"], APPROVALS):
             self.add(
                 "task-approval",
                 f"{path}.approval",
@@ -1053,25 +1051,7 @@ def lint(doc: Any, *, publish: bool = False) -> LintResult:
         return LintResult(
             (Issue("document", "$", "a workflow must be a JSON object", type(doc).__name__),), publish
         )
-    with gc_paused():
-        issues = _Linter(doc).run()
-        if publish:
-            issues.extend(publish_profile(doc))
+    issues = _Linter(doc).run()
+    if publish:
+        issues.extend(publish_profile(doc))
     return LintResult(tuple(issues), publish)
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector for a pass that creates no reference cycles.
-
-    Lint allocates many small containers; each automatic collection rescans the whole (large)
-    document, which makes the run superlinear in document size. Reference counting still frees
-    everything; the collector is re-enabled (if it was on) when the pass ends.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()

@@ -1,8 +1,9 @@
 """Typed models of `acx.cal/1` workflows and `acx.cal-skillset/1` participation declarations.
 
-Lint works on the raw JSON (it must describe broken documents); these frozen models are the
-read side used by inspect and ready once a document has been parsed. Parsing is tolerant of
-missing optional parts and strict about the shape of what it keeps.
+Lint reads the raw JSON (it must describe broken documents, each rule with its own id); every
+other reader decodes the document once into its generated model (`acxoci.documents.cal`, strict:
+a wrong type or an unknown member is an InvalidInput naming the JSON pointer) and these frozen
+views are built from that model.
 """
 
 from __future__ import annotations
@@ -11,12 +12,18 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+import msgspec
+from msgspec import UnsetType
+
+from acxoci.documents.cal import CalDoc, CalDocLimits, CalDocNode, CalDocParticipant, CalDocRac
+from acxoci.documents.skillset import SkillsetDoc
 from acxoci.errors import InvalidInput, NotFound
 from acxoci.workflow import calschema
 from attest.canonical import loads_strict
 from attest.errors import MalformedError
+from attest.typed import DocumentTypeError, decode_as
 
 CAL_SCHEMA_VERSION = "acx.cal/1"
 SKILLSET_SCHEMA_VERSION = "acx.cal-skillset/1"
@@ -49,6 +56,7 @@ TERMINAL_EVENTS = frozenset({"end", "stop"})
 SIDE_EFFECTS = calschema.SIDE_EFFECTS
 APPROVALS = calschema.APPROVALS
 COMPLETION_TYPES = calschema.COMPLETION_TYPES
+T = TypeVar("T")
 
 
 def load_document(path: Path) -> dict[str, Any]:
@@ -64,7 +72,7 @@ def load_document(path: Path) -> dict[str, Any]:
     except MalformedError as exc:
         raise InvalidInput(str(exc), where=str(path)) from exc
     if not isinstance(doc, dict):
-        raise InvalidInput("workflow document is not a JSON object", where=str(path))
+        raise InvalidInput("$: the workflow document is not a JSON object", where=str(path))
     if doc.get("schemaVersion") == "acx.agent-graph/1":
         raise InvalidInput(
             "this is an Agent Graph (acx.agent-graph/1), not a workflow",
@@ -72,22 +80,6 @@ def load_document(path: Path) -> dict[str, Any]:
             hint="use `acx graph …`",
         )
     return doc
-
-
-def _str(v: Any) -> str | None:
-    return v if isinstance(v, str) else None
-
-
-def _int(v: Any) -> int | None:
-    return v if isinstance(v, int) and not isinstance(v, bool) else None
-
-
-def _strs(v: Any) -> tuple[str, ...]:
-    return tuple(x for x in v if isinstance(x, str)) if isinstance(v, list) else ()
-
-
-def _dicts(v: Any) -> list[dict[str, Any]]:
-    return [x for x in v if isinstance(x, dict)] if isinstance(v, list) else []
 
 
 @dataclass(frozen=True)
@@ -224,106 +216,100 @@ class Workflow:
         return None
 
     @classmethod
-    def from_json(cls, doc: Mapping[str, Any]) -> Workflow:
-        """Build the model from a JSON object; wrong-typed optional parts are dropped (lint
-        reports them), a missing id/start/nodes raises InvalidInput."""
-        wid = _str(doc.get("id"))
-        start = _str(doc.get("start"))
-        if wid is None or start is None or not isinstance(doc.get("nodes"), list):
-            raise InvalidInput("workflow needs string `id`, string `start` and a `nodes` array")
+    def from_json(cls, doc: Any, *, where: str = "workflow") -> Workflow:
+        """Decode a workflow document into its model (`acx.cal/1` types, closed objects) and build
+        the read-side view; InvalidInput naming the JSON pointer when it does not decode."""
+        try:
+            m = decode_as(doc, CalDoc, document=where)
+        except DocumentTypeError as exc:
+            raise InvalidInput(str(exc), where=where, details={"pointer": exc.pointer},
+                               hint="`acx workflow lint` names every structural problem") from exc
         return cls(
-            id=wid,
-            schema_version=_str(doc.get("schemaVersion")) or "",
-            start=start,
-            participants=tuple(_participant(p) for p in _dicts(doc.get("participants"))),
-            nodes=tuple(_node(n) for n in _dicts(doc.get("nodes"))),
+            id=m.id,
+            schema_version=m.schema_version,
+            start=m.start,
+            participants=tuple(_participant(p) for p in m.participants),
+            nodes=tuple(_node(n) for n in m.nodes),
             edges=tuple(
-                Edge(
-                    _str(e.get("from")) or "",
-                    _str(e.get("to")) or "",
-                    e["when"] if isinstance(e.get("when"), dict) else None,
-                )
-                for e in _dicts(doc.get("edges"))
+                Edge(e.from_, e.to, None if isinstance(e.when, UnsetType) else msgspec.to_builtins(e.when))
+                for e in m.edges
             ),
-            rac=tuple(_rac(r) for r in _dicts(doc.get("rac"))),
+            rac=tuple(_rac(r) for r in _tuple(m.rac)),
             variables=tuple(
-                Variable(_str(v.get("name")) or "", _str(v.get("type")) or "", "init" in v, v.get("init"))
-                for v in _dicts(doc.get("variables"))
+                Variable(v.name, v.type, not isinstance(v.init, UnsetType),
+                         None if isinstance(v.init, UnsetType) else v.init)
+                for v in _tuple(m.variables)
             ),
-            limits=_limits(doc.get("limits")),
-            version=_str(doc.get("version")),
-            name=_str(doc.get("name")),
-            description=_str(doc.get("description")),
-            license=_str(doc.get("license")),
-            homepage=_str(doc.get("homepage")),
-            tags=_strs(doc.get("tags")),
-            authors=tuple(_dicts(doc.get("authors"))),
-            lineage=doc["lineage"] if isinstance(doc.get("lineage"), dict) else None,
-            extensions=doc["extensions"] if isinstance(doc.get("extensions"), dict) else None,
-            integrity=doc["integrity"] if isinstance(doc.get("integrity"), dict) else None,
+            limits=_limits(m.limits),
+            version=_opt(m.version),
+            name=_opt(m.name),
+            description=_opt(m.description),
+            license=_opt(m.license),
+            homepage=_opt(m.homepage),
+            tags=_tuple(m.tags),
+            authors=tuple(msgspec.to_builtins(a) for a in _tuple(m.authors)),
+            lineage=None if isinstance(m.lineage, UnsetType) else msgspec.to_builtins(m.lineage),
+            extensions=_opt(m.extensions),
+            integrity=None if isinstance(m.integrity, UnsetType) else msgspec.to_builtins(m.integrity),
             raw=doc,
         )
 
 
-def _participant(p: Mapping[str, Any]) -> Participant:
+def _opt(value: T | UnsetType) -> T | None:
+    return None if isinstance(value, UnsetType) else value
+
+
+def _participant(p: CalDocParticipant) -> Participant:
     slot = None
-    raw_slot = p.get("slot")
-    if isinstance(raw_slot, dict):
-        ml = raw_slot.get("minLevel")
-        min_level = (
-            MinLevel(_str(ml.get("careerTier")), _int(ml.get("acxLevel"))) if isinstance(ml, dict) else None
-        )
-        caps = tuple(
-            SlotCapability(_str(c.get("taskType")) or "", _strs(c.get("stack")))
-            for c in _dicts(raw_slot.get("capabilities"))
-        )
-        slot = Slot(_str(raw_slot.get("role")), min_level, caps)
+    if not isinstance(p.slot, UnsetType):
+        ml = p.slot.min_level
+        min_level = None if isinstance(ml, UnsetType) else MinLevel(_opt(ml.career_tier), _opt(ml.acx_level))
+        caps = tuple(SlotCapability(c.task_type, _tuple(c.stack)) for c in _tuple(p.slot.capabilities))
+        slot = Slot(_opt(p.slot.role), min_level, caps)
     return Participant(
-        alias=_str(p.get("alias")) or "",
-        bind=_str(p.get("bind")) or "",
-        required=p.get("required") is not False,
-        rom_digest=_str(p.get("romDigest")),
-        cartridge_id=_str(p.get("cartridgeId")),
+        alias=p.alias,
+        bind=p.bind,
+        required=p.required is not False,
+        rom_digest=_opt(p.rom_digest),
+        cartridge_id=_opt(p.cartridge_id),
         slot=slot,
     )
 
 
-def _rac(r: Mapping[str, Any]) -> RacItem:
-    check = r.get("check") if isinstance(r.get("check"), dict) else {}
-    assert isinstance(check, dict)
+def _rac(r: CalDocRac) -> RacItem:
+    check = _opt(r.check)
     return RacItem(
-        _str(r.get("id")) or "",
-        _str(r.get("kind")) or "",
-        _str(r.get("description")) or "",
-        r.get("required") is not False,
-        _str(check.get("type")),
-        _str(check.get("hint")),
+        r.id,
+        r.kind,
+        r.description,
+        r.required is not False,
+        check.type if check is not None else None,
+        _opt(check.hint) if check is not None else None,
     )
 
 
-def _limits(v: Any) -> Limits:
-    if not isinstance(v, dict):
+def _limits(v: CalDocLimits | UnsetType) -> Limits:
+    if isinstance(v, UnsetType):
         return Limits()
-    return Limits(_int(v.get("maxSteps")), _int(v.get("maxDurationMs")), _int(v.get("maxParallel")))
+    return Limits(_opt(v.max_steps), _opt(v.max_duration_ms), _opt(v.max_parallel))
 
 
-def _node(n: Mapping[str, Any]) -> Node:
-    req = n.get("requires") if isinstance(n.get("requires"), dict) else {}
-    assert isinstance(req, dict)
+def _node(n: CalDocNode) -> Node:
+    req = _opt(n.requires)
     return Node(
-        id=_str(n.get("id")) or "",
-        type=_str(n.get("type")) or "",
-        agent=_str(n.get("agent")),
-        action=_str(n.get("action")),
-        requires_skills=_strs(req.get("skills")),
-        requires_capabilities=_strs(req.get("capabilities")),
-        requires_rac=_strs(req.get("rac")),
-        completion=n["completion"] if isinstance(n.get("completion"), dict) else None,
-        side_effects=_str(n.get("sideEffects")) or "workspace",
-        approval=_str(n.get("approval")) or "on-request",
-        gateway=_str(n.get("gateway")),
-        event=_str(n.get("event")),
-        after_ms=_int(n.get("afterMs")),
+        id=n.id,
+        type=n.type,
+        agent=_opt(n.agent),
+        action=_opt(n.action),
+        requires_skills=_tuple(req.skills) if req else (),
+        requires_capabilities=_tuple(req.capabilities) if req else (),
+        requires_rac=_tuple(req.rac) if req else (),
+        completion=None if isinstance(n.completion, UnsetType) else msgspec.to_builtins(n.completion),
+        side_effects=_opt(n.side_effects) or "workspace",
+        approval=_opt(n.approval) or "on-request",
+        gateway=_opt(n.gateway),
+        event=_opt(n.event),
+        after_ms=_opt(n.after_ms),
     )
 
 
@@ -381,33 +367,32 @@ class CalSkillSet:
 
     @classmethod
     def from_json(cls, doc: Any) -> CalSkillSet:
-        """Parse and check a skillset document; raises InvalidInput naming the field."""
+        """Decode and check a skillset document; raises InvalidInput naming the field."""
         if not isinstance(doc, dict):
             raise InvalidInput("cal-skillset is not a JSON object")
         if doc.get("schemaVersion") != SKILLSET_SCHEMA_VERSION:
             raise InvalidInput(
                 f"cal-skillset schemaVersion is {doc.get('schemaVersion')!r}", where="schemaVersion"
             )
-        unknown = set(doc) - {"schemaVersion", "plays", "references", "processes"}
-        if unknown:
-            raise InvalidInput(f"cal-skillset has unknown keys {sorted(unknown)}")
-        plays: list[Play] = []
-        for i, p in enumerate(doc.get("plays", [])):
-            if not isinstance(p, dict) or not isinstance(p.get("role"), str):
-                raise InvalidInput("play needs a string role", where=f"plays[{i}]")
-            plays.append(Play(p["role"], _strs(p.get("providesCapabilities")), _strs(p.get("canComplete"))))
+        try:
+            m = decode_as(doc, SkillsetDoc, document="cal-skillset")
+        except DocumentTypeError as exc:
+            raise InvalidInput(str(exc), where=exc.pointer or "/", details={"pointer": exc.pointer}) from exc
+        plays = tuple(
+            Play(p.role, _tuple(p.provides_capabilities), _tuple(p.can_complete)) for p in m.plays
+        )
         refs: list[SkillsetReference] = []
-        for i, r in enumerate(doc.get("references", [])):
-            if (
-                not isinstance(r, dict)
-                or not isinstance(r.get("alias"), str)
-                or not DIGEST_RE.fullmatch(str(r.get("romDigest", "")))
-            ):
-                raise InvalidInput(
-                    "reference needs an alias and a sha256 romDigest", where=f"references[{i}]"
-                )
-            refs.append(SkillsetReference(r["alias"], r["romDigest"], _str(r.get("role"))))
-        return cls(tuple(plays), tuple(refs), _strs(doc.get("processes")))
+        for i, r in enumerate(_tuple(m.references)):
+            if not DIGEST_RE.fullmatch(r.rom_digest):
+                why = "reference needs an alias and a sha256 romDigest"
+                raise InvalidInput(why, where=f"references[{i}]")
+            role = None if isinstance(r.role, UnsetType) else r.role
+            refs.append(SkillsetReference(r.alias, r.rom_digest, role))
+        return cls(plays, tuple(refs), _tuple(m.processes))
+
+
+def _tuple(value: tuple[str, ...] | tuple[Any, ...] | UnsetType) -> tuple[Any, ...]:
+    return () if isinstance(value, UnsetType) else value
 
 
 def derive_skillset(

@@ -17,13 +17,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+from acxoci.cartridge.capabilities import read_capability
 from acxoci.cartridge.reader import open_cartridge
 from acxoci.cartridge.verify import CartridgeVerdict, verify_open
 from acxoci.errors import AcxError, Tampered
+from acxoci.fsutil import walk_files
 from acxoci.workflow.lint import LintResult
 from acxoci.workflow.model import CAREER_TIERS, Participant, Slot, Workflow
 from acxoci.workflow.verify import WorkflowVerdict
-from attest.canonical import loads_strict
 from attest.trust import TrustRegistry
 from attest.trustdecision import Decision, Minimum, SignerFacts, decide
 
@@ -34,8 +35,9 @@ STAFFABLE_TRUST = frozenset({"trusted", "local", "portable"})
 
 
 def directory_roster(root: Path) -> list[tuple[str, Path]]:
-    """Every `*.acx` under `root`, recursively, in sorted path order (deterministic 'first')."""
-    return [(str(p.relative_to(root)), p) for p in sorted(root.rglob("*.acx")) if p.is_file()]
+    """Every `*.acx` under `root`, in sorted path order (deterministic 'first'): a bounded,
+    iterative walk that never follows a symlink (`acxoci.fsutil.walk_files`)."""
+    return [(str(p.relative_to(root)), p) for p in walk_files(root, suffix=".acx")]
 
 
 @dataclass(frozen=True)
@@ -141,16 +143,8 @@ def describe_error(exc: AcxError) -> str:
 
 
 def _capability(json_bytes: bytes) -> CapabilityRecord | None:
-    try:
-        rec = loads_strict(json_bytes)
-    except ValueError:
-        return None
-    if not isinstance(rec, dict) or not isinstance(rec.get("taskType"), str):
-        return None
-    stack = rec.get("stack")
-    return CapabilityRecord(
-        rec["taskType"], tuple(s for s in stack if isinstance(s, str)) if isinstance(stack, list) else ()
-    )
+    rec = read_capability(json_bytes)
+    return None if rec is None else CapabilityRecord(rec.task_type, rec.stack)
 
 
 def load_roster_entry(

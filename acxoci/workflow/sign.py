@@ -15,6 +15,7 @@ from typing import Any
 
 from acxoci.fsutil import atomic_write
 from acxoci.workflow import signed
+from acxoci.workflow.issues import ABSENT
 from acxoci.workflow.lineage import check_lineage
 from acxoci.workflow.lint import lint
 from acxoci.workflow.model import PREDICATE_TYPE, SIGNATURE_SCHEMA_VERSION
@@ -78,7 +79,7 @@ def sign_workflow(
 
     def refusals(body: Mapping[str, Any]) -> list[str]:
         lineage_issues = check_lineage(
-            body.get("lineage"),
+            body.get("lineage", ABSENT),
             artifact_type="workflow",
             publisher_id=publisher_id,
             artifact_id=body.get("id"),

@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from acxoci.workflow import signed
+from acxoci.workflow.issues import ABSENT
 from acxoci.workflow.lineage import check_lineage
 from acxoci.workflow.sign import KIND
 from acxoci.workflow.signed import KEYID_RE, SignedTrust, SignedVerdict, Status
@@ -25,7 +26,7 @@ WorkflowVerdict = SignedVerdict
 
 def _lineage(body: Mapping[str, Any], publisher_id: str | None) -> list[str]:
     issues = check_lineage(
-        body.get("lineage"),
+        body.get("lineage", ABSENT),
         artifact_type="workflow",
         publisher_id=publisher_id,
         artifact_id=body.get("id"),

@@ -86,8 +86,9 @@ def main() -> None:
         ms = int(time.time() * 1000)
         signed = struct.pack(">BBQH", 0, 0, ms, entry_type) + entry + struct.pack(">H", 0)
         sig = key.sign(signed, ec.ECDSA(hashes.SHA256()))
+        signature = base64.b64encode(struct.pack(">BBH", 4, 3, len(sig)) + sig).decode()
         return {"sct_version": 0, "id": base64.b64encode(log_id).decode(), "timestamp": ms,
-                "extensions": "", "signature": base64.b64encode(struct.pack(">BBH", 4, 3, len(sig)) + sig).decode()}
+                "extensions": "", "signature": signature}
 
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, *args: object) -> None:
@@ -101,7 +102,7 @@ def main() -> None:
             self.end_headers()
             self.wfile.write(data)
 
-        def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+        def do_POST(self) -> None:
             try:
                 n = int(self.headers.get("Content-Length", "0"))
                 if not 0 < n <= MAX_BODY:

@@ -116,7 +116,7 @@ def main() -> None:
             pick = {k: q.get(k, [v])[0] for k, v in DEFAULT_CLAIMS.items()}
             return pick["repo"], pick["ref"], pick["workflow"], pick["sha"]
 
-        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+        def do_GET(self) -> None:
             u = urlparse(self.path)
             q = parse_qs(u.query)
             for prefix, iss in by_prefix.items():

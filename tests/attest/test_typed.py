@@ -28,7 +28,10 @@ def test_a_valid_document_decodes_to_the_model() -> None:
 
 @pytest.mark.parametrize(("value", "pointer"), [
     ({"schemaVersion": "x/1", "tools": [{"name": "t", "capabilityScopes": -1}]}, "/tools/0/capabilityScopes"),
-    ({"schemaVersion": "x/1", "tools": [{"name": "t", "zz": 1}]}, "/tools/0"),
+    ({"schemaVersion": "x/1", "tools": [{"name": "t", "zz": 1}]}, "/tools/0/zz"),
+    ({"schemaVersion": "x/1", "tools": [{"name": "t", "a/b": 1}]}, "/tools/0/a~1b"),
+    ({"schemaVersion": "x/1", "tools": [{}]}, "/tools/0/name"),
+    ({"tools": []}, "/schemaVersion"),
     ({"schemaVersion": "x/2"}, "/schemaVersion"),
     ({"schemaVersion": "x/1", "limits": {"a": True}}, "/limits/…"),
     ({"schemaVersion": "x/1", "limits": {"a": "1"}}, "/limits/…"),

@@ -64,6 +64,19 @@ def test_no_source_off_a_terminal_is_a_usage_error(no_ci: None, monkeypatch: pyt
         identity_token(None, no_trust, interactive=False)
 
 
+@pytest.mark.parametrize("ci", ["GITLAB_CI", "BUILDKITE", "CIRCLECI"])
+def test_no_ci_but_github_actions_hands_acx_a_token(ci: str, no_ci: None,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Decision 0034: GitLab CI's token is an environment variable (`SIGSTORE_ID_TOKEN` under
+    `id_tokens:`), which the `id` library's `detect_credential` returns; acx asks only GitHub
+    Actions' endpoint, so these are a usage error that says to use a file."""
+    monkeypatch.setenv(ci, "true")
+    monkeypatch.setenv("SIGSTORE_ID_TOKEN", jwt(sub="planted"))
+    with pytest.raises(UsageError) as err:
+        identity_token(None, no_trust, interactive=False)
+    assert "environment variable" in (err.value.hint or "")
+
+
 @pytest.fixture
 def actions_endpoint() -> Iterator[tuple[str, list[str]]]:
     """STAND-IN for a GitHub Actions runner's OIDC token endpoint (bearer request token)."""
@@ -132,11 +145,11 @@ def test_keyless_flag_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture
 
 
 def _resolve(dotted: str) -> object:
-    module, _, attr = dotted.rpartition(".")
     try:
-        return getattr(importlib.import_module(module), attr)
+        return importlib.import_module(dotted)  # a module (id._internal.oidc.ambient)
     except ModuleNotFoundError:
-        return importlib.import_module(dotted)
+        module, _, attr = dotted.rpartition(".")
+        return getattr(importlib.import_module(module), attr)
 
 
 @pytest.mark.parametrize(("owner", "name"), [*keyless.PRIVATE_HOOKS, *sigstore_verify.PRIVATE_HOOKS])

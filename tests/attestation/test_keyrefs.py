@@ -155,3 +155,29 @@ def test_pkcs11_uri_parts() -> None:
                 "pkcs11:object=a?pin=1"):
         with pytest.raises(UsageError):
             parse_pkcs11_uri(bad)
+
+
+@pytest.mark.parametrize("bad", [
+    "pkcs11:slot-id=²;object=x?module-path=/nonexistent",  # str.isdigit() says yes, int() says no
+    "pkcs11:slot-id=٣;object=x", "pkcs11:slot-id=" + "9" * 21 + ";object=x",
+    "pkcs11:object=x?pin-value=a&pin-value=b", "pkcs11:object=x?module-path=/a&module-path=/b",
+])
+def test_unicode_digits_and_repeated_query_attributes_are_usage_errors(bad: str) -> None:
+    with pytest.raises(UsageError):
+        parse_pkcs11_uri(bad)
+
+
+@settings(max_examples=300, derandomize=True, deadline=None)
+@given(st.text(max_size=24))
+def test_any_slot_id_is_a_number_or_a_usage_error(slot: str) -> None:
+    with contextlib.suppress(UsageError):
+        assert isinstance(parse_pkcs11_uri(f"pkcs11:object=x;slot-id={slot}").slot_id, int)
+
+
+def test_a_unicode_digit_slot_is_exit_2_on_the_command_line(tmp_path: Path) -> None:
+    blob, pred = tmp_path / "f", tmp_path / "p.json"
+    blob.write_text("hi\n")
+    pred.write_text("{}")
+    r = acx("--json", "attest-blob", str(blob), "--predicate", str(pred), "--bundle",
+            str(tmp_path / "o.json"), "--key", "pkcs11:slot-id=²;object=x?module-path=/nonexistent")
+    assert r.returncode == 2 and json.loads(r.stdout)["error"]["kind"] == "usage", r.stdout + r.stderr

@@ -6,6 +6,9 @@ closed with a reason, never an exception."""
 from __future__ import annotations
 
 import copy
+import re
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,16 +22,18 @@ from acxoci.attestation.provenance import (
     VerifiedProvenance,
     check_provenance,
     github_provenance,
-    requirement_from_policy,
+    signer_workflow_pattern,
 )
 from acxoci.errors import InvalidInput, UsageError
+from acxoci.install.vpolicy import policy_from_json
 
 REPO, REF, WF, SHA = "octo/agents", "refs/tags/v1.0.0", ".github/workflows/release.yml", "c0ffee" * 6 + "beef"
 ENV = {"GITHUB_REPOSITORY": REPO, "GITHUB_REF": REF, "GITHUB_WORKFLOW_REF": f"{REPO}/{WF}@{REF}",
        "GITHUB_SHA": SHA, "GITHUB_RUN_ID": "99", "GITHUB_RUN_ATTEMPT": "2", "GITHUB_SERVER_URL": "https://github.com"}
 CERT = FulcioFacts(issuer="https://token.actions.githubusercontent.com",
                    source_repository_uri=f"https://github.com/{REPO}", source_repository_ref=REF,
-                   source_repository_digest=SHA, build_signer_uri=f"https://github.com/{REPO}/{WF}@{REF}")
+                   source_repository_digest=SHA, build_signer_uri=f"https://github.com/{REPO}/{WF}@{REF}",
+                   build_config_uri=f"https://github.com/{REPO}/{WF}@{REF}")
 
 
 def predicate() -> dict[str, Any]:
@@ -71,6 +76,9 @@ def test_another_repository_ref_or_workflow_fails(req: Requirement, why: str) ->
     ("source_repository_digest", "0" * 40, "source commit"),
     ("build_signer_uri", f"https://github.com/{REPO}/.github/workflows/evil.yml@{REF}", "signer workflow is"),
     ("source_repository_uri", None, "repository: predicate"),
+    ("build_config_uri", f"https://github.com/{REPO}/.github/workflows/evil.yml@{REF}",
+     "workflow: predicate"),
+    ("build_config_uri", None, "workflow: predicate"),
 ])
 def test_a_predicate_the_certificate_contradicts_fails(field: str, value: str | None, why: str) -> None:
     """The build's claim alone is never enough: the CI identity Fulcio certified must agree."""
@@ -122,14 +130,59 @@ def test_a_mangled_part_of_a_real_predicate_fails_or_still_agrees(part: str, jun
     assert not v.ok
 
 
+def _policy_requirement(value: Any) -> Requirement:
+    """A policy's `provenance` member read as every policy is: schema, model, requirement."""
+    doc = {"schemaVersion": "acx.verification-policy/1", "provenance": value}
+    req = policy_from_json(doc, base=Path("."), now=datetime.now(UTC), source="p").provenance
+    assert isinstance(req, Requirement)
+    return req
+
+
 def test_policy_requirement_is_strict() -> None:
-    assert requirement_from_policy({"repository": REPO, "signerWorkflow": f"{REPO}/{WF}"}, where="p") == \
+    assert _policy_requirement({"repository": REPO, "signerWorkflow": f"{REPO}/{WF}"}) == \
         Requirement(REPO, None, f"{REPO}/{WF}")
     for bad in ({}, {"repo": REPO}, {"repository": 1}, [REPO], None):
         with pytest.raises(InvalidInput):
-            requirement_from_policy(bad, where="policy.provenance")
+            _policy_requirement(bad)
 
 
 def test_provenance_needs_a_github_run() -> None:
     with pytest.raises(UsageError, match="GITHUB_SHA"):
         github_provenance("sha256:" + "a" * 64, "x", {k: v for k, v in ENV.items() if k != "GITHUB_SHA"})
+
+
+@pytest.mark.parametrize("signer", [
+    f"https://github.com/{REPO}/{WF}@x.yml@{REF}",   # another file of the repository: release.yml@x.yml
+    f"https://github.com/{REPO}/{WF}@refs@{REF}",
+    f"https://github.com/{REPO}/{WF}@v1.0.0",        # a ref that is not refs/…
+    f"https://github.com/{REPO}/{WF}",
+])
+def test_the_signer_is_the_workflow_file_at_a_full_ref(signer: str) -> None:
+    """F5: the signer is `<workflow URL>@refs/…` exactly; cutting it at the first `@` let a workflow
+    file named `release.yml@x.yml` pass for release.yml."""
+    cert = FulcioFacts(**{**CERT.__dict__, "build_signer_uri": signer})
+    v = check_provenance(Requirement(signer_workflow=f"{REPO}/{WF}"), [item(cert=cert)])
+    assert not v.ok and any("signer workflow is" in r for r in v.reasons), v.reasons
+    pattern = signer_workflow_pattern(f"{REPO}/{WF}")  # the default identity of `verify --signer-workflow`
+    assert re.fullmatch(pattern, signer) is None
+    assert re.fullmatch(pattern, f"https://github.com/{REPO}/{WF}@{REF}") is not None
+
+
+def test_a_reusable_workflow_is_named_by_its_signer() -> None:
+    """A release run through a reusable workflow: the certificate's signer is the reusable workflow,
+    its build config (and the predicate) the caller; --signer-workflow names the signer."""
+    shared = "https://github.com/octo/shared/.github/workflows/release.yml@refs/heads/main"
+    cert = FulcioFacts(**{**CERT.__dict__, "build_signer_uri": shared})
+    assert check_provenance(Requirement(REPO, REF, "octo/shared/.github/workflows/release.yml"),
+                            [item(cert=cert)]).ok
+    caller = check_provenance(Requirement(signer_workflow=f"{REPO}/{WF}"), [item(cert=cert)])
+    assert not caller.ok and any("signer workflow is" in r for r in caller.reasons)
+
+
+@pytest.mark.parametrize("bad", [f"{REPO}/release.yml", f"{REPO}/.github/workflows/sub/x.yml",
+                                 f"{REPO}/{WF}@main", f"{REPO}/{WF}@v1", "octo", f"{REPO}/{WF}@x.yml"])
+def test_a_signer_workflow_that_names_no_workflow_file_is_refused(bad: str) -> None:
+    with pytest.raises(UsageError, match="signer workflow"):
+        Requirement(signer_workflow=bad)
+    with pytest.raises(InvalidInput, match="signer workflow"):
+        _policy_requirement({"signerWorkflow": bad})

@@ -154,7 +154,9 @@ def _signature(outcome: str, detail: str) -> str:
         return "bent: " + detail[:80]
     frames = re.findall(r'File "([^"]*/(?:acxoci|attest)/[^"]+)", line (\d+)', detail)
     last = detail.strip().splitlines()[-1] if detail.strip() else ""
-    where = "/".join(frames[-1][0].split("/")[-2:]) + ":" + frames[-1][1] if frames else "?"
+    if not frames:  # raised by the target itself (a command that exited 70): its message says what
+        return last[:200]
+    where = "/".join(frames[-1][0].split("/")[-2:]) + ":" + frames[-1][1]
     return f"{last.split(':', 1)[0]} at {where}"
 
 

@@ -10,6 +10,7 @@ underneath; when one is renamed, only its three-line adapter here changes."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sqlite3
@@ -41,6 +42,7 @@ class Target:
     typed: tuple[type[BaseException], ...] = ACX_ONLY
     weight: float = 1.0  # share of the campaign's time (slow targets get more)
     baseline: Callable[[Seeds], Any] | None = None  # the unmutated input: must be "accepted" (judge is live)
+    slice_inputs: int = 40  # inputs in the fixed-seed slice `make test` runs
 
 
 # -- cartridge ------------------------------------------------------------------------------------
@@ -356,6 +358,77 @@ def _blob(attr: str) -> Callable[[Seeds], Any]:
     return lambda s: json.dumps(getattr(s, attr)).encode()
 
 
+# -- past the signature: a document changed, re-signed with a trusted key, read by one command ----------
+
+class Crash(Exception):
+    """A command ended in exit 70 (or let an exception escape): an untyped error."""
+
+
+@functools.cache
+def _resign_seeds(kind_name: str) -> list[tuple[str, Any]]:
+    """The kind's seeds; every reader is run once on the first, so the campaign times the inputs
+    and not the imports."""
+    from tests.fuzz import resign
+
+    e = resign.make_env()
+    kind = resign.BY_KIND[kind_name]
+    seeds = kind.seeds(e)
+    resign.run_readers(e, kind, seeds[0][0], seeds[0][1])
+    return seeds
+
+
+def _resign_strategy(kind_name: str) -> Callable[[Seeds], st.SearchStrategy[Any]]:
+    """(seed, changed document, reader): one structural change picked by index (retype, null,
+    empty, huge, duplicated, reordered, deleted, unknown member), or hypothesis's tree edits."""
+    def strategy(s: Seeds) -> st.SearchStrategy[Any]:
+        from tests.fuzz import resign
+
+        seeds = _resign_seeds(kind_name)
+        readers = len(resign.BY_KIND[kind_name].readers)
+
+        def for_seed(i: int) -> st.SearchStrategy[Any]:
+            picked = st.builds(lambda p, o: resign.mutation_at(seeds[i][1], p, o)[1],
+                               st.integers(0, 10**6), st.integers(0, 10**6))
+            doc = st.one_of(picked, mu.mutate_tree(seeds[i][1]))
+            return st.tuples(st.just(i), doc, st.integers(0, readers - 1))
+
+        return st.integers(0, len(seeds) - 1).flatmap(for_seed)
+
+    return strategy
+
+
+def _resign_run(kind_name: str) -> Callable[[Seeds, Any], str]:
+    def run(s: Seeds, x: Any) -> str:
+        from tests.fuzz import resign
+
+        i, doc, r = x
+        seeds = _resign_seeds(kind_name)
+        kind = resign.BY_KIND[kind_name]
+        results = resign.run_readers(resign.make_env(), kind, seeds[i][0], doc, readers=(kind.readers[r],))
+        if results is None:
+            return "refused"  # our own signer refuses to sign it: no reader can see it signed
+        _, ran = results[0]
+        if ran.crashed:
+            raise Crash(ran.signature())
+        if ran.typed_error():  # an `{"error": {...}}` answer: counted as a typed error
+            raise AcxError(ran.signature())
+        return "accepted" if ran.code == 0 else "refused"
+
+    return run
+
+
+def _resign_baseline(kind_name: str) -> Callable[[Seeds], Any]:
+    return lambda s: (0, _resign_seeds(kind_name)[0][1], 0)
+
+
+RESIGN_KINDS = (
+    "cartridge.package-spec", "cartridge.harness", "cartridge.policy", "cartridge.lance",
+    "cartridge.skillset", "cartridge.memory-record", "cartridge.capability",
+    "cartridge.meta.embedding_engine", "cartridge.meta.tags", "cartridge.meta.authors", "workflow",
+    "agent-graph", "trust-registry", "host-descriptor", "level-credential", "status-list",
+    "exchange-status", "exchange-index",
+)
+
 TARGETS: tuple[Target, ...] = (
     Target("cartridge.bytes", _cartridge_bytes, run_cartridge_bytes, weight=2.0,
            baseline=lambda s: s.cartridge),
@@ -378,6 +451,10 @@ TARGETS: tuple[Target, ...] = (
     Target("docker.config", _json("docker_config"), run_docker_config),
     Target("json.strict", lambda s: mu.json_documents(s.trust_registry) | st.binary(max_size=64),
            run_strict_json, ACX_OR_ATTEST, weight=0.5),
+    # each re-signs and runs a command (tens of ms an input); the exhaustive property run of
+    # `make fuzz` covers every value of their kinds anyway, so they share half a target's time
+    *(Target(f"resign.{k}", _resign_strategy(k), _resign_run(k), weight=0.5, baseline=_resign_baseline(k),
+             slice_inputs=4) for k in RESIGN_KINDS),
 )
 BY_NAME = {t.name: t for t in TARGETS}
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from acxoci.cartridge.sqlar import decode_entry
+from tests.unit.test_reader_mutants_support import decoded
 
 ROM_FILE = "rom/knowledge/STYLE.md"
 
@@ -101,7 +101,7 @@ def sqlar_separator_lies(path: Path) -> None:
     lands in the wrong leaf."""
     conn = sqlite3.connect(path)
     for rowid, name, sz, data in conn.execute("SELECT rowid, name, sz, data FROM sqlar").fetchall():
-        raw = decode_entry(name, sz, data, where="test")
+        raw = decoded(name, sz, data)
         conn.execute("UPDATE sqlar SET data = ? WHERE rowid = ?", (raw, rowid))
     conn.commit()
     (page_size,) = conn.execute("PRAGMA page_size").fetchone()

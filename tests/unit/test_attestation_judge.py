@@ -102,7 +102,10 @@ def _report(verdict: str, fmt: str = "legacy", ptype: str = T) -> AttestationRep
 
 def test_overall() -> None:
     assert overall([_report("verified"), _report("unverified")], None)[0]
-    assert not overall([_report("verified"), _report("rejected")], None)[0]
+    # a rejected attestation is not evidence and no veto (decision 0043): the verified one decides
+    ok, summary, _ = overall([_report("verified"), _report("rejected")], None)
+    assert ok and "1 rejected, not counted" in summary
+    assert not overall([_report("rejected")], None)[0]
     assert not overall([_report("skipped", "envelope")], None)[0]
     ok, _summary, reasons = overall([_report("skipped", ptype="x")], T)
     assert not ok and "matched the predicate type" in reasons[0]

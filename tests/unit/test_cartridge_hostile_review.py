@@ -179,12 +179,14 @@ def test_device_behind_a_symlink_is_refused(tmp_path: Path) -> None:
         open_cartridge(link)
 
 
-def test_file_swapped_between_header_check_and_open_is_refused(
+def test_file_swapped_after_the_header_check_is_never_read(
     sample: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """TOCTOU: the header is read from one file, and another (here a WAL-mode copy) is renamed over
-    the path before SQLite opens it; the open must notice that it holds another file."""
+    the path once the file was copied: the copy of the header's file is what is read, and the name
+    no longer holding it gets no accepting verdict."""
     import acxoci.cartridge.reader as reader
+    from acxoci.cartridge.verify import verify_open
 
     other = tmp_path / "other.acx"
     other.write_bytes(sample.read_bytes())
@@ -198,8 +200,10 @@ def test_file_swapped_between_header_check_and_open_is_refused(
         return real_connect(uri, where=where)
 
     monkeypatch.setattr(reader, "_connect", swap_then_connect)
-    with pytest.raises(InvalidInput, match="changed while"):
-        open_cartridge(sample).close()
+    with open_cartridge(sample) as cart:
+        assert cart.conn.execute("PRAGMA journal_mode").fetchone() == ("delete",)
+        with pytest.raises(InvalidInput, match="changed while"):
+            verify_open(cart, registry=None, now=NOW)
 
 
 def test_index_check_is_flat_in_memory_over_many_save_rows(sample: Path, vectors_dir: Path) -> None:

@@ -1,16 +1,18 @@
-"""Races on the name a cartridge is opened by (acxoci/cartridge/reader.py `_open`): SQLite opens
-the file again by name after its header was read, so whatever the name points at by then is what
-SQLite reads. Two folders exchanged around SQLite's open (the file's own identity unchanged) must
-be refused, and a FIFO put at the name must not block the open for ever. Each race is made
-deterministic here by doing the attacker's step inside the open itself."""
+"""Races on the name a cartridge is opened by (acxoci/cartridge/reader.py `open_cartridge`,
+decision 0030): the name is opened once, and SQLite reads a private copy made through that
+descriptor. So two folders exchanged while the file is read cannot make SQLite read another file
+than the one whose header and identity were taken, a FIFO at the name is refused without waiting,
+and a file written in place while it is verified gets no accepting verdict. Each race is made
+deterministic by doing the attacker's step inside the open itself."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sqlite3
+import stat
+import subprocess
+import sys
 import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,11 +20,10 @@ import pytest
 
 from acxoci.cartridge import reader
 from acxoci.cartridge.reader import open_cartridge
+from acxoci.cartridge.verify import verify_cartridge, verify_open
 from acxoci.errors import InvalidInput
 from acxoci.fsutil import file_identity
 from tests.unit.test_cartridge_verify_support import NOW, SAMPLE, copy_vector
-
-CHANGED = "the file changed while it was being opened; refusing it"
 
 
 def _exchange(a: Path, b: Path) -> None:
@@ -51,82 +52,60 @@ def folders(vectors_dir: Path, tmp_path: Path) -> tuple[Path, Path]:
     return d, e
 
 
-@contextlib.contextmanager
-def _around_sqlite_open(
-    monkeypatch: pytest.MonkeyPatch, before: Callable[[], None], after: Callable[[], None]
-) -> Iterator[None]:
-    real = reader._open_sqlite
-
-    def wrapped(uri: str, *, where: str) -> sqlite3.Connection:
-        before()
-        try:
-            return real(uri, where=where)
-        finally:
-            after()
-
-    monkeypatch.setattr(reader, "_open_sqlite", wrapped)
-    yield
-
-
-def test_folders_exchanged_around_sqlite_s_open_are_refused(
+def test_folders_exchanged_while_the_file_is_read_do_not_change_what_is_read(
     folders: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # the header is read from d's file; SQLite opens the name while e's file sits there; the
-    # folders are swapped back before anything looks at the name again: the path's identity is
-    # the header's throughout, only the descriptor SQLite holds tells
+    # the header is read from d's file; the folders are exchanged while it is copied and back
+    # again after: the file's own identity never changes, and SQLite, had it opened the name
+    # then, would have read e's tampered file. What is read is the descriptor's file.
     d, e = folders
-    swap = _around_sqlite_open(monkeypatch, lambda: _exchange(d, e), lambda: _exchange(d, e))
-    with swap, pytest.raises(InvalidInput) as err:
-        open_cartridge(d / "cart.acx")
-    assert CHANGED in str(err.value)
-
-
-def test_the_same_exchange_before_the_open_is_refused_by_name(
-    folders: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    d, e = folders
-    real_files = reader._open_files
-    state = {"done": False}
-
-    def swap_then_list() -> Any:
-        # runs just before the name check that precedes SQLite's open: the exchange is seen there
-        if not state["done"]:
-            state["done"] = True
-            _exchange(d, e)
-        return real_files()
-
-    monkeypatch.setattr(reader, "_open_files", swap_then_list)
-    with pytest.raises(InvalidInput) as err:
-        open_cartridge(d / "cart.acx")
-    assert CHANGED in str(err.value)
-
-
-def test_an_open_with_no_race_reads_the_header_s_file(folders: tuple[Path, Path]) -> None:
-    d, _ = folders
-    with open_cartridge(d / "cart.acx") as cart:
-        assert cart.identity is not None
-        assert cart.identity[:2] == (os.stat(d / "cart.acx").st_dev, os.stat(d / "cart.acx").st_ino)
-
-
-def test_a_fifo_put_at_the_name_does_not_block_the_open_for_ever(
-    folders: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    d, _ = folders
     path = d / "cart.acx"
-    monkeypatch.setattr(reader, "_OPEN_SECONDS", 0.5)
+    ident = file_identity(path)
+    real_copy = reader._copy
 
-    def to_fifo() -> None:
-        path.rename(d / "moved.acx")
-        os.mkfifo(path)
+    def exchanged(src: int, dst: int, size: int) -> int:
+        _exchange(d, e)
+        try:
+            return real_copy(src, dst, size)
+        finally:
+            _exchange(d, e)
 
+    monkeypatch.setattr(reader, "_copy", exchanged)
+    with open_cartridge(path) as cart:
+        assert cart.identity == ident
+        v = verify_open(cart, registry=None, now=NOW)
+    assert v.trust == "portable", v
+
+
+def test_folders_exchanged_and_left_so_are_read_as_the_file_then_named(
+    folders: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # exchanged just before the name is opened: e's file is the one read, whole (its verdict is
+    # TAMPERED, and its identity is e's file, not the one the name named before)
+    d, e = folders
+    path = d / "cart.acx"
+    e_ident = file_identity(e / "cart.acx")
+    real_open = reader._open_file
+
+    def exchange_then_open(p: Path) -> int:
+        _exchange(d, e)
+        return real_open(p)
+
+    monkeypatch.setattr(reader, "_open_file", exchange_then_open)
+    with open_cartridge(path) as cart:
+        assert cart.identity == e_ident
+        v = verify_open(cart, registry=None, now=NOW)
+    assert v.trust == "tampered", v
+
+
+def test_a_fifo_at_the_name_is_refused_at_once(tmp_path: Path) -> None:
+    path = tmp_path / "cart.acx"
+    os.mkfifo(path)
     t0 = time.monotonic()
-    with _around_sqlite_open(monkeypatch, to_fifo, lambda: None), pytest.raises(InvalidInput) as err:
+    with pytest.raises(InvalidInput) as err:
         open_cartridge(path)
     assert time.monotonic() - t0 < 5
-    assert "did not finish" in str(err.value)
-    # release the abandoned open (it waits for a writer)
-    fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
-    os.close(fd)
+    assert "not a regular file" in str(err.value)
 
 
 def test_a_file_written_in_place_while_it_is_verified_gets_no_verdict(
@@ -147,83 +126,76 @@ def test_a_file_written_in_place_while_it_is_verified_gets_no_verdict(
 
     monkeypatch.setattr(verify, "compute_rom_manifest", touched)
     with pytest.raises(InvalidInput) as err:
-        verify.verify_cartridge(path, registry=None, now=NOW)
+        verify_cartridge(path, registry=None, now=NOW)
     assert "the file changed while it was being verified" in str(err.value)
 
 
-@pytest.mark.parametrize("opener", ["header", "helper"])
-def test_other_opens_of_a_cartridge_file_wait_for_an_open_s_window(
-    opener: str, folders: tuple[Path, Path]
+@pytest.fixture
+def scratch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """TMPDIR, for this test only."""
+    folder = tmp_path / "tmp"
+    folder.mkdir(mode=0o700)
+    monkeypatch.setenv("TMPDIR", str(folder))
+    monkeypatch.setattr(reader.tempfile, "tempdir", None)  # read TMPDIR again
+    return folder
+
+
+def test_the_private_copy_is_the_process_s_own_and_gone_once_sqlite_holds_it(
+    folders: tuple[Path, Path], scratch: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # a descriptor opened by another thread inside `_open`'s window could pass for SQLite's
-    # (the header read and the helper's descriptor open by name too): they take the same lock
-    import threading
-
-    from acxoci.cartridge import romhash
-
     d, _ = folders
-    path = d / "cart.acx"
-    ident = file_identity(path)
-    done = threading.Event()
+    seen: list[tuple[Path, int]] = []
+    real_connect = reader._connect
 
-    def run() -> None:
-        if opener == "header":
-            reader._read_header(path)
-        else:
-            helper = romhash._spawn((path.resolve(), ident), 1 << 20)
-            if helper is not None:
-                helper.close()
-        done.set()
+    def look(uri: str, *, where: str) -> sqlite3.Connection:
+        copy = Path(uri.removeprefix("file://").partition("?")[0])
+        seen.append((copy.parent, stat.S_IMODE(os.stat(copy).st_mode)))
+        return real_connect(uri, where=where)
 
-    with romhash.OPEN_LOCK:
-        worker = threading.Thread(target=run, daemon=True)
-        worker.start()
-        assert not done.wait(0.3), f"the {opener} open did not wait for the lock"
-    assert done.wait(10)
+    monkeypatch.setattr(reader, "_connect", look)
+    with open_cartridge(d / "cart.acx") as cart:
+        assert list(scratch.iterdir()) == []  # the name goes once SQLite holds the file
+        assert cart.meta()
+    assert seen == [(scratch, 0o600)]
+    (d / "cart.acx").write_bytes(b"SQLite format 3\0" + b"\0" * 4080)  # refused after the header
+    with pytest.raises(InvalidInput):
+        open_cartridge(d / "cart.acx")
+    assert list(scratch.iterdir()) == []
 
 
-def test_a_descriptor_of_the_header_s_inode_opened_elsewhere_in_the_window_does_not_pass(
-    folders: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+def test_a_temporary_folder_others_may_replace_files_in_is_refused(
+    folders: tuple[Path, Path], scratch: Path
 ) -> None:
-    # the folders are exchanged around SQLite's open while some other code of the process opens a
-    # hard link of the file the header came from: a descriptor of the header's inode does appear
-    # in the window, but SQLite's own is another file's, so the open is still refused
-    d, e = folders
-    os.link(d / "cart.acx", tmp_path / "link.acx")
-    held: list[int] = []
-
-    def exchange_and_open_link() -> None:
-        _exchange(d, e)
-        held.append(os.open(tmp_path / "link.acx", os.O_RDONLY))
-
-    try:
-        swap = _around_sqlite_open(monkeypatch, exchange_and_open_link, lambda: _exchange(d, e))
-        with swap, pytest.raises(InvalidInput) as err:
+    d, _ = folders
+    scratch.chmod(0o777)  # writable by anyone and not sticky: another user could swap the copy
+    with pytest.raises(InvalidInput) as err:
+        open_cartridge(d / "cart.acx")
+    assert err.value.message == (
+        "the temporary folder is another user's, or writable by others and not sticky: a private copy"
+        " there is not private"
+    )
+    assert (err.value.where, err.value.hint) == (str(scratch), "set TMPDIR to a folder of your own")
+    scratch.chmod(0o1777)  # as /tmp is: only the owner of a file may rename or remove it
+    with open_cartridge(d / "cart.acx") as cart:
+        assert cart.meta()
+    scratch.chmod(0o700)
+    if os.getuid() == 0:  # a folder of another user's, even one only they may write, is not ours
+        os.chown(scratch, 12345, -1)
+        with pytest.raises(InvalidInput):
             open_cartridge(d / "cart.acx")
-    finally:
-        for fd in held:
-            os.close(fd)
-    assert CHANGED in str(err.value)
 
 
-def test_an_unrelated_file_opened_in_the_window_costs_a_retry_not_a_refusal(
-    folders: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
+def test_no_room_for_the_private_copy_is_a_typed_error(folders: tuple[Path, Path]) -> None:
+    # a file size limit below the cartridge's: the copy cannot be written (EFBIG), exit 7
     d, _ = folders
-    (tmp_path / "other.txt").write_text("x")
-    held: list[int] = []
-
-    def open_other_once() -> None:
-        if not held:
-            held.append(os.open(tmp_path / "other.txt", os.O_RDONLY))
-
-    try:
-        with (
-            _around_sqlite_open(monkeypatch, open_other_once, lambda: None),
-            open_cartridge(d / "cart.acx") as cart,
-        ):
-            assert cart.meta()
-    finally:
-        for fd in held:
-            os.close(fd)
-    assert len(held) == 1
+    code = (
+        "import resource, sys\n"
+        "resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))\n"
+        "from acxoci.cli.main import main\n"
+        "main(['--json', 'cartridge', 'verify', sys.argv[1]])\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(d / "cart.acx")], capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 7, (out.returncode, out.stdout, out.stderr)
+    assert '"writeback_failed"' in out.stdout and "private copy" in out.stdout, out.stdout

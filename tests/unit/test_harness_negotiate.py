@@ -147,11 +147,18 @@ def test_network_and_write_grants() -> None:
 
 
 def test_schema_accepts_checks_required_properties_and_types() -> None:
-    contract = {"type": "object", "required": ["command"], "properties": {"command": {"type": "string"}}}
-    assert schema_accepts({"properties": {"command": {"type": ["string", "null"]}}}, contract) == []
-    assert schema_accepts({"properties": {"command": {}}}, contract) == []
-    assert schema_accepts({"properties": {"command": {"type": "integer"}}}, contract)
-    assert schema_accepts({"properties": {}}, contract)
+    from acxoci.documents.harness import HarnessDocToolInputSchema as Schema
+    from attest.typed import decode_as
+
+    def s(doc: dict[str, object]) -> Schema:
+        return decode_as(doc, Schema, document="inputSchema")
+
+    contract = s({"type": "object", "required": ["command"], "properties": {"command": {"type": "string"}}})
+    assert schema_accepts(s({"properties": {"command": {"type": ["string", "null"]}}}), contract) == []
+    assert schema_accepts(s({"properties": {"command": {}}}), contract) == []
+    assert schema_accepts(s({"properties": {"command": True}}), contract) == []
+    assert schema_accepts(s({"properties": {"command": {"type": "integer"}}}), contract)
+    assert schema_accepts(s({"properties": {}}), contract)
 
 
 def _sha(p: Path) -> str:

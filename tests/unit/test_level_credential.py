@@ -475,7 +475,7 @@ def test_raw_trajectory_evidence_is_checked_against_its_claim(world: World) -> N
 
 def test_malformed_credentials_are_invalid_with_a_reason(world: World) -> None:
     v = world.verify([world.vc])
-    assert (v.state, v.reasons) == ("invalid", ("credential is not a JSON object",))
+    assert (v.state, v.reasons) == ("invalid", ("$: the credential is not a JSON object",))
     no_subject = {k: val for k, val in world.vc.items() if k != "credentialSubject"}
     v = world.verify(no_subject)
     assert v.state == "invalid" and v.reasons and all(r.startswith("schema ") for r in v.reasons)

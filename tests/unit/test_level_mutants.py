@@ -283,26 +283,30 @@ def test_status_list_issuer_may_be_an_object() -> None:
     assert (listed.issuer, listed.list_id, listed.keyid) == (ISSUER, LIST_ID, key.public().keyid())
 
 
-@pytest.mark.parametrize("issuer", ["", {"id": ""}, {"name": ISSUER}, 7])
-def test_status_list_without_issuer(issuer: Any) -> None:
+@pytest.mark.parametrize(("issuer", "message"), [
+    ("", "status list credential has no issuer"),
+    ({"id": ""}, "status list credential has no issuer"),
+    ({"name": ISSUER}, "status list credential: /issuer/id: Object missing required field `id`"),
+    (7, "status list credential: /issuer: Expected `str | object`, got `int`"),
+])
+def test_status_list_without_issuer(issuer: Any, message: str) -> None:
     key = generate_ed25519()
     doc = _list(key, lambda d: d.__setitem__("issuer", issuer))
-    assert _refusal(InvalidInput, st.verify_status_list, doc, issuers=_issuers(key),
-                    now=T0) == "status list credential has no issuer"
+    assert _refusal(InvalidInput, st.verify_status_list, doc, issuers=_issuers(key), now=T0) == message
 
 
 def test_status_list_shape_refusals() -> None:
     key = generate_ed25519()
     reg = _issuers(key)
     assert _refusal(InvalidInput, st.verify_status_list, [], issuers=reg,
-                    now=T0) == "status list credential is not a JSON object"
+                    now=T0) == "$: the status list credential is not a JSON object"
     unsigned = {k: v for k, v in _list(key).items() if k != "proof"}
     assert _refusal(InvalidInput, st.verify_status_list, unsigned, issuers=reg,
                     now=T0) == "status list credential: document has no single proof object"
-    for list_id in ("", 5):
+    for list_id, message in (("", "status list credential has no id"),
+                             (5, "status list credential: /id: Expected `str`, got `int`")):
         doc = _list(key, lambda d, i=list_id: d.__setitem__("id", i))  # type: ignore[misc]
-        assert _refusal(InvalidInput, st.verify_status_list, doc, issuers=reg,
-                        now=T0) == "status list credential has no id"
+        assert _refusal(InvalidInput, st.verify_status_list, doc, issuers=reg, now=T0) == message
     tampered = _list(key)
     tampered["validFrom"] = st.iso(T0 + timedelta(seconds=1))
     assert _refusal(VerificationFailed, st.verify_status_list, tampered, issuers=reg, now=T0) == (

@@ -1,6 +1,7 @@
 """Opening a cartridge, in process: each refusal of `read_header`/`open_cartridge` (absent file,
 directory, FIFO, unreadable name, sidecar beside the file or beside the symlink's target, a file
-swapped during the open) compared whole; what an opened Cartridge carries (header, identity,
+written while it is copied) compared whole; a file replaced or removed during the open is read
+from its one descriptor; what an opened Cartridge carries (header, identity,
 limits, cached scans, read-only limits of its connection); and the wrapped-connection API
 (`from_connection`, `query`, `count`, `tables`) that builders and `acx spec` use."""
 
@@ -10,7 +11,6 @@ import os
 import sqlite3
 import threading
 import zlib
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -131,53 +131,77 @@ def test_a_sidecar_beside_a_symlink_or_its_target_is_refused(
     )
 
 
-def test_a_file_swapped_during_the_open_is_refused(
-    sample: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("step", ["check_no_sidecars", "_copy"])
+def test_a_file_replaced_or_removed_while_it_is_read_is_refused(
+    step: str, sample: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # the name is opened once, and the copy is read from that descriptor; a file whose name goes
+    # (its links change, so does its ctime) while it is read is refused, whatever is at the name
     other = tmp_path / "other.acx"
     other.write_bytes(sample.read_bytes() + b"\0" * 4096)
-    real_connect = reader._connect
+    real = getattr(reader, step)
 
-    def swap_then_connect(uri: str, *, where: str) -> sqlite3.Connection:
-        os.replace(other, sample)
-        return real_connect(uri, where=where)
+    def replacing(*args: object, **kwargs: object) -> object:
+        os.replace(other, sample) if step == "_copy" else os.unlink(sample)
+        return real(*args, **kwargs)
 
-    monkeypatch.setattr(reader, "_connect", swap_then_connect)
+    monkeypatch.setattr(reader, step, replacing)
     refused(
         lambda: open_cartridge(sample),
         InvalidInput,
-        "the file changed while it was being opened; refusing it",
+        "the file changed while it was being read; refusing it",
         where=str(sample),
     )
 
 
-@pytest.mark.parametrize(
-    ("step", "after", "message"),
-    [
-        # after the sidecar check: the name is checked again just before SQLite opens it (0028)
-        ("check_no_sidecars", True, "cannot read: No such file or directory"),
-        # as SQLite opens it
-        ("_open_sqlite", False, "cannot open as SQLite: unable to open database file"),
-        # once SQLite has it open: the name no longer holds it
-        ("_connect", True, "cannot read: No such file or directory"),
-    ],
-    ids=["before-sqlite", "as-sqlite-opens", "after-sqlite"],
-)
-def test_a_file_removed_during_the_open_is_refused(
-    step: str, after: bool, message: str, sample: Path, monkeypatch: pytest.MonkeyPatch
+def test_a_file_removed_once_it_was_read_gets_no_accepting_verdict(
+    sample: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real = getattr(reader, step)
+    first = identity_of(os.stat(sample))
+    real = reader._connect
 
     def removing(*args: object, **kwargs: object) -> object:
-        if not after:
-            os.unlink(sample)
-        out = real(*args, **kwargs)
-        if after:
-            os.unlink(sample)
-        return out
+        os.unlink(sample)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(reader, step, removing)
-    refused(lambda: open_cartridge(sample), InvalidInput, message, where=str(sample))
+    monkeypatch.setattr(reader, "_connect", removing)
+    with open_cartridge(sample) as cart:
+        assert cart.identity == first and cart.meta()
+        refused(
+            cart.require_unchanged,
+            InvalidInput,
+            "the file changed while it was being verified; refusing it",
+            where=str(sample),
+        )
+
+
+@pytest.mark.parametrize("change", ["grow", "shrink", "rewrite-header"])
+def test_a_file_written_while_it_is_copied_is_refused(
+    change: str, sample: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_copy = reader._copy
+    size = sample.stat().st_size
+
+    def write_then_copy(src: int, dst: int, n: int) -> int:
+        with open(sample, "r+b") as fh:
+            if change == "grow":
+                fh.seek(0, 2)
+                fh.write(b"\0" * 4096)
+            elif change == "shrink":
+                fh.truncate(size - 4096)
+            else:
+                fh.seek(68)
+                fh.write(b"ACX2")
+        os.utime(sample, ns=(1, 1))  # even a write that left the times as they were
+        return real_copy(src, dst, n)
+
+    monkeypatch.setattr(reader, "_copy", write_then_copy)
+    refused(
+        lambda: open_cartridge(sample),
+        InvalidInput,
+        "the file changed while it was being read; refusing it",
+        where=str(sample),
+    )
 
 
 def test_an_opened_cartridge_reads_through_its_limits(sample: Path) -> None:
@@ -204,9 +228,6 @@ def test_an_opened_cartridge_reads_through_its_limits(sample: Path) -> None:
             "cannot read cartridge: attempt to write a readonly database",
             where=str(sample),
         )
-        # the connection may be used from another thread (the ROM pass's helper is joined there)
-        with ThreadPoolExecutor(1) as pool:
-            assert pool.submit(cart.meta).result() == cart.meta()
 
 
 def test_query_errors_are_typed(sample: Path) -> None:

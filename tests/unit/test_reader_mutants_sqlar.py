@@ -1,8 +1,7 @@
-"""sqlar entries, in process: each refusal of `decode_entry`/`stream_entry` compared whole, the
-exact bytes of every stored form (raw, zlib, raw DEFLATE; one chunk, many, output larger than a
-read), what a DEFLATE bomb costs the shared budget (sz + 1 bytes, no more), and the reader's use of
-them: `sqlar_read`/`sqlar_sha256` on a real file, the ROM hashing pass's digests, and its life
-cycle (early start, hand-over, close, a file it cannot read)."""
+"""sqlar entries, in process: each refusal of `stream_entry` compared whole, the exact bytes of
+every stored form (raw, zlib, raw DEFLATE; one chunk, many, output larger than a read), what a
+DEFLATE bomb costs the shared budget (sz + 1 bytes, no more), and the reader's use of them:
+`sqlar_read`/`sqlar_sha256` on a real file."""
 
 from __future__ import annotations
 
@@ -16,14 +15,11 @@ from typing import Any
 
 import pytest
 
-import acxoci.cartridge.reader as reader
-from acxoci.cartridge import romhash
 from acxoci.cartridge.constants import DEFAULT_MAX_DECOMPRESSED_BYTES
 from acxoci.cartridge.reader import BadEntry, SqlarInfo, open_cartridge
-from acxoci.cartridge.sqlar import Budget, decode_entry, stream_entry
+from acxoci.cartridge.sqlar import Budget, stream_entry
 from acxoci.errors import InvalidInput
-from tests.unit.hostile_btree import corrupt_a_sqlar_leaf
-from tests.unit.test_reader_mutants_support import ROM_FILE, edited, refused
+from tests.unit.test_reader_mutants_support import ROM_FILE, decoded, edited, refused
 
 TEXT = bytes(range(256)) * 8  # 2,048 bytes
 
@@ -82,7 +78,6 @@ def _refused_stream(message: str, sz: object, chunks: list[bytes], **kw: Any) ->
     [("raw", TEXT), ("zlib", zlib.compress(TEXT)), ("deflate", _deflate(TEXT))],
 )
 def test_every_stored_form_gives_the_bytes(form: str, data: bytes) -> None:
-    assert decode_entry("rom/e", len(TEXT), data, where="f.acx") == TEXT
     one, sinks = _stream(len(TEXT), [data])
     assert one == TEXT
     # a fresh sink per attempt: raw DEFLATE is tried after zlib failed, never appended to it
@@ -100,12 +95,9 @@ def test_output_larger_than_one_read_is_inflated_in_pieces() -> None:
         out, _ = _stream(len(big), [data], budget=budget)
         assert out == big
         assert budget.used == len(big)
-        assert decode_entry("rom/e", len(big), data, where="f.acx") == big
 
 
 def test_empty_entries() -> None:
-    assert decode_entry("rom/e", 0, None, where="f.acx") == b""
-    assert decode_entry("rom/e", 0, b"", where="f.acx") == b""
     assert _stream(0, [])[0] == b""
 
 
@@ -117,13 +109,6 @@ def test_a_bomb_costs_the_budget_sz_plus_one_bytes(form: str) -> None:
         "data is neither raw, zlib nor raw DEFLATE of exactly 1000 bytes", 1000, [bomb], budget=budget
     )
     assert budget.used == 1001
-    refused(
-        lambda: decode_entry("rom/e", 1000, bomb, where="f.acx"),
-        BadEntry,
-        "sqlar entry 'rom/e': data is neither raw, zlib nor raw DEFLATE of exactly 1000 bytes",
-        where="f.acx",
-        details={"entry": "rom/e"},
-    )
 
 
 def test_the_budget_stops_a_stream_at_its_limit() -> None:
@@ -161,14 +146,6 @@ def test_the_budget_stops_a_stream_at_its_limit() -> None:
 )
 def test_what_is_not_exactly_sz_is_refused(sz: int, chunks: list[bytes], why: str) -> None:
     _refused_stream(f"data is neither raw, zlib nor raw DEFLATE of exactly {sz} bytes", sz, chunks)
-    data = b"".join(chunks)
-    refused(
-        lambda: decode_entry("rom/e", sz, data, where="f.acx"),
-        BadEntry,
-        f"sqlar entry 'rom/e': data is neither raw, zlib nor raw DEFLATE of exactly {sz} bytes",
-        where="f.acx",
-        details={"entry": "rom/e"},
-    )
 
 
 def test_an_empty_trailing_chunk_is_fine() -> None:
@@ -179,13 +156,6 @@ def test_an_empty_trailing_chunk_is_fine() -> None:
 def test_sz_must_be_a_non_negative_integer(sz: object) -> None:
     message = f"sz {sz!r} is not a non-negative integer"
     _refused_stream(message, sz, [b"abcd"])
-    refused(
-        lambda: decode_entry("rom/e", sz, b"abcd", where="f.acx"),
-        BadEntry,
-        f"sqlar entry 'rom/e': {message}",
-        where="f.acx",
-        details={"entry": "rom/e"},
-    )
 
 
 def test_size_limits_and_their_boundaries() -> None:
@@ -193,38 +163,10 @@ def test_size_limits_and_their_boundaries() -> None:
     _refused_stream("declared size 1001 exceeds the 1000-byte limit", 1001, [z], max_bytes=1000)
     assert _stream(1000, [zlib.compress(b"x" * 1000)], max_bytes=1000)[0] == b"x" * 1000
     assert _stream(1001, [b"y" * 1001], max_bytes=1000)[0] == b"y" * 1001  # raw: in the file already
-    refused(  # decode_entry holds the whole entry in memory: the limit applies to raw rows too
-        lambda: decode_entry("rom/e", 1001, b"y" * 1001, where="f.acx", max_bytes=1000),
-        BadEntry,
-        "sqlar entry 'rom/e': declared size 1001 exceeds the 1000-byte limit",
-        where="f.acx",
-        details={"entry": "rom/e"},
-    )
-    assert decode_entry("rom/e", 1000, b"y" * 1000, where="f.acx", max_bytes=1000) == b"y" * 1000
     _refused_stream("5 stored bytes exceed declared size 4", 4, [b"abcde"])
     _refused_stream("1 stored bytes exceed declared size 0", 0, [b"a"])
     _refused_stream("no data but sz=4", 4, [])
-    refused(
-        lambda: decode_entry("rom/e", 4, None, where="f.acx"),
-        BadEntry,
-        "sqlar entry 'rom/e': no data but sz=4",
-        where="f.acx",
-        details={"entry": "rom/e"},
-    )
-    refused(
-        lambda: decode_entry("rom/e", 4, "abcd", where="f.acx"),
-        BadEntry,
-        "sqlar entry 'rom/e': data is str, not a blob",
-        where="f.acx",
-        details={"entry": "rom/e"},
-    )
-    refused(
-        lambda: decode_entry("rom/e", 5, b"abcdef", where="f.acx"),
-        BadEntry,
-        "sqlar entry 'rom/e': 6 stored bytes exceed declared size 5",
-        where="f.acx",
-        details={"entry": "rom/e"},
-    )
+    _refused_stream("6 stored bytes exceed declared size 5", 5, [b"abcdef"])
 
 
 # -- the reader's use of them, on a real file --
@@ -244,13 +186,13 @@ def _forms(vectors: Path, tmp: Path) -> Path:
 
 
 def _decoded(path: Path) -> dict[int, tuple[str, bytes, int]]:
-    """rowid -> (name, uncompressed bytes, sz) by a plain read and decode_entry."""
+    """rowid -> (name, uncompressed bytes, sz) by a plain read and a decode of its own."""
     conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
     try:
         rows = conn.execute("SELECT rowid, name, sz, data FROM sqlar").fetchall()
     finally:
         conn.close()
-    return {r: (n, decode_entry(n, sz, d, where="t", max_bytes=1 << 30), sz) for r, n, sz, d in rows}
+    return {r: (n, decoded(n, sz, d), sz) for r, n, sz, d in rows}
 
 
 def test_rom_digests_are_the_uncompressed_bytes(vectors_dir: Path, tmp_path: Path) -> None:
@@ -261,40 +203,12 @@ def test_rom_digests_are_the_uncompressed_bytes(vectors_dir: Path, tmp_path: Pat
         if n.startswith("rom/")
     }
     with open_cartridge(p) as cart:
-        assert cart.rom_sqlar_digests() == want
+        got = {i.rowid: cart.sqlar_sha256(i) for i in cart.sqlar_infos() if i.zone == "rom"}
+        assert got == want
         for info in cart.sqlar_infos():
             name, data, _ = _decoded(p)[info.rowid]
             assert cart.sqlar_sha256(info) == ("sha256:" + hashlib.sha256(data).hexdigest(), len(data)), name
             assert cart.sqlar_read(name) == data
-
-
-def test_small_raw_rows_are_hashed_by_the_pass_only(
-    vectors_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    p = _forms(vectors_dir, tmp_path)
-    with open_cartridge(p) as cart:
-        streamed: list[str] = []
-        real = cart.sqlar_sha256
-
-        def spy(info: SqlarInfo) -> tuple[str, int]:
-            streamed.append(info.name)
-            return real(info)
-
-        monkeypatch.setattr(cart, "sqlar_sha256", spy)
-        digests = cart.rom_sqlar_digests()
-        conn = sqlite3.connect(f"{p.as_uri()}?mode=ro", uri=True)
-        others = {  # compressed, larger than 1 MiB, or NULL: streamed when asked for
-            n
-            for (n,) in conn.execute(
-                "SELECT name FROM sqlar WHERE name GLOB 'rom/*' AND NOT (typeof(data) = 'blob'"
-                " AND length(data) = sz AND length(data) <= 1048576)"
-            )
-        }
-        conn.close()
-        assert {"rom/f/z", "rom/f/d", "rom/f/big", "rom/f/empty"} <= others
-        assert "rom/f/raw" not in others and "rom/f/blank" not in others
-        assert sorted(streamed) == sorted(others)
-        assert len(digests) == len([i for i in cart.sqlar_infos() if i.zone == "rom"])
 
 
 def test_sqlar_read_refusals_on_a_file(vectors_dir: Path, tmp_path: Path) -> None:
@@ -341,93 +255,6 @@ def test_a_row_that_cannot_be_read_is_typed(vectors_dir: Path, tmp_path: Path) -
             "cannot read sqlar data: no such rowid: 99999",
             where=str(p),
         )
-
-
-def test_a_closed_hashing_pass_is_refused(vectors_dir: Path, tmp_path: Path) -> None:
-    p = edited(vectors_dir, tmp_path)
-    with open_cartridge(p) as cart:
-        hashing = cart.start_rom_hashing()
-        info = cart.sqlar_info(ROM_FILE)
-        assert info is not None
-        hashing.close()
-        hashing.close()  # twice is fine
-        refused(
-            lambda: hashing.digest(info),
-            InvalidInput,
-            "the ROM hashing pass failed or was closed",
-            where=str(p),
-        )
-        again = cart.start_rom_hashing()
-        assert again.digest(info) == again.digest(info) == cart.sqlar_sha256(info)
-        again.close()
-
-
-def test_a_sqlar_table_the_pass_cannot_read_is_typed(
-    vectors_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    p = edited(vectors_dir, tmp_path)
-    corrupt_a_sqlar_leaf(p)
-    info = SqlarInfo(ROM_FILE, 420, 0, 394, 263, 8, "rom")
-    with open_cartridge(p) as cart:
-        hashing = cart.start_rom_hashing()
-        refused(
-            lambda: hashing.digest(info),
-            InvalidInput,
-            "cannot read cartridge table sqlar: database disk image is malformed",
-            where=str(p),
-        )
-        refused(
-            lambda: hashing.digest(info),
-            InvalidInput,
-            "the ROM hashing pass failed or was closed",
-            where=str(p),
-        )
-    monkeypatch.setattr(romhash, "HELPER_MIN_BYTES", 0)  # a large file: a helper starts early
-    with open_cartridge(p) as cart:
-        cart.begin_rom_hashing()  # an early start reads nothing: the refusal is at the first digest
-        early = cart.start_rom_hashing()
-        refused(
-            lambda: early.digest(info),
-            InvalidInput,
-            "cannot read cartridge table sqlar: database disk image is malformed",
-            where=str(p),
-        )
-
-
-def test_an_early_pass_is_handed_out_once_and_closed_with_the_cartridge(
-    vectors_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    made: list[Any] = []
-    closed: list[Any] = []
-
-    class Spy(romhash.RomPass):
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            super().__init__(*args, **kwargs)
-            made.append(self)
-
-        def close(self) -> None:
-            closed.append(self)
-            super().close()
-
-    monkeypatch.setattr(reader, "RomPass", Spy)
-    p = edited(vectors_dir, tmp_path)
-    with open_cartridge(p) as cart:
-        cart.begin_rom_hashing()
-        assert len(made) == 1  # started now, before anyone asks for it
-        cart.begin_rom_hashing()
-        assert len(made) == 1  # already started
-        first = cart.start_rom_hashing()
-        assert len(made) == 1  # the early pass, handed over
-        second = cart.start_rom_hashing()
-        assert len(made) == 2  # handed out once only
-        first.close()
-        second.close()
-    assert closed.count(made[0]) >= 1 and closed.count(made[1]) >= 1
-    made.clear()
-    closed.clear()
-    with open_cartridge(p) as cart:
-        cart.begin_rom_hashing()
-    assert closed == made and len(made) == 1  # never used: the cartridge's close stops it
 
 
 def test_a_bomb_past_one_read_still_costs_sz_plus_one() -> None:

@@ -43,6 +43,21 @@ def edited(
     return path
 
 
+def decoded(name: str, sz: int, data: bytes | None, *, max_bytes: int = 1 << 30) -> bytes:
+    """One sqlar row's uncompressed bytes, as the reader streams them (sqlar.stream_entry)."""
+    from acxoci.cartridge.sqlar import stream_entry
+
+    out = bytearray()
+
+    def sink() -> Callable[[bytes], object]:
+        out.clear()
+        return out.extend
+
+    chunks = [data] if data else []
+    stream_entry(name, sz, len(data or b""), lambda: iter(chunks), sink, where="test", max_bytes=max_bytes)
+    return bytes(out)
+
+
 def scratch(*statements: str, ddl: bool = True) -> sqlite3.Connection:
     """An in-memory database with the reference DDL (or none) and `statements` run."""
     conn = sqlite3.connect(":memory:")

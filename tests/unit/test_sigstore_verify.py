@@ -8,16 +8,20 @@ from __future__ import annotations
 import base64
 import copy
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from acxoci.attestation.identity import IdentityRule, rule_from_flags, rules_from_policy
+from acxoci.attestation.identity import IdentityRule, rule_from_flags
 from acxoci.attestation.keyless_policy import policy_sigstore
 from acxoci.attestation.sigstore_verify import shipped_root_bytes
+from acxoci.documents.verification_policy import VerificationPolicyDoc
 from acxoci.errors import InvalidInput, UsageError
+from acxoci.install.vpolicy import policy_from_json
 from attest.keys import generate_p256
+from attest.typed import decode_as
 from tests.harness.cli import acx_json
 from tests.harness.env import SHARED, missing
 from tests.harness.sigstore_pki import GITHUB_ISSUER, FakeSigstore
@@ -286,36 +290,44 @@ def test_rule_flags_and_regexp_are_whole_value() -> None:
         [{"issuer": GITHUB_ISSUER, "subject": "a"}] * 65,
     ],
 )
-def test_policy_identities_validated(items: Any) -> None:
-    with pytest.raises(InvalidInput):
-        rules_from_policy(items, where="publishers[0].identities")
+def test_policy_identities_validated(items: Any, tmp_path: Path) -> None:
+    doc = {"schemaVersion": "acx.verification-policy/1",
+           "publishers": [{"id": "io.github.p", "identities": items}]}
+    with pytest.raises(InvalidInput):  # the schema, the model or the rule refuses it, named
+        pol = policy_from_json(doc, base=tmp_path, now=datetime.now(UTC), source="policy.yaml")
+        policy_sigstore(pol.model, pol.source, "io.github.p")
+
+
+def _model(doc: dict[str, Any]) -> VerificationPolicyDoc:
+    return decode_as({"schemaVersion": "acx.verification-policy/1", **doc}, VerificationPolicyDoc,
+                     document="policy")
 
 
 def test_policy_sigstore(tmp_path: Path) -> None:
-    assert policy_sigstore({"publishers": [{"id": "p"}]}, None, "p") is None
+    assert policy_sigstore(_model({"publishers": [{"id": "p"}]}), None, "p") is None
     doc = {
         "publishers": [
             {"id": "p", "identities": [{"issuer": GITHUB_ISSUER, "subject": "s"}]},
             {"id": "q", "identities": [{"issuer": GITHUB_ISSUER, "subjectRegExp": "t.*"}]},
         ]
     }
-    sig = policy_sigstore(doc, str(tmp_path / "policy.yaml"), "p")
+    sig = policy_sigstore(_model(doc), str(tmp_path / "policy.yaml"), "p")
     assert sig is not None and [r.subject or r.subject_regexp for r in sig.rules] == ["s"]
-    other = policy_sigstore(doc, str(tmp_path / "policy.yaml"), "q")
+    other = policy_sigstore(_model(doc), str(tmp_path / "policy.yaml"), "q")
     assert other is not None and [r.subject or r.subject_regexp for r in other.rules] == ["t.*"]
     # an artifact no policy publisher vouches for gets no identities at all (fail closed)
-    assert policy_sigstore(doc, str(tmp_path / "policy.yaml"), None) is None
-    bad = {"publishers": [*doc["publishers"], {"id": "r", "identities": [{"issuer": 5}]}]}
+    assert policy_sigstore(_model(doc), str(tmp_path / "policy.yaml"), None) is None
+    bad = {"publishers": [*doc["publishers"], {"id": "r", "identities": [{"issuer": GITHUB_ISSUER}]}]}
     with pytest.raises(InvalidInput):  # validated even when it is another publisher's entry
-        policy_sigstore(bad, None, "p")
+        policy_sigstore(_model(bad), None, "p")
     assert sig.trust.name.startswith("public-good production") and not sig.trust.explicit
     root = tmp_path / "root.json"
     root.write_bytes(FakeSigstore().trusted_root_bytes())
     sig = policy_sigstore(
-        {**doc, "attestations": {"trustedRoot": "root.json"}}, str(tmp_path / "policy.yaml"), "p"
+        _model({**doc, "attestations": {"trustedRoot": "root.json"}}), str(tmp_path / "policy.yaml"), "p"
     )
     assert sig is not None and sig.trust.explicit and "root.json" in sig.trust.name
-    staging = policy_sigstore({"attestations": {"trustedRoot": "staging"}}, None, None)
+    staging = policy_sigstore(_model({"attestations": {"trustedRoot": "staging"}}), None, None)
     assert staging is not None and staging.trust.explicit and staging.rules == ()
 
 

@@ -200,7 +200,7 @@ def test_publisher_root_txt_record_and_github_owner() -> None:
 
 
 def test_top_level_refusals() -> None:
-    assert refusal([]) == "trust registry: document is not a JSON object"
+    assert refusal([]) == "trust registry: $: the document is not a JSON object"
     assert refusal({"keys": []}) == "trust registry: missing field(s) ['schemaVersion']"
     assert refusal({"schemaVersion": "acx.trust-registry/1"}) == "trust registry: missing field(s) ['keys']"
     assert refusal({}) == "trust registry: missing field(s) ['keys', 'schemaVersion']"
@@ -211,10 +211,10 @@ def test_top_level_refusals() -> None:
     )
     assert (
         refusal({"schemaVersion": "acx.trust-registry/1", "keys": {}})
-        == "trust registry.keys: expected an array"
+        == "trust registry: /keys: Expected `array`, got `object`"
     )
     assert refusal(doc(registryId="")) == "trust registry.registryId: expected a non-empty string or null"
-    assert refusal(doc(registryId=7)) == "trust registry.registryId: expected a non-empty string or null"
+    assert refusal(doc(registryId=7)) == "trust registry: /registryId: Expected `str | null`, got `int`"
     assert refusal(doc(updatedAt="yesterday")) == "trust registry.updatedAt: 'yesterday' is not RFC 3339"
 
 
@@ -305,9 +305,9 @@ P256 = generate_p256().public()
     ("over", "message"),
     [
         ({"keyid": ""}, "keys[0].keyid: expected a non-empty string"),
-        ({"keyid": 5}, "keys[0].keyid: expected a non-empty string"),
+        ({"keyid": 5}, "trust registry: /keys/0/keyid: Expected `str`, got `int`"),
         ({"publisherId": ""}, "keys[0].publisherId: expected a non-empty string"),
-        ({"algorithm": 7}, "keys[0].algorithm: expected a non-empty string"),
+        ({"algorithm": 7}, "trust registry: /keys/0/algorithm: Expected `str`, got `int`"),
         ({"publicKeyPem": ""}, "keys[0].publicKeyPem: expected a non-empty string"),
         (
             {"keyid": "ed25519:" + "A" * 64},
@@ -333,16 +333,16 @@ P256 = generate_p256().public()
             {"status": "suspended"},
             "keys[0].status: 'suspended' is not one of ['active', 'revoked', 'expired']",
         ),
-        ({"status": ["active"]}, "keys[0].status: ['active'] is not one of ['active', 'revoked', 'expired']"),
+        ({"status": ["active"]}, "trust registry: /keys/0/status: Expected `str`, got `array`"),
         ({"notBefore": "2020-01-01"}, "keys[0].notBefore: '2020-01-01' is not RFC 3339"),
-        ({"notAfter": 2035}, "keys[0].notAfter: expected an RFC 3339 string, got int"),
+        ({"notAfter": 2035}, "trust registry: /keys/0/notAfter: Expected `str`, got `int`"),
         ({"revokedAt": "soon"}, "keys[0].revokedAt: 'soon' is not RFC 3339"),
         (
             {"revocationReason": "lost"},
             "keys[0].revocationReason: 'lost' is not one of ['key-compromise', 'superseded', 'retired']",
         ),
         ({"rotatedFrom": ""}, "keys[0].rotatedFrom: expected a non-empty string or null"),
-        ({"rotatedTo": 3}, "keys[0].rotatedTo: expected a non-empty string or null"),
+        ({"rotatedTo": 3}, "trust registry: /keys/0/rotatedTo: Expected `str | null`, got `int`"),
         ({"rotatedFrom": "ed25519:xyz"}, "keys[0].rotatedFrom: 'ed25519:xyz' is not ed25519:<64 hex>"),
         (
             {"rotatedTo": "sha256:" + "a" * 64},
@@ -359,7 +359,7 @@ def test_entry_refusals_name_the_field(over: dict[str, Any], message: str) -> No
 
 def test_entry_refusals_name_the_entry_index() -> None:
     assert refusal(doc(entry(), entry(PUB2, algorithm="rsa"))) == "keys[1].algorithm: 'rsa' is not ed25519"
-    assert refusal(doc(entry(), "not an entry")) == "keys[1]: key entry is not an object"
+    assert refusal(doc(entry(), "not an entry")) == "trust registry: /keys/1: Expected `object`, got `str`"
     assert refusal(doc(entry(), entry())) == f"keys[1].keyid: duplicate keyid {PUB.keyid()}"
 
 
@@ -389,7 +389,7 @@ def _proof(publisher: str = GH, **over: Any) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("publisher", "proof", "message"),
     [
-        (GH, "github", "keys[0].namespaceProof: namespaceProof is not an object"),
+        (GH, "github", "trust registry: /keys/0/namespaceProof: Expected `object`, got `str`"),
         (GH, {"method": "x509"}, "keys[0].namespaceProof.method: 'x509' is not github-oidc or dns-txt"),
         (GH, {"method": 7}, "keys[0].namespaceProof.method: 7 is not github-oidc or dns-txt"),
         (
@@ -408,7 +408,11 @@ def _proof(publisher: str = GH, **over: Any) -> dict[str, Any]:
             "(month must be in 1..12)",
         ),
         (GH, _proof(oidcSubject=""), "keys[0].namespaceProof.oidcSubject: expected a non-empty string"),
-        (GH, _proof(oidcIssuer=5), "keys[0].namespaceProof.oidcIssuer: expected a non-empty string"),
+        (
+            GH,
+            _proof(oidcIssuer=5),
+            "trust registry: /keys/0/namespaceProof/oidcIssuer: Expected `str`, got `int`",
+        ),
         (
             GH,
             _proof(oidcSubject="repo:someone/agents"),
@@ -755,7 +759,7 @@ def test_add_refuses_a_non_object_entry_left_in_the_registry() -> None:
     start = {"schemaVersion": "acx.trust-registry/1", "keys": ["junk"]}
     with pytest.raises(MalformedError) as exc:
         add_key_entry(start, _new(PUB), now=NOW)
-    assert str(exc.value) == "keys[0]: key entry is not an object"
+    assert str(exc.value) == "trust registry: /keys/0: Expected `object`, got `str`"
 
 
 def test_add_validates_against_its_own_now() -> None:

@@ -68,7 +68,6 @@ def post_lint(b: Builder, body: bytes) -> tuple[int, Any]:
     return resp.status, answer
 
 
-@pytest.mark.xfail(strict=True, reason="fixed on i29-typed")
 @pytest.mark.parametrize(("kind", "path", "value"), SITES,
                          ids=[f"{k}-{'.'.join(map(str, p))}={json.dumps(v)}" for k, p, v in SITES])
 def test_a_wrong_type_is_a_finding_everywhere(
