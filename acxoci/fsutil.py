@@ -5,6 +5,7 @@ identities, so what was verified is provably the file that is then pushed or cop
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 from pathlib import Path
@@ -84,6 +85,23 @@ def require_real_folders(root: Path, rel: str, what: str = "folder") -> None:
             raise InvalidInput(f"a symlink or file stands where a {what} should be", where=str(cur))
 
 
+def require_own_folder(path: Path, what: str = "folder") -> None:
+    """`path` is a real folder (not a symlink, not a file) owned by the user running us, so what we
+    keep in it cannot be led elsewhere or planted by another user. NotFound or InvalidInput."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError as exc:
+        raise NotFound(f"the {what} does not exist", where=str(path)) from exc
+    except OSError as exc:
+        raise InvalidInput(f"cannot inspect the {what}: {exc.strerror or exc}", where=str(path)) from exc
+    if not stat.S_ISDIR(st.st_mode):
+        raise InvalidInput(f"the {what} must be a real folder (a symlink or file stands there)",
+                           where=str(path))
+    if hasattr(os, "geteuid") and st.st_uid != os.geteuid():
+        raise InvalidInput(f"the {what} belongs to user {st.st_uid}, not to this user ({os.geteuid()})",
+                           where=str(path))
+
+
 DEFAULT_READ_LIMIT = 64 * 1024 * 1024
 
 
@@ -100,24 +118,30 @@ def require_file(path: Path, what: str = "file") -> None:
         raise InvalidInput(f"{what} is not a regular file", where=str(path))
 
 
-def open_regular(path: Path, what: str, *, nofollow: bool = False) -> BinaryIO:
+def open_regular(path: Path, what: str, *, nofollow: bool = False, append: bool = False) -> BinaryIO:
     """`path` opened for reading, refusing anything but a regular file before a byte is read: a
     FIFO, device or socket would block or never end (opened non-blocking, so opening cannot hang);
-    with `nofollow`, a symlink is refused too. NotFound or InvalidInput naming the file."""
-    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    with `nofollow`, a symlink is refused too. With `append`, it is opened unbuffered for reading
+    and appending, created (0644) when absent. NotFound or InvalidInput naming the file."""
+    flags = os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    flags |= (os.O_RDWR | os.O_APPEND | os.O_CREAT) if append else os.O_RDONLY
     if nofollow:
         flags |= getattr(os, "O_NOFOLLOW", 0)
     try:
-        fd = os.open(path, flags)
+        fd = os.open(path, flags, 0o644)
     except FileNotFoundError as exc:
         raise NotFound(f"{what} not found", where=str(path)) from exc
     except OSError as exc:
-        raise InvalidInput(f"cannot read {what}: {exc.strerror or exc}", where=str(path)) from exc
+        if nofollow and exc.errno == errno.ELOOP:
+            raise InvalidInput(f"{what} is a symbolic link (refused: it is not followed)",
+                               where=str(path)) from exc
+        raise InvalidInput(f"cannot {'write' if append else 'read'} {what}: {exc.strerror or exc}",
+                           where=str(path)) from exc
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise InvalidInput(f"{what} is not a regular file", where=str(path))
         os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb")
+        return os.fdopen(fd, "a+b", buffering=0) if append else os.fdopen(fd, "rb")
     except BaseException:
         os.close(fd)
         raise

@@ -63,6 +63,11 @@ def strict_validator(schema: dict[str, Any]) -> Any:
 def schema_errors(name: str, doc: Any) -> list[str]:
     """Every violation of schema `name` by `doc`, ordered by path (empty when valid). Integers
     are strict (no 29.0, no true) and patterns are anchored at the true end of the string."""
-    validator = strict_validator(load_schema(name))
-    errors = sorted(validator.iter_errors(doc), key=lambda e: [str(p) for p in e.absolute_path])
+    return schema_errors_of(load_schema(name), doc)
+
+
+def schema_errors_of(schema: dict[str, Any], doc: Any) -> list[str]:
+    """`schema_errors` against a schema (or a part of one) already loaded."""
+    found = strict_validator(schema).iter_errors(doc)
+    errors = sorted(found, key=lambda e: [str(p) for p in e.absolute_path])
     return [f"{json_path(e.absolute_path)}: {e.message}" for e in errors]

@@ -74,6 +74,8 @@ def _render_status(status: GoalStatus, headline: str) -> None:
         say("gate {} ({}): {} → {}", g.id, g.kind, g.reason, g.action)
     if status.stop is not None:
         say("[bold red]stopped[/bold red]: {}: {}", status.stop.cls, status.stop.reason)
+    if status.closeout.failure is not None and status.state != "done":
+        say("closeout: {}: {}", status.closeout.failure.cls, status.closeout.failure.message)
     t = status.next_transition
     say("next: {}{} ({}){}", t.action, f" — {t.command}" if t.command else "", t.why,
         f" not before {t.at}" if t.at else "")

@@ -178,23 +178,25 @@ def _continue(effects: list[Effect]) -> list[Effect]:
 
 def plan_effects(plan: ReleasePlan) -> list[Effect]:
     """The effects of `plan`, dependencies first (pure: same plan → same list)."""
-    out: list[Effect] = []
+    # every artifact is prepared (and pre-checked) before anything is written: a goal one of whose
+    # inputs the acceptance policy refuses can never close, so it writes nothing at all
+    out: list[Effect] = [Effect(id=f"prepare:{rel.input.name}", kind="prepare", artifact=rel.input.name)
+                         for rel in plan.releases]
+    prepared = tuple(e.id for e in out)
     status_id: str | None = None
     if plan.status_list is not None:
         s = plan.status_list
         status_id = f"status-list:{s.name}@{s.repository}"
         out.append(Effect(id=status_id, kind="publish_status_list", artifact=s.name, repository=s.repository,
-                          params={"tag": s.tag}))
+                          params={"tag": s.tag}, deps=prepared))
     tag_effects: dict[tuple[str, str], list[str]] = {}
     for rel in plan.releases:
         name = rel.input.name
-        prep = f"prepare:{name}"
-        out.append(Effect(id=prep, kind="prepare", artifact=name))
         for dest in rel.to:
             repo = dest.repository
             at = f"{name}@{repo}"
             blobs = [Effect(id=f"blob:{role}:{at}", kind="push_blob", artifact=name, repository=repo,
-                            params={"role": role}, deps=(prep,)) for role in ("config", "content")]
+                            params={"role": role}, deps=prepared) for role in ("config", "content")]
             out += blobs
             man = Effect(id=f"manifest:{at}", kind="push_manifest", artifact=name, repository=repo,
                          deps=tuple(b.id for b in blobs))

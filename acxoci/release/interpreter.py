@@ -24,6 +24,7 @@ tests, which install an observer that kills the process at a chosen point to pro
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -49,7 +50,7 @@ from acxoci.errors import (
     TransientError,
     UsageError,
 )
-from acxoci.fsutil import read_bytes, require_unchanged
+from acxoci.fsutil import atomic_write, read_bytes, require_real_folders, require_unchanged
 from acxoci.oci.descriptor import OCI_MANIFEST, Descriptor, Manifest, parse_manifest
 from acxoci.oci.reference import parse_reference
 from acxoci.oci.retry import retry_after_seconds
@@ -76,6 +77,7 @@ from acxoci.release.journal import (
     Entry,
     GoalEntry,
     GoalIdentity,
+    Guard,
     Journal,
     ObservationEntry,
     PauseEntry,
@@ -88,16 +90,16 @@ from acxoci.release.journal import (
     StopEntry,
     UnpauseEntry,
     VoidEntry,
-    goal_dir,
+    goal_folder,
     iso,
     parse_iso,
 )
 from acxoci.release.lease import GoalLease, default_runner_id
-from acxoci.release.monitors import Seen, compare, targets_of
+from acxoci.release.monitors import Seen, compare, fresh_within, targets_of
 from acxoci.release.monitors import judge as judge_observation
 from acxoci.release.objects import ObjectStore, Recorder, http_receipt, spend_by_host
 from acxoci.release.plan import Release, ReleasePlan, load_plan, plain
-from acxoci.release.providers import Verdict, accept, probe, resolve_digest, status_list_facts
+from acxoci.release.providers import Verdict, accept, probe, read_back, status_list_facts
 from acxoci.release.quota import QuotaInputs, blocker, spend_window
 from acxoci.release.status import GoalStatus, goal_entry, previous_targets, project
 from attest.canonical import jcs, loads_strict
@@ -276,8 +278,6 @@ def _prepare(ctx: Context, e: Effect) -> Result:
         workflow_facts,
         workflow_statement,
     )
-    from acxoci.install import checks as C
-    from acxoci.install.judge import cartridge_signature
     from acxoci.install.vpolicy import load_policy
 
     assert e.artifact is not None
@@ -292,6 +292,7 @@ def _prepare(ctx: Context, e: Effect) -> Result:
         recipe = rel.input.build
         assert recipe is not None
         out = ctx.folder / "build" / f"{rel.input.name}.acx"
+        require_real_folders(ctx.folder, f"build/{out.name}", "goal folder")
         out.parent.mkdir(parents=True, exist_ok=True)
         built_file = build_cartridge(recipe.package, out, publisher=recipe.publisher, key=recipe.key.load(),
                                      created_at=recipe.created_at, now=now)
@@ -305,15 +306,7 @@ def _prepare(ctx: Context, e: Effect) -> Result:
     if facts.kind != rel.input.artifact_kind:
         raise InvalidInput(f"input is a {facts.kind}, the plan says {rel.input.artifact_kind}",
                            where=str(path))
-    if facts.kind == "cartridge":
-        sig, _ = cartridge_signature(path, policy, now)
-        refused = [r for r in (C.check_signature(sig), C.check_trust(sig, policy, now)) if r.failed]
-        if refused:
-            raise fail("validation_failed", "the acceptance policy would refuse this input: "
-                       + "; ".join(f"{r.id}: {r.reason}" for r in refused),
-                       checks=[r.to_json() for r in refused])
-        evidence["precheck"] = {"signature": "pass", "trust": "pass", "publisherId": sig.publisher_id,
-                                "romDigest": sig.rom_digest}
+    evidence["precheck"] = precheck(path, facts.kind, rel, policy, now)
     built = build(facts)
     file_digest = ctx.objects.put_file(path)
     if facts.identity is not None:  # the copy published from is the file hashed and verified
@@ -344,9 +337,10 @@ def _prepare(ctx: Context, e: Effect) -> Result:
             if facts.kind == "cartridge":
                 stmt = cartridge_statement(subject.digest, name, cartridge_facts(path, layer.digest, now=now))
             elif facts.kind == "agent-graph":
-                stmt = graph_statement(subject.digest, name, graph_facts(path.read_bytes(), layer.digest))
+                stmt = graph_statement(subject.digest, name, graph_facts(ctx.objects.get(file_digest),
+                                                                        layer.digest))
             else:
-                wf = workflow_facts(path.read_bytes(), layer.digest)
+                wf = workflow_facts(ctx.objects.get(file_digest), layer.digest)
                 stmt = workflow_statement(subject.digest, name, wf)
             predicate_type = stmt.predicate_type
             fmts = "both" if len(ctx.plan.formats) == 2 else ctx.plan.formats[0]
@@ -364,6 +358,8 @@ def _prepare(ctx: Context, e: Effect) -> Result:
                 signed["provenance"] = ctx.objects.put(prov.bundle)
             attestations[dest.repository] = signed
             key_id = done.signer
+        precheck_attestations(ctx.objects, attestations, subject.digest, policy, now,
+                              evidence["precheck"].get("publisherId"))
     if facts.kind == "cartridge" and ctx.plan.envelope:
         env = embedded_envelope(path)
         envelope = ctx.objects.put(env) if env is not None else None
@@ -393,11 +389,61 @@ def _prepare(ctx: Context, e: Effect) -> Result:
     return Result(False, evidence, {"local": True})
 
 
+def precheck(path: Path, kind: str, rel: Release, policy: Any, now: datetime) -> dict[str, Any]:
+    """Every check of the acceptance decision that can be decided before a byte is written, run by
+    the same functions `acx install` (and `acx push`) use: the signature and its trust under the
+    policy, each destination's repository against the policy's registries, and each tag against
+    the signed version (a version tag of another version is a rollback to every consumer).
+    validation_failed naming every refusal: a doomed release writes nothing (decision 0006)."""
+    from acxoci.install import checks as C
+    from acxoci.install.judge import cartridge_signature, graph_signature, tag_decision, workflow_signature
+
+    if kind == "cartridge":
+        sig, _ = cartridge_signature(path, policy, now)
+    elif kind == "agent-graph":
+        sig, _ = graph_signature(path, policy, now)
+    else:
+        sig = workflow_signature(path, policy, now)[0]
+    results = [C.check_signature(sig), C.check_trust(sig, policy, now)]
+    for dest in rel.to:
+        results.append(C.check_registry(_repo_name(dest.repository), policy))
+        results += [tag_decision(path, kind, tag) for tag in dest.tags]
+    refused = [r for r in results if r.failed]
+    if refused:
+        raise fail("validation_failed", "the acceptance policy would refuse this release, so nothing is "
+                   "written: " + "; ".join(f"{r.id}: {r.reason}" for r in refused),
+                   checks=[r.to_json() for r in refused])
+    return {"checks": {r.id: str(r.status) for r in results}, "publisherId": sig.publisher_id,
+            "romDigest": sig.rom_digest}
+
+
+def precheck_attestations(objects: ObjectStore, signed: dict[str, dict[str, str]], subject: str, policy: Any,
+                          now: datetime, publisher: str | None) -> None:
+    """The acceptance decision's attestation checks over what this release will attach, before it
+    is attached: the signed documents judged by `install.judge.rejudge_attestations` (what install
+    runs on the attestations it keeps) under the policy. validation_failed when the policy would
+    refuse them (a key or identity it does not trust, a format or predicate type it requires)."""
+    from acxoci.install import checks as C
+    from acxoci.install.judge import rejudge_attestations
+
+    for repo, docs in signed.items():
+        with _scratch_layout() as tmp:
+            for i, (fmt, digest) in enumerate(sorted(docs.items())):
+                kind = "legacy" if fmt == "legacy" else "bundle"  # provenance rides in a bundle
+                (Path(tmp) / f"{i:02d}-{kind}.json").write_bytes(objects.get(digest))
+            found = rejudge_attestations(Path(tmp), subject, policy, now, publisher)
+        checked = (C.check_attestations(found, policy), C.check_provenance_requirement(found, policy))
+        refused = [r for r in checked if r.failed]
+        if refused:
+            raise fail("validation_failed", "the acceptance policy would refuse the attestations this "
+                       f"release attaches at {repo}, so nothing is written: "
+                       + "; ".join(f"{r.id}: {r.reason}" for r in refused),
+                       checks=[r.to_json() for r in refused])
+
+
 def _read_json(path: Path, what: str) -> dict[str, Any]:
     try:
-        doc = loads_strict(path.read_bytes())
-    except FileNotFoundError as exc:
-        raise NotFound(f"{what} not found", where=str(path)) from exc
+        doc = loads_strict(read_bytes(path, what))
     except AcxError:
         raise
     except Exception as exc:
@@ -437,7 +483,8 @@ def _push_blob(ctx: Context, e: Effect) -> Result:
     target = ctx.writer(e.repository)
     wrote = False
     if not target.exists(desc):
-        with ctx.objects.path(desc.digest).open("rb") as fh:
+        ctx.objects.verify_file(desc.digest)  # what is uploaded re-hashes to its digest here first
+        with ctx.objects.open(desc.digest) as fh:
             target.push(desc, fh)
         wrote = True
     evidence = _read_back_blob(ctx, e.repository, desc)
@@ -492,13 +539,24 @@ def _tag(ctx: Context, e: Effect) -> Result:
         target.tag(desc, tag)
         wrote = True
     receipt["action"] = "tagged" if wrote else "already-tagged"
-    now = _resolve_or_none(ctx.reader(e.repository), tag)
-    if now is None:
+    held = _read_back_ref(ctx, e.repository, tag)
+    if held is None:
         raise fail("writeback_failed", f":{tag} does not resolve after tagging", tag=tag)
-    if now.digest != desc.digest:
-        raise fail("readback_mismatch", f":{tag} resolves to {now.digest}, expected {desc.digest}", tag=tag,
-                   current=now.digest, wanted=desc.digest)
-    return Result(wrote, {"tag": tag, "resolves": now.digest, "proof": "tag resolved by HEAD"}, receipt)
+    if held != desc.digest:
+        raise fail("readback_mismatch", f":{tag} resolves to {held}, expected {desc.digest}", tag=tag,
+                   current=held, wanted=desc.digest)
+    return Result(wrote, {"tag": tag, "resolves": held, "proof": "tag's manifest fetched and re-hashed"},
+                  receipt)
+
+
+def _read_back_ref(ctx: Context, repo: str, ref: str) -> str | None:
+    """What `ref` (tag or digest) holds in `repo`, by the one read-back (`providers.read_back`);
+    bytes that do not hash to the digest the registry names are readback_mismatch."""
+    try:
+        return read_back(ctx.reader(repo), ref)
+    except Tampered as exc:
+        raise fail("readback_mismatch", f"{repo}: {ref} is served as bytes that do not hash to its digest: "
+                   f"{exc.one_line()}", ref=ref) from exc
 
 
 def _push_built(target: Target, blobs: list[tuple[Descriptor, bytes]], manifest: Descriptor,
@@ -709,23 +767,29 @@ def _publish_status_list(ctx: Context, e: Effect) -> Result:
         publish_status_list(ref, doc, now=ctx.created_at, options=opts)
         wrote = True
     receipt["action"] = "published" if wrote else "present"
-    now = _resolve_or_none(ctx.reader(e.repository), tag)
-    if now is None:
+    held = _read_back_ref(ctx, e.repository, tag)
+    if held is None:
         raise fail("writeback_failed", f":{tag} does not resolve after publishing")
-    if now.digest != expected.digest:
-        raise fail("readback_mismatch", f":{tag} resolves to {now.digest}, expected {expected.digest}")
+    if held != expected.digest:
+        raise fail("readback_mismatch", f":{tag} resolves to {held}, expected {expected.digest}")
     back = fetch_status_list(ref, options=opts)
     if jcs(back) != jcs(doc):
         raise fail("readback_mismatch", "status list read back differs from the published one")
-    return Result(wrote, {"tag": tag, "resolves": now.digest, "listId": doc.get("id"),
+    return Result(wrote, {"tag": tag, "resolves": held, "listId": doc.get("id"),
                           "proof": "tag resolved, list fetched and equal (JCS)"}, receipt)
+
+
+def published(e: Effect, digest: str) -> list[tuple[str, str]]:
+    """What a consumer will ask for at a destination, as (reference, tag or digest): each tag, or
+    the digest when it has none."""
+    assert e.repository is not None
+    tags = [t for t in e.params.get("tags", "").split(",") if t]
+    return [(f"{e.repository}:{t}", t) for t in tags] or [(f"{e.repository}@{digest}", digest)]
 
 
 def published_references(e: Effect, digest: str) -> list[str]:
     """What a consumer will ask for at a destination: each tag, or the digest when it has none."""
-    assert e.repository is not None
-    tags = [t for t in e.params.get("tags", "").split(",") if t]
-    return [f"{e.repository}:{t}" for t in tags] or [f"{e.repository}@{digest}"]
+    return [ref for ref, _ in published(e, digest)]
 
 
 def judge(ctx: Context, e: Effect) -> list[Verdict]:
@@ -825,9 +889,10 @@ def authority_sources(plan: ReleasePlan, now: datetime) -> tuple[AuthoritySource
 
 
 def open_goal(plan: ReleasePlan, journal: Journal, now: datetime,
-              observers: Sequence[RunObserver] = ()) -> GoalEntry:
+              observers: Sequence[RunObserver] = (), guard: Guard | None = None) -> GoalEntry:
     """The goal entry: written on the first run; later runs check the plan is still the same one
-    (a changed plan stops the goal with replan_required: its route is no longer the plan's)."""
+    (a changed plan stops the goal with replan_required: its route is no longer the plan's; the
+    stop is journaled unless the goal already stands stopped for that reason)."""
     entries = journal.entries()
     if not entries:
         ident = plan.identity
@@ -839,8 +904,9 @@ def open_goal(plan: ReleasePlan, journal: Journal, now: datetime,
                           quota=tuple(QuotaRecord(host=q.host, window_seconds=q.window_seconds,
                                                   requests=q.requests, bytes=q.bytes, publishes=q.publishes)
                                       for q in plan.quotas),
-                          wait_seconds=plan.observe.wait_seconds, effects=tuple(plan_effects(plan)))
-        out = journal.append(entry, now=now)
+                          wait_seconds=plan.observe.wait_seconds,
+                          freshness_seconds=plan.observe.freshness_seconds, effects=tuple(plan_effects(plan)))
+        out = journal.append(entry, now=now, guard=guard)
         assert isinstance(out, GoalEntry)
         for o in observers:
             o.after_entry(out)
@@ -849,19 +915,20 @@ def open_goal(plan: ReleasePlan, journal: Journal, now: datetime,
     if g.goal != plan.goal_id or g.plan_digest != plan.digest:
         reason = (f"the plan changed since goal {plan.goal_id} was opened (digest {g.plan_digest}, now "
                   f"{plan.digest}); release the changed plan under a new goal id")
-        if not any(isinstance(e, StopEntry) for e in entries):
+        standing = project(entries, str(journal.path), now=now).stop
+        if standing is None or standing.cls != "replan_required":
             journal.append(StopEntry(cls="replan_required", reason=reason,
-                                     details={"openedWith": g.plan_digest, "planNow": plan.digest}), now=now)
+                                     details={"openedWith": g.plan_digest, "planNow": plan.digest}), now=now,
+                           guard=guard)
         raise Blocked(f"replan_required: {reason}", where=str(plan.path))
     return g
 
 
 def write_status_cache(folder: Path, status: GoalStatus) -> None:
-    """Rewrite the cached projection `status.json` (atomic); nothing ever reads it back as truth."""
-    folder.mkdir(parents=True, exist_ok=True)
-    tmp = folder / f".{STATUS_CACHE}.{os.getpid()}.tmp"
-    tmp.write_text(json.dumps(status.to_json(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, folder / STATUS_CACHE)
+    """Rewrite the cached projection `status.json` (atomic: a fresh temporary file renamed over it,
+    so a symlink planted there is replaced, never followed); nothing ever reads it back as truth."""
+    data = json.dumps(status.to_json(), indent=2, ensure_ascii=False) + "\n"
+    atomic_write(folder / STATUS_CACHE, data.encode("utf-8"))
 
 
 def materials_of(status: GoalStatus) -> dict[str, Materials]:
@@ -907,8 +974,12 @@ class _Run:
     def now(self) -> datetime:
         return self.ctx.clock()
 
+    def guard(self) -> contextlib.AbstractContextManager[None]:
+        """Around each append: this run still holds the goal's lease (LeaseLost otherwise)."""
+        return self.lease.holding(self.now())
+
     def append(self, entry: Entry) -> Entry:
-        out = self.journal.append(entry, now=self.now())
+        out = self.journal.append(entry, now=self.now(), guard=self.guard)
         for o in self.observers:
             o.after_entry(out)
         return out
@@ -1148,8 +1219,8 @@ class _Run:
             out: list[Seen] = []
             for target in targets_of(spec, digest):
                 ref = target[len(spec.target) + 1:]
-                try:
-                    got = resolve_digest(self.ctx.observed(spec.target), ref)
+                try:  # the same read-back as the primary's: the manifest fetched and re-hashed
+                    got = read_back(self.ctx.observed(spec.target), ref)
                     out.append(Seen(target, got, got == digest))
                 except AcxError as exc:
                     out.append(Seen(target, None, False, exc.one_line()[:300]))
@@ -1197,14 +1268,20 @@ class _Run:
             self.closed = True
             return
         self.append(CloseoutEntry(event="failed", audit=audit.to_json()))
+        blocked: list[Failure] = []
         for eid, judged in verdicts.items():
             refused = [v for v in judged if not v.accepted]
             if refused:
                 cls: FailureClass = ("readback_mismatch" if any(v.mismatch for v in refused)
                                      else "validation_failed")
-                self.append(EffectEntry(effect=eid, from_="done", to="blocked", failure=Failure(
-                    cls, "the terminal audit's acceptance read-back refused "
-                    + "; ".join(f"{v.reference}: {v.reasons()}" for v in refused))))
+                failure = Failure(cls, "the terminal audit's acceptance read-back refused "
+                                  + "; ".join(f"{v.reference}: {v.reasons()}" for v in refused))
+                self.append(EffectEntry(effect=eid, from_="done", to="blocked", failure=failure))
+                blocked.append(failure)
+        # a failed audit is a failure of this run: the same failure every run is no progress, and
+        # after the documented number of such runs the goal stops instead of asking to retry forever
+        self.failures += blocked or [Failure("terminal_closeout_failed", "the terminal audit failed: "
+                                             + "; ".join(f"{f.check}: {f.detail}" for f in audit.failed()))]
 
     def reobserve(self, monitor_id: str) -> bool:
         """Observe a stale monitor again for the audit; reopen it when it no longer holds."""
@@ -1219,29 +1296,53 @@ class _Run:
         return False
 
     def _verdicts(self, st: GoalStatus, now: datetime) -> dict[str, list[Verdict]]:
-        """Each verify effect's verdicts: its own when fresh, else judged again now."""
+        """Each verify effect's verdicts, as of now: every published reference is read back (its
+        manifest fetched and re-hashed) and must hold the released digest; then the verify effect's
+        own verdicts count only while fresh under the plan's `observe.freshnessSeconds` (a verdict
+        from the future is stale), else the one acceptance decision judges again."""
         out: dict[str, list[Verdict]] = {}
+        freshness = self.plan.observe.freshness_seconds
         for es in st.effects:
             if es.effect.kind != "verify" or es.state != "done":
                 continue
-            ev = _acceptance(es.evidence, es.effect.id)
-            age = (now - parse_iso(ev.judged_at, es.effect.id)).total_seconds() if ev is not None else None
-            if ev is not None and age is not None and age <= st.freshness_seconds:
-                out[es.effect.id] = [Verdict(v.reference, ev.digest, v.accepted, ev.policy.digest)
-                                     for v in ev.verdicts]
-            else:
-                self.ctx.recorder.begin()
-                try:
-                    out[es.effect.id] = judge(self.ctx, es.effect)
-                except EffectFailed as exc:  # judged, and refused before any reference was asked
-                    f = exc.failure
-                    out[es.effect.id] = [Verdict(es.effect.repository or es.effect.id, "", False, "",
-                                                 failed=({"id": f.cls, "reason": f.message},),
-                                                 mismatch=f.cls == "readback_mismatch")]
-                finally:
-                    seen = self.ctx.recorder.end()
-                    key = f"{self.instance}:{es.effect.id}~audit{len(self.journal.entries())}"
-                    self.book(key, es.effect.id, seen, delivered_at=None)
+            e = es.effect
+            assert e.artifact is not None and e.repository is not None
+            released = self.ctx.material(e.artifact).manifest.digest
+            refs = published(e, released)
+            ev = _acceptance(es.evidence, e.id)
+            self.ctx.recorder.begin()
+            try:
+                moved = self._moved(e.repository, refs, released)
+                if moved:
+                    out[e.id] = moved
+                elif (ev is not None and ev.digest == released
+                      and fresh_within(_judged_at(ev, e.id), freshness, now)
+                      and sorted(v.reference for v in ev.verdicts) == sorted(ref for ref, _ in refs)):
+                    out[e.id] = [Verdict(v.reference, ev.digest, v.accepted, ev.policy.digest)
+                                 for v in ev.verdicts]
+                else:
+                    out[e.id] = judge(self.ctx, e)
+            except EffectFailed as exc:  # judged, and refused before any reference was asked
+                f = exc.failure
+                out[e.id] = [Verdict(e.repository, released, False, "",
+                                     failed=({"id": f.cls, "reason": f.message},),
+                                     mismatch=f.cls == "readback_mismatch")]
+            finally:
+                seen = self.ctx.recorder.end()
+                key = f"{self.instance}:{e.id}~audit{len(self.journal.entries())}"
+                self.book(key, e.id, seen, delivered_at=None)
+        return out
+
+    def _moved(self, repo: str, refs: Sequence[tuple[str, str]], released: str) -> list[Verdict]:
+        """The published references that no longer hold the released digest (read back now)."""
+        out: list[Verdict] = []
+        for reference, ref in refs:
+            held = _read_back_ref(self.ctx, repo, ref)
+            if held != released:
+                out.append(Verdict(reference, released, False, "", failed=({
+                    "id": "content-digest",
+                    "reason": f"{reference} resolves to {held or 'nothing'}, not the released {released}"},),
+                    mismatch=True))
         return out
 
     # -- the loop ------------------------------------------------------------------------------
@@ -1302,6 +1403,13 @@ class AcceptanceEvidence(msgspec.Struct, frozen=True, rename="camel", kw_only=Tr
     verdicts: tuple[AcceptanceRef, ...]
 
 
+def _judged_at(ev: AcceptanceEvidence, where: str) -> datetime | None:
+    try:
+        return parse_iso(ev.judged_at, f"evidence of {where}: judgedAt")
+    except InvalidInput:
+        return None  # an unreadable time is no time: judged again
+
+
 def _acceptance(evidence: dict[str, Any] | None, where: str) -> AcceptanceEvidence | None:
     try:
         return decode_as(evidence or {}, AcceptanceEvidence, document=f"evidence of {where}")
@@ -1321,14 +1429,13 @@ def run_goal(plan: ReleasePlan, *, root: Path | None = None, runner: str | None 
              repaired: str | None = None) -> RunReport:
     """Execute every runnable todo of the plan's goal (resuming from its journal), then its terminal
     audit, and return the projection. Writes only while holding the goal's lease."""
-    folder = goal_dir(plan.goal_id, root)
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = goal_folder(plan.goal_id, root, create=True)
     observers = list(OBSERVERS)
     lease = GoalLease(folder, runner or default_runner_id(), plan.lease_seconds)
     previous = lease.acquire(clock())
     try:
         journal = Journal.for_goal(folder)
-        g = open_goal(plan, journal, clock(), observers)
+        g = open_goal(plan, journal, clock(), observers, guard=lambda: lease.holding(clock()))
         created = parse_iso(g.created_at, "createdAt")
         recorder = Recorder()
         ctx = Context(plan, folder, created, clock, allow_retag, recorder)
@@ -1370,7 +1477,7 @@ def resume_goal(goal_id: str, *, root: Path | None = None, runner: str | None = 
                 allow_retag: bool = False, clock: Clock = utc_now,
                 sleep: Callable[[float], None] = time.sleep, repaired: str | None = None) -> RunReport:
     """Resume a goal from its journal: reload the plan it was opened with and run it again."""
-    folder = goal_dir(goal_id, root)
+    folder = goal_folder(goal_id, root)
     journal = Journal.for_goal(folder)
     if not journal.exists:
         raise NotFound(f"no release goal {goal_id!r}", where=str(folder))
@@ -1383,7 +1490,7 @@ def resume_goal(goal_id: str, *, root: Path | None = None, runner: str | None = 
 def goal_status(goal_id: str, *, root: Path | None = None, refresh_cache: bool = True,
                 clock: Clock = utc_now) -> GoalStatus:
     """The projection of a goal from its journal alone (optionally rewriting the cached copy)."""
-    folder = goal_dir(goal_id, root)
+    folder = goal_folder(goal_id, root)
     journal = Journal.for_goal(folder)
     if not journal.exists:
         raise NotFound(f"no release goal {goal_id!r}", where=str(folder))
@@ -1408,7 +1515,7 @@ def operator_entry(goal_id: str, entry: Entry, *, root: Path | None = None,
                    clock: Clock = utc_now) -> GoalStatus:
     """Append an operator's word (approve, pause, unpause) to a goal's journal — under the journal's
     lock, without the lease, so it reaches a goal while a runner holds it — and return the projection."""
-    folder = goal_dir(goal_id, root)
+    folder = goal_folder(goal_id, root)
     journal = Journal.for_goal(folder)
     if not journal.exists:
         raise NotFound(f"no release goal {goal_id!r}", where=str(folder))

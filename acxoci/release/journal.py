@@ -30,7 +30,10 @@ Entry types (each has `seq`, `at`, `type`):
 
 from __future__ import annotations
 
+import contextlib
 import os
+import stat
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -39,12 +42,14 @@ from typing import Any, Literal
 import msgspec
 from filelock import FileLock, Timeout
 
-from acxoci.errors import InvalidInput, TransientError
+from acxoci.errors import InvalidInput, NotFound, TransientError
+from acxoci.fsutil import open_regular, require_own_folder
 from acxoci.release.effects import Continuation, Effect
 from acxoci.release.failures import Failure, State, StopClass
-from acxoci.release.plan import plain
+from acxoci.release.plan import check_goal_id, plain
 from attest.canonical import loads_strict
 from attest.errors import AttestError
+from attest.trust import parse_rfc3339
 from attest.typed import DocumentTypeError, decode_as
 
 STATE_DIR_ENV = "ACX_RELEASE_DIR"
@@ -65,8 +70,55 @@ def state_root(explicit: Path | None = None) -> Path:
 
 
 def goal_dir(goal_id: str, root: Path | None = None) -> Path:
-    """The folder of one goal (journal, lease, objects, cached status)."""
-    return state_root(root) / goal_id
+    """The folder of one goal (journal, lease, objects, cached status); `goal_id` must be a goal
+    id (the plan's `goal.id` rule), so the folder is always one name below the state folder."""
+    return state_root(root) / check_goal_id(goal_id)
+
+
+def goal_folder(goal_id: str, root: Path | None = None, *, create: bool = False) -> Path:
+    """The folder of one goal, checked before anything in it is touched: a real folder (no
+    symlink) owned by this user; created (0700) when `create`. NotFound names a missing goal."""
+    folder = goal_dir(goal_id, root)
+    if create:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            folder.mkdir(mode=0o700)
+        except FileExistsError:
+            pass
+        except OSError as exc:
+            raise InvalidInput(f"cannot create the goal folder: {exc.strerror or exc}",
+                               where=str(folder)) from exc
+    try:
+        require_own_folder(folder, "goal folder")
+    except NotFound as exc:
+        raise NotFound(f"no release goal {goal_id!r}", where=str(folder)) from exc
+    return folder
+
+
+@contextlib.contextmanager
+def folder_lock(folder: Path, name: str, *, timeout: float) -> Iterator[None]:
+    """Hold the file lock `name` of a goal folder: the lock file must be a regular file (or absent;
+    a symlink or FIFO planted there is refused naming it); a busy lock is TransientError (retry)."""
+    path = folder / name
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        raise InvalidInput(f"cannot inspect the lock file: {exc.strerror or exc}", where=str(path)) from exc
+    else:
+        if not stat.S_ISREG(st.st_mode):
+            raise InvalidInput("the lock file is not a regular file (a symlink or other file stands there)",
+                               where=str(path))
+    try:
+        held = FileLock(str(path)).acquire(timeout=timeout)
+    except Timeout as exc:
+        raise TransientError(f"{name} is held by another process", where=str(path),
+                             hint="retry later") from exc
+    except OSError as exc:
+        raise InvalidInput(f"cannot take the lock: {exc.strerror or exc}", where=str(path)) from exc
+    with held:
+        yield
 
 
 def iso(dt: datetime) -> str:
@@ -74,14 +126,22 @@ def iso(dt: datetime) -> str:
     return dt.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
+LATEST = datetime(9000, 1, 1, tzinfo=UTC)
+"""The times a goal's files may hold: a journal is written now, and every time it schedules lies
+at most a day or a window ahead, so anything outside these bounds is a forged or broken record
+(and would overflow the arithmetic done on it)."""
+
+
 def parse_iso(text: str, where: str) -> datetime:
-    """An RFC 3339 time written by this journal (InvalidInput naming `where` otherwise)."""
+    """An RFC 3339 time read from a goal's files or plan, parsed by the one RFC 3339 parser
+    (`attest.trust.parse_rfc3339`) and held to [EARLIEST, LATEST): InvalidInput naming `where`."""
     try:
-        out = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError as exc:
-        raise InvalidInput(f"not an RFC 3339 time: {text!r}", where=where) from exc
-    if out.tzinfo is None:
-        raise InvalidInput(f"time without a zone: {text!r}", where=where)
+        out = parse_rfc3339(text, where="RFC 3339 time")
+    except AttestError as exc:
+        raise InvalidInput(str(exc), where=where) from exc
+    if not EARLIEST <= out < LATEST:
+        raise InvalidInput(f"time {text!r} lies outside the years 1970-8999 a release uses", where=where)
     return out
 
 
@@ -270,6 +330,24 @@ class RepairEntry(_Entry, tag="repair", frozen=True, kw_only=True):
     by: str | None = None
 
 
+AUDIT_CHECKS: tuple[str, ...] = ("todos", "read-back", "monitors", "gates", "successors", "ledger",
+                                 "acceptance")
+"""The checks of the terminal audit (audit.py), each of which a passed audit's record carries."""
+
+
+class AuditFinding(msgspec.Struct, frozen=True, kw_only=True):
+    check: str
+    ok: bool
+    detail: str = ""
+
+
+class AuditRecord(msgspec.Struct, frozen=True, kw_only=True):
+    """The part of a `closeout` entry's audit the projection holds a `done` to."""
+
+    ok: bool
+    findings: tuple[AuditFinding, ...]
+
+
 class CloseoutEntry(_Entry, tag="closeout", frozen=True, kw_only=True):
     event: Literal["begin", "done", "failed"]
     audit: dict[str, Any] | None = None
@@ -325,10 +403,16 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+Guard = Callable[[], contextlib.AbstractContextManager[None]]
+"""Entered under the journal's lock around the writing of an entry (the run's lease check, held
+until the line is written): raising stops the append."""
+
+
 @dataclass
 class Journal:
     """Append-only JSON lines with fsync'd, locked appends; `entries()` tolerates a torn last line
-    and reads only what was appended since its last call (same file, grown)."""
+    and reads only what was appended since its last call (same file, grown). The file is only ever
+    opened without following a symlink and only if it is a regular file (a FIFO cannot hang it)."""
 
     path: Path
     _ident: tuple[int, int] | None = field(default=None, repr=False)
@@ -341,16 +425,15 @@ class Journal:
 
     @property
     def exists(self) -> bool:
-        return self.path.exists()
-
-    def _lock(self) -> FileLock:
-        return FileLock(str(self.path.parent / LOCK))
+        """Is there a journal entry in the folder at all (a symlink or FIFO there counts: reading
+        it is then refused, naming it)?"""
+        return os.path.lexists(self.path)
 
     def entries(self) -> list[Entry]:
         """Every complete entry in order. A corrupt complete line is an error naming its number."""
         try:
-            fh = self.path.open("rb")
-        except FileNotFoundError:
+            fh = open_regular(self.path, "release journal", nofollow=True)
+        except NotFound:
             self._ident, self._offset, self._cache = None, 0, []
             return []
         with fh:
@@ -386,36 +469,38 @@ class Journal:
         self._offset += pos
         return list(self._cache)
 
-    def _cut_torn_tail(self) -> None:
-        data = self.path.read_bytes()
-        if data and not data.endswith(b"\n"):
-            keep = data.rfind(b"\n") + 1
-            with self.path.open("r+b") as fh:
-                fh.truncate(keep)
-                fh.flush()
-                os.fsync(fh.fileno())
+    def _cut_torn_tail(self, fd: int) -> None:
+        """Cut a torn last line (written without its newline by a killed process) off the open file."""
+        size = os.fstat(fd).st_size
+        if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
+            return
+        span = min(size, MAX_LINE_BYTES + 1)
+        tail = os.pread(fd, span, size - span)
+        nl = tail.rfind(b"\n")
+        if nl < 0 and span < size:
+            raise InvalidInput(f"the journal's last line is longer than {MAX_LINE_BYTES} bytes",
+                               where=str(self.path))
+        os.ftruncate(fd, size - span + nl + 1)
+        os.fsync(fd)
 
-    def append(self, entry: Entry, *, now: datetime) -> Entry:
-        """Append one entry (stamped with the next `seq` and `at`) under the lock, fsync, and return
-        it as written."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            with self._lock().acquire(timeout=30):
-                created = not self.path.exists()
-                if not created:
-                    self._cut_torn_tail()
+    def append(self, entry: Entry, *, now: datetime, guard: Guard | None = None) -> Entry:
+        """Append one entry (stamped with the next `seq` and `at`) under the lock and inside `guard`
+        (if given), fsync, and return it as written."""
+        folder = self.path.parent
+        held = guard() if guard is not None else contextlib.nullcontext()
+        with folder_lock(folder, LOCK, timeout=30), held:
+            created = not self.exists
+            with open_regular(self.path, "release journal", nofollow=True, append=True) as fh:
+                fd = fh.fileno()
+                self._cut_torn_tail(fd)
                 prior = self.entries()
                 seq = prior[-1].seq + 1 if prior else 1
                 full = msgspec.structs.replace(entry, seq=seq, at=iso(now))
                 line = msgspec.json.encode(full) + b"\n"
-                fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-                try:
-                    os.write(fd, line)
-                    os.fsync(fd)
-                finally:
-                    os.close(fd)
-                if created:
-                    _fsync_dir(self.path.parent)
-        except Timeout as exc:
-            raise TransientError("the journal lock is busy", where=str(self.path)) from exc
+                view = memoryview(line)
+                while view:
+                    view = view[os.write(fd, view):]
+                os.fsync(fd)
+            if created:
+                _fsync_dir(folder)
         return full

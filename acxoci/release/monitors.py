@@ -43,12 +43,14 @@ def targets_of(spec: MonitorSpec, digest: str | None) -> list[str]:
 
 def compare(previous: Mapping[str, TargetObservation], seen: Sequence[Seen]) -> tuple[TargetObservation, ...]:
     """Per target: did the value change since the previous observation, and how many observations
-    in a row has an unsatisfied target stayed the same (a satisfied target counts 0)."""
+    in a row has the target stayed unsatisfied (`consecutive_no_change`: "still wrong" is no
+    progress whichever wrong value it shows, so a flapping replica backs off and escalates like a
+    stuck one; a satisfied target counts 0)."""
     out: list[TargetObservation] = []
     for s in seen:
         prev = previous.get(s.target)
         changed = prev is None or prev.value != s.value
-        no_change = 0 if (changed or s.ok) else prev.no_change + 1 if prev is not None else 0
+        no_change = 0 if (s.ok or prev is None or prev.ok) else prev.no_change + 1
         out.append(TargetObservation(target=s.target, value=s.value, ok=s.ok, changed=changed,
                                      no_change=no_change, error=s.error))
     return tuple(out)
@@ -91,6 +93,15 @@ def judge(spec: MonitorSpec, targets: Sequence[TargetObservation], now: datetime
     return Judgement(False, nxt, None, why)
 
 
+def fresh_within(at: datetime | None, seconds: float, now: datetime) -> bool:
+    """Was something observed or judged at `at` no more than `seconds` before `now`? A time in the
+    future (another runner's clock ahead of ours, or a forged record) is never fresh."""
+    if at is None:
+        return False
+    age = (now - at).total_seconds()
+    return 0 <= age <= seconds
+
+
 def fresh(satisfied_at: datetime | None, spec: MonitorSpec, now: datetime) -> bool:
     """Is a satisfying observation still fresh enough for the terminal audit?"""
-    return satisfied_at is not None and (now - satisfied_at).total_seconds() <= spec.freshness_seconds
+    return fresh_within(satisfied_at, spec.freshness_seconds, now)

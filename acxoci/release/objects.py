@@ -14,36 +14,50 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 from urllib.parse import urlsplit
 
 from acxoci.errors import InvalidInput, NotFound, Tampered
+from acxoci.fsutil import open_regular, require_real_folders
 from acxoci.oci.target import Target
 
 RECEIPT_HEADERS = ("Docker-Content-Digest", "OCI-Subject", "Retry-After", "Location", "Range")
 WRITE_METHODS = frozenset({"PUT", "POST", "PATCH", "DELETE"})
 MAX_RECEIPT_REQUESTS = 16
+MAX_OBJECT_BYTES = 64 * 1024 * 1024
+"""What `ObjectStore.get` reads into memory (manifests, signed documents); the artifact file is
+streamed (`open`, `verify_file`)."""
 
 
 class ObjectStore:
-    """Content-addressed, hash-on-read local store of the bytes a goal pushes."""
+    """Content-addressed, hash-on-read local store of the bytes a goal pushes. Its folders must be
+    real folders and its files regular files, opened without following a symlink."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
 
     def path(self, digest: str) -> Path:
         alg, _, hexpart = digest.partition(":")
-        if alg != "sha256" or len(hexpart) != 64:
+        if alg != "sha256" or len(hexpart) != 64 or not all(c in "0123456789abcdef" for c in hexpart):
             raise InvalidInput(f"unsupported object digest {digest!r}")
+        require_real_folders(self.root.parent, f"{self.root.name}/{alg}/{hexpart}", "goal folder")
         return self.root / alg / hexpart
+
+    def _present(self, dest: Path, size: int) -> bool:
+        try:
+            st = os.lstat(dest)
+        except FileNotFoundError:
+            return False
+        return stat.S_ISREG(st.st_mode) and st.st_size == size
 
     def put(self, data: bytes) -> str:
         """Store bytes; returns their digest (a no-op when already present)."""
         digest = "sha256:" + hashlib.sha256(data).hexdigest()
         dest = self.path(digest)
-        if dest.exists() and dest.stat().st_size == len(data):
+        if self._present(dest, len(data)):
             return digest
         dest.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".", suffix=".part", dir=str(dest.parent))
@@ -61,10 +75,11 @@ class ObjectStore:
     def put_file(self, src: Path) -> str:
         """Copy a file in (hashing while copying); returns its digest."""
         h = hashlib.sha256()
+        require_real_folders(self.root.parent, f"{self.root.name}/x", "goal folder")
         self.root.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".", suffix=".part", dir=str(self.root))
         try:
-            with os.fdopen(fd, "wb") as out, src.open("rb") as fh:
+            with os.fdopen(fd, "wb") as out, open_regular(src, "input file") as fh:
                 while chunk := fh.read(1 << 20):
                     h.update(chunk)
                     out.write(chunk)
@@ -74,20 +89,25 @@ class ObjectStore:
             dest = self.path(digest)
             dest.parent.mkdir(parents=True, exist_ok=True)
             os.replace(tmp, dest)
-        except FileNotFoundError as exc:
-            Path(tmp).unlink(missing_ok=True)
-            raise NotFound("input file not found", where=str(src)) from exc
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
         return digest
 
+    def open(self, digest: str) -> BinaryIO:
+        """The frozen object of `digest`, opened for reading (a regular file, no symlink)."""
+        try:
+            return open_regular(self.path(digest), "frozen object", nofollow=True)
+        except NotFound as exc:
+            raise NotFound("frozen object is missing from the goal folder", where=digest) from exc
+
     def get(self, digest: str) -> bytes:
         """The bytes of `digest`, re-hashed (Tampered if the frozen copy changed)."""
-        try:
-            data = self.path(digest).read_bytes()
-        except FileNotFoundError as exc:
-            raise NotFound("frozen object is missing from the goal folder", where=digest) from exc
+        with self.open(digest) as fh:
+            data = fh.read(MAX_OBJECT_BYTES + 1)
+        if len(data) > MAX_OBJECT_BYTES:
+            raise InvalidInput(f"frozen object exceeds {MAX_OBJECT_BYTES} bytes",
+                               where=str(self.path(digest)))
         if "sha256:" + hashlib.sha256(data).hexdigest() != digest:
             raise Tampered("frozen object no longer matches its digest", where=str(self.path(digest)))
         return data
@@ -96,16 +116,14 @@ class ObjectStore:
         """Re-hash a (possibly large) object; returns its size."""
         h = hashlib.sha256()
         size = 0
-        try:
-            with self.path(digest).open("rb") as fh:
-                while chunk := fh.read(1 << 20):
-                    h.update(chunk)
-                    size += len(chunk)
-        except FileNotFoundError as exc:
-            raise NotFound("frozen object is missing from the goal folder", where=digest) from exc
+        with self.open(digest) as fh:
+            while chunk := fh.read(1 << 20):
+                h.update(chunk)
+                size += len(chunk)
         if "sha256:" + h.hexdigest() != digest:
             raise Tampered("frozen object no longer matches its digest", where=str(self.path(digest)))
         return size
+
 
 class Recorder:
     """Collects registry responses per effect through a `requests` response hook."""

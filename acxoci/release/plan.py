@@ -22,7 +22,8 @@ import msgspec
 import yaml
 
 from acxoci import jsonschemas
-from acxoci.errors import AuthError, InvalidInput, NotFound, UsageError, parse_problem
+from acxoci.errors import AuthError, InvalidInput, UsageError, parse_problem
+from acxoci.fsutil import read_bytes
 from acxoci.oci.reference import parse_reference
 from acxoci.oci.settings import RemoteOptions, active_options
 from attest.canonical import jcs_digest, loads_strict
@@ -265,10 +266,7 @@ class KeyRef:
             return load_pkcs11_key(self.pkcs11)
 
         if self.file is not None:
-            try:
-                data = self.file.read_bytes()
-            except OSError as exc:
-                raise AuthError(f"signing key unreadable: {exc}", where=str(self.file)) from exc
+            data = read_bytes(self.file, "signing key", limit=1 << 20)
         else:
             assert self.env is not None
             value = os.environ.get(self.env)
@@ -485,6 +483,16 @@ class ReleasePlan:
                                ca_file=str(reg.ca_file) if reg.ca_file else base.ca_file)
         return base
 
+def check_goal_id(goal_id: str, where: str | None = None) -> str:
+    """`goal_id` if it matches the plan schema's `goal.id` pattern (the one rule for a goal id,
+    wherever it comes from: a plan, or a command-line argument naming a goal folder); a goal id
+    names one folder under the state folder and never leads out of it. UsageError otherwise."""
+    spec = jsonschemas.load_schema(SCHEMA_FILE)["properties"]["goal"]["properties"]["id"]
+    if not isinstance(goal_id, str) or jsonschemas.schema_errors_of(spec, goal_id):
+        raise UsageError(f"not a goal id: {goal_id!r} (a goal id matches {spec['pattern']})", where=where)
+    return goal_id
+
+
 def schema_errors(doc: Any) -> list[str]:
     """Every schema violation of a plan document, as `$.path: message` lines."""
     return jsonschemas.schema_errors(SCHEMA_FILE, doc)
@@ -615,6 +623,7 @@ def plan_from_json(doc: Any, *, path: Path) -> ReleasePlan:
     creds = {n: base / p for n, p in d.inputs.level.credentials.items()}
     releases: list[Release] = []
     seen: set[tuple[str, str]] = set()
+    tagged: dict[tuple[str, str], str] = {}  # (repository, tag) -> the artifact it names
     for i, r in enumerate(d.goal.artifacts):
         where = f"{path}: goal.artifacts[{i}]"
         if r.input not in arts:
@@ -626,6 +635,11 @@ def plan_from_json(doc: Any, *, path: Path) -> ReleasePlan:
             if (art.name, repo) in seen:
                 raise InvalidInput(f"{art.name} is released to {repo} twice", where=where)
             seen.add((art.name, repo))
+            for tag in dest.tags:  # one tag names one artifact: two would leave one of them unreleased
+                other = tagged.setdefault((repo, tag), art.name)
+                if other != art.name:
+                    raise InvalidInput(f"{repo}:{tag} is the tag of both {other} and {art.name}; a tag "
+                                       "names one artifact", where=f"{where}.to[{j}].tags")
             dests.append(Destination(repo, dest.tags))
         cred: Path | None = None
         if r.level_credential is not None:
@@ -645,6 +659,10 @@ def plan_from_json(doc: Any, *, path: Path) -> ReleasePlan:
                                where=f"{path}: goal.statusList")
         status = StatusListRelease(s.input, base / lists[s.input],
                                    _check_repository(s.repository, f"{path}: goal.statusList"), s.tag)
+        if (status.repository, status.tag) in tagged:
+            raise InvalidInput(f"{status.repository}:{status.tag} is the tag of artifact "
+                               f"{tagged[(status.repository, status.tag)]} and of the status list",
+                               where=f"{path}: goal.statusList")
     att = d.goal.attestations
     akey = _key(d.inputs.keys.attestation, base) if d.inputs.keys.attestation is not None else None
     keyless = akey is not None and akey.keyless is not None
@@ -677,12 +695,7 @@ def plan_from_json(doc: Any, *, path: Path) -> ReleasePlan:
 
 def load_plan(path: Path) -> ReleasePlan:
     """Read `acx-release.yaml` (YAML, or strict JSON for `.json`) and validate it."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError as exc:
-        raise NotFound("release plan not found", where=str(path)) from exc
-    except OSError as exc:
-        raise UsageError(f"cannot read the release plan: {exc}", where=str(path)) from exc
+    data = read_bytes(path, "release plan", limit=1 << 22)
     try:
         doc = loads_strict(data) if path.suffix.lower() == ".json" else yaml.safe_load(data.decode("utf-8"))
     except (AttestError, yaml.YAMLError, UnicodeDecodeError) as exc:

@@ -15,11 +15,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from acxoci.errors import AcxError, AuthError, NotFound, TransientError
+from acxoci.errors import AcxError, AuthError, NotFound, Tampered, TransientError
 from acxoci.install.vpolicy import VerificationPolicy
 from acxoci.oci.reference import parse_reference
 from acxoci.oci.settings import RemoteOptions
-from acxoci.oci.target import Target
+from acxoci.oci.target import Target, fetch_bytes, resolve_manifest
 from attest.canonical import jcs_digest
 
 
@@ -87,16 +87,25 @@ def _held(reference: str, remote: RemoteOptions) -> str | None:
     if ref.tag is None or ref.digest is not None:
         return None
     target, _ = open_target(ref.repo_string(), remote, create=False)
-    return resolve_digest(target, ref.tag)
-
-
-def resolve_digest(target: Target, reference: str) -> str | None:
-    """The digest `reference` (a tag, or a digest) resolves to at a replica, or None when it is
-    absent there. Registry trouble raises (host_failure for the caller)."""
     try:
-        return target.resolve(reference).digest
+        return read_back(target, ref.tag)
+    except Tampered:
+        return "bytes that do not hash to the digest the registry named"
+
+
+def read_back(target: Target, reference: str) -> str | None:
+    """The one read-back of a published or mirrored reference (a tag, or a digest): the digest it
+    resolves to, proven by fetching the manifest and hashing the bytes read (`resolve_manifest`'s
+    GET; a HEAD header proves nothing: a registry can answer any digest and serve nothing), or None
+    when it is absent. Bytes that do not hash to what the registry said raise Tampered; registry
+    trouble raises its AcxError (host_failure for the caller)."""
+    try:
+        desc = resolve_manifest(target, reference)
+        if desc.data is None:  # a layout resolves by its index: read the manifest through the verifier
+            fetch_bytes(target, desc)
     except NotFound:
         return None
+    return desc.digest
 
 
 def status_list_facts(url: str, now: datetime) -> tuple[str | None, str]:

@@ -19,8 +19,10 @@ from acxoci.errors import InvalidInput
 from acxoci.release.effects import Effect, MonitorSpec, check_graph
 from acxoci.release.failures import NEXT_ACTION, Failure, State
 from acxoci.release.journal import (
+    AUDIT_CHECKS,
     ApprovalEntry,
     AttemptEntry,
+    AuditRecord,
     CloseoutEntry,
     EffectEntry,
     Entry,
@@ -50,6 +52,7 @@ from acxoci.release.quota import (
     decide_state,
     fold_ledger,
 )
+from attest.typed import DocumentTypeError, decode_as
 
 GoalState = Literal["open", "done", "blocked", "deferred"]
 CloseoutState = Literal["none", "pending", "interrupted", "failed", "done"]
@@ -314,7 +317,7 @@ class _Replay:
     paused: PauseEntry | None = None
     stop: StopEntry | None = None
     repaired_at: int = 0
-    closeouts: list[tuple[int, CloseoutEntry]] = field(default_factory=list)
+    closeouts: list[tuple[int, CloseoutEntry, Entry]] = field(default_factory=list)
     last_change: int = 0
 
 
@@ -370,13 +373,15 @@ def _replay(g: GoalEntry, entries: Sequence[Entry], where: str) -> _Replay:
         elif isinstance(ent, UnpauseEntry):
             r.paused = None
         elif isinstance(ent, StopEntry):
-            r.stop = r.stop or ent
+            # the first stop holds, but replan_required (final: nothing lifts it) outranks a repair stop
+            if r.stop is None or (ent.cls == "replan_required" and r.stop.cls != "replan_required"):
+                r.stop = ent
         elif isinstance(ent, RepairEntry):
             if r.stop is not None and r.stop.cls == "repair_required":
                 r.stop = None
             r.repaired_at = len(r.runs)
         elif isinstance(ent, CloseoutEntry):
-            r.closeouts.append((i, ent))
+            r.closeouts.append((i, ent, entries[i - 1]))
         elif isinstance(ent, RunEntry) and ent.event == "start":
             r.runs.append(RunSummary(ent.runner, ent.at, None, None, None, ent.allow_retag, None))
         elif isinstance(ent, RunEntry) and ent.event == "end" and r.runs:
@@ -386,11 +391,42 @@ def _replay(g: GoalEntry, entries: Sequence[Entry], where: str) -> _Replay:
     return r
 
 
-def _closeout(r: _Replay, all_done: bool) -> Closeout:
+def closeout_problem(entry: CloseoutEntry, previous: Entry, all_done: bool, where: str) -> str | None:
+    """Why a `closeout done` entry is not a passed terminal audit (None: it is one): every todo is
+    done, its audit decodes as an audit that passed every check, and it follows the entry before it
+    (a greater `seq`, an `at` not earlier). A line appended by hand is not DONE."""
+    if not all_done:
+        return "not every todo is done"
+    if entry.seq <= previous.seq:
+        return f"its seq {entry.seq} does not follow {previous.seq}"
+    try:
+        if parse_iso(entry.at, where) < parse_iso(previous.at, where):
+            return f"its time {entry.at} is earlier than the entry before it ({previous.at})"
+    except InvalidInput as exc:
+        return exc.message
+    try:
+        audit = decode_as(entry.audit, AuditRecord, document=f"{where}: closeout {entry.seq}")
+    except DocumentTypeError as exc:
+        return f"it carries no audit record ({exc})"
+    checks = [f.check for f in audit.findings]
+    if sorted(checks) != sorted(AUDIT_CHECKS):
+        return f"its audit made the checks {checks}, not {list(AUDIT_CHECKS)}"
+    failed = [f.check for f in audit.findings if not f.ok]
+    if not audit.ok or failed:
+        return f"its audit did not pass ({', '.join(failed) or 'not ok'})"
+    return None
+
+
+def _closeout(r: _Replay, all_done: bool, where: str) -> Closeout:
     if r.closeouts:
-        i, last = r.closeouts[-1]
+        i, last, before = r.closeouts[-1]
         if last.event == "done" and i > r.last_change:
-            return Closeout("done", last.at, last.audit)
+            problem = closeout_problem(last, before, all_done, where)
+            if problem is None:
+                return Closeout("done", last.at, last.audit)
+            return Closeout("pending" if all_done else "none", last.at, None, Failure(
+                "terminal_closeout_failed", f"journal entry {last.seq} says the goal closed, but it is not "
+                f"a passed terminal audit: {problem}; the goal is not done"))
         if last.event == "begin":
             return Closeout("interrupted", last.at, None, Failure(
                 "terminal_closeout_failed", "the terminal audit began and never finished (the process "
@@ -426,6 +462,9 @@ def project(entries: Sequence[Entry], where: str = "journal", *, now: datetime |
     for q in g.quota:
         if not 1 <= q.window_seconds <= 366 * 86400:
             raise InvalidInput(f"quota window of {q.host} is {q.window_seconds} s", where=where)
+        if any(n is not None and n < 1 for n in (q.requests, q.bytes, q.publishes)):
+            raise InvalidInput(f"quota of {q.host} has a budget below 1 (it could never be spent)",
+                               where=where)
     r = _replay(g, entries, where)
     instance = g.instance or f"{g.goal}@{g.created_at}"
     when = now or parse_iso(entries[-1].at or g.created_at, where)
@@ -443,7 +482,7 @@ def project(entries: Sequence[Entry], where: str = "journal", *, now: datetime |
     monitors = tuple(_monitor_view(e, r) for e in effects if e.monitor is not None)
     by_monitor = {m.effect_id: m for m in monitors}
     all_done = all(s == "done" for s in r.state.values())
-    closeout = _closeout(r, all_done)
+    closeout = _closeout(r, all_done, where)
     booked = ledger.attempt_keys()
     orphans = tuple(Orphan(eid, n, a.key, a.key in booked) for (eid, n), a in r.started.items()
                     if (eid, n) not in r.finished)

@@ -111,13 +111,17 @@ def test_ci_release_then_host_install_by_tag_then_key_compromise(
     assert graph["status"] == "installed", graph
     assert _ok(capsys, "installed", "verify", "--store", store)["ok"] is True
 
-    # a release to a version tag that is not the signed version is never DONE, and install agrees
+    # a release to a version tag that is not the signed version is never DONE: it is refused before
+    # anything is written, by the version check install makes, and install finds nothing there
     bad = _plan(tmp_path, base, team, tag_for={team["roles"][0]: "2.0.0"})
     code, out = acx_json(capsys, "release", "run", str(bad))
-    assert code != 0 and out.get("state") != "done", json.dumps(out.get("runs"))[:3000]
+    assert code == 9 and out.get("state") != "done" and out["writes"] == 0, json.dumps(out.get("runs"))[:3000]
+    refused = next(e for e in out["effects"] if e["state"] == "blocked")
+    assert refused["kind"] == "prepare" and refused["failure"]["class"] == "validation_failed", refused
+    assert [c["id"] for c in refused["failure"]["details"]["checks"]] == ["version"], refused
     code, out = acx_json(capsys, "install", f"{base}/agents/{team['roles'][0]}:2.0.0", "--policy", policy,
                          "--store", str(tmp_path / "other-store"))
-    assert code == 8 and "version" in {c["id"] for c in out["refusal"]["failed"]}, out
+    assert code == 4 and out["error"]["kind"] == "not_found", out
 
     # the publisher's key is compromised: every use on the host judges again
     _ok(capsys, "key", "revoke", str(tmp_path / "pub.pub.pem"), "--trust-registry",
