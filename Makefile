@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[dev,lance]'
-	$(BIN)/python -m compileall -q -j 0 attest acxoci > /dev/null
+	$(BIN)/python -m compileall -q -j 0 acxoci > /dev/null
 	touch $(STAMP)
 
 venv: $(STAMP)
@@ -27,7 +27,7 @@ sigstore-stack:
 	bash scripts/install-peers.sh sigstore
 
 lint: venv
-	$(BIN)/ruff check attest acxoci tests
+	$(BIN)/ruff check acxoci tests
 	$(BIN)/mypy
 
 test: venv peers lint

@@ -122,10 +122,10 @@ def verify_cartridge(path: PathLike, *, trust_registry: PathLike | None = None,
 def verify_workflow(path: PathLike, *, trust_registry: PathLike | None = None,
                     now: datetime | None = None) -> Verdict:
     """A workflow's or agent graph's signature verdict (`acx workflow verify` / `graph verify`)."""
+    from acxoci.attest.canonical import loads_strict
     from acxoci.fsutil import read_bytes
     from acxoci.workflow.graph import is_graph, verify_graph
     from acxoci.workflow.verify import verify_workflow as verify
-    from attest.canonical import loads_strict
 
     at = _now(now)
     doc = loads_strict(read_bytes(Path(path), "workflow", limit=16 * 1024 * 1024))
@@ -233,8 +233,8 @@ def verify_attestations(ref: str, *, key: PathLike | None = None, trust_registry
     at = _now(now)
     keys: list[Any] = []
     if key is not None:
+        from acxoci.attest.keys import load_public_pem
         from acxoci.fsutil import read_bytes
-        from attest.keys import load_public_pem
 
         keys.append(TrustedKey(load_public_pem(read_bytes(Path(key), "public key", limit=1 << 20)), str(key)))
     registry = _registry(trust_registry, at)

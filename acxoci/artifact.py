@@ -17,6 +17,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from acxoci.attest.canonical import loads_strict
+from acxoci.attest.errors import MalformedError
+from acxoci.attest.trust import TrustRegistry
 from acxoci.errors import InvalidInput, RefusedByPolicy, Tampered, UsageError
 from acxoci.fsutil import FileIdentity, file_identity, identity_of, open_regular, require_unchanged
 from acxoci.oci.descriptor import EMPTY_DATA, EMPTY_DIGEST, EMPTY_JSON, Descriptor, Manifest, valid_title
@@ -42,9 +45,6 @@ from acxoci.oci.shapes import (
 )
 from acxoci.oci.staging import fetch_staged, resumable, staging_path
 from acxoci.oci.target import Target, fetch_manifest, resolve_manifest
-from attest.canonical import loads_strict
-from attest.errors import MalformedError
-from attest.trust import TrustRegistry
 
 Kind = Literal["cartridge", "workflow", "agent-graph"]
 #: schemaVersion of a JSON document -> its ACX kind (everything else is not pushed as ACX).

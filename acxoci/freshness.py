@@ -35,10 +35,10 @@ class HighWater:
         return self.folder / f"{kind}-{hashlib.sha256(key.encode('utf-8')).hexdigest()}.json"
 
     def _read(self, kind: str, key: str) -> dict[str, Any] | None:
+        from acxoci.attest.canonical import loads_strict
+        from acxoci.attest.errors import AttestError
         from acxoci.errors import NotFound
         from acxoci.fsutil import read_bytes
-        from attest.canonical import loads_strict
-        from attest.errors import AttestError
 
         path = self._path(kind, key)
         try:  # regular files only (a FIFO would hang, a link may point anywhere), bounded
@@ -91,7 +91,7 @@ class HighWater:
         """`records` as read now, plus every record seen before for `subject`: a registry that drops a
         record (a withdrawal) cannot make the lifecycle older, and the most severe record seen keeps
         deciding (decide() takes the most severe). Remembers them all (bounded) with the check time."""
-        from attest.canonical import jcs_digest
+        from acxoci.attest.canonical import jcs_digest
 
         seen = self._read("lifecycle", subject)
         kept = seen.get("records") if seen is not None else None
@@ -119,8 +119,8 @@ class HighWater:
 
 def _recorded(record: dict[str, Any]) -> float:
     """A record's `recordedAt` as a timestamp (an undated or unparseable one sorts first)."""
-    from attest.errors import AttestError
-    from attest.trust import parse_rfc3339
+    from acxoci.attest.errors import AttestError
+    from acxoci.attest.trust import parse_rfc3339
 
     value = record.get("recordedAt")
     try:

@@ -10,7 +10,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from attest.canonical import loads_strict
+from acxoci.attest.canonical import loads_strict
 
 
 @cache

@@ -14,11 +14,11 @@ import stat
 import sys
 from pathlib import Path
 
+from acxoci.attest.cosignkey import WrongPassword, load_signing_key
+from acxoci.attest.errors import MalformedError
+from acxoci.attest.keys import PrivateKey
 from acxoci.errors import AuthError, InvalidInput, UsageError
 from acxoci.fsutil import read_bytes
-from attest.cosignkey import WrongPassword, load_signing_key
-from attest.errors import MalformedError
-from attest.keys import PrivateKey
 
 #: Consulted in order when no `--password-env VAR` is given (the first one set wins).
 DEFAULT_PASSWORD_ENVS = ("ACX_KEY_PASSWORD", "COSIGN_PASSWORD")

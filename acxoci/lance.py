@@ -115,11 +115,11 @@ class LanceResult:
 def cartridge_rows(path: Path) -> tuple[list[dict[str, Any]], int, int]:
     """The `memories` rows of a cartridge's signed (ROM) memory baseline, how many unsigned rows
     (any other zone) were left out, and how many stored vectors it holds (counted, never read)."""
+    from acxoci.attest.canonical import loads_strict
+    from acxoci.attest.errors import MalformedError
+    from acxoci.attest.typed import decode_as
     from acxoci.cartridge.reader import open_cartridge
     from acxoci.documents.package_spec import PackageSpecDocEmbeddingEngine
-    from attest.canonical import loads_strict
-    from attest.errors import MalformedError
-    from attest.typed import decode_as
 
     rows = []
     unsigned = 0

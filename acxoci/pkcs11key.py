@@ -25,9 +25,9 @@ from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
 from typing_extensions import Buffer
 
+from acxoci.attest.keys import PrivateKey
 from acxoci.errors import AuthError, InvalidInput, NotFound, UsageError
 from acxoci.fsutil import read_bytes
-from attest.keys import PrivateKey
 
 PATH_ATTRIBUTES = ("token", "serial", "slot-id", "object", "id", "manufacturer", "model",
                    "library-manufacturer", "library-description", "library-version", "type")

@@ -22,7 +22,7 @@ def main() -> int:
         print("bench: no benchmark scripts found", file=sys.stderr)
         return 1
     # acx is timed as an installed package runs: from compiled bytecode (decision 0027)
-    subprocess.call([sys.executable, "-m", "compileall", "-q", "-j", "0", str(HERE.parent / "attest"),
+    subprocess.call([sys.executable, "-m", "compileall", "-q", "-j", "0",
                      str(HERE.parent / "acxoci")], stdout=subprocess.DEVNULL)
     failed = []
     for script in scripts:

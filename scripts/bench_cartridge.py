@@ -26,6 +26,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from acxoci.attest.canonical import jcs  # noqa: E402
+from acxoci.attest.dsse import sign  # noqa: E402
+from acxoci.attest.keys import generate_ed25519  # noqa: E402
 from acxoci.cartridge.constants import (  # noqa: E402
     APPLICATION_ID,
     PAYLOAD_TYPE,
@@ -36,9 +39,6 @@ from acxoci.cartridge.constants import (  # noqa: E402
 from acxoci.cartridge.manifest import compute_rom_manifest, oid_meta, oid_sqlar  # noqa: E402
 from acxoci.cartridge.reader import Cartridge  # noqa: E402
 from acxoci.cartridge.schema import DDL  # noqa: E402
-from attest.canonical import jcs  # noqa: E402
-from attest.dsse import sign  # noqa: E402
-from attest.keys import generate_ed25519  # noqa: E402
 
 PUBLISHER = "io.github.bench-acx"
 SIGNED_AT = "2026-01-15T00:00:00.000Z"

@@ -265,6 +265,7 @@ def bench_copy(acx: list[str], oras: str, work: Path, rounds: int) -> None:
 
 def bench_install_requests(work: Path) -> None:
     """Count the HTTP requests of one `install` (signature + level credential + OCI status list)."""
+    from acxoci.attest.keys import generate_ed25519
     from acxoci.install.install import install
     from acxoci.install.store import Store
     from acxoci.install.vpolicy import load_policy
@@ -273,7 +274,6 @@ def bench_install_requests(work: Path) -> None:
     from acxoci.oci.reference import parse_reference
     from acxoci.oci.registry import RegistryTarget
     from acxoci.oci.settings import RemoteOptions, using
-    from attest.keys import generate_ed25519
     from tests.harness.evilregistry import EvilServer, Reply
     from tests.harness.faultproxy import FaultProxy
     from tests.unit.test_install_support import (

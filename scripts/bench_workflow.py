@@ -21,10 +21,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from acxoci.attest.keys import PrivateKey, generate_ed25519
 from acxoci.workflow.lint import lint
 from acxoci.workflow.sign import sign_workflow
 from acxoci.workflow.verify import verify_workflow
-from attest.keys import PrivateKey, generate_ed25519
 
 NOW = datetime(2026, 11, 30, tzinfo=UTC)
 

@@ -20,7 +20,7 @@ check() {  # check NAME ARTIFACT
   "$venv/bin/pip" install -q --no-deps --no-index "$2"
   mkdir -p "$out" && cd "$out"
   local where
-  where=$("$venv/bin/python" -c 'import acxoci, attest; print(acxoci.__file__, attest.__file__)')
+  where=$("$venv/bin/python" -c 'import acxoci.attest; print(acxoci.__file__, acxoci.attest.__file__)')
   case "$where" in
     "$venv"/*" $venv"/*) ;;
     *) echo "check-dist: $1 imports acxoci from outside its venv: $where" >&2; exit 1 ;;

@@ -13,10 +13,10 @@ fraction of the time.
     python scripts/mutate.py                              # both stages over every group (about an hour)
     python scripts/mutate.py --groups level checks        # some groups
     python scripts/mutate.py --report                     # re-print the last table
-    python scripts/mutate.py --work one --files attest/dsse.py --tests tests/unit/test_dsse_verify.py
+    python scripts/mutate.py --work one --files acxoci/attest/dsse.py --tests tests/unit/test_dsse_verify.py
     python scripts/mutate.py --report --work one          # one ad-hoc run's table
-    python scripts/mutate.py --work two --survivors-of one --files attest/dsse.py --tests tests/unit
-    python scripts/mutate.py --work one --rerun 'attest.dsse.x_*'   # re-run named mutants
+    python scripts/mutate.py --work two --survivors-of one --files acxoci/attest/dsse.py --tests tests/unit
+    python scripts/mutate.py --work one --rerun 'acxoci.attest.dsse.x_*'   # re-run named mutants
     python scripts/mutate.py --work one --confirm tests/unit/test_dsse_verify.py  # new tests vs survivors
 
 Inspect a survivor with `../../.venv/bin/mutmut show NAME` inside its scratch copy. A timeout (the
@@ -44,7 +44,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 SCRATCH = REPO / ".mutate"
 TRUST_CORE = (
-    "attest/*.py",
+    "acxoci/attest/*.py",
     "acxoci/cartridge/reader.py",
     "acxoci/cartridge/manifest.py",
     "acxoci/cartridge/verify.py",
@@ -76,19 +76,20 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
                 "tests/unit/test_reader_mutants_open.py", "tests/unit/test_reader_mutants_sqlar.py",
                 "tests/unit/test_cartridge_open_races.py", "tests/unit/test_schema_tokens.py",
                 "tests/cartridge/test_structure_as_sqlite_parses.py")),
-    "attest": (("attest/statuslist.py", "attest/vc.py"),
+    "attest": (("acxoci/attest/statuslist.py", "acxoci/attest/vc.py"),
                ("tests/unit/test_statuslist_bitstring.py", "tests/unit/test_vc_eddsa.py",
                 "tests/unit/test_vc_mutants.py")),
-    "trust": (("attest/trust.py",),
+    "trust": (("acxoci/attest/trust.py",),
               ("tests/unit/test_trust_registry.py", "tests/unit/test_key_trust.py",
                "tests/unit/test_trust_findings.py", "tests/unit/test_trust_review.py",
                "tests/unit/test_trust_mutants.py")),
-    "decisions": (("attest/trustdecision.py",),
+    "decisions": (("acxoci/attest/trustdecision.py",),
                   ("tests/unit/test_trust_decisions.py", "tests/unit/test_independent_time.py",
                    "tests/unit/test_trustdecision_mutants.py")),
-    "core": (("attest/canonical.py", "attest/dsse.py", "attest/intoto.py", "attest/keys.py",
-              "attest/cosignkey.py", "attest/bundle.py", "attest/b64.py", "attest/errors.py",
-              "attest/__init__.py", "acxoci/workflow/verify.py", "acxoci/oci/digest.py"),
+    "core": (("acxoci/attest/canonical.py", "acxoci/attest/dsse.py", "acxoci/attest/intoto.py",
+              "acxoci/attest/keys.py", "acxoci/attest/cosignkey.py", "acxoci/attest/bundle.py",
+              "acxoci/attest/b64.py", "acxoci/attest/errors.py", "acxoci/attest/__init__.py",
+              "acxoci/workflow/verify.py", "acxoci/oci/digest.py"),
              ("tests/unit/test_canonical.py", "tests/unit/test_canonical_strict.py",
               "tests/unit/test_dsse_verify.py", "tests/unit/test_intoto.py",
               "tests/unit/test_intoto_strict.py",
@@ -125,7 +126,7 @@ def wide_tests() -> list[str]:
     return [str(f.relative_to(REPO)) for f in files if f.name not in WIDE_EXCLUDE]
 
 
-COPY = ("attest", "acxoci", "tests", "schemas", "examples", "scripts", "docs", "README.md", "pyproject.toml")
+COPY = ("acxoci", "tests", "schemas", "examples", "scripts", "docs", "README.md", "pyproject.toml")
 KILLED = {"killed", "timeout", "caught by type check", "segfault"}
 UNKILLED = {"survived", "no tests"}
 LINE = re.compile(r"^\s*(?P<name>[\w.]+__mutmut_\d+): (?P<status>.+?)\s*$")
@@ -150,7 +151,7 @@ def prepare(work: Path, files: list[str], tests: list[str]) -> None:
             shutil.copy2(src, work / name)
     section = (
         "\n[tool.mutmut]\n"
-        'source_paths = ["attest", "acxoci"]\n'
+        'source_paths = ["acxoci"]\n'
         f"only_mutate = {_toml_list(files)}\n"
         f"pytest_add_cli_args_test_selection = {_toml_list(tests)}\n"
         'also_copy = ["examples", "schemas", "scripts", "docs", "README.md"]\n'

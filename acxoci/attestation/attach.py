@@ -22,6 +22,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from acxoci.attest.bundle import parse_bundle
+from acxoci.attest.canonical import loads_strict, sha256_digest
+from acxoci.attest.dsse import Envelope
+from acxoci.attest.errors import AttestError
+from acxoci.attest.intoto import Statement
+from acxoci.attest.keys import PrivateKey
 from acxoci.attestation.content import cartridge_facts, embedded_envelope
 from acxoci.attestation.formats import (
     Blob,
@@ -52,12 +58,6 @@ from acxoci.oci.descriptor import Descriptor, Manifest
 from acxoci.oci.digest import copy_verified
 from acxoci.oci.scheduler import DEFAULT_PUSH_CONCURRENCY, BlobScheduler
 from acxoci.oci.target import Target, fetch_bytes, fetch_manifest
-from attest.bundle import parse_bundle
-from attest.canonical import loads_strict, sha256_digest
-from attest.dsse import Envelope
-from attest.errors import AttestError
-from attest.intoto import Statement
-from attest.keys import PrivateKey
 
 COSIGN_CERTIFICATE = "dev.sigstore.cosign/certificate"
 COSIGN_RFC3161 = "dev.sigstore.cosign/rfc3161timestamp"

@@ -11,16 +11,16 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
+from acxoci.attest.bundle import ParsedBundle, parse_bundle
+from acxoci.attest.errors import AttestError
+from acxoci.attest.intoto import STATEMENT_V1, Statement, Subject
+from acxoci.attest.keys import PrivateKey
 from acxoci.attestation.judge import Judgement, Kind, Sigstore, Verdict, judge, judge_registry_key
 from acxoci.attestation.keyless import KeylessSigner
 from acxoci.attestation.signing import TrustedKey, bundle_bytes, envelope_bytes, sign_statement
 from acxoci.attestation.sigstore_verify import verify_keyless, verify_with_key
 from acxoci.errors import InvalidInput, UsageError
 from acxoci.fsutil import read_bytes
-from attest.bundle import ParsedBundle, parse_bundle
-from attest.errors import AttestError
-from attest.intoto import STATEMENT_V1, Statement, Subject
-from attest.keys import PrivateKey
 
 DEFAULT_BLOB_PREDICATE_TYPE = "https://cosign.sigstore.dev/attestation/v1"
 

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from acxoci.attest.bundle import BUNDLE_V03, BUNDLE_V03_ALT
 from acxoci.oci.descriptor import (
     ANNOTATION_CREATED,
     EMPTY_DATA,
@@ -25,7 +26,6 @@ from acxoci.oci.descriptor import (
     manifest_bytes,
 )
 from acxoci.oci.listing import check_attestation_layers
-from attest.bundle import BUNDLE_V03, BUNDLE_V03_ALT
 
 Format = Literal["legacy", "bundle"]
 FORMATS: tuple[Format, ...] = ("legacy", "bundle")

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID, ObjectIdentifier
 
+from acxoci.attest.errors import MalformedError
+from acxoci.attest.typed import opt
 from acxoci.documents.verification_policy import VerificationPolicyDocPublishersItemIdentitiesItem
 from acxoci.errors import InvalidInput, UsageError
-from attest.errors import MalformedError
-from attest.typed import opt
 
 OIDC_ISSUER_V1 = ObjectIdentifier("1.3.6.1.4.1.57264.1.1")
 OIDC_ISSUER_V2 = ObjectIdentifier("1.3.6.1.4.1.57264.1.8")

@@ -11,6 +11,13 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from acxoci.attest.bundle import check_cosign_keyids, parse_bundle
+from acxoci.attest.canonical import loads_strict
+from acxoci.attest.dsse import INTOTO_PAYLOAD_TYPE, Envelope
+from acxoci.attest.errors import AttestError, MalformedError, SignatureError
+from acxoci.attest.intoto import Statement
+from acxoci.attest.trust import TrustKey, format_rfc3339, judge_signer
+from acxoci.attest.trustdecision import R_UNKNOWN, decide
 from acxoci.attestation.identity import IdentityRule
 from acxoci.attestation.signing import TrustedKey, verify_with_keys
 from acxoci.attestation.sigstore_verify import (
@@ -21,13 +28,6 @@ from acxoci.attestation.sigstore_verify import (
     verify_legacy_keyless,
     verify_with_key,
 )
-from attest.bundle import check_cosign_keyids, parse_bundle
-from attest.canonical import loads_strict
-from attest.dsse import INTOTO_PAYLOAD_TYPE, Envelope
-from attest.errors import AttestError, MalformedError, SignatureError
-from attest.intoto import Statement
-from attest.trust import TrustKey, format_rfc3339, judge_signer
-from attest.trustdecision import R_UNKNOWN, decide
 
 LEVEL_PREDICATE_TYPE = "https://acx.dev/attestation/level/v1"
 R_LEVEL_NEEDS_ISSUERS = "level attestation not checked: needs --issuers (the level issuer trust registry)"

@@ -29,10 +29,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from acxoci.attest.canonical import loads_strict
+from acxoci.attest.intoto import Statement
 from acxoci.errors import AuthError, InvalidInput, TransientError, UsageError
 from acxoci.fsutil import read_bytes
-from attest.canonical import loads_strict
-from attest.intoto import Statement
 
 TokenSource = Literal["file", "ambient", "interactive"]
 MAX_TOKEN_BYTES = 64 * 1024
@@ -66,7 +66,7 @@ def load_trust_config(path: Path | None) -> Any:
                                  hint="give --trust-config FILE for another Sigstore deployment") from exc
     data = read_bytes(path, "trust config", limit=MAX_TRUST_CONFIG_BYTES)
     try:
-        from attest.canonical import loads_strict
+        from acxoci.attest.canonical import loads_strict
 
         loads_strict(data, max_bytes=MAX_TRUST_CONFIG_BYTES)
         config = ClientTrustConfig.from_json(data.decode("utf-8"))
@@ -80,7 +80,7 @@ def load_trust_config(path: Path | None) -> Any:
 
 def trust_config_root_bytes(path: Path) -> bytes:
     """The `trustedRoot` of a ClientTrustConfig file, as JSON bytes (what verifying commands use)."""
-    from attest.canonical import loads_strict
+    from acxoci.attest.canonical import loads_strict
 
     data = read_bytes(path, "trust config", limit=MAX_TRUST_CONFIG_BYTES)
     try:
@@ -188,8 +188,8 @@ class KeylessSigner:
         from cryptography.hazmat.primitives import serialization
         from sigstore import dsse
 
+        from acxoci.attest.errors import MalformedError
         from acxoci.attestation.identity import certificate_facts
-        from attest.errors import MalformedError
 
         signer = self._library_signer()
         payload = dsse.Statement(statement.canonical_bytes())

@@ -10,12 +10,12 @@ from pathlib import Path
 
 from msgspec import UnsetType
 
+from acxoci.attest.typed import opt, seq
 from acxoci.attestation.identity import IdentityRule, rules_from_policy
 from acxoci.attestation.judge import Sigstore
 from acxoci.attestation.sigstore_verify import Trust, load_trust, trust_from_config
 from acxoci.documents.verification_policy import VerificationPolicyDoc
 from acxoci.errors import InvalidInput
-from attest.typed import opt, seq
 
 
 def policy_rules(doc: VerificationPolicyDoc, publisher: str | None) -> tuple[IdentityRule, ...]:
@@ -51,11 +51,11 @@ def policy_trust(value: str | None, source: str | None) -> Trust:
 
 def _is_client_trust_config(path: Path) -> bool:
     """True when the file is a Sigstore ClientTrustConfig (its mediaType says so)."""
+    from acxoci.attest.canonical import loads_strict
+    from acxoci.attest.errors import AttestError
     from acxoci.attestation.sigstore_verify import MAX_TRUSTED_ROOT_BYTES
     from acxoci.errors import AcxError
     from acxoci.fsutil import read_bytes
-    from attest.canonical import loads_strict
-    from attest.errors import AttestError
 
     try:
         doc = loads_strict(read_bytes(path, "trusted root", limit=MAX_TRUSTED_ROOT_BYTES),

@@ -24,12 +24,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from acxoci.attest.errors import MalformedError
+from acxoci.attest.intoto import STATEMENT_V1, Statement, Subject
+from acxoci.attest.typed import Struct, decode_as, opt
 from acxoci.attestation.identity import FulcioFacts
 from acxoci.documents.verification_policy import VerificationPolicyDocProvenance
 from acxoci.errors import UsageError
-from attest.errors import MalformedError
-from attest.intoto import STATEMENT_V1, Statement, Subject
-from attest.typed import Struct, decode_as, opt
 
 SLSA_PROVENANCE_V1 = "https://slsa.dev/provenance/v1"
 GITHUB_BUILD_TYPE = "https://actions.github.io/buildtypes/workflow/v1"

@@ -7,15 +7,15 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from acxoci.attest.bundle import build_dsse_bundle
+from acxoci.attest.dsse import INTOTO_PAYLOAD_TYPE, Envelope, Signature
+from acxoci.attest.dsse import sign as dsse_sign
+from acxoci.attest.errors import MalformedError, SignatureError
+from acxoci.attest.intoto import Statement
+from acxoci.attest.keys import PrivateKey, PublicKey, load_public_pem
+from acxoci.attest.trust import TrustKey, TrustRegistry
 from acxoci.errors import InvalidInput
 from acxoci.fsutil import read_bytes
-from attest.bundle import build_dsse_bundle
-from attest.dsse import INTOTO_PAYLOAD_TYPE, Envelope, Signature
-from attest.dsse import sign as dsse_sign
-from attest.errors import MalformedError, SignatureError
-from attest.intoto import Statement
-from attest.keys import PrivateKey, PublicKey, load_public_pem
-from attest.trust import TrustKey, TrustRegistry
 
 
 @dataclass(frozen=True)

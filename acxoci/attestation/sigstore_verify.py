@@ -64,6 +64,12 @@ from sigstore_models.common.v1 import HashAlgorithm
 from sigstore_models.rekor.v1 import TransparencyLogEntry as _ModelEntry
 from sigstore_models.trustroot import v1 as _trustroot
 
+from acxoci.attest.b64 import b64decode_lenient
+from acxoci.attest.bundle import BUNDLE_V01, MAX_BUNDLE_BYTES, ParsedBundle, parse_bundle
+from acxoci.attest.canonical import loads_strict
+from acxoci.attest.dsse import Envelope
+from acxoci.attest.errors import AttestError, MalformedError, SignatureError
+from acxoci.attest.keys import PublicKey
 from acxoci.attestation.identity import (
     CertificateFacts,
     FulcioFacts,
@@ -74,12 +80,6 @@ from acxoci.attestation.identity import (
 )
 from acxoci.errors import InvalidInput, UsageError
 from acxoci.fsutil import read_bytes
-from attest.b64 import b64decode_lenient
-from attest.bundle import BUNDLE_V01, MAX_BUNDLE_BYTES, ParsedBundle, parse_bundle
-from attest.canonical import loads_strict
-from attest.dsse import Envelope
-from attest.errors import AttestError, MalformedError, SignatureError
-from attest.keys import PublicKey
 
 # The library logs advice (e.g. "this bundle contains a root CA") as warnings; our verdicts and
 # notes say what matters, so keep its log quiet on the command line.

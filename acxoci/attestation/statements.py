@@ -9,10 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from acxoci.attest.canonical import jcs_digest, loads_strict
+from acxoci.attest.errors import MalformedError
+from acxoci.attest.intoto import STATEMENT_V1, Statement, Subject
 from acxoci.errors import InvalidInput
-from attest.canonical import jcs_digest, loads_strict
-from attest.errors import MalformedError
-from attest.intoto import STATEMENT_V1, Statement, Subject
 
 CARTRIDGE_PREDICATE_TYPE = "https://acx.dev/attestation/cartridge/v1"
 WORKFLOW_PREDICATE_TYPE = "https://acx.dev/attestation/workflow/v1"

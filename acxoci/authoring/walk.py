@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from acxoci.attest.canonical import loads_strict
 from acxoci.errors import InvalidInput, NotFound
-from attest.canonical import loads_strict
 
 MAX_ENTRIES = 50_000
 MAX_DEPTH = 12

@@ -20,6 +20,10 @@ from typing import Any
 
 from cryptography.hazmat.primitives import serialization
 
+from acxoci.attest.canonical import jcs, loads_strict
+from acxoci.attest.errors import MalformedError
+from acxoci.attest.keys import PrivateKey
+from acxoci.attest.trust import RFC3339_RE
 from acxoci.cartridge import capabilities as caps_mod
 from acxoci.cartridge.constants import (
     APPLICATION_ID,
@@ -38,10 +42,6 @@ from acxoci.policy import harness as harness_mod
 from acxoci.policy import loop_context as policy_mod
 from acxoci.policy._schema import Issue
 from acxoci.policy.loop_context import errors_only
-from attest.canonical import jcs, loads_strict
-from attest.errors import MalformedError
-from attest.keys import PrivateKey
-from attest.trust import RFC3339_RE
 
 ENGINE_ID = "local-hash-128"
 ENGINE_DIM = 128

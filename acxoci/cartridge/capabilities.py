@@ -12,12 +12,12 @@ from typing import Any
 
 from msgspec import UnsetType
 
+from acxoci.attest.canonical import jcs, loads_strict, sha256_digest
+from acxoci.attest.errors import MalformedError
+from acxoci.attest.trust import RFC3339_RE as _DATE_RE
+from acxoci.attest.typed import DocumentTypeError, decode_as
 from acxoci.documents.capability import CapabilityDoc
 from acxoci.errors import InvalidInput
-from attest.canonical import jcs, loads_strict, sha256_digest
-from attest.errors import MalformedError
-from attest.trust import RFC3339_RE as _DATE_RE
-from attest.typed import DocumentTypeError, decode_as
 
 SCHEMA_VERSION = "acx.capability/1"
 SCALE = "acx.proficiency/trueskill-1"

@@ -9,14 +9,14 @@ from typing import Any
 
 import msgspec
 
+from acxoci.attest.canonical import loads_strict
+from acxoci.attest.errors import MalformedError
+from acxoci.attest.typed import DocumentTypeError, decode_as
 from acxoci.cartridge.constants import MAX_JSON_DOC_BYTES, META_ROM_MANIFEST_HASH
 from acxoci.cartridge.manifest import compute_rom_manifest
 from acxoci.cartridge.reader import Cartridge, open_cartridge
 from acxoci.cartridge.sqlar import BadEntry
 from acxoci.documents.capability import CapabilityDoc
-from attest.canonical import loads_strict
-from attest.errors import MalformedError
-from attest.typed import DocumentTypeError, decode_as
 
 
 def _json_doc(data: bytes, where: str, entry: str) -> Any:

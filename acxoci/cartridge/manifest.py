@@ -16,6 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from acxoci.attest.canonical import jcs, loads_strict, sha256_digest
+from acxoci.attest.errors import AttestError
 from acxoci.cartridge.constants import (
     BOUND_META_KEYS,
     CANON_JCS,
@@ -29,8 +31,6 @@ from acxoci.cartridge.constants import (
     ZONE_ROM,
 )
 from acxoci.cartridge.reader import BadEntry, Cartridge, MemoryRow, ObjectRow
-from attest.canonical import jcs, loads_strict, sha256_digest
-from attest.errors import AttestError
 
 __all__ = ["LiveSource", "RomManifest", "compute_rom_manifest", "meta_object_bytes", "oid_capability",
            "oid_memory", "oid_meta", "oid_sqlar", "ref_kind", "sort_key", "utf16_key"]

@@ -13,10 +13,10 @@ from typing import Any
 
 from msgspec import UnsetType
 
+from acxoci.attest.canonical import jcs, sha256_digest
+from acxoci.attest.typed import DocumentTypeError, decode_as
 from acxoci.documents.memory_record import MemoryRecordDoc
 from acxoci.errors import InvalidInput, RefusedByPolicy
-from attest.canonical import jcs, sha256_digest
-from attest.typed import DocumentTypeError, decode_as
 
 PORTABLE_LABEL = "portable-core"
 FIELD_LABEL = "field-learned"

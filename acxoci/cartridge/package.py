@@ -16,13 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from acxoci.attest.canonical import loads_strict
+from acxoci.attest.errors import MalformedError
+from acxoci.attest.typed import DocumentTypeError, decode_as
 from acxoci.cartridge.constants import ARTIFACT_ID_RE, PATH_SEGMENT_RE
 from acxoci.documents.package_manifest import PackageManifestDoc
 from acxoci.errors import InvalidInput, NotFound
 from acxoci.fsutil import read_bytes
-from attest.canonical import loads_strict
-from attest.errors import MalformedError
-from attest.typed import DocumentTypeError, decode_as
 
 KNOWLEDGE_FILES = (
     "IDENTITY",

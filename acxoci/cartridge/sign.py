@@ -13,6 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from acxoci.attest import dsse
+from acxoci.attest.canonical import loads_strict
+from acxoci.attest.errors import MalformedError
+from acxoci.attest.intoto import Statement, Subject
+from acxoci.attest.keys import PrivateKey
 from acxoci.cartridge.constants import (
     BOUND_META_KEYS,
     CANON_JCS,
@@ -32,11 +37,6 @@ from acxoci.cartridge.constants import (
 from acxoci.cartridge.manifest import RomManifest, compute_rom_manifest, oid_meta, oid_sqlar
 from acxoci.cartridge.reader import Cartridge, open_cartridge
 from acxoci.errors import InvalidInput, Tampered
-from attest import dsse
-from attest.canonical import loads_strict
-from attest.errors import MalformedError
-from attest.intoto import Statement, Subject
-from attest.keys import PrivateKey
 
 EMBEDDING_META = "acx.embedding_engine"
 

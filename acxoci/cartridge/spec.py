@@ -14,6 +14,8 @@ from typing import Any, TypeVar
 import msgspec
 from msgspec import UnsetType
 
+from acxoci.attest.canonical import loads_strict
+from acxoci.attest.errors import MalformedError
 from acxoci.cartridge.capabilities import capability_issues
 from acxoci.cartridge.constants import portable_path_problem
 from acxoci.cartridge.manifest import compute_rom_manifest
@@ -27,8 +29,6 @@ from acxoci.documents.skillset import SkillsetDoc
 from acxoci.policy import harness as harness_mod
 from acxoci.policy import loop_context as policy_mod
 from acxoci.policy._schema import ERROR, WARNING, Issue, decode_issues, schema_issues
-from attest.canonical import loads_strict
-from attest.errors import MalformedError
 
 PATH_PACKAGE_SPEC = "rom/package-spec.json"
 PATH_LANCE = "rom/schema/lance-memory.json"

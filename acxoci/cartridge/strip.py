@@ -13,12 +13,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from acxoci.attest.trust import TrustRegistry
 from acxoci.cartridge.constants import META_ROM_MANIFEST_HASH
 from acxoci.cartridge.manifest import compute_rom_manifest
 from acxoci.cartridge.reader import open_cartridge
 from acxoci.cartridge.verify import CartridgeVerdict, verify_open
 from acxoci.errors import InvalidInput, UsageError, WriteBackFailed
-from attest.trust import TrustRegistry
 
 
 @dataclass(frozen=True)

@@ -6,11 +6,11 @@ import os
 from datetime import datetime
 from pathlib import Path
 
+from acxoci.attest.canonical import loads_strict
+from acxoci.attest.errors import MalformedError
+from acxoci.attest.trust import TrustRegistry
 from acxoci.errors import InvalidInput
 from acxoci.fsutil import read_bytes
-from attest.canonical import loads_strict
-from attest.errors import MalformedError
-from attest.trust import TrustRegistry
 
 MAX_REGISTRY_BYTES = 16 * 1024 * 1024
 

@@ -16,6 +16,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
+from acxoci.attest.canonical import loads_strict
+from acxoci.attest.dsse import Envelope
+from acxoci.attest.errors import AttestError, MalformedError, SignatureError
+from acxoci.attest.intoto import Statement
+from acxoci.attest.keys import PublicKey, load_public_pem
+from acxoci.attest.trust import SignerJudgement, TrustRegistry, judge_signer
 from acxoci.cartridge.constants import (
     DEFAULT_MAX_DECOMPRESSED_BYTES,
     MAX_ENVELOPE_BYTES,
@@ -30,12 +36,6 @@ from acxoci.cartridge.manifest import RomManifest, compute_rom_manifest
 from acxoci.cartridge.reader import Cartridge, SignatureRow, open_cartridge
 from acxoci.cartridge.sqlar import BadEntry
 from acxoci.errors import InvalidInput
-from attest.canonical import loads_strict
-from attest.dsse import Envelope
-from attest.errors import AttestError, MalformedError, SignatureError
-from attest.intoto import Statement
-from attest.keys import PublicKey, load_public_pem
-from attest.trust import SignerJudgement, TrustRegistry, judge_signer
 
 Status = Literal["verified", "warning", "invalid"]
 TrustLevel = Literal["trusted", "local", "portable", "unverified", "legacy", "tampered"]

@@ -8,12 +8,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from acxoci.attest.canonical import loads_strict
+from acxoci.attest.errors import AttestError
 from acxoci.catalog.model import Card, Item, Kind, Section
 from acxoci.errors import InvalidInput
 from acxoci.fsutil import read_bytes
 from acxoci.studio.graphview import render_svg, view_of
-from attest.canonical import loads_strict
-from attest.errors import AttestError
 
 MAX_DOC = 16 * 1024 * 1024
 MAX_ITEMS = 200  # per section; a card is a summary

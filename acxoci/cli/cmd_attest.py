@@ -12,6 +12,8 @@ from typing import Any
 
 import typer
 
+from acxoci.attest.bundle import MAX_BUNDLE_BYTES
+from acxoci.attest.trust import TrustRegistry
 from acxoci.attestation.attach import artifact_kind, attest_artifact, content_layer, parse_format, pull_layer
 from acxoci.attestation.blob import (
     DEFAULT_BLOB_PREDICATE_TYPE,
@@ -59,8 +61,6 @@ from acxoci.level.status import DEFAULT_MAX_AGE
 from acxoci.oci.descriptor import Descriptor
 from acxoci.oci.reference import parse_reference
 from acxoci.oci.target import ReadView, Target, fetch_manifest, open_target, resolve_manifest
-from attest.bundle import MAX_BUNDLE_BYTES
-from attest.trust import TrustRegistry
 
 _VERDICT_COLOR = {"verified": "green", "rejected": "red", "unverified": "yellow", "skipped": "dim"}
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import typer
 
+from acxoci.attest.trustdecision import Minimum, SignerFacts, decide
 from acxoci.cartridge.constants import DEFAULT_MAX_DECOMPRESSED_BYTES
 from acxoci.cartridge.verify import CartridgeVerdict, verify_cartridge
 from acxoci.cli.apps import cartridge_app
@@ -16,7 +17,6 @@ from acxoci.cli.common import load_registry as _registry
 from acxoci.cli.common import parse_now as _now
 from acxoci.cli.output import Markup, emit, say
 from acxoci.errors import RefusedByPolicy, UsageError
-from attest.trustdecision import Minimum, SignerFacts, decide
 
 _COLOR = {
     "trusted": "green",

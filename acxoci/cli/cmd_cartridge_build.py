@@ -9,14 +9,14 @@ from typing import Any
 
 import typer
 
+from acxoci.attest.canonical import loads_strict
+from acxoci.attest.errors import MalformedError
 from acxoci.cartridge.reader import open_cartridge
 from acxoci.cli.apps import cartridge_app
 from acxoci.cli.common import load_signing_key
 from acxoci.cli.output import Markup, emit, say
 from acxoci.errors import InvalidInput
 from acxoci.fsutil import require_file
-from attest.canonical import loads_strict
-from attest.errors import MalformedError
 
 
 @cartridge_app.command("build")

@@ -7,6 +7,8 @@ from typing import Any
 
 import typer
 
+from acxoci.attest.canonical import loads_strict
+from acxoci.attest.errors import AttestError
 from acxoci.cli.apps import exchange_app
 from acxoci.cli.common import exit_with, parse_now, transport_options
 from acxoci.cli.output import Markup, emit, say, status_line
@@ -14,8 +16,6 @@ from acxoci.errors import NotFound, UsageError
 from acxoci.exchange.index import INDEX_FILE, Derived, compare, derive, index_bytes
 from acxoci.fsutil import atomic_write, read_bytes
 from acxoci.oci.target import RemoteOptions
-from attest.canonical import loads_strict
-from attest.errors import AttestError
 
 REMOTE: Any = None  # filled in by @transport_options
 MAX_INDEX_BYTES = 64 * 1024 * 1024

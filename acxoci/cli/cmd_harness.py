@@ -11,6 +11,8 @@ from pathlib import Path
 
 import typer
 
+from acxoci.attest.canonical import loads_strict
+from acxoci.attest.errors import MalformedError
 from acxoci.cartridge.trust_file import load_trust_registry
 from acxoci.cli.apps import harness_app
 from acxoci.cli.common import REQUIRE_HELP, refuse_below, required_trust
@@ -20,8 +22,6 @@ from acxoci.fsutil import atomic_write, read_bytes, require_file
 from acxoci.policy import harness as h
 from acxoci.policy.boot import Handshake, HostOffer, handshake
 from acxoci.policy.files import is_cartridge, load_document
-from attest.canonical import loads_strict
-from attest.errors import MalformedError
 
 HOST_OPT = typer.Option(None, "--host-descriptor", help="Host descriptor JSON (acx.host.v1).")
 TOOLS_OPT = typer.Option(None, "--tools", help="Comma-separated roles (or tool names) the host provides.")

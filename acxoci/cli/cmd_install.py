@@ -11,6 +11,7 @@ from pathlib import Path
 import typer
 import yaml
 
+from acxoci.attest.typed import opt
 from acxoci.cli.apps import installed_app, policy_app
 from acxoci.cli.common import parse_now, refuse_local_file, transport_options
 from acxoci.cli.judging import MARK as _MARK
@@ -24,7 +25,6 @@ from acxoci.install.reverify import verify_installed
 from acxoci.install.store import Store
 from acxoci.install.vpolicy import load_policy, policy_from_json, starter_template
 from acxoci.oci.settings import active_options
-from attest.typed import opt
 
 STORE_OPT = typer.Option(None, "--store", envvar="ACX_STORE", help="Install store folder.")
 NOW_OPT = typer.Option(None, "--now", help="Judge at this RFC 3339 time instead of the clock.")

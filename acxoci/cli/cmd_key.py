@@ -10,6 +10,16 @@ from pathlib import Path
 
 import typer
 
+from acxoci.attest.canonical import loads_strict
+from acxoci.attest.errors import MalformedError
+from acxoci.attest.keys import generate_ed25519, generate_p256, load_public_pem
+from acxoci.attest.trust import (
+    REVOCATION_REASONS,
+    add_key_entry,
+    make_key_entry,
+    parse_rfc3339,
+    revoke_key_entry,
+)
 from acxoci.cartridge.trust_file import MAX_REGISTRY_BYTES
 from acxoci.cli.apps import key_app
 from acxoci.cli.common import load_signing_key
@@ -17,10 +27,6 @@ from acxoci.cli.output import emit, say, show_lines
 from acxoci.errors import AuthError, InvalidInput, NotFound, UsageError
 from acxoci.fsutil import atomic_write, read_bytes
 from acxoci.keyfiles import load_private_key_file, readable_by_others
-from attest.canonical import loads_strict
-from attest.errors import MalformedError
-from attest.keys import generate_ed25519, generate_p256, load_public_pem
-from attest.trust import REVOCATION_REASONS, add_key_entry, make_key_entry, parse_rfc3339, revoke_key_entry
 
 MAX_KEY_FILE_BYTES = 1024 * 1024  # a PEM or cosign.key is a few KiB; /dev/zero must not eat memory
 
@@ -104,7 +110,7 @@ def trust(
 
     The file is validated with the same strict loader verification uses, then written atomically.
     """
-    from attest.trustdecision import PUBLISHER_RE
+    from acxoci.attest.trustdecision import PUBLISHER_RE
 
     if not PUBLISHER_RE.match(publisher):
         raise UsageError(f"--publisher {publisher!r} is not a publisher id",

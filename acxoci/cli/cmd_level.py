@@ -14,6 +14,12 @@ from typing import Any
 import platformdirs
 import typer
 
+from acxoci.attest import statuslist, vc
+from acxoci.attest.canonical import loads_strict
+from acxoci.attest.errors import AttestError, MalformedError
+from acxoci.attest.keys import PrivateKey, generate_ed25519
+from acxoci.attest.statuslist import StatusEntry
+from acxoci.attest.trust import TrustRegistry
 from acxoci.cartridge.trust_file import load_trust_registry
 from acxoci.cli.apps import level_app, status_list_app
 from acxoci.cli.common import REQUIRE_HELP, load_signing_key, refuse_below, required_trust, transport_options
@@ -40,12 +46,6 @@ from acxoci.level.gate import (
 from acxoci.level.issuers import IssuerRegistry
 from acxoci.level.run import DEFAULT_DRAW_COUNT, Game, RunResult, run_level
 from acxoci.level.solver import load_solver
-from attest import statuslist, vc
-from attest.canonical import loads_strict
-from attest.errors import AttestError, MalformedError
-from attest.keys import PrivateKey, generate_ed25519
-from attest.statuslist import StatusEntry
-from attest.trust import TrustRegistry
 
 
 def _read_json(path: Path, what: str) -> Any:

@@ -15,6 +15,7 @@ from typing import Any
 
 import typer
 
+from acxoci.attest.errors import AttestError
 from acxoci.cli.apps import manifest_app
 from acxoci.cli.common import (
     KEYLESS_KEY_HELP,
@@ -51,7 +52,6 @@ from acxoci.oci.scheduler import (
     MAX_CONCURRENCY,
 )
 from acxoci.oci.target import ProgressFn, RemoteOptions, fetch_bytes, open_target
-from attest.errors import AttestError
 
 REMOTE: Any = None  # filled in by @transport_options
 

@@ -8,6 +8,8 @@ from typing import Any
 
 import typer
 
+from acxoci.attest.canonical import loads_strict
+from acxoci.attest.errors import MalformedError
 from acxoci.cli.apps import policy_app
 from acxoci.cli.output import Markup, emit, say
 from acxoci.errors import InvalidInput
@@ -17,8 +19,6 @@ from acxoci.policy.evaluator import decode_trace, evaluate
 from acxoci.policy.files import load_document
 from acxoci.policy.limits import ResourceLimits, effective_limits, load_host_limits
 from acxoci.policy.loop_context import ROM_PATH, errors_only, parse_policy, validate_policy
-from attest.canonical import loads_strict
-from attest.errors import MalformedError
 
 
 def _scopes(harness_doc: Any) -> dict[str, tuple[str, ...]] | None:

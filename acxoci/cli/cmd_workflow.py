@@ -10,6 +10,7 @@ from typing import Any
 
 import typer
 
+from acxoci.attest.trustdecision import Minimum
 from acxoci.cli.apps import workflow_app
 from acxoci.cli.common import REQUIRE_HELP, finish_lint, print_issues, required_trust, transport_options
 from acxoci.cli.common import exit_with as _exit
@@ -30,7 +31,6 @@ from acxoci.workflow.ready import assess, directory_roster, load_roster, rac_che
 from acxoci.workflow.roster_oci import load_registry_roster
 from acxoci.workflow.sign import default_signed_name, render, sign_workflow, workflow_digest, write_atomic
 from acxoci.workflow.verify import verify_workflow
-from attest.trustdecision import Minimum
 
 
 @workflow_app.command("lint")

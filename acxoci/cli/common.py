@@ -15,15 +15,15 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, cast
 import typer
 from typer.core import TyperGroup
 
+from acxoci.attest.errors import MalformedError
 from acxoci.cli.output import info, say_error, warn
 from acxoci.errors import UsageError
-from attest.errors import MalformedError
 
 if TYPE_CHECKING:
+    from acxoci.attest.keys import PrivateKey
+    from acxoci.attest.trust import TrustRegistry
     from acxoci.oci.settings import RemoteOptions
     from acxoci.workflow.lint import LintResult
-    from attest.keys import PrivateKey
-    from attest.trust import TrustRegistry
 
 # The trust-registry, key-file, time-parsing and transport-settings modules (and the libraries under
 # them) are imported by the helpers that need them, not here: every command imports this module,
@@ -34,7 +34,7 @@ def parse_now(value: str | None) -> datetime:
     """The `--now` option: an RFC 3339 time, or the clock when absent."""
     if value is None:
         return datetime.now(UTC)
-    from attest.trust import parse_rfc3339
+    from acxoci.attest.trust import parse_rfc3339
 
     try:
         return parse_rfc3339(value, where="--now")

@@ -9,11 +9,11 @@ import sys
 import typer
 
 from acxoci import __version__
+from acxoci.attest.errors import MalformedError
 from acxoci.cli import groups
 from acxoci.cli.common import VocabularyGroup
 from acxoci.cli.output import OPTS, ErrorResult, say, say_error, show_traceback, write_json
 from acxoci.errors import DISK_SAID_NO, AcxError, InternalError, InvalidInput, UsageError, WriteBackFailed
-from attest.errors import MalformedError
 
 try:  # typer >= 0.23 vendors click; older versions use the click package
     from typer._click import exceptions as click_exc

@@ -9,13 +9,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from acxoci.attest.keys import PrivateKey
 from acxoci.cli.common import exit_with, load_signing_key, print_issues
 from acxoci.cli.output import emit, say
 from acxoci.errors import UsageError
 from acxoci.workflow.lint import LintResult
 from acxoci.workflow.sign import render, write_atomic
 from acxoci.workflow.signed import SignedVerdict
-from attest.keys import PrivateKey
 
 _COLOR = {"trusted": "green", "portable": "yellow", "unsigned": "yellow", "tampered": "red"}
 

@@ -19,6 +19,9 @@ from typing import Any
 
 from msgspec import UNSET, UnsetType
 
+from acxoci.attest.canonical import loads_strict
+from acxoci.attest.errors import AttestError
+from acxoci.attest.typed import DocumentTypeError, decode_as
 from acxoci.cartridge.capabilities import read_capability
 from acxoci.documents.exchange_index import ExchangeIndexDoc
 from acxoci.documents.level_credential import LevelCredentialDoc
@@ -39,9 +42,6 @@ from acxoci.exchange.status import (
 )
 from acxoci.exchange.walk import Walk, walk
 from acxoci.fsutil import read_bytes
-from attest.canonical import loads_strict
-from attest.errors import AttestError
-from attest.typed import DocumentTypeError, decode_as
 
 INDEX_SCHEMA = "acx.registry-index/1"
 INDEX_FILE = "index.json"

@@ -13,6 +13,9 @@ import io
 from datetime import UTC, datetime
 from typing import Any
 
+from acxoci.attest.canonical import jcs, loads_strict
+from acxoci.attest.errors import AttestError
+from acxoci.attest.typed import decode_as
 from acxoci.documents.lifecycle import LifecycleRecordDoc
 from acxoci.errors import AcxError, InvalidInput, NotFound
 from acxoci.exchange.coordinates import KINDS, repository_path
@@ -22,9 +25,6 @@ from acxoci.oci.descriptor import EMPTY_DATA, Descriptor, descriptor_for, parse_
 from acxoci.oci.reference import parse_reference
 from acxoci.oci.shapes import referrer_manifest
 from acxoci.oci.target import Target, fetch_bytes, push_bytes
-from attest.canonical import jcs, loads_strict
-from attest.errors import AttestError
-from attest.typed import decode_as
 
 ARTIFACT_TYPE = "application/vnd.acx.registry-status.v1"
 LAYER_TYPE = "application/vnd.acx.registry-status.v1+json"

@@ -17,6 +17,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from acxoci.attest.canonical import jcs, loads_strict
+from acxoci.attest.errors import AttestError
 from acxoci.errors import Blocked, NotFound, UsageError, VerificationFailed
 from acxoci.exchange.coordinates import repository_path, tagged_path, version_tag
 from acxoci.exchange.index import Derived, Release, derive
@@ -26,8 +28,6 @@ from acxoci.oci.descriptor import MANIFEST_TYPES, Descriptor
 from acxoci.oci.digest import Readable, VerifyingReader
 from acxoci.oci.reference import parse_reference
 from acxoci.oci.target import ReferrerListing, RemoteOptions, Target, open_target
-from attest.canonical import jcs, loads_strict
-from attest.errors import AttestError
 
 LAYOUT = "oci-layout:"
 

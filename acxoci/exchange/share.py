@@ -233,7 +233,7 @@ def _identity(kind: str, path: Path, now: datetime) -> tuple[str, str, str]:
             str(meta.get("acx.artifact_id") or ""),
             str(meta.get("acx.artifact_version") or ""),
         )
-    from attest.canonical import loads_strict
+    from acxoci.attest.canonical import loads_strict
 
     doc = loads_strict(read_bytes(path, kind, limit=16 * 1024 * 1024))
     if not isinstance(doc, dict):

@@ -15,13 +15,13 @@ from typing import Any
 
 from msgspec import UnsetType
 
+from acxoci.attest.canonical import loads_strict
+from acxoci.attest.errors import AttestError
+from acxoci.attest.trust import RFC3339_RE
+from acxoci.attest.typed import DocumentTypeError, decode_as
 from acxoci.documents.exchange_status import ExchangeStatusDoc, ExchangeStatusDocIdentity
 from acxoci.documents.lifecycle import LifecycleRecordDocIdentity
 from acxoci.errors import InvalidInput
-from attest.canonical import loads_strict
-from attest.errors import AttestError
-from attest.trust import RFC3339_RE
-from attest.typed import DocumentTypeError, decode_as
 
 SCHEMA = "acx.registry-status/1"
 EPOCH_MS = "1970-01-01T00:00:00.000Z"

@@ -32,14 +32,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from acxoci.attest.canonical import loads_strict
+from acxoci.attest.errors import AttestError
+from acxoci.attest.typed import opt
 from acxoci.errors import AcxError, Blocked, InvalidInput, NotFound, RefusedByPolicy, Tampered, UsageError
 from acxoci.fsutil import atomic_write, read_bytes
 from acxoci.install.hosts import HOSTS
 from acxoci.install.store import InstalledItem, Store, Transaction, file_digest, slug, write_json_atomic
 from acxoci.oci.target import RemoteOptions
-from attest.canonical import loads_strict
-from attest.errors import AttestError
-from attest.typed import opt
 
 ACTIVATION_SCHEMA = "acx.activation/1"
 SKILLS_PREFIX = "rom/skills/"

@@ -9,12 +9,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from acxoci.attest.errors import AttestError
+from acxoci.attest.trust import parse_rfc3339
+from acxoci.attest.trustdecision import Decision, decide, signer_facts
 from acxoci.install import semver
 from acxoci.install.vpolicy import TIER_FLOOR, VerificationPolicy
 from acxoci.policy.limits import NUMERIC_FIELDS, ResourceLimits, effective_limits
-from attest.errors import AttestError
-from attest.trust import parse_rfc3339
-from attest.trustdecision import Decision, decide, signer_facts
 
 CheckStatus = Literal["pass", "fail", "skip", "unavailable"]
 

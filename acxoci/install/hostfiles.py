@@ -6,12 +6,12 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 
+from acxoci.attest.canonical import loads_strict, sha256_digest
+from acxoci.attest.errors import AttestError
 from acxoci.errors import InvalidInput, NotFound
 from acxoci.fsutil import read_bytes
 from acxoci.install.judge import HostInputs, Judgement
 from acxoci.oci.target import RemoteOptions
-from attest.canonical import loads_strict, sha256_digest
-from attest.errors import AttestError
 
 
 def host_inputs(host: Path | None, host_limits: Path | None, roster: Path | None) -> HostInputs:

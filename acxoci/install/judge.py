@@ -21,6 +21,9 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from acxoci.attest.canonical import loads_strict, sha256_digest
+from acxoci.attest.errors import AttestError
+from acxoci.attest.typed import opt
 from acxoci.errors import AcxError, InvalidInput, Tampered, TransientError
 from acxoci.install import checks as C
 from acxoci.install.vpolicy import VerificationPolicy
@@ -30,9 +33,6 @@ from acxoci.oci.errors import SizeMismatch, TruncatedBody
 from acxoci.oci.reference import Reference, parse_reference
 from acxoci.oci.target import ReadView, RemoteOptions, Target, fetch_bytes, open_target, resolve_manifest
 from acxoci.policy.limits import ResourceLimits
-from attest.canonical import loads_strict, sha256_digest
-from attest.errors import AttestError
-from attest.typed import opt
 
 if TYPE_CHECKING:
     from acxoci.install.store import InstalledItem
@@ -253,8 +253,8 @@ def workflow_signature(path: Path, policy: VerificationPolicy,
 def _attestation_keys(policy: VerificationPolicy, publisher_id: str | None) -> list[Any]:
     """The keys that may sign this artifact's attestations: its own publisher's keys (as the policy
     ties them) and the policy's `attestations.keys`, never another policy publisher's keys."""
+    from acxoci.attest.keys import load_public_pem
     from acxoci.attestation.signing import TrustedKey
-    from attest.keys import load_public_pem
 
     own = policy.publisher_for(publisher_id)
     keys: list[Any] = [] if own is None else [TrustedKey(k.public_key, f"policy publisher {own.id}", k)
@@ -381,9 +381,9 @@ def gather_credentials(docs: Iterable[tuple[str, bytes]], sig: C.SignatureEviden
                        ) -> list[C.CredentialFound]:
     """Verify every level credential (proof, issuer, gate, ROM binding, how it was measured) with
     the level verifier, then check revocation of each verified one against a fresh status list."""
+    from acxoci.attest.trust import TrustRegistry
     from acxoci.level.credential import verify_credential
     from acxoci.level.issuers import IssuerRegistry
-    from attest.trust import TrustRegistry
 
     issuers = IssuerRegistry(policy.issuer_registry or TrustRegistry(keys=()))
     rom = sig.rom_digest or ""
@@ -424,8 +424,8 @@ def status_cache_dir(policy: VerificationPolicy) -> Path:
 
 def _with_status(cred: C.CredentialFound, doc: dict[str, Any], policy: VerificationPolicy, issuers: Any,
                  now: datetime, cache: Path) -> C.CredentialFound:
+    from acxoci.attest.statuslist import StatusEntry
     from acxoci.level.status import check_status
-    from attest.statuslist import StatusEntry
 
     raw = doc.get("credentialStatus")
     if raw is None:

@@ -17,13 +17,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from acxoci.attest.canonical import loads_strict
 from acxoci.errors import InvalidInput, UsageError
 from acxoci.fsutil import atomic_write
 from acxoci.install import judge as J
 from acxoci.install.install import ActivateRequest, InstallOutcome, install
 from acxoci.install.store import Store
 from acxoci.install.vpolicy import VerificationPolicy, load_policy
-from attest.canonical import loads_strict
 
 LOAD_TAG = "load"
 

@@ -11,12 +11,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from acxoci.attest.typed import opt
 from acxoci.errors import AcxError
 from acxoci.install import judge as J
 from acxoci.install.store import InstalledItem, Store
 from acxoci.install.vpolicy import BUILTIN, VerificationPolicy, load_policy
 from acxoci.oci.target import RemoteOptions
-from attest.typed import opt
 
 
 @dataclass(frozen=True)

@@ -30,13 +30,13 @@ from typing import Any
 import platformdirs
 from filelock import FileLock, Timeout
 
+from acxoci.attest.canonical import loads_strict
+from acxoci.attest.errors import AttestError
+from acxoci.attest.typed import decode_as, opt
 from acxoci.documents.install_record import InstallRecordDoc
 from acxoci.errors import AcxError, Blocked, InvalidInput, NotFound, RefusedByPolicy, UsageError
 from acxoci.fsutil import open_regular, read_bytes
 from acxoci.install.semver import is_downgrade
-from attest.canonical import loads_strict
-from attest.errors import AttestError
-from attest.typed import decode_as, opt
 
 RECORD = "record.json"
 RECORD_SCHEMA_FILE = "acx.install-record-1.schema.json"

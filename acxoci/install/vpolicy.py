@@ -12,6 +12,12 @@ from typing import Any, Literal
 
 from msgspec import UnsetType
 
+from acxoci.attest.canonical import jcs_digest, loads_strict, sha256_digest
+from acxoci.attest.errors import AttestError
+from acxoci.attest.keys import load_public_pem
+from acxoci.attest.trust import PUBLISHER_RE, TrustKey, TrustRegistry, github_owner, merge_keys
+from acxoci.attest.trustdecision import publisher_covers
+from acxoci.attest.typed import decode_as, given, opt, seq
 from acxoci.documents.verification_policy import (
     VerificationPolicyDoc,
     VerificationPolicyDocAttestations,
@@ -26,12 +32,6 @@ from acxoci.documents.verification_policy import (
 )
 from acxoci.errors import InvalidInput, parse_problem
 from acxoci.fsutil import read_bytes
-from attest.canonical import jcs_digest, loads_strict, sha256_digest
-from attest.errors import AttestError
-from attest.keys import load_public_pem
-from attest.trust import PUBLISHER_RE, TrustKey, TrustRegistry, github_owner, merge_keys
-from attest.trustdecision import publisher_covers
-from attest.typed import decode_as, given, opt, seq
 
 SCHEMA_VERSION = "acx.verification-policy/1"
 SCHEMA_FILE = "acx.verification-policy-1.schema.json"
@@ -146,7 +146,7 @@ def schema_errors(doc: Any) -> list[str]:
 
 def _pinned_entry(publisher_id: str, pem: str, keyid: str | None, where: str) -> TrustKey:
     """A pinned policy key as an always-valid, active registry entry: the host vouches for it."""
-    from attest.trust import NamespaceProof
+    from acxoci.attest.trust import NamespaceProof
 
     try:
         pub = load_public_pem(pem.encode("utf-8"))
@@ -159,7 +159,7 @@ def _pinned_entry(publisher_id: str, pem: str, keyid: str | None, where: str) ->
         proof = NamespaceProof("github-oidc", _PIN_EPOCH, oidc_subject=f"repo:{owner}/pinned",
                                oidc_issuer="https://token.actions.githubusercontent.com")
     else:
-        from attest.trust import expected_txt_record
+        from acxoci.attest.trust import expected_txt_record
         proof = NamespaceProof("dns-txt", _PIN_EPOCH, txt_record=expected_txt_record(publisher_id))
     return TrustKey(keyid=pub.keyid(), publisher_id=publisher_id, algorithm=pub.algorithm, public_key_pem=pem,
                     public_key=pub, status="active", not_before=_PIN_EPOCH, not_after=_PIN_END,

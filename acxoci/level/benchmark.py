@@ -19,11 +19,11 @@ from typing import Any, Final
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
+from acxoci.attest.canonical import jcs, jcs_digest, loads_strict
+from acxoci.attest.errors import AttestError
 from acxoci.errors import InvalidInput, Tampered, VerificationFailed
 from acxoci.fsutil import atomic_write, read_bytes
 from acxoci.jsonschemas import schema_errors
-from attest.canonical import jcs, jcs_digest, loads_strict
-from attest.errors import AttestError
 
 SCHEMA_VERSION: Final = "acx.benchmark/1"
 SCHEMA_FILE: Final = "acx.benchmark-1.schema.json"

@@ -7,11 +7,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from acxoci.attest.trust import TrustRegistry
 from acxoci.cartridge.constants import META_CARTRIDGE_ID
 from acxoci.cartridge.reader import open_cartridge
 from acxoci.cartridge.verify import verify_cartridge
 from acxoci.errors import VerificationFailed
-from attest.trust import TrustRegistry
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,16 @@ import msgspec
 from msgspec import UnsetType
 
 from acxoci import jsonschemas
+from acxoci.attest import vc
+from acxoci.attest.canonical import jcs, loads_strict, sha256_digest
+from acxoci.attest.dsse import INTOTO_PAYLOAD_TYPE, Envelope
+from acxoci.attest.errors import AttestError
+from acxoci.attest.intoto import Statement
+from acxoci.attest.keys import PrivateKey, PublicKey
+from acxoci.attest.statuslist import StatusEntry
+from acxoci.attest.trust import TrustKey, judge_signer, parse_rfc3339
+from acxoci.attest.trustdecision import R_UNKNOWN
+from acxoci.attest.typed import DocumentTypeError, decode_as
 from acxoci.documents.level_credential import LevelCredentialDoc
 from acxoci.errors import InvalidInput, RefusedByPolicy
 from acxoci.level import trueskill
@@ -25,16 +35,6 @@ from acxoci.level.gate import gate
 from acxoci.level.issuers import IssuerRegistry, issuer_did
 from acxoci.level.run import TRAJECTORY_PREDICATE, RunResult, digest_multibase
 from acxoci.level.status import StatusOutcome
-from attest import vc
-from attest.canonical import jcs, loads_strict, sha256_digest
-from attest.dsse import INTOTO_PAYLOAD_TYPE, Envelope
-from attest.errors import AttestError
-from attest.intoto import Statement
-from attest.keys import PrivateKey, PublicKey
-from attest.statuslist import StatusEntry
-from attest.trust import TrustKey, judge_signer, parse_rfc3339
-from attest.trustdecision import R_UNKNOWN
-from attest.typed import DocumentTypeError, decode_as
 
 MEDIA_TYPE: Final = CREDENTIAL_MEDIA_TYPE
 ARTIFACT_TYPE: Final = LEVEL_ARTIFACT_TYPE

@@ -15,11 +15,11 @@ from typing import Any, Final, Literal
 
 from filelock import FileLock
 
+from acxoci.attest.canonical import loads_strict
+from acxoci.attest.errors import MalformedError
+from acxoci.attest.trust import parse_rfc3339
 from acxoci.errors import InvalidInput, NotFound
 from acxoci.fsutil import read_bytes
-from attest.canonical import loads_strict
-from attest.errors import MalformedError
-from attest.trust import parse_rfc3339
 
 SIGMA_MAX: Final = 1.5
 GAMES_MIN: Final = 30

@@ -13,12 +13,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from acxoci.attest.canonical import loads_strict
+from acxoci.attest.errors import AttestError
+from acxoci.attest.trust import TrustKey, TrustRegistry, judge_signer
+from acxoci.attest.trustdecision import decide
 from acxoci.errors import InvalidInput
 from acxoci.fsutil import read_bytes
-from attest.canonical import loads_strict
-from attest.errors import AttestError
-from attest.trust import TrustKey, TrustRegistry, judge_signer
-from attest.trustdecision import decide
 
 _HOST_RE = re.compile(r"^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)+$")
 _SEG_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")

@@ -13,6 +13,10 @@ from pathlib import Path
 from typing import Any, Final
 
 from acxoci.artifact import pull_file
+from acxoci.attest.canonical import jcs, jcs_digest, loads_strict
+from acxoci.attest.errors import AttestError
+from acxoci.attest.keys import PrivateKey
+from acxoci.attest.trust import TrustRegistry
 from acxoci.attestation.attach import AttestResult, write_attestation
 from acxoci.attestation.statements import oci_statement
 from acxoci.errors import InvalidInput, NotFound
@@ -39,10 +43,6 @@ from acxoci.oci.target import (
     open_target,
     resolve_manifest,
 )
-from attest.canonical import jcs, jcs_digest, loads_strict
-from attest.errors import AttestError
-from attest.keys import PrivateKey
-from attest.trust import TrustRegistry
 
 LEVEL_PREDICATE_TYPE: Final = "https://acx.dev/attestation/level/v1"
 STATUS_ARTIFACT_TYPE: Final = STATUS_MEDIA_TYPE

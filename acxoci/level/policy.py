@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
+from acxoci.attest.statuslist import StatusEntry
 from acxoci.errors import UsageError
 from acxoci.level import status as st
 from acxoci.level.binding import CartridgeBinding
@@ -17,7 +18,6 @@ from acxoci.level.oci import find_credentials
 from acxoci.level.trueskill import TIERS
 from acxoci.oci.descriptor import Descriptor
 from acxoci.oci.target import Target
-from attest.statuslist import StatusEntry
 
 _TIER_FLOOR = {name: floor_ for floor_, name in TIERS}
 

@@ -11,14 +11,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from acxoci.attest import dsse
+from acxoci.attest.canonical import jcs, sha256_hex
+from acxoci.attest.intoto import Statement, Subject
+from acxoci.attest.keys import PrivateKey
 from acxoci.errors import InvalidInput
 from acxoci.level import trueskill
 from acxoci.level.benchmark import BenchmarkSuite, Task
 from acxoci.level.solver import Solver, SolveRequest, trajectory_of
-from attest import dsse
-from attest.canonical import jcs, sha256_hex
-from attest.intoto import Statement, Subject
-from attest.keys import PrivateKey
 
 DEFAULT_DRAW_COUNT: Final = 90
 TRAJECTORY_PREDICATE: Final = "https://acx.dev/attestation/level-trajectory/v1"

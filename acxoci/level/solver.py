@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Protocol
 
+from acxoci.attest.canonical import loads_strict
 from acxoci.errors import InvalidInput, TransientError, UsageError
 from acxoci.level.benchmark import Task
-from attest.canonical import loads_strict
 
 REFERENCE_SALT: Final = "acx-benchmark-v1"
 MAX_SOLVER_OUTPUT: Final = 4 * 1024 * 1024

@@ -19,20 +19,20 @@ from typing import Any, Final, Literal
 import platformdirs
 from filelock import FileLock
 
+from acxoci.attest import statuslist, vc
+from acxoci.attest.canonical import jcs_digest, loads_strict
+from acxoci.attest.documents.status_list import StatusListDoc
+from acxoci.attest.errors import AttestError
+from acxoci.attest.keys import PrivateKey
+from acxoci.attest.statuslist import StatusEntry
+from acxoci.attest.trust import parse_rfc3339
+from acxoci.attest.typed import DocumentTypeError, decode_as
 from acxoci.errors import InvalidInput, NotFound, TransientError, UsageError, VerificationFailed
 from acxoci.fsutil import atomic_write, read_bytes
 from acxoci.level.constants import STATUS_MEDIA_TYPE
 from acxoci.level.constants import iso as iso  # re-exported: callers use status.iso
 from acxoci.level.issuers import IssuerRegistry, issuer_did
 from acxoci.oci.fetch import get_url
-from attest import statuslist, vc
-from attest.canonical import jcs_digest, loads_strict
-from attest.documents.status_list import StatusListDoc
-from attest.errors import AttestError
-from attest.keys import PrivateKey
-from attest.statuslist import StatusEntry
-from attest.trust import parse_rfc3339
-from attest.typed import DocumentTypeError, decode_as
 
 MEDIA_TYPE: Final = STATUS_MEDIA_TYPE
 DEFAULT_MAX_AGE: Final = timedelta(days=1)

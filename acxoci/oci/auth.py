@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from acxoci.attest.canonical import loads_strict
 from acxoci.fsutil import atomic_write
 from acxoci.oci.errors import RegistryAuthError, RegistryProtocolError
-from attest.canonical import loads_strict
 
 DOCKER_HUB_KEYS = ("https://index.docker.io/v1/", "index.docker.io", "docker.io", "registry-1.docker.io")
 

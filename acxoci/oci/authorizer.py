@@ -18,12 +18,12 @@ from urllib.parse import urlencode, urlsplit, urlunsplit
 
 import requests
 
+from acxoci.attest.canonical import loads_strict
+from acxoci.attest.errors import MalformedError
 from acxoci.oci.auth import Challenge, Credential, load_credential
 from acxoci.oci.errors import RegistryAuthError, RegistryProtocolError
 from acxoci.oci.session import USER_AGENT, error_text, origin, read_capped, redact
 from acxoci.oci.settings import HostSettings, RemoteOptions, is_loopback
-from attest.canonical import loads_strict
-from attest.errors import MalformedError
 
 TOKEN_LIMIT = 1024 * 1024
 _B64TOKEN = re.compile(r"[A-Za-z0-9\-._~+/]+=*")

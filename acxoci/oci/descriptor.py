@@ -12,10 +12,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from acxoci.attest.b64 import b64encode
+from acxoci.attest.canonical import loads_strict, sha256_digest
+from acxoci.attest.errors import MalformedError
 from acxoci.oci.errors import MalformedManifest, ManifestTooLarge
-from attest.b64 import b64encode
-from attest.canonical import loads_strict, sha256_digest
-from attest.errors import MalformedError
 
 MANIFEST_LIMIT = 4 * 1024 * 1024
 """Manifests and indexes larger than this are refused (distribution-spec guidance)."""

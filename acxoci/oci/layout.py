@@ -30,6 +30,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from acxoci.attest.canonical import loads_strict
+from acxoci.attest.errors import MalformedError
 from acxoci.errors import DISK_SAID_NO, InvalidInput
 from acxoci.fsutil import atomic_write
 from acxoci.oci.descriptor import (
@@ -65,8 +67,6 @@ from acxoci.oci.listing import (
 )
 from acxoci.oci.reference import fallback_tag, valid_tag
 from acxoci.oci.settings import RemoteOptions, active_options
-from attest.canonical import loads_strict
-from attest.errors import MalformedError
 
 LAYOUT_FILE = "oci-layout"
 LAYOUT_VERSION = {"imageLayoutVersion": "1.0.0"}

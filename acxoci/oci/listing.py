@@ -14,6 +14,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+from acxoci.attest.canonical import loads_strict
+from acxoci.attest.errors import MalformedError
 from acxoci.errors import InvalidInput, NotFound, Tampered
 from acxoci.oci.descriptor import (
     INDEX_TYPES,
@@ -25,8 +27,6 @@ from acxoci.oci.descriptor import (
     referrer_entry,
 )
 from acxoci.oci.errors import LimitExceeded, MalformedManifest
-from attest.canonical import loads_strict
-from attest.errors import MalformedError
 
 Source = Literal["referrers-api", "fallback-tag", "layout-index"]
 SOURCE_API: Source = "referrers-api"

@@ -24,6 +24,8 @@ from urllib.parse import urljoin
 
 import requests
 
+from acxoci.attest.canonical import loads_strict
+from acxoci.attest.errors import MalformedError
 from acxoci.errors import AcxError
 from acxoci.oci.descriptor import (
     EMPTY_DATA,
@@ -68,8 +70,6 @@ from acxoci.oci.session import RawReader, error_text, finish, read_capped, regis
 from acxoci.oci.settings import LOOPBACK_HOSTS, RemoteOptions, active_options, is_loopback
 from acxoci.oci.transport import Transport, raise_for
 from acxoci.oci.uploads import UploadsMixin
-from attest.canonical import loads_strict
-from attest.errors import MalformedError
 
 __all__ = ["LOOPBACK_HOSTS", "RegistryTarget", "Transport", "registry_error_text", "retry_after_seconds",
            "use_plain_http"]

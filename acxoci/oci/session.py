@@ -27,6 +27,8 @@ import urllib3.connectionpool
 import urllib3.exceptions
 from requests.adapters import HTTPAdapter
 
+from acxoci.attest.canonical import loads_strict
+from acxoci.attest.errors import AttestError
 from acxoci.errors import AcxError
 from acxoci.oci.errors import (
     DeadlineExceeded,
@@ -38,8 +40,6 @@ from acxoci.oci.errors import (
     TruncatedBody,
     WrongScheme,
 )
-from attest.canonical import loads_strict
-from attest.errors import AttestError
 
 USER_AGENT = "acxoci"
 ERROR_TEXT_LIMIT = 4096

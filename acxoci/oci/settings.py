@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from acxoci.attest.canonical import loads_strict
+from acxoci.attest.errors import MalformedError
 from acxoci.errors import UsageError
 from acxoci.fsutil import read_bytes
-from attest.canonical import loads_strict
-from attest.errors import MalformedError
 
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
 REGISTRIES_FILE_ENV = "ACX_REGISTRIES_FILE"

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from acxoci import jsonschemas
-from attest.typed import DocumentTypeError, decode_as
+from acxoci.attest.typed import DocumentTypeError, decode_as
 
 if TYPE_CHECKING:
     from jsonschema.exceptions import ValidationError

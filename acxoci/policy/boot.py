@@ -19,13 +19,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from acxoci.attest.trust import TrustRegistry
+from acxoci.attest.typed import decode_as
 from acxoci.cartridge.verify import CartridgeVerdict, verify_cartridge
 from acxoci.documents.host import HostDocToolInputSchema
 from acxoci.errors import AcxError, RefusedByPolicy, UsageError
 from acxoci.policy import harness as h
 from acxoci.policy.files import load_document
-from attest.trust import TrustRegistry
-from attest.typed import decode_as
 
 
 @dataclass(frozen=True)

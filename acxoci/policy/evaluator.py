@@ -19,12 +19,12 @@ from typing import Any
 
 from msgspec import UnsetType
 
+from acxoci.attest.typed import DocumentTypeError, decode_as
 from acxoci.documents.policy_trace import PolicyTraceDoc, PolicyTraceDocEvent
 from acxoci.errors import InvalidInput
 from acxoci.policy.limits import ResourceLimits, effective_limits
 from acxoci.policy.loop_context import LoopContextPolicy
 from acxoci.policy.report import OperatorCommandReport
-from attest.typed import DocumentTypeError, decode_as
 
 OUTCOME_FOR = {
     "completed": "completed",

@@ -6,12 +6,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from acxoci.attest.canonical import loads_strict, sha256_digest
+from acxoci.attest.errors import MalformedError
 from acxoci.cartridge.constants import SQLITE_MAGIC
 from acxoci.cartridge.reader import open_cartridge
 from acxoci.errors import InvalidInput
 from acxoci.fsutil import open_regular, read_bytes, require_file
-from attest.canonical import loads_strict, sha256_digest
-from attest.errors import MalformedError
 
 
 @dataclass(frozen=True)

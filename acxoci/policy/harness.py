@@ -13,11 +13,11 @@ from typing import Any, Protocol
 
 from msgspec import UnsetType
 
+from acxoci.attest.typed import opt, seq
 from acxoci.documents.harness import HarnessDoc, HarnessDocOptionalToolsItem, HarnessDocRequiredToolsItem
 from acxoci.documents.host import HostDoc
 from acxoci.errors import InvalidInput, RefusedByPolicy
 from acxoci.policy._schema import WARNING, Issue, decode_issues, schema_issues
-from attest.typed import opt, seq
 
 SCHEMA_VERSION = "acx.harness.v1"
 SCHEMA = "acx.harness.v1.schema.json"

@@ -11,6 +11,7 @@ from typing import Any
 
 from msgspec import UnsetType
 
+from acxoci.attest.typed import DocumentTypeError, decode_as
 from acxoci.documents.host_limits import HostLimitsDoc
 from acxoci.documents.loop_policy import LoopPolicyDocBudget
 from acxoci.documents.resource_limits import ResourceLimitsDoc
@@ -18,7 +19,6 @@ from acxoci.errors import InvalidInput, parse_problem
 from acxoci.fsutil import read_bytes
 from acxoci.jsonschemas import strict_validator
 from acxoci.policy._schema import Issue, load_schema, pointer_path, schema_issues
-from attest.typed import DocumentTypeError, decode_as
 
 GROUPS: dict[str, tuple[str, ...]] = {
     "tokenSpend": ("dailyPerProject", "dailyPerAgent", "dailyGlobal"),

@@ -11,11 +11,11 @@ from typing import Any
 import msgspec
 from msgspec import UnsetType
 
+from acxoci.attest.typed import opt, seq
 from acxoci.documents.loop_policy import LoopPolicyDoc
 from acxoci.errors import InvalidInput
 from acxoci.policy._schema import ERROR, WARNING, Issue, child_path, decode_issues, schema_issues
 from acxoci.policy.limits import ResourceLimits
-from attest.typed import opt, seq
 
 V1 = "acx.loop-context-policy/1"
 V1_1 = "acx.loop-context-policy/1.1"

@@ -22,9 +22,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from acxoci.attest.canonical import loads_strict
+from acxoci.attest.errors import AttestError
 from acxoci.errors import InvalidInput, NotFound, TransientError, UsageError
-from attest.canonical import loads_strict
-from attest.errors import AttestError
 
 DEFAULT_TIMEOUT = 30.0
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024

@@ -23,11 +23,11 @@ from typing import Any
 
 import msgspec
 
+from acxoci.attest.typed import DocumentTypeError, decode_as
 from acxoci.release.journal import parse_iso
 from acxoci.release.monitors import fresh
 from acxoci.release.providers import Verdict
 from acxoci.release.status import GoalStatus
-from attest.typed import DocumentTypeError, decode_as
 
 
 class Proof(msgspec.Struct, frozen=True, rename="camel", kw_only=True):

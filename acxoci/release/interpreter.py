@@ -40,6 +40,8 @@ from typing import Any, Protocol
 
 import msgspec
 
+from acxoci.attest.canonical import jcs, loads_strict
+from acxoci.attest.typed import DocumentTypeError, decode_as
 from acxoci.errors import (
     AcxError,
     AuthError,
@@ -102,8 +104,6 @@ from acxoci.release.plan import Release, ReleasePlan, load_plan, plain
 from acxoci.release.providers import Verdict, accept, probe, read_back, status_list_facts
 from acxoci.release.quota import QuotaInputs, blocker, spend_window
 from acxoci.release.status import GoalStatus, goal_entry, previous_targets, project
-from attest.canonical import jcs, loads_strict
-from attest.typed import DocumentTypeError, decode_as
 
 STATUS_CACHE = "status.json"
 Clock = Callable[[], datetime]

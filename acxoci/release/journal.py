@@ -42,15 +42,15 @@ from typing import Any, Literal
 import msgspec
 from filelock import FileLock, Timeout
 
+from acxoci.attest.canonical import loads_strict
+from acxoci.attest.errors import AttestError
+from acxoci.attest.trust import parse_rfc3339
+from acxoci.attest.typed import DocumentTypeError, decode_as
 from acxoci.errors import InvalidInput, NotFound, TransientError
 from acxoci.fsutil import open_regular, require_own_folder
 from acxoci.release.effects import Continuation, Effect
 from acxoci.release.failures import Failure, State, StopClass
 from acxoci.release.plan import check_goal_id, plain
-from attest.canonical import loads_strict
-from attest.errors import AttestError
-from attest.trust import parse_rfc3339
-from attest.typed import DocumentTypeError, decode_as
 
 STATE_DIR_ENV = "ACX_RELEASE_DIR"
 DEFAULT_STATE_DIR = ".acx-release"

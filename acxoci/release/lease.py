@@ -25,11 +25,11 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from acxoci.attest.canonical import loads_strict
+from acxoci.attest.errors import AttestError
 from acxoci.errors import InvalidInput, NotFound, TransientError
 from acxoci.fsutil import atomic_write, read_bytes
 from acxoci.release.journal import folder_lock, iso, parse_iso
-from attest.canonical import loads_strict
-from attest.errors import AttestError
 
 LEASE = "lease.json"
 LOCK = ".lease.lock"

@@ -22,14 +22,14 @@ import msgspec
 import yaml
 
 from acxoci import jsonschemas
+from acxoci.attest.canonical import jcs_digest, loads_strict
+from acxoci.attest.errors import AttestError
+from acxoci.attest.keys import PrivateKey
+from acxoci.attest.typed import DocumentTypeError, decode_as
 from acxoci.errors import AuthError, InvalidInput, UsageError, parse_problem
 from acxoci.fsutil import read_bytes
 from acxoci.oci.reference import parse_reference
 from acxoci.oci.settings import RemoteOptions, active_options
-from attest.canonical import jcs_digest, loads_strict
-from attest.errors import AttestError
-from attest.keys import PrivateKey
-from attest.typed import DocumentTypeError, decode_as
 
 SCHEMA_VERSION = "acx.release-plan/1"
 SCHEMA_FILE = "acx.release-plan-1.schema.json"
@@ -255,7 +255,7 @@ class KeyRef:
 
     def load(self) -> PrivateKey:
         """Read and decrypt the key; a missing or unreadable key is an AuthError (a person must act)."""
-        from attest.cosignkey import WrongPassword, load_signing_key
+        from acxoci.attest.cosignkey import WrongPassword, load_signing_key
 
         if self.keyless is not None:
             raise UsageError("keyless signing makes attestations, not publisher signatures",
@@ -554,7 +554,7 @@ def _cadence(o: ObserveDoc, e: MirrorDoc | StatusWatchDoc) -> Cadence:
 
 
 def _rfc3339(text: str, where: str) -> None:
-    from attest.trust import parse_rfc3339
+    from acxoci.attest.trust import parse_rfc3339
 
     try:
         parse_rfc3339(text, where=where)

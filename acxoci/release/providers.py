@@ -15,12 +15,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from acxoci.attest.canonical import jcs_digest
 from acxoci.errors import AcxError, AuthError, NotFound, Tampered, TransientError
 from acxoci.install.vpolicy import VerificationPolicy
 from acxoci.oci.reference import parse_reference
 from acxoci.oci.settings import RemoteOptions
 from acxoci.oci.target import Target, fetch_bytes, resolve_manifest
-from attest.canonical import jcs_digest
 
 
 @dataclass(frozen=True)

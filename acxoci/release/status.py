@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
+from acxoci.attest.typed import DocumentTypeError, decode_as
 from acxoci.errors import InvalidInput
 from acxoci.release.effects import Effect, MonitorSpec, check_graph
 from acxoci.release.failures import NEXT_ACTION, Failure, State
@@ -52,7 +53,6 @@ from acxoci.release.quota import (
     decide_state,
     fold_ledger,
 )
-from attest.typed import DocumentTypeError, decode_as
 
 GoalState = Literal["open", "done", "blocked", "deferred"]
 CloseoutState = Literal["none", "pending", "interrupted", "failed", "done"]

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
+from acxoci.attest.canonical import loads_strict
+from acxoci.attest.errors import AttestError
 from acxoci.errors import AcxError
 from acxoci.studio.graphview import render_svg, view_of
 from acxoci.workflow.graph import graph_digest, is_graph, lint_graph, verify_graph
@@ -18,8 +20,6 @@ from acxoci.workflow.lint import LintResult, lint
 from acxoci.workflow.sign import workflow_digest
 from acxoci.workflow.signed import SignedVerdict
 from acxoci.workflow.verify import verify_workflow
-from attest.canonical import loads_strict
-from attest.errors import AttestError
 
 MAX_BODY = 1024 * 1024
 MAX_ISSUES = 500  # shown in the answer (a 1 MiB document can break a rule a hundred thousand times)

@@ -22,6 +22,11 @@ from typing import Any
 import msgspec
 from msgspec import UnsetType
 
+from acxoci.attest.canonical import jcs, loads_strict
+from acxoci.attest.errors import MalformedError
+from acxoci.attest.keys import PrivateKey
+from acxoci.attest.trust import TrustRegistry
+from acxoci.attest.typed import DocumentTypeError, decode_as
 from acxoci.documents.agent_graph import AgentGraphDoc
 from acxoci.errors import InvalidInput
 from acxoci.fsutil import read_bytes
@@ -31,11 +36,6 @@ from acxoci.workflow.lineage import check_lineage
 from acxoci.workflow.lint import URI_RE, LintResult, publish_profile
 from acxoci.workflow.model import DIGEST_RE, IDENT_RE, PUBLISHER_RE, SEMVER_RE
 from acxoci.workflow.signed import SignedVerdict
-from attest.canonical import jcs, loads_strict
-from attest.errors import MalformedError
-from attest.keys import PrivateKey
-from attest.trust import TrustRegistry
-from attest.typed import DocumentTypeError, decode_as
 
 GRAPH_SCHEMA_VERSION = "acx.agent-graph/1"
 GRAPH_SIGNATURE_VERSION = "acx.agent-graph-signature/1"

@@ -12,6 +12,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from acxoci.attest.canonical import loads_strict
+from acxoci.attest.errors import AttestError
 from acxoci.cartridge.reader import open_cartridge
 from acxoci.errors import AcxError
 from acxoci.level.binding import CartridgeBinding
@@ -22,8 +24,6 @@ from acxoci.level.policy import LevelCheck, check_documents
 from acxoci.oci.reference import parse_reference
 from acxoci.oci.target import RemoteOptions, open_target
 from acxoci.workflow.ready import ProvenLevel, RosterCartridge
-from attest.canonical import loads_strict
-from attest.errors import AttestError
 
 
 def binding_of(cartridge: RosterCartridge) -> CartridgeBinding | None:

@@ -9,10 +9,10 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
+from acxoci.attest.canonical import jcs_digest as canonical_digest
 from acxoci.errors import InvalidInput, Tampered
 from acxoci.workflow.issues import ABSENT, Issue, one_of
 from acxoci.workflow.model import DIGEST_RE, IDENT_RE, PUBLISHER_RE, SEMVER_RE
-from attest.canonical import jcs_digest as canonical_digest
 
 ARTIFACT_TYPES = frozenset({"agent", "workflow", "agent-graph"})
 RELATIONS = ("fork", "remix", "derived-from", "supersedes")

@@ -17,13 +17,13 @@ from typing import Any, TypeVar
 import msgspec
 from msgspec import UnsetType
 
+from acxoci.attest.canonical import loads_strict
+from acxoci.attest.errors import MalformedError
+from acxoci.attest.typed import DocumentTypeError, decode_as
 from acxoci.documents.cal import CalDoc, CalDocLimits, CalDocNode, CalDocParticipant, CalDocRac
 from acxoci.documents.skillset import SkillsetDoc
 from acxoci.errors import InvalidInput
 from acxoci.workflow import calschema
-from attest.canonical import loads_strict
-from attest.errors import MalformedError
-from attest.typed import DocumentTypeError, decode_as
 
 CAL_SCHEMA_VERSION = "acx.cal/1"
 SKILLSET_SCHEMA_VERSION = "acx.cal-skillset/1"

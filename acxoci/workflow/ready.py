@@ -17,6 +17,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+from acxoci.attest.trust import TrustRegistry
+from acxoci.attest.trustdecision import Decision, Minimum, SignerFacts, decide
 from acxoci.cartridge.capabilities import read_capability
 from acxoci.cartridge.reader import open_cartridge
 from acxoci.cartridge.verify import CartridgeVerdict, verify_open
@@ -25,8 +27,6 @@ from acxoci.fsutil import walk_files
 from acxoci.workflow.lint import LintResult
 from acxoci.workflow.model import CAREER_TIERS, Participant, Slot, Workflow
 from acxoci.workflow.verify import WorkflowVerdict
-from attest.trust import TrustRegistry
-from attest.trustdecision import Decision, Minimum, SignerFacts, decide
 
 #: A roster: (source label, path to a `.acx` file). A registry roster yields pulled files.
 Roster = Iterable[tuple[str, Path]]

@@ -13,12 +13,12 @@ from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
 
+from acxoci.attest.trust import TrustRegistry
 from acxoci.errors import AcxError, InvalidInput
 from acxoci.oci.digest import copy_verified
 from acxoci.oci.shapes import CARTRIDGE_ARTIFACT_TYPE, CARTRIDGE_LAYER_TYPE
 from acxoci.oci.target import RemoteOptions, Target, fetch_manifest, open_target
 from acxoci.workflow.ready import RosterCartridge, describe_error, load_roster_entry
-from attest.trust import TrustRegistry
 
 
 def _pull_one(target: Target, label: str, reference: str, workdir: Path) -> tuple[Path, str] | None:

@@ -13,6 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from acxoci.attest.keys import PrivateKey
 from acxoci.fsutil import atomic_write
 from acxoci.workflow import signed
 from acxoci.workflow.issues import ABSENT
@@ -20,7 +21,6 @@ from acxoci.workflow.lineage import check_lineage
 from acxoci.workflow.lint import lint
 from acxoci.workflow.model import PREDICATE_TYPE, SIGNATURE_SCHEMA_VERSION
 from acxoci.workflow.signed import INTEGRITY_FIELDS, iso_millis, unsigned_view
-from attest.keys import PrivateKey
 
 __all__ = [
     "INTEGRITY_FIELDS",

@@ -16,18 +16,18 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from acxoci.attest import dsse
+from acxoci.attest.canonical import jcs as canonical
+from acxoci.attest.canonical import jcs_digest as canonical_digest
+from acxoci.attest.canonical import loads_strict
+from acxoci.attest.dsse import INTOTO_PAYLOAD_TYPE, Envelope
+from acxoci.attest.errors import AttestError, MalformedError, SignatureError
+from acxoci.attest.intoto import STATEMENT_V1
+from acxoci.attest.keys import PrivateKey, PublicKey, load_public_pem
+from acxoci.attest.trust import RFC3339_RE, TrustRegistry, judge_signer, parse_rfc3339
+from acxoci.attest.trustdecision import R_FOREIGN
 from acxoci.errors import InvalidInput, RefusedByPolicy
 from acxoci.workflow.model import PUBLISHER_RE
-from attest import dsse
-from attest.canonical import jcs as canonical
-from attest.canonical import jcs_digest as canonical_digest
-from attest.canonical import loads_strict
-from attest.dsse import INTOTO_PAYLOAD_TYPE, Envelope
-from attest.errors import AttestError, MalformedError, SignatureError
-from attest.intoto import STATEMENT_V1
-from attest.keys import PrivateKey, PublicKey, load_public_pem
-from attest.trust import RFC3339_RE, TrustRegistry, judge_signer, parse_rfc3339
-from attest.trustdecision import R_FOREIGN
 
 INTEGRITY_FIELDS = ("schemaVersion", "digest", "publisherId", "keyid", "publicKeyPem", "signedAt", "envelope")
 KEYID_RE = re.compile(r"^ed25519:[0-9a-f]{64}$")

@@ -10,12 +10,12 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from acxoci.attest.trust import TrustRegistry
 from acxoci.workflow import signed
 from acxoci.workflow.issues import ABSENT
 from acxoci.workflow.lineage import check_lineage
 from acxoci.workflow.sign import KIND
 from acxoci.workflow.signed import KEYID_RE, SignedTrust, SignedVerdict, Status
-from attest.trust import TrustRegistry
 
 __all__ = ["KEYID_RE", "Status", "WorkflowTrust", "WorkflowVerdict", "verify_workflow"]
 

@@ -6,7 +6,7 @@ from typing import Literal
 
 import pytest
 
-from attest.typed import DocumentTypeError, Struct, decode_as, json_pointer
+from acxoci.attest.typed import DocumentTypeError, Struct, decode_as, json_pointer
 
 
 class Tool(Struct, frozen=True, forbid_unknown_fields=True, rename="camel"):

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
+from acxoci.attest.keys import PrivateKey, generate_ed25519
 from acxoci.authoring import walk as walk_mod
 from acxoci.authoring.detect import detect
 from acxoci.authoring.roles import ROLES
 from acxoci.authoring.walk import walk
 from acxoci.cartridge.build import build_cartridge
 from acxoci.cartridge.spec import check_spec
-from attest.keys import PrivateKey, generate_ed25519
 from tests.harness.cli import acx_json, run_acx
 from tests.harness.env import PEERS, REPO
 

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
+from acxoci.attest.keys import PrivateKey, generate_ed25519
 from acxoci.cartridge import package
 from acxoci.cartridge.build import build_cartridge
 from acxoci.cartridge.spec import check_spec
 from acxoci.cartridge.verify import verify_cartridge
 from acxoci.errors import InvalidInput
 from acxoci.install import activate
-from attest.keys import PrivateKey, generate_ed25519
 from tests.harness.cli import acx_json
 from tests.harness.env import REPO
 from tests.unit.test_install_support import NOW, PUBLISHER, registry_entry, trusting_policy, write_registry

@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
+from acxoci.attest.trust import TrustRegistry
 from acxoci.cartridge import verify
 from acxoci.cartridge.reader import open_cartridge
 from acxoci.cartridge.verify import decide, read_cartridge, verify_cartridge, verify_open
 from acxoci.errors import InvalidInput
-from attest.trust import TrustRegistry
 from tests.unit.hostile_btree import corrupt_a_sqlar_leaf
 from tests.unit.test_cartridge_verify_support import NOW, SAMPLE, copy_vector
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from acxoci.attest.keys import generate_ed25519
 from acxoci.cartridge.build import build_cartridge
-from attest.keys import generate_ed25519
 from tests.harness.cli import acx_json, run_acx
 from tests.harness.env import REPO, VECTORS
 from tests.harness.evilregistry import recorder

@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
+from acxoci.attest.keys import PrivateKey, generate_ed25519
 from acxoci.cli import output
 from acxoci.cli.output import COMMAND_KINDS
-from attest.keys import PrivateKey, generate_ed25519
 from tests.harness.cli import acx_json, run_acx
 from tests.harness.env import REPO
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from attest.keys import generate_ed25519
+from acxoci.attest.keys import generate_ed25519
 from tests.harness.cli import acx_json, run_acx
 from tests.harness.env import REPO
 
@@ -101,7 +101,7 @@ def test_an_encrypted_key_without_a_passphrase_says_so(
 ) -> None:
     monkeypatch.delenv("ACX_KEY_PASSWORD", raising=False)
     monkeypatch.delenv("COSIGN_PASSWORD", raising=False)
-    from attest.cosignkey import encrypt_cosign_key
+    from acxoci.attest.cosignkey import encrypt_cosign_key
 
     (tmp_path / "cosign.key").write_bytes(encrypt_cosign_key(generate_ed25519(), b"secret"))
     code, out = acx_json(capsys, "key", "inspect", str(tmp_path / "cosign.key"))

@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
+from acxoci.attest.keys import generate_ed25519
 from acxoci.attestation.attach import write_attestation
 from acxoci.attestation.statements import oci_statement
 from acxoci.install.store import RECORD, slug
-from attest.keys import generate_ed25519
 from tests.harness import hostilelayout as H
 from tests.harness.cli import run_acx
 from tests.unit.exchange_support import make_exchange

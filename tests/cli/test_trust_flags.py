@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from attest.keys import generate_ed25519
+from acxoci.attest.keys import generate_ed25519
 from tests.harness.cli import acx_json, run_acx
 from tests.unit.test_install_support import (
     NOW,

@@ -17,8 +17,8 @@ import pytest
 import typer
 from typer.core import TyperOption
 
+from acxoci.attest.keys import generate_ed25519
 from acxoci.cli import common, groups, main
-from attest.keys import generate_ed25519
 from tests.harness.cli import acx_json, run_acx
 from tests.harness.env import REPO
 

@@ -26,8 +26,8 @@ from typing import Any
 import jsonschema
 import pytest
 
+from acxoci.attest.typed import DocumentTypeError, decode_as
 from acxoci.jsonschemas import load_schema
-from attest.typed import DocumentTypeError, decode_as
 from tests.fuzz import resign
 from tests.harness.env import REPO
 from tests.harness.seeddocs import MODELS, model_for, seed_documents

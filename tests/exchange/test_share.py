@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
+from acxoci.attest.keys import generate_ed25519
 from acxoci.cartridge.build import build_cartridge
 from acxoci.exchange.coordinates import folder_path, repository_path
 from acxoci.oci.layout import LayoutStore
-from attest.keys import generate_ed25519
 from tests.harness.cli import acx_json, run_acx
 from tests.harness.env import REPO
 from tests.unit.test_install_support import PUBLISHER, registry_entry, write_registry

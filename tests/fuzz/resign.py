@@ -30,7 +30,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from attest.keys import PrivateKey, generate_ed25519
+from acxoci.attest.keys import PrivateKey, generate_ed25519
 from tests.harness import env
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
@@ -483,7 +483,7 @@ def _meta_kind(key: str, readers: tuple[Reader, ...]) -> Kind:
 
 def _row_kind(short: str, table: str, readers: tuple[Reader, ...]) -> Kind:
     """The first (ROM) memory record or capability record; its hash column is re-derived."""
-    from attest.canonical import sha256_digest
+    from acxoci.attest.canonical import sha256_digest
 
     col, hash_col = ("payload", "oid") if table == "memory" else ("json", "content_hash")
     where = "zone = 'rom'" if table == "memory" else "1"
@@ -630,7 +630,7 @@ def _level_verify(e: Env, status_list: Path, *, cred: Path | None = None, issuer
 
 
 def _vc_resign(e: Env, doc: Any) -> Any:
-    from attest import vc
+    from acxoci.attest import vc
 
     if not isinstance(doc, dict):
         return doc

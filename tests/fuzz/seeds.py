@@ -20,8 +20,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from attest.canonical import jcs, loads_strict
-from attest.keys import PrivateKey, generate_ed25519
+from acxoci.attest.canonical import jcs, loads_strict
+from acxoci.attest.keys import PrivateKey, generate_ed25519
 from tests.harness import env
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
@@ -116,8 +116,8 @@ def scratch(tmp: Path) -> Iterator[Path]:
 
 
 def _workflow(key: PrivateKey) -> tuple[dict[str, Any], Any]:
+    from acxoci.attest.trust import TrustRegistry
     from acxoci.workflow.sign import sign_workflow
-    from attest.trust import TrustRegistry
 
     doc = json.loads((env.vectors() / "workflow" / "team.cal.json").read_text(encoding="utf-8"))
     signed = sign_workflow(doc, publisher_id=PUBLISHER, key=key, now=NOW)
@@ -135,13 +135,13 @@ def _workflow(key: PrivateKey) -> tuple[dict[str, Any], Any]:
 
 
 def _level(tmp: Path, key: PrivateKey) -> tuple[dict[str, Any], Any, str, dict[str, Any]]:
+    from acxoci.attest.statuslist import StatusEntry
     from acxoci.level import status as st
     from acxoci.level.benchmark import demo_suite
     from acxoci.level.credential import issue_credential
     from acxoci.level.issuers import IssuerRegistry
     from acxoci.level.run import run_level
     from acxoci.level.solver import ReferenceSolver
-    from attest.statuslist import StatusEntry
     from tests.harness.trustdocs import registry_doc
 
     rom = "sha256:318b930a1942eb9d3e8088906c6b32f91def9e156d4cbb3a178e676d4e28aaca"
@@ -163,11 +163,11 @@ def seeds() -> Seeds:
     """Build the seeds once per process (a few hundred milliseconds)."""
     import yaml
 
+    from acxoci.attest import dsse
+    from acxoci.attest.bundle import build_dsse_bundle
+    from acxoci.attest.canonical import sha256_digest
     from acxoci.install.vpolicy import starter_template
     from acxoci.oci.shapes import cartridge_manifest
-    from attest import dsse
-    from attest.bundle import build_dsse_bundle
-    from attest.canonical import sha256_digest
 
     tmp = Path(tempfile.mkdtemp(prefix="acx-fuzz-"))
     atexit.register(shutil.rmtree, tmp, True)  # the seeds live as long as the process

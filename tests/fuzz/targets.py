@@ -22,9 +22,9 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from acxoci.attest.canonical import jcs
+from acxoci.attest.errors import AttestError
 from acxoci.errors import AcxError
-from attest.canonical import jcs
-from attest.errors import AttestError
 from tests.fuzz import mutators as mu
 from tests.fuzz.seeds import NOW, Seeds, rom_view, scratch, seeds
 
@@ -177,8 +177,8 @@ def run_workflow(s: Seeds, data: bytes) -> str:
 
 
 def run_dsse(s: Seeds, data: bytes) -> str:
-    from attest.canonical import loads_strict
-    from attest.dsse import Envelope
+    from acxoci.attest.canonical import loads_strict
+    from acxoci.attest.dsse import Envelope
 
     env = Envelope.from_json(loads_strict(data))
     env.verify(s.key.public())
@@ -189,8 +189,8 @@ def run_dsse(s: Seeds, data: bytes) -> str:
 
 
 def run_bundle(s: Seeds, data: bytes) -> str:
-    from attest.bundle import parse_bundle, verify_dsse_bundle
-    from attest.dsse import Envelope
+    from acxoci.attest.bundle import parse_bundle, verify_dsse_bundle
+    from acxoci.attest.dsse import Envelope
 
     b = parse_bundle(data)
     verify_dsse_bundle(b, s.key.public())
@@ -202,8 +202,8 @@ def run_bundle(s: Seeds, data: bytes) -> str:
 
 
 def run_credential(s: Seeds, data: bytes) -> str:
+    from acxoci.attest.canonical import loads_strict
     from acxoci.level.credential import verify_credential
-    from attest.canonical import loads_strict
 
     try:
         doc = loads_strict(data)
@@ -217,8 +217,8 @@ def run_credential(s: Seeds, data: bytes) -> str:
 
 
 def run_status_list(s: Seeds, data: bytes) -> str:
+    from acxoci.attest.canonical import loads_strict
     from acxoci.level.status import verify_status_list
-    from attest.canonical import loads_strict
 
     try:
         doc = loads_strict(data)
@@ -316,7 +316,7 @@ def run_docker_config(s: Seeds, data: bytes) -> str:
 
 
 def run_strict_json(s: Seeds, data: bytes) -> str:
-    from attest.canonical import loads_strict
+    from acxoci.attest.canonical import loads_strict
 
     value = loads_strict(data)
     try:

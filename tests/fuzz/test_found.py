@@ -92,9 +92,9 @@ def test_workflow_with_a_public_key_of_an_unknown_algorithm_is_tampered_not_a_cr
 
 
 def test_dsse_payload_type_with_a_lone_surrogate_is_malformed() -> None:
-    from attest.canonical import loads_strict
-    from attest.dsse import Envelope
-    from attest.errors import MalformedError
+    from acxoci.attest.canonical import loads_strict
+    from acxoci.attest.dsse import Envelope
+    from acxoci.attest.errors import MalformedError
 
     with pytest.raises(MalformedError, match="surrogate"):  # the one JSON entry point refuses it
         loads_strict(b'{"payloadType": "\\ud800x", "payload": "e30=", "signatures": [{"sig": "AA=="}]}')

@@ -39,8 +39,8 @@ MODELS: dict[str, str] = {
     "acx.lifecycle-record-1.schema.json": "acxoci.documents.lifecycle:LifecycleRecordDoc",
     "acx.verification-policy-1.schema.json": "acxoci.documents.verification_policy:VerificationPolicyDoc",
     "acx.install-record-1.schema.json": "acxoci.documents.install_record:InstallRecordDoc",
-    "acx.trust-registry-1.schema.json": "attest.documents.trust_registry:TrustRegistryDoc",
-    "acx.status-list-1.schema.json": "attest.documents.status_list:StatusListDoc",
+    "acx.trust-registry-1.schema.json": "acxoci.attest.documents.trust_registry:TrustRegistryDoc",
+    "acx.status-list-1.schema.json": "acxoci.attest.documents.status_list:StatusListDoc",
 }
 ROM_FILES = {
     "rom/package-spec.json": "acx.package-spec-1.schema.json",
@@ -182,10 +182,10 @@ def install_record() -> dict[str, Any]:
 
 def _made_at_run_time(out: dict[str, list[tuple[str, Any]]]) -> None:
     """A level credential and a status list issued now; an Exchange index, ledger and records."""
+    from acxoci.attest.keys import generate_ed25519
     from acxoci.exchange.index import derive
     from acxoci.exchange.lifecycle import lifecycle_record
     from acxoci.level.status import create_status_list
-    from attest.keys import generate_ed25519
     from tests.unit.exchange_support import make_exchange
     from tests.unit.test_install_support import NOW
 

@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from attest.keys import PublicKey, generate_ed25519
-from attest.trust import SCHEMA_VERSION, make_key_entry, parse_rfc3339
+from acxoci.attest.keys import PublicKey, generate_ed25519
+from acxoci.attest.trust import SCHEMA_VERSION, make_key_entry, parse_rfc3339
 
 
 def registry_doc(

@@ -10,12 +10,12 @@ import shutil
 from datetime import timedelta
 from pathlib import Path
 
+from acxoci.attest.keys import generate_ed25519
 from acxoci.exchange.lifecycle import push_lifecycle
 from acxoci.install.judge import Context, judge_reference
 from acxoci.install.vpolicy import load_policy
 from acxoci.level.oci import publish_status_list
 from acxoci.oci.layout import LayoutStore
-from attest.keys import generate_ed25519
 from tests.unit.test_install_support import (
     LIST_ID,
     NOW,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from attest.keys import generate_ed25519
+from acxoci.attest.keys import generate_ed25519
 from tests.harness.cli import acx_json
 from tests.unit.test_install_support import (
     PUBLISHER,

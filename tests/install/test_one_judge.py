@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from acxoci.attest.keys import PrivateKey, generate_ed25519
 from acxoci.errors import AcxError
 from acxoci.install.install import HostInputs, install
 from acxoci.install.judge import Context, judge_installed, judge_reference
@@ -25,7 +26,6 @@ from acxoci.install.vpolicy import load_policy
 from acxoci.oci.descriptor import Descriptor
 from acxoci.oci.layout import LayoutStore
 from acxoci.workflow.graph import sign_graph
-from attest.keys import PrivateKey, generate_ed25519
 from tests.harness.cli import acx_json, run_acx
 from tests.unit import test_install_flow as flow
 from tests.unit.test_install_support import (

@@ -23,6 +23,8 @@ from typing import Any
 
 import pytest
 
+from acxoci.attest.bundle import build_dsse_bundle
+from acxoci.attest.keys import PrivateKey, generate_ed25519, generate_p256
 from acxoci.attestation.attach import _push_manifest, attest_artifact, write_attestation
 from acxoci.attestation.content import cartridge_facts
 from acxoci.attestation.formats import build_bundle_referrer, build_legacy_manifest, legacy_layer, legacy_tag
@@ -32,8 +34,6 @@ from acxoci.attestation.verify import VerifyReport, verify_artifact
 from acxoci.oci.descriptor import Descriptor, descriptor_for
 from acxoci.oci.reference import parse_reference
 from acxoci.oci.target import Target, fetch_bytes, fetch_manifest, open_target
-from attest.bundle import build_dsse_bundle
-from attest.keys import PrivateKey, generate_ed25519, generate_p256
 from tests.harness.env import vectors
 from tests.harness.fixtures import REGISTRY_KINDS, start_registry
 from tests.harness.peers import Cosign

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from attest.keys import PrivateKey, generate_ed25519, generate_p256
+from acxoci.attest.keys import PrivateKey, generate_ed25519, generate_p256
 from tests.harness.peers import Cosign
 
 pytestmark = pytest.mark.interop

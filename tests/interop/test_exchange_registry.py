@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from acxoci.attest.keys import generate_ed25519
 from acxoci.exchange.lifecycle import read_lifecycle
 from acxoci.oci.reference import parse_reference
 from acxoci.oci.registry import RegistryTarget
 from acxoci.oci.target import RemoteOptions
-from attest.keys import generate_ed25519
 from tests.harness.cli import acx_json
 from tests.harness.faultproxy import FaultProxy
 from tests.harness.servers import Registry

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 import requests
 
+from acxoci.attest.keys import generate_ed25519
 from acxoci.errors import AcxError
 from acxoci.install.install import install
 from acxoci.install.reverify import verify_item
@@ -27,7 +28,6 @@ from acxoci.oci.layout import LayoutStore
 from acxoci.oci.reference import parse_reference
 from acxoci.oci.registry import RegistryTarget
 from acxoci.oci.target import RemoteOptions
-from attest.keys import generate_ed25519
 from tests.unit.test_install_support import (
     NOW,
     PUBLISHER,

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
+from acxoci.attest.keys import PrivateKey, generate_ed25519
+from acxoci.attest.typed import decode_as
 from acxoci.cartridge.build import build_cartridge
 from acxoci.documents.memory_record import MemoryRecordDoc
 from acxoci.lance import DIM, embed, memory_text
-from attest.keys import PrivateKey, generate_ed25519
-from attest.typed import decode_as
 from tests.harness.cli import acx_json
 from tests.harness.env import REPO
 from tests.unit.test_install_support import PUBLISHER, registry_entry, trusting_policy, write_registry

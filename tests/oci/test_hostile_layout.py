@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
+from acxoci.attest.keys import generate_ed25519
 from acxoci.oci.layout import LayoutStore
-from attest.keys import generate_ed25519
 from tests.harness import hostilelayout as H
 from tests.harness.cli import acx_json
 from tests.unit.test_install_support import (

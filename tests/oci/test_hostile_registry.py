@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
+from acxoci.attest.keys import generate_ed25519
 from acxoci.oci.copy import copy
 from acxoci.oci.layout import LayoutStore
 from acxoci.oci.reference import parse_reference
 from acxoci.oci.registry import RegistryTarget
 from acxoci.oci.settings import RemoteOptions
-from attest.keys import generate_ed25519
 from tests.harness import evilregistry as E
 from tests.harness.cli import acx_json
 from tests.harness.hostilelayout import bounded

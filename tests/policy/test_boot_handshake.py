@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
+from acxoci.attest.keys import PrivateKey, generate_ed25519
 from acxoci.cartridge.build import build_cartridge
 from acxoci.cartridge.sign import resign_file
 from acxoci.policy.harness import default_harness
-from attest.keys import PrivateKey, generate_ed25519
 from tests.harness import env
 from tests.harness.cli import acx_json, run_acx
 from tests.harness.env import REPO

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from acxoci.attest.keys import generate_ed25519
 from acxoci.cartridge.build import build_cartridge
 from acxoci.errors import InvalidInput, TransientError
 from acxoci.policy.mcp_stdio import MAX_SERVER_REQUESTS, query_server, same_id
-from attest.keys import generate_ed25519
 from tests.harness.cli import acx_json
 from tests.harness.env import REPO
 

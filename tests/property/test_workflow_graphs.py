@@ -12,10 +12,10 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from acxoci.attest.keys import generate_ed25519
 from acxoci.workflow.lint import lint
 from acxoci.workflow.sign import sign_workflow
 from acxoci.workflow.verify import verify_workflow
-from attest.keys import generate_ed25519
 
 Doc = dict[str, Any]
 NOW = datetime(2026, 11, 30, tzinfo=UTC)

@@ -14,10 +14,10 @@ import pytest
 import requests
 import yaml
 
+from acxoci.attest.keys import generate_ed25519
 from acxoci.errors import InvalidInput
 from acxoci.release.interpreter import goal_status, run_goal
 from acxoci.release.plan import load_plan, plan_from_json
-from attest.keys import generate_ed25519
 from tests.harness.faultproxy import FaultProxy, Rule
 from tests.harness.servers import Registry
 from tests.release.support import GOAL

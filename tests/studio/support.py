@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from acxoci.attest.keys import PrivateKey, generate_ed25519
 from acxoci.cartridge.build import build_cartridge
 from acxoci.workflow.sign import sign_workflow
-from attest.keys import PrivateKey, generate_ed25519
 from tests.harness.env import REPO
 from tests.unit.exchange_support import make_exchange
 from tests.unit.test_install_support import NOW, PUBLISHER, registry_entry, trusting_policy, write_registry

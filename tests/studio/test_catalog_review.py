@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
+from acxoci.attest.keys import PrivateKey, generate_ed25519
 from acxoci.cartridge.build import build_cartridge
 from acxoci.exchange import index as exchange_index
 from acxoci.workflow.sign import sign_workflow
-from attest.keys import PrivateKey, generate_ed25519
 from tests.harness.cli import acx_json
 from tests.harness.env import REPO
 from tests.unit.test_install_support import (

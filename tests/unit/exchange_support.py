@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from acxoci.attest.keys import PrivateKey
 from acxoci.cartridge.build import build_cartridge
-from attest.keys import PrivateKey
 from tests.harness.env import REPO
 from tests.unit.test_install_support import NOW, PUBLISHER, rom_digest
 

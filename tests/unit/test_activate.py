@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
+from acxoci.attest.keys import PrivateKey, generate_ed25519
 from acxoci.cartridge.build import build_cartridge
 from acxoci.cartridge.reader import open_cartridge
 from acxoci.errors import InvalidInput, Tampered
 from acxoci.install.activate import HOSTS, path_problem, plan_skill_files, read_activation
-from attest.keys import PrivateKey, generate_ed25519
 from tests.harness.cli import acx_json, run_acx
 from tests.harness.env import REPO
 from tests.unit.test_install_flow import World, full_policy, run, world  # noqa: F401 (fixture)

@@ -10,6 +10,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from acxoci.attest import trust
+from acxoci.attest.errors import MalformedError
 from acxoci.cartridge import build, capabilities
 from acxoci.errors import AcxError, UsageError
 from acxoci.exchange import status
@@ -23,8 +25,6 @@ from acxoci.oci.settings import RemoteOptions
 from acxoci.oci.target import resolve_manifest
 from acxoci.workflow import signed
 from acxoci.workflow.conditions import UNDEFINED, resolve
-from attest import trust
-from attest.errors import MalformedError
 from tests.harness.evilregistry import EvilServer, Reply, Request
 
 ARABIC = "٢٠٢٦-١٢-٠١T٠٠:٠٠:٠٠Z"  # Arabic-Indic digits
@@ -118,7 +118,7 @@ def test_a_registry_sending_other_digits_in_headers_gets_a_verdict(odd_length: E
 def test_a_status_list_index_takes_ascii_digits_only(index: str) -> None:
     """`statusListIndex` is a base-10 string of at most 12 ASCII digits: Arabic-Indic digits read
     as 3 here would name a bit other verifiers refuse to find; a superscript crashed int()."""
-    from attest.statuslist import StatusEntry
+    from acxoci.attest.statuslist import StatusEntry
 
     doc = {"id": "https://example.test/status/1#3", "type": "BitstringStatusListEntry",
            "statusPurpose": "revocation", "statusListIndex": index,
@@ -129,7 +129,7 @@ def test_a_status_list_index_takes_ascii_digits_only(index: str) -> None:
 
 
 def test_a_proof_created_time_takes_ascii_digits_only() -> None:
-    from attest.vc import _check_options
+    from acxoci.attest.vc import _check_options
 
     options = {"type": "DataIntegrityProof", "cryptosuite": "eddsa-jcs-2022",
                "verificationMethod": "did:web:example.test#key-1", "proofPurpose": "assertionMethod"}

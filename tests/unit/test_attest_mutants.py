@@ -14,7 +14,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, x25519
 
-from attest.bundle import (
+from acxoci.attest.bundle import (
     BUNDLE_V03,
     KeylessBundle,
     ParsedBundle,
@@ -23,10 +23,16 @@ from attest.bundle import (
     verify_dsse_bundle,
     verify_message_bundle,
 )
-from attest.canonical import loads_strict
-from attest.dsse import sign
-from attest.errors import MalformedError, SignatureError
-from attest.keys import PrivateKey, ed25519_keyid_from_pem, generate_ed25519, generate_p256, load_private_pem
+from acxoci.attest.canonical import loads_strict
+from acxoci.attest.dsse import sign
+from acxoci.attest.errors import MalformedError, SignatureError
+from acxoci.attest.keys import (
+    PrivateKey,
+    ed25519_keyid_from_pem,
+    generate_ed25519,
+    generate_p256,
+    load_private_pem,
+)
 
 FAST_N = 16
 KEY = generate_p256()

@@ -15,7 +15,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import x25519
 
-from attest.cosignkey import (
+from acxoci.attest.cosignkey import (
     WrongPassword,
     _scrypt,
     decrypt_cosign_key,
@@ -23,8 +23,8 @@ from attest.cosignkey import (
     load_signing_key,
     pem_type,
 )
-from attest.errors import MalformedError
-from attest.keys import generate_ed25519, generate_p256
+from acxoci.attest.errors import MalformedError
+from acxoci.attest.keys import generate_ed25519, generate_p256
 from tests.unit.test_attest_mutants import PEM_LABEL, PK, _pkcs8
 
 FAST_N = 16

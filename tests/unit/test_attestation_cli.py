@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from acxoci.attest.cosignkey import encrypt_cosign_key
+from acxoci.attest.keys import generate_ed25519, generate_p256
 from acxoci.cli import main as cli_main
 from acxoci.cli.output import OPTS
 from acxoci.oci.layout import LayoutStore
-from attest.cosignkey import encrypt_cosign_key
-from attest.keys import generate_ed25519, generate_p256
 from tests.unit.test_attestation_support import push_cartridge
 
 

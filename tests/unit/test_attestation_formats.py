@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from acxoci.attest.bundle import BUNDLE_V03
 from acxoci.attestation.formats import (
     COSIGN_SIGNATURE_ANNOTATION,
     DSSE_MEDIA_TYPE,
@@ -28,7 +29,6 @@ from acxoci.attestation.statements import (
 )
 from acxoci.errors import InvalidInput
 from acxoci.oci.descriptor import EMPTY_DIGEST, OCI_MANIFEST, Descriptor, parse_manifest
-from attest.bundle import BUNDLE_V03
 from tests.harness.env import SHARED
 
 SAMPLES = SHARED / "peers-samples"

@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 
+from acxoci.attest.keys import generate_ed25519, generate_p256
+from acxoci.attest.trust import TrustRegistry
 from acxoci.attestation.blob import attest_blob, verify_blob
 from acxoci.attestation.judge import judge
 from acxoci.attestation.signing import TrustedKey, bundle_bytes, envelope_bytes, sign_statement
 from acxoci.attestation.statements import oci_statement
 from acxoci.attestation.verify import AttestationReport, overall
-from attest.keys import generate_ed25519, generate_p256
-from attest.trust import TrustRegistry
 
 NOW = datetime(2026, 11, 30, tzinfo=UTC)
 HEX = "cd" * 32

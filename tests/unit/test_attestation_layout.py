@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from acxoci.attest.keys import PrivateKey, generate_ed25519, generate_p256
 from acxoci.attestation.attach import _push_manifest, attest_artifact, write_attestation
 from acxoci.attestation.content import cartridge_facts
 from acxoci.attestation.formats import build_legacy_manifest, legacy_layer, legacy_layers, legacy_tag
@@ -25,7 +26,6 @@ from acxoci.attestation.verify import verify_artifact
 from acxoci.oci.descriptor import Descriptor, descriptor_for
 from acxoci.oci.layout import LayoutStore
 from acxoci.oci.target import fetch_bytes, fetch_manifest
-from attest.keys import PrivateKey, generate_ed25519, generate_p256
 from tests.unit.test_attestation_support import push_cartridge, push_workflow
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)

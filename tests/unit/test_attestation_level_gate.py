@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from acxoci.artifact import push_path
+from acxoci.attest.keys import generate_ed25519
 from acxoci.cartridge.build import build_cartridge
 from acxoci.cli.output import OPTS
 from acxoci.oci.target import open_target
-from attest.keys import generate_ed25519
 from tests.harness.cli import acx_json as acx
 
 ISSUER = "did:web:verifier.example"

@@ -7,6 +7,7 @@ import io
 import json
 from pathlib import Path
 
+from acxoci.attest.canonical import sha256_digest
 from acxoci.oci.descriptor import (
     EMPTY_DATA,
     EMPTY_JSON,
@@ -16,7 +17,6 @@ from acxoci.oci.descriptor import (
     manifest_bytes,
 )
 from acxoci.oci.target import Target, fetch_manifest
-from attest.canonical import sha256_digest
 
 CARTRIDGE_ARTIFACT = "application/vnd.acx.cartridge.v1"
 CARTRIDGE_LAYER = "application/vnd.acx.cartridge.layer.v1+sqlite"

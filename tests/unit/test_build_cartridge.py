@@ -14,13 +14,13 @@ from pathlib import Path
 import pytest
 from cryptography.hazmat.primitives import serialization
 
+from acxoci.attest.keys import PrivateKey, generate_ed25519
+from acxoci.attest.trust import TrustRegistry
 from acxoci.cartridge.build import build_cartridge, cartridge_id
 from acxoci.cartridge.memory import artifact_fingerprint, partition
 from acxoci.cartridge.sign import resign_file
 from acxoci.cartridge.verify import verify_cartridge
 from acxoci.errors import InvalidInput, RefusedByPolicy, Tampered
-from attest.keys import PrivateKey, generate_ed25519
-from attest.trust import TrustRegistry
 from tests.harness.env import REPO
 
 EXAMPLE = REPO / "examples" / "agent-package"
@@ -258,7 +258,7 @@ def test_resign_after_library_edit(key: PrivateKey, tmp_path: Path) -> None:
 
 
 def test_p256_key_and_missing_output_dir_are_refused(tmp_path: Path) -> None:
-    from attest.keys import generate_p256
+    from acxoci.attest.keys import generate_p256
 
     with pytest.raises(InvalidInput, match="Ed25519"):
         build_cartridge(

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from acxoci.attest.keys import generate_ed25519
 from acxoci.cartridge.build import build_cartridge
 from acxoci.cartridge.capabilities import capability_id, capability_issues, make_capability, purl
 from acxoci.cartridge.memory import partition, record_issues
 from acxoci.cartridge.package import read_package
 from acxoci.cartridge.skills import load_skill
 from acxoci.errors import InvalidInput
-from attest.keys import generate_ed25519
 from tests.harness.env import REPO
 
 EXAMPLE = REPO / "examples" / "agent-package"

@@ -9,16 +9,16 @@ from typing import Any
 
 import pytest
 
-from attest.bundle import (
+from acxoci.attest.bundle import (
     BUNDLE_V03,
     KeylessBundle,
     build_dsse_bundle,
     parse_bundle,
     verify_dsse_bundle,
 )
-from attest.dsse import sign
-from attest.errors import MalformedError, SignatureError
-from attest.keys import generate_ed25519, generate_p256, load_public_pem
+from acxoci.attest.dsse import sign
+from acxoci.attest.errors import MalformedError, SignatureError
+from acxoci.attest.keys import generate_ed25519, generate_p256, load_public_pem
 from tests.harness.env import SHARED
 
 SAMPLES = SHARED / "peers-samples"

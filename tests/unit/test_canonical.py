@@ -10,8 +10,8 @@ import rfc8785
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attest.canonical import fast_path_ok, jcs, loads_strict
-from attest.errors import MalformedError
+from acxoci.attest.canonical import fast_path_ok, jcs, loads_strict
+from acxoci.attest.errors import MalformedError
 
 _json = st.recursive(
     st.none()
@@ -107,7 +107,7 @@ def test_loads_strict_accepts_the_edges() -> None:
 
 
 def test_no_json_loads_outside_canonical() -> None:
-    """One strict JSON entry point: nothing in acxoci/ or attest/ calls json.load(s) directly."""
+    """One strict JSON entry point: nothing in acxoci/ calls json.load(s) directly."""
     import re
     from pathlib import Path
 
@@ -115,8 +115,7 @@ def test_no_json_loads_outside_canonical() -> None:
     pattern = re.compile(r"\bjson\.loads?\(|\bfrom json import\b|\bimport json as\b|\b_json\.loads?\(")
     offenders = [
         f"{p.relative_to(root)}:{n}"
-        for top in ("acxoci", "attest")
-        for p in sorted((root / top).rglob("*.py"))
+        for p in sorted((root / "acxoci").rglob("*.py"))
         if p.name != "canonical.py" or p.parent.name != "attest"
         for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
         if pattern.search(line)

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from attest.canonical import jcs, loads_strict
-from attest.errors import MalformedError
+from acxoci.attest.canonical import jcs, loads_strict
+from acxoci.attest.errors import MalformedError
 
 
 @pytest.mark.parametrize(
@@ -67,7 +67,7 @@ def test_text_input_is_parsed_like_bytes() -> None:
 
 
 def test_digest_helpers() -> None:
-    from attest.canonical import jcs_digest, sha256_digest, sha256_hex
+    from acxoci.attest.canonical import jcs_digest, sha256_digest, sha256_hex
 
     empty = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
     assert sha256_hex(b"") == empty and sha256_digest(b"") == "sha256:" + empty

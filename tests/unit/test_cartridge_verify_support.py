@@ -10,10 +10,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from attest.b64 import b64decode_lenient
-from attest.canonical import jcs
-from attest.dsse import sign
-from attest.keys import PrivateKey, generate_ed25519
+from acxoci.attest.b64 import b64decode_lenient
+from acxoci.attest.canonical import jcs
+from acxoci.attest.dsse import sign
+from acxoci.attest.keys import PrivateKey, generate_ed25519
 
 NOW = datetime(2026, 11, 30, tzinfo=UTC)
 SAMPLE = "sample/sample.acx"

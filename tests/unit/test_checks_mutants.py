@@ -118,9 +118,9 @@ def test_a_compromised_key_is_a_revoked_key_not_an_unknown_one() -> None:
 
 def test_the_claimed_publishers_own_entry_for_a_shared_key_decides() -> None:
     """A key listed under two policy publishers is judged by the entry of the publisher it claims."""
+    from acxoci.attest.keys import generate_ed25519
+    from acxoci.attest.trust import TrustRegistry, make_key_entry
     from acxoci.install.vpolicy import TrustedPublisher
-    from attest.keys import generate_ed25519
-    from attest.trust import TrustRegistry, make_key_entry
 
     pub = generate_ed25519().public()
 
@@ -328,9 +328,9 @@ def test_version_results_are_exact() -> None:
 
 
 def test_run_checks_judges_trust_at_the_time_it_is_given() -> None:
+    from acxoci.attest.keys import generate_ed25519
+    from acxoci.attest.trust import TrustRegistry, make_key_entry
     from acxoci.install.vpolicy import TrustedPublisher
-    from attest.keys import generate_ed25519
-    from attest.trust import TrustRegistry, make_key_entry
 
     then = datetime(2020, 6, 1, tzinfo=UTC)  # a key valid only around then, long expired today
     pub = generate_ed25519().public()

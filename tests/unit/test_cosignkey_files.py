@@ -8,15 +8,15 @@ import json
 
 import pytest
 
-from attest.cosignkey import (
+from acxoci.attest.cosignkey import (
     WrongPassword,
     decrypt_cosign_key,
     encrypt_cosign_key,
     is_cosign_key,
     load_signing_key,
 )
-from attest.errors import MalformedError
-from attest.keys import generate_ed25519, generate_p256
+from acxoci.attest.errors import MalformedError
+from acxoci.attest.keys import generate_ed25519, generate_p256
 
 FAST_N = 1024  # keeps the unit suite fast; cosign writes N=65536 (covered by the interop tests)
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from attest import dsse
-from attest.errors import MalformedError, SignatureError
-from attest.keys import PrivateKey, generate_ed25519
+from acxoci.attest import dsse
+from acxoci.attest.errors import MalformedError, SignatureError
+from acxoci.attest.keys import PrivateKey, generate_ed25519
 
 KEY = generate_ed25519()
 OTHER = generate_ed25519()

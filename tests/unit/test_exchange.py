@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from acxoci.attest.keys import generate_ed25519
 from acxoci.errors import InvalidInput
 from acxoci.exchange import graphs as G
 from acxoci.exchange import walk as W
@@ -23,7 +24,6 @@ from acxoci.exchange.lifecycle import read_lifecycle
 from acxoci.exchange.order import locale_key, semver_cmp
 from acxoci.exchange.status import decide, ledger_issues, parse_ledger
 from acxoci.oci.layout import LayoutStore
-from attest.keys import generate_ed25519
 from tests.harness.cli import acx_json
 from tests.unit.exchange_support import REF_CARTRIDGES, Exchange, make_exchange
 from tests.unit.test_install_support import (

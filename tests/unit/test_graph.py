@@ -15,6 +15,10 @@ from typing import Any
 
 import pytest
 
+from acxoci.attest.b64 import b64decode_lenient
+from acxoci.attest.canonical import jcs
+from acxoci.attest.dsse import sign as dsse_sign
+from acxoci.attest.keys import generate_ed25519
 from acxoci.errors import RefusedByPolicy
 from acxoci.workflow.graph import (
     GRAPH_PREDICATE_TYPE,
@@ -24,10 +28,6 @@ from acxoci.workflow.graph import (
     verify_graph,
 )
 from acxoci.workflow.verify import verify_workflow
-from attest.b64 import b64decode_lenient
-from attest.canonical import jcs
-from attest.dsse import sign as dsse_sign
-from attest.keys import generate_ed25519
 from tests.harness.cli import run_acx
 
 NOW = datetime(2026, 11, 30, 12, tzinfo=UTC)

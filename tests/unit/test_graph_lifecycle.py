@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from acxoci.attest.keys import generate_ed25519
 from acxoci.install.install import install
 from acxoci.install.store import Store
 from acxoci.install.vpolicy import load_policy
 from acxoci.workflow.graph import sign_graph
-from attest.keys import generate_ed25519
 from tests.harness.cli import run_acx
 from tests.unit.test_install_support import registry_entry, trusting_policy, write_registry
 

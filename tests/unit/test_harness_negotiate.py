@@ -13,6 +13,7 @@ from typing import Any
 import jsonschema
 import pytest
 
+from acxoci.attest.keys import generate_ed25519
 from acxoci.cartridge.build import build_cartridge
 from acxoci.policy._schema import load_schema
 from acxoci.policy.harness import (
@@ -24,7 +25,6 @@ from acxoci.policy.harness import (
     preflight,
     schema_accepts,
 )
-from attest.keys import generate_ed25519
 from tests.harness.cli import run_acx
 from tests.harness.env import REPO
 
@@ -147,8 +147,8 @@ def test_network_and_write_grants() -> None:
 
 
 def test_schema_accepts_checks_required_properties_and_types() -> None:
+    from acxoci.attest.typed import decode_as
     from acxoci.documents.harness import HarnessDocToolInputSchema as Schema
-    from attest.typed import decode_as
 
     def s(doc: dict[str, object]) -> Schema:
         return decode_as(doc, Schema, document="inputSchema")

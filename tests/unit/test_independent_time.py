@@ -21,13 +21,13 @@ from typing import Any
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from acxoci.attest.keys import generate_ed25519
+from acxoci.attest.trustdecision import R_AFTER, R_REVOKED_AFTER, R_SELF_ASSERTED, R_TRUSTED_TIMESTAMPED
 from acxoci.attestation.content import cartridge_facts
 from acxoci.attestation.statements import CARTRIDGE_PREDICATE_TYPE, oci_statement
 from acxoci.install.install import install
 from acxoci.install.store import Store
 from acxoci.install.vpolicy import load_policy
-from attest.keys import generate_ed25519
-from attest.trustdecision import R_AFTER, R_REVOKED_AFTER, R_SELF_ASSERTED, R_TRUSTED_TIMESTAMPED
 from tests.harness.cli import acx_json
 from tests.harness.sigstore_pki import FakeSigstore
 from tests.unit.test_install_support import (

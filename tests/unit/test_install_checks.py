@@ -38,8 +38,8 @@ def sig(**kw: Any) -> C.SignatureEvidence:
 
 
 def trusted_policy(**kw: Any) -> VerificationPolicy:
+    from acxoci.attest.trust import TrustRegistry
     from acxoci.install.vpolicy import TrustedPublisher
-    from attest.trust import TrustRegistry
 
     return pol(publishers=(TrustedPublisher(PUBLISHER, TrustRegistry(keys=())),), **kw)
 
@@ -106,9 +106,9 @@ def test_signature_without_key_is_not_a_pass() -> None:
 
 def _keyed_policy(key_publisher: str = PUBLISHER, **entry_over: Any) -> tuple[VerificationPolicy, str]:
     """A policy trusting PUBLISHER through a registry holding one key (for `key_publisher`)."""
+    from acxoci.attest.keys import generate_ed25519
+    from acxoci.attest.trust import TrustRegistry, make_key_entry
     from acxoci.install.vpolicy import TrustedPublisher
-    from attest.keys import generate_ed25519
-    from attest.trust import TrustRegistry, make_key_entry
 
     pub = generate_ed25519().public()
     e = make_key_entry(pub, publisher_id=key_publisher, not_before=NOW - timedelta(days=300),
@@ -327,9 +327,9 @@ def test_relied_credential_prefers_one_that_passes() -> None:
 
 def _proof_policy(verified_at: datetime) -> tuple[VerificationPolicy, str]:
     """A policy trusting PUBLISHER through one key whose namespace proof was made at `verified_at`."""
+    from acxoci.attest.keys import generate_ed25519
+    from acxoci.attest.trust import TrustRegistry, make_key_entry
     from acxoci.install.vpolicy import TrustedPublisher
-    from attest.keys import generate_ed25519
-    from attest.trust import TrustRegistry, make_key_entry
 
     pub = generate_ed25519().public()
     e = make_key_entry(pub, publisher_id=PUBLISHER, not_before=NOW - timedelta(days=300),

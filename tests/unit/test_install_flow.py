@@ -14,6 +14,7 @@ from typing import Any
 import jsonschema
 import pytest
 
+from acxoci.attest.keys import PrivateKey, generate_ed25519
 from acxoci.errors import NotFound
 from acxoci.install.install import HostInputs, InstallOutcome, install
 from acxoci.install.reverify import verify_item
@@ -21,7 +22,6 @@ from acxoci.install.store import Store
 from acxoci.install.vpolicy import load_policy
 from acxoci.oci.descriptor import Descriptor
 from acxoci.policy.limits import ResourceLimits
-from attest.keys import PrivateKey, generate_ed25519
 from tests.harness.env import REPO
 from tests.unit.test_install_support import (
     NOW,

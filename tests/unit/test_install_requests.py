@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from acxoci.attest.keys import generate_ed25519
 from acxoci.errors import Tampered
 from acxoci.install.install import install
 from acxoci.install.store import Store
@@ -29,7 +30,6 @@ from acxoci.oci.reference import fallback_tag, parse_reference
 from acxoci.oci.registry import RegistryTarget
 from acxoci.oci.settings import RemoteOptions
 from acxoci.oci.target import ReadView, resolve_manifest
-from attest.keys import generate_ed25519
 from tests.harness.cli import acx_json
 from tests.harness.evilregistry import EvilServer, Reply, Request
 from tests.harness.memregistry import MemRegistry

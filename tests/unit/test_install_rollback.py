@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from acxoci.attest.keys import PrivateKey, generate_ed25519
 from acxoci.errors import RefusedByPolicy
 from acxoci.install.install import InstallOutcome, install
 from acxoci.install.store import Store
 from acxoci.install.vpolicy import load_policy
-from attest.keys import PrivateKey, generate_ed25519
 from tests.unit.test_install_support import (
     NOW,
     PUBLISHER,

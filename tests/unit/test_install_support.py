@@ -17,10 +17,10 @@ from typing import Any
 
 import yaml
 
+from acxoci.attest.keys import PrivateKey, generate_ed25519
 from acxoci.oci.descriptor import Descriptor
 from acxoci.oci.layout import LayoutStore
 from acxoci.oci.target import push_bytes
-from attest.keys import PrivateKey, generate_ed25519
 
 NOW = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
 PUBLISHER = "io.github.example-acx"
@@ -255,13 +255,13 @@ def issue_level(
 ) -> Level:
     """Run a real (non-demo) benchmark on `acx` with a measuring solver, and issue a credential with
     a status list entry (index 3). `demo=True`: the demo suite and the demo solver instead."""
+    from acxoci.attest.statuslist import StatusEntry
     from acxoci.level.benchmark import demo_suite
     from acxoci.level.credential import issue_credential
     from acxoci.level.issuers import did_web_publisher
     from acxoci.level.run import run_level
     from acxoci.level.solver import ReferenceSolver
     from acxoci.level.status import create_status_list
-    from attest.statuslist import StatusEntry
 
     issuer_key = generate_ed25519()
     reg = write_registry(tmp / "issuers.json", [registry_entry(issuer_key, did_web_publisher(ISSUER))])

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
+from acxoci.attest.keys import PrivateKey, generate_ed25519
 from acxoci.install.install import install
 from acxoci.install.store import Store
 from acxoci.install.vpolicy import load_policy
-from attest.keys import PrivateKey, generate_ed25519
 from tests.unit.test_install_support import (
     NOW,
     PUBLISHER,

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from attest.canonical import jcs
-from attest.errors import MalformedError
-from attest.intoto import STATEMENT_V01, STATEMENT_V1, Statement, Subject
+from acxoci.attest.canonical import jcs
+from acxoci.attest.errors import MalformedError
+from acxoci.attest.intoto import STATEMENT_V01, STATEMENT_V1, Statement, Subject
 
 DIGEST = {"sha256": "ab" * 32}
 

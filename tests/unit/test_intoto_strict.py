@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from attest.canonical import jcs
-from attest.errors import MalformedError
-from attest.intoto import STATEMENT_V01, STATEMENT_V1, Statement
+from acxoci.attest.canonical import jcs
+from acxoci.attest.errors import MalformedError
+from acxoci.attest.intoto import STATEMENT_V01, STATEMENT_V1, Statement
 
 DIGEST = {"sha256": "ab" * 32}
 

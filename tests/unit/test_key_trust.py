@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from acxoci.attest.errors import MalformedError
+from acxoci.attest.keys import generate_ed25519, generate_p256
+from acxoci.attest.trust import add_key_entry, make_key_entry, parse_rfc3339
 from acxoci.cartridge.trust_file import load_trust_registry
-from attest.errors import MalformedError
-from attest.keys import generate_ed25519, generate_p256
-from attest.trust import add_key_entry, make_key_entry, parse_rfc3339
 from tests.harness.cli import CliResult, run_acx
 from tests.harness.env import REPO
 

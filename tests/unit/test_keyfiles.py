@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
+from acxoci.attest.cosignkey import encrypt_cosign_key
+from acxoci.attest.keys import generate_ed25519, generate_p256
 from acxoci.errors import AuthError, InvalidInput, NotFound, UsageError
 from acxoci.fsutil import read_bytes
 from acxoci.keyfiles import load_key, password_from_env, readable_by_others
-from attest.cosignkey import encrypt_cosign_key
-from attest.keys import generate_ed25519, generate_p256
 
 
 def test_password_sources_in_order(monkeypatch: pytest.MonkeyPatch) -> None:

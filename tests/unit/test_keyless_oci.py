@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from acxoci.attest.keys import generate_ed25519
 from acxoci.attestation.content import cartridge_facts
 from acxoci.attestation.formats import (
     DSSE_MEDIA_TYPE,
@@ -36,7 +37,6 @@ from acxoci.install.store import Store
 from acxoci.install.vpolicy import load_policy
 from acxoci.oci.descriptor import OCI_MANIFEST, Descriptor
 from acxoci.oci.layout import LayoutStore
-from attest.keys import generate_ed25519
 from tests.harness.cli import acx_json
 from tests.harness.env import SHARED, missing
 from tests.harness.sigstore_pki import GITHUB_ISSUER, FakeSigstore

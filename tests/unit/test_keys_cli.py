@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from acxoci.attest.keys import load_private_pem, load_public_pem
 from acxoci.errors import AuthError
-from attest.keys import load_private_pem, load_public_pem
 from tests.harness.cli import run_acx
 from tests.harness.env import REPO
 

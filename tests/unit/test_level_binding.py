@@ -12,6 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from acxoci.attest.keys import PrivateKey, generate_ed25519
+from acxoci.attest.statuslist import StatusEntry
+from acxoci.attest.trust import TrustRegistry
 from acxoci.cartridge.build import build_cartridge
 from acxoci.cartridge.constants import META_CARTRIDGE_ID
 from acxoci.cartridge.reader import open_cartridge
@@ -24,9 +27,6 @@ from acxoci.level.credential import REASON_MISMATCH, issue_credential, verify_cr
 from acxoci.level.issuers import IssuerRegistry
 from acxoci.level.run import run_level
 from acxoci.level.solver import ReferenceSolver
-from attest.keys import PrivateKey, generate_ed25519
-from attest.statuslist import StatusEntry
-from attest.trust import TrustRegistry
 from tests.harness.trustdocs import registry_doc
 
 T0 = datetime(2026, 8, 1, tzinfo=UTC)

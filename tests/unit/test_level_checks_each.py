@@ -15,6 +15,9 @@ from typing import Any
 
 import pytest
 
+from acxoci.attest import vc
+from acxoci.attest.keys import PrivateKey, PublicKey, generate_ed25519
+from acxoci.attest.statuslist import StatusEntry
 from acxoci.install import checks as C
 from acxoci.install.vpolicy import VerificationPolicy
 from acxoci.level import status as st
@@ -24,9 +27,6 @@ from acxoci.level.issuers import IssuerRegistry
 from acxoci.level.run import run_level
 from acxoci.level.solver import ReferenceSolver
 from acxoci.oci.errors import LimitExceeded
-from attest import vc
-from attest.keys import PrivateKey, PublicKey, generate_ed25519
-from attest.statuslist import StatusEntry
 from tests.unit.test_level_credential import ADA, ISSUER, LIST_ID, REX, T0, World, registry_doc
 from tests.unit.test_level_status_https import _self_signed
 
@@ -218,7 +218,7 @@ def test_status_list_past_valid_until_is_stale(world: World) -> None:
 def test_status_list_valid_from_in_the_future_is_stale(world: World) -> None:
     """validFrom 5 h ahead while the proof is dated now: only the freshness check stops it (a proof
     dated ahead of now is refused by the issuer-key check, the trust table's `future` window)."""
-    from attest import statuslist
+    from acxoci.attest import statuslist
 
     doc = statuslist.status_list_credential(
         list_id=LIST_ID, issuer=ISSUER, encoded_list=statuslist.encode_list(statuslist.new_bitstring(
@@ -391,7 +391,7 @@ def test_credential_without_status_cannot_be_relied_on(world: World) -> None:
 
 
 def test_status_entry_needs_a_purpose() -> None:
-    from attest.errors import MalformedError
+    from acxoci.attest.errors import MalformedError
 
     good = {"type": "BitstringStatusListEntry", "statusPurpose": "revocation", "statusListIndex": "4",
             "statusListCredential": LIST_ID}
@@ -414,7 +414,7 @@ def test_status_list_must_be_a_bitstring_status_list_credential(world: World) ->
 def test_proof_context_must_prefix_the_document_context(world: World) -> None:
     """A proof that carries its own @context binds the document's: a document whose @context was
     swapped (the proof's is no longer its prefix) is refused, though the hash would match."""
-    from attest.errors import SignatureError
+    from acxoci.attest.errors import SignatureError
 
     doc = {"@context": ["https://www.w3.org/ns/credentials/v2"], "type": ["VerifiableCredential"],
            "issuer": ISSUER, "credentialSubject": {"id": "urn:x"}}

@@ -10,6 +10,11 @@ from typing import Any
 
 import pytest
 
+from acxoci.attest import dsse, statuslist
+from acxoci.attest.canonical import jcs, sha256_hex
+from acxoci.attest.keys import PrivateKey, PublicKey, generate_ed25519, load_public_pem
+from acxoci.attest.statuslist import StatusEntry
+from acxoci.attest.vc import sign as vc_sign
 from acxoci.errors import InvalidInput, RefusedByPolicy, UsageError
 from acxoci.level import status as st
 from acxoci.level.benchmark import demo_suite
@@ -17,11 +22,6 @@ from acxoci.level.credential import REASON_MISMATCH, LevelVerdict, issue_credent
 from acxoci.level.issuers import IssuerRegistry, did_web_publisher
 from acxoci.level.run import TRAJECTORY_PREDICATE, RunResult, run_level
 from acxoci.level.solver import ReferenceSolver
-from attest import dsse, statuslist
-from attest.canonical import jcs, sha256_hex
-from attest.keys import PrivateKey, PublicKey, generate_ed25519, load_public_pem
-from attest.statuslist import StatusEntry
-from attest.vc import sign as vc_sign
 
 T0 = datetime(2026, 8, 1, 12, 0, tzinfo=UTC)
 ADA = "sha256:318b930a1942eb9d3e8088906c6b32f91def9e156d4cbb3a178e676d4e28aaca"

@@ -20,6 +20,12 @@ from typing import Any, ClassVar
 
 import pytest
 
+from acxoci.attest import dsse, statuslist
+from acxoci.attest.canonical import jcs, sha256_digest
+from acxoci.attest.errors import MalformedError
+from acxoci.attest.keys import PrivateKey, generate_ed25519
+from acxoci.attest.statuslist import StatusEntry
+from acxoci.attest.vc import sign as vc_sign
 from acxoci.errors import (
     AcxError,
     InvalidInput,
@@ -36,12 +42,6 @@ from acxoci.level.issuers import IssuerRegistry
 from acxoci.level.oci import publish_status_list
 from acxoci.level.run import RunResult, digest_multibase, run_level
 from acxoci.level.solver import ReferenceSolver
-from attest import dsse, statuslist
-from attest.canonical import jcs, sha256_digest
-from attest.errors import MalformedError
-from attest.keys import PrivateKey, generate_ed25519
-from attest.statuslist import StatusEntry
-from attest.vc import sign as vc_sign
 from tests.unit.test_level_credential import (
     ADA,
     ISSUER,

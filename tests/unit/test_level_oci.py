@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 
 from acxoci.artifact import build, gather, push_file
+from acxoci.attest.keys import generate_ed25519
 from acxoci.cli import main as cli_main
 from acxoci.cli.output import OPTS
 from acxoci.level import oci as level_oci
 from acxoci.oci.target import open_target
-from attest.keys import generate_ed25519
 from tests.harness.peers import Cosign
 from tests.harness.servers import Registry
 from tests.harness.trustdocs import make_level_verifier

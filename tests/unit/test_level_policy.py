@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 
+from acxoci.attest.keys import PrivateKey, generate_ed25519
+from acxoci.attest.statuslist import StatusEntry
 from acxoci.errors import UsageError
 from acxoci.level import policy
 from acxoci.level import status as st
@@ -17,8 +19,6 @@ from acxoci.level.credential import issue_credential
 from acxoci.level.issuers import IssuerRegistry
 from acxoci.level.run import run_level
 from acxoci.level.solver import ReferenceSolver
-from attest.keys import PrivateKey, generate_ed25519
-from attest.statuslist import StatusEntry
 from tests.harness.trustdocs import registry_doc
 
 T0 = datetime(2026, 8, 1, tzinfo=UTC)

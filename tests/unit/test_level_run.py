@@ -10,6 +10,10 @@ from typing import Any
 
 import pytest
 
+from acxoci.attest.canonical import jcs, sha256_digest
+from acxoci.attest.dsse import Envelope
+from acxoci.attest.intoto import Statement
+from acxoci.attest.keys import generate_ed25519
 from acxoci.errors import InvalidInput, TransientError, UsageError
 from acxoci.level.benchmark import demo_suite
 from acxoci.level.run import TRAJECTORY_PREDICATE, run_level
@@ -20,10 +24,6 @@ from acxoci.level.solver import (
     load_solver,
     trajectory_of,
 )
-from attest.canonical import jcs, sha256_digest
-from attest.dsse import Envelope
-from attest.intoto import Statement
-from attest.keys import generate_ed25519
 
 ROM_EXAMPLE = "sha256:f479be021b8ea2e55cc6e3e33b95df9d151196548dfc854dedbe578be7120642"
 

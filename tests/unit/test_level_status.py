@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from acxoci.attest import statuslist, vc
+from acxoci.attest.keys import PrivateKey, generate_ed25519
 from acxoci.errors import InvalidInput, NotFound, VerificationFailed
 from acxoci.level import status as st
 from acxoci.level.issuers import IssuerRegistry
-from attest import statuslist, vc
-from attest.keys import PrivateKey, generate_ed25519
 from tests.unit.test_level_credential import registry_doc
 
 T0 = datetime(2026, 8, 1, 12, 0, tzinfo=UTC)

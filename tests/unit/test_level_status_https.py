@@ -18,10 +18,10 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
+from acxoci.attest.keys import generate_ed25519
+from acxoci.attest.statuslist import StatusEntry
 from acxoci.level import status as st
 from acxoci.level.issuers import IssuerRegistry
-from attest.keys import generate_ed25519
-from attest.statuslist import StatusEntry
 from tests.harness.trustdocs import registry_doc
 
 T0 = datetime(2026, 8, 1, 12, 0, tzinfo=UTC)

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from acxoci.attest.keys import generate_ed25519
 from acxoci.level import trueskill as ts
 from acxoci.level.benchmark import demo_suite
 from acxoci.level.binding import bind_cartridge
 from acxoci.level.run import draw_order, run_level
 from acxoci.level.solver import ReferenceSolver
-from attest.keys import generate_ed25519
 
 NOW = datetime(2026, 8, 1, tzinfo=UTC)
 

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
+from acxoci.attest.keys import generate_ed25519
 from acxoci.oci.layout import LayoutStore
 from acxoci.oci.target import push_bytes
 from acxoci.workflow.graph import sign_graph
-from attest.keys import generate_ed25519
 from tests.harness.cli import run_acx
 
 NOW = datetime(2026, 11, 30, 12, tzinfo=UTC)

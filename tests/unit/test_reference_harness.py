@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from acxoci.attest.keys import generate_ed25519
 from acxoci.cartridge.build import build_cartridge
 from acxoci.cartridge.sign import resign_file
 from acxoci.cartridge.spec import check_spec
@@ -21,7 +22,6 @@ from acxoci.install.store import Store
 from acxoci.install.vpolicy import load_policy
 from acxoci.policy.files import load_document
 from acxoci.policy.harness import ROM_PATH, negotiate, parse_harness, parse_host
-from attest.keys import generate_ed25519
 from tests.harness.cli import run_acx
 from tests.harness.env import REPO
 from tests.unit.test_install_support import NOW, push_cartridge, write_policy, write_registry

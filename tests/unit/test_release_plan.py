@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
+from acxoci.attest.typed import decode_as
 from acxoci.errors import AuthError, InvalidInput
 from acxoci.release.effects import Effect, check_graph, plan_effects
 from acxoci.release.plan import KeyRef, load_plan
-from attest.typed import decode_as
 from tests.unit.test_release_support import acx, make_world
 
 

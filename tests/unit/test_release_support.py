@@ -17,8 +17,8 @@ from typing import Any
 
 import yaml
 
+from acxoci.attest.keys import PrivateKey, generate_ed25519
 from acxoci.release import interpreter
-from attest.keys import PrivateKey, generate_ed25519
 from tests.harness.env import REPO
 from tests.harness.killer import Killer
 

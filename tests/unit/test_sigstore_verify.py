@@ -14,14 +14,14 @@ from typing import Any
 
 import pytest
 
+from acxoci.attest.keys import generate_p256
+from acxoci.attest.typed import decode_as
 from acxoci.attestation.identity import IdentityRule, rule_from_flags
 from acxoci.attestation.keyless_policy import policy_sigstore
 from acxoci.attestation.sigstore_verify import shipped_root_bytes
 from acxoci.documents.verification_policy import VerificationPolicyDoc
 from acxoci.errors import InvalidInput, UsageError
 from acxoci.install.vpolicy import policy_from_json
-from attest.keys import generate_p256
-from attest.typed import decode_as
 from tests.harness.cli import acx_json
 from tests.harness.env import SHARED, missing
 from tests.harness.sigstore_pki import GITHUB_ISSUER, FakeSigstore

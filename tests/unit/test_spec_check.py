@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from acxoci.attest.keys import generate_ed25519
 from acxoci.cartridge.build import build_cartridge
 from acxoci.cartridge.spec import check_spec
-from attest.keys import generate_ed25519
 from tests.harness.cli import run_acx
 from tests.harness.env import REPO
 

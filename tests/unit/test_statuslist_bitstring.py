@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attest import statuslist
-from attest.errors import MalformedError
+from acxoci.attest import statuslist
+from acxoci.attest.errors import MalformedError
 
 
 def _gz(data: bytes) -> bytes:

@@ -13,6 +13,10 @@ from typing import Any
 
 import pytest
 
+from acxoci.attest.keys import PrivateKey, generate_ed25519
+from acxoci.attest.statuslist import StatusEntry
+from acxoci.attest.trust import TrustRegistry, format_rfc3339
+from acxoci.attest.trustdecision import COMMANDS, Command, Minimum, decide, signer_facts, standing
 from acxoci.attestation.attach import attest_artifact
 from acxoci.level import status as st
 from acxoci.level.benchmark import demo_suite
@@ -20,10 +24,6 @@ from acxoci.level.credential import issue_credential
 from acxoci.level.run import run_level
 from acxoci.level.solver import ReferenceSolver
 from acxoci.oci.layout import LayoutStore
-from attest.keys import PrivateKey, generate_ed25519
-from attest.statuslist import StatusEntry
-from attest.trust import TrustRegistry, format_rfc3339
-from attest.trustdecision import COMMANDS, Command, Minimum, decide, signer_facts, standing
 from tests.harness.cli import acx_json
 from tests.harness.env import REPO
 from tests.unit.test_install_support import (
@@ -262,9 +262,9 @@ def test_row_through_release(row: dict[str, str], minimum: str, tmp_path: Path, 
     """`acx release`: the input precheck and the acceptance read-back are install's trust check."""
     import yaml
 
+    from acxoci.attest.keys import load_public_pem
     from acxoci.release.interpreter import run_goal
     from acxoci.release.plan import load_plan
-    from attest.keys import load_public_pem
     from tests.unit.test_release_support import make_world
 
     layout = tmp_path / "layout"

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
+from acxoci.attest.keys import PrivateKey, generate_ed25519
+from acxoci.attest.trust import format_rfc3339
 from acxoci.attestation.attach import attest_artifact
 from acxoci.oci.layout import LayoutStore
-from attest.keys import PrivateKey, generate_ed25519
-from attest.trust import format_rfc3339
 from tests.harness.cli import acx_json, run_acx
 from tests.unit.test_install_support import (
     PUBLISHER,
@@ -280,7 +280,7 @@ def test_registry_identifiers_with_a_trailing_newline_are_refused(field: str, tm
                                                                   vectors_dir: Path) -> None:
     """`$` let "com.example.team\n" pass as a publisher id (with the matching dns-txt record) and
     "ed25519:<hex>\n" as a keyid."""
-    from attest.trust import expected_txt_record
+    from acxoci.attest.trust import expected_txt_record
 
     pub = "com.example.team"
     entry = registry_entry(generate_ed25519(), pub)

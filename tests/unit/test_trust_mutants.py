@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from attest.errors import MalformedError
-from attest.keys import PublicKey, generate_ed25519, generate_p256, load_public_pem
-from attest.trust import (
+from acxoci.attest.errors import MalformedError
+from acxoci.attest.keys import PublicKey, generate_ed25519, generate_p256, load_public_pem
+from acxoci.attest.trust import (
     NamespaceProof,
     SignerJudgement,
     TrustKey,
@@ -29,7 +29,7 @@ from attest.trust import (
     parse_rfc3339,
     publisher_root,
 )
-from attest.trustdecision import R_COMPROMISED, R_FOREIGN, R_REVOKED, R_SELF_ASSERTED, R_UNKNOWN
+from acxoci.attest.trustdecision import R_COMPROMISED, R_FOREIGN, R_REVOKED, R_SELF_ASSERTED, R_UNKNOWN
 
 NOW = datetime(2026, 11, 30, tzinfo=UTC)
 GH = "io.github.example-acx"

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
+from acxoci.attest.errors import MalformedError
+from acxoci.attest.keys import generate_ed25519, generate_p256
+from acxoci.attest.trust import TrustRegistry, expected_txt_record, judge_signer, parse_rfc3339
 from acxoci.cartridge.trust_file import load_trust_registry
 from acxoci.errors import InvalidInput
-from attest.errors import MalformedError
-from attest.keys import generate_ed25519, generate_p256
-from attest.trust import TrustRegistry, expected_txt_record, judge_signer, parse_rfc3339
 
 NOW = datetime(2026, 11, 30, tzinfo=UTC)
 SIGNED = "2026-04-03T13:35:46.190Z"

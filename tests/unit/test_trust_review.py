@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from attest.keys import PrivateKey, generate_ed25519
+from acxoci.attest.keys import PrivateKey, generate_ed25519
 from tests.harness.cli import acx_json
 from tests.unit.test_install_support import (
     PUBLISHER,
@@ -251,7 +251,7 @@ def test_signature_dated_after_now_is_not_trusted(not_before_days: int, vectors_
     """A signature dated 40 days ahead of now was trusted, even by a key whose window only opens in
     30 days (pre-registered successor key used before its time). Dated ahead of now (beyond the
     clock-skew allowance) it is portable, with the reason naming both times."""
-    from attest.trust import format_rfc3339
+    from acxoci.attest.trust import format_rfc3339
 
     key = generate_ed25519()
     acx = make_cartridge(vectors_dir, tmp_path / "a.acx", key, signed_at=NOW + timedelta(days=40))

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from attest.trustdecision import (
+from acxoci.attest.trustdecision import (
     COMMANDS,
     MINIMUMS,
     PUBLISHER_RE,

@@ -11,9 +11,9 @@ from types import SimpleNamespace
 import pytest
 from cryptography.hazmat.primitives import serialization
 
-from attest.cosignkey import decrypt_cosign_key, encrypt_cosign_key
-from attest.errors import MalformedError
-from attest.keys import generate_ed25519, load_private_pem, load_public_pem
+from acxoci.attest.cosignkey import decrypt_cosign_key, encrypt_cosign_key
+from acxoci.attest.errors import MalformedError
+from acxoci.attest.keys import generate_ed25519, load_private_pem, load_public_pem
 
 ED25519_OID = b"\x06\x03\x2b\x65\x70"  # 1.3.101.112
 UNKNOWN_OID = b"\x06\x03\x27\x65\x70"  # 0.39.101.112

@@ -16,9 +16,9 @@ from cryptography.hazmat.primitives.serialization import load_pem_public_key
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attest import vc
-from attest.errors import MalformedError, SignatureError
-from attest.keys import generate_ed25519, load_public_pem
+from acxoci.attest import vc
+from acxoci.attest.errors import MalformedError, SignatureError
+from acxoci.attest.keys import generate_ed25519, load_public_pem
 
 
 def _vc_min(vectors_dir: Path) -> tuple[dict[str, Any], bytes]:
@@ -181,7 +181,7 @@ def test_malformed_proofs_are_typed_errors(field: str, value: str, match: str) -
 
 
 def test_p256_key_refused() -> None:
-    from attest.keys import generate_p256
+    from acxoci.attest.keys import generate_p256
 
     with pytest.raises(MalformedError, match="Ed25519"):
         vc.sign(_doc(), generate_p256(), verification_method="did:x#k", created="2026-01-01T00:00:00Z")

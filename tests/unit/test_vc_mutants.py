@@ -15,9 +15,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as hst
 
-from attest import statuslist, vc
-from attest.errors import MalformedError, SignatureError
-from attest.keys import PrivateKey, generate_ed25519, generate_p256
+from acxoci.attest import statuslist, vc
+from acxoci.attest.errors import MalformedError, SignatureError
+from acxoci.attest.keys import PrivateKey, generate_ed25519, generate_p256
 
 VM = "did:web:issuer.example#key-1"
 CREATED = "2026-01-01T00:00:00Z"

@@ -15,6 +15,8 @@ from typing import Any
 import pytest
 
 from acxoci.artifact import push_path
+from acxoci.attest.keys import generate_ed25519
+from acxoci.attest.statuslist import StatusEntry
 from acxoci.cartridge.verify import verify_cartridge
 from acxoci.cli.output import OPTS
 from acxoci.level import oci as level_oci
@@ -24,8 +26,6 @@ from acxoci.level.credential import issue_credential
 from acxoci.level.run import run_level
 from acxoci.level.solver import ReferenceSolver
 from acxoci.oci.target import open_target
-from attest.keys import generate_ed25519
-from attest.statuslist import StatusEntry
 from tests.harness.cli import acx_json as acx
 from tests.harness.trustdocs import registry_doc
 

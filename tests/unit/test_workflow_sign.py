@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+from acxoci.attest.canonical import jcs
+from acxoci.attest.keys import generate_p256
 from acxoci.errors import InvalidInput, RefusedByPolicy, Tampered
 from acxoci.workflow.lineage import remix
 from acxoci.workflow.sign import (
@@ -20,8 +22,6 @@ from acxoci.workflow.sign import (
     workflow_digest,
 )
 from acxoci.workflow.verify import verify_workflow
-from attest.canonical import jcs
-from attest.keys import generate_p256
 from tests.unit.test_workflow_support import NOW, new_key, registry_for, team
 
 PUB = "io.github.tester"

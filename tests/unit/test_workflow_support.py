@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from attest.keys import PrivateKey, generate_ed25519
-from attest.trust import TrustRegistry
+from acxoci.attest.keys import PrivateKey, generate_ed25519
+from acxoci.attest.trust import TrustRegistry
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 

@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
+from acxoci.attest import dsse
+from acxoci.attest.canonical import jcs
+from acxoci.attest.keys import PrivateKey, generate_ed25519
 from acxoci.workflow.sign import sign_workflow
 from acxoci.workflow.verify import WorkflowVerdict, verify_workflow
-from attest import dsse
-from attest.canonical import jcs
-from attest.keys import PrivateKey, generate_ed25519
 from tests.harness import env
 from tests.unit.test_workflow_support import NOW, registry_for
 

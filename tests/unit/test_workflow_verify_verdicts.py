@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from acxoci.attest.trust import TrustRegistry
 from acxoci.workflow.verify import verify_workflow
-from attest.trust import TrustRegistry
 from tests.unit.test_workflow_support import NOW, registry_for
 from tests.unit.test_workflow_verify_bindings import KEY, PUBLISHER, SIGNED, _restatement
 
@@ -121,7 +121,7 @@ def test_statement_subjects(edit: Any, issue: str) -> None:
 
 
 def test_a_payload_that_is_not_a_statement_object() -> None:
-    from attest import dsse
+    from acxoci.attest import dsse
 
     doc = copy.deepcopy(SIGNED)
     doc["integrity"]["envelope"] = dsse.sign(dsse.INTOTO_PAYLOAD_TYPE, b"[1]", KEY, KEYID).to_json()

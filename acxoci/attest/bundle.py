@@ -23,11 +23,11 @@ from sigstore_models.common.v1 import PublicKeyIdentifier as _ModelKeyId
 from sigstore_models.intoto import Envelope as _ModelEnvelope
 from sigstore_models.intoto import Signature as _ModelSignature
 
-from attest.b64 import b64decode_lenient
-from attest.canonical import loads_strict
-from attest.dsse import Envelope, Signature
-from attest.errors import AttestError, MalformedError, SignatureError
-from attest.keys import PublicKey
+from acxoci.attest.b64 import b64decode_lenient
+from acxoci.attest.canonical import loads_strict
+from acxoci.attest.dsse import Envelope, Signature
+from acxoci.attest.errors import AttestError, MalformedError, SignatureError
+from acxoci.attest.keys import PublicKey
 
 BUNDLE_V03: Final = "application/vnd.dev.sigstore.bundle.v0.3+json"
 BUNDLE_V03_ALT = "application/vnd.dev.sigstore.bundle+json;version=0.3"

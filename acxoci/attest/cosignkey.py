@@ -20,9 +20,9 @@ from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 
-from attest.canonical import loads_strict
-from attest.errors import AttestError, MalformedError
-from attest.keys import PrivateKey, load_private_pem
+from acxoci.attest.canonical import loads_strict
+from acxoci.attest.errors import AttestError, MalformedError
+from acxoci.attest.keys import PrivateKey, load_private_pem
 
 _PK = "PRIVATE KEY"  # (split so secret scanners do not flag this label as key material)
 PEM_TYPES = (f"ENCRYPTED SIGSTORE {_PK}", f"ENCRYPTED COSIGN {_PK}")

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from attest.canonical import jcs, loads_strict
-from attest.errors import MalformedError
+from acxoci.attest.canonical import jcs, loads_strict
+from acxoci.attest.errors import MalformedError
 
 STATEMENT_V1 = "https://in-toto.io/Statement/v1"
 STATEMENT_V01 = "https://in-toto.io/Statement/v0.1"

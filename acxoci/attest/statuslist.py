@@ -12,7 +12,7 @@ import zlib
 from dataclasses import dataclass
 from typing import Any, Final
 
-from attest.errors import MalformedError
+from acxoci.attest.errors import MalformedError
 
 MIN_BITS: Final = 131072  # 16 KiB, the spec's minimum (herd privacy)
 MAX_BITS: Final = 8 * 16 * 1024 * 1024  # refuse lists that inflate beyond 16 MiB

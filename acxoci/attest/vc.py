@@ -12,9 +12,9 @@ import re
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from attest.canonical import jcs
-from attest.errors import MalformedError, SignatureError
-from attest.keys import PrivateKey, PublicKey
+from acxoci.attest.canonical import jcs
+from acxoci.attest.errors import MalformedError, SignatureError
+from acxoci.attest.keys import PrivateKey, PublicKey
 
 Variant = Literal["w3c", "acx"]
 VARIANT_W3C: Final = "w3c"

@@ -15,16 +15,16 @@ from typing import Any, Literal
 
 from msgspec import UnsetType
 
-from attest.documents.trust_registry import (
+from acxoci.attest.documents.trust_registry import (
     TrustRegistryDoc,
     TrustRegistryDocKey,
     TrustRegistryDocNamespaceProof,
 )
-from attest.errors import MalformedError
-from attest.keys import PublicKey, load_public_pem
-from attest.trustdecision import PUBLISHER_RE, SignerFacts, Standing, signer_facts
-from attest.trustdecision import standing as signer_standing
-from attest.typed import decode_as
+from acxoci.attest.errors import MalformedError
+from acxoci.attest.keys import PublicKey, load_public_pem
+from acxoci.attest.trustdecision import PUBLISHER_RE, SignerFacts, Standing, signer_facts
+from acxoci.attest.trustdecision import standing as signer_standing
+from acxoci.attest.typed import decode_as
 
 __all__ = ["PUBLISHER_RE"]  # re-exported: the publisher-id grammar lives with the decision table
 SCHEMA_VERSION = "acx.trust-registry/1"

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from attest.b64 import b64decode_lenient, b64encode
-from attest.errors import MalformedError, SignatureError
-from attest.keys import PrivateKey, PublicKey
+from acxoci.attest.b64 import b64decode_lenient, b64encode
+from acxoci.attest.errors import MalformedError, SignatureError
+from acxoci.attest.keys import PrivateKey, PublicKey
 
 INTOTO_PAYLOAD_TYPE = "application/vnd.in-toto+json"
 

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 import msgspec
 from msgspec import UnsetType
 
-from attest.errors import MalformedError
+from acxoci.attest.errors import MalformedError
 
 T = TypeVar("T")
 

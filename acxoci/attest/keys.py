@@ -14,7 +14,7 @@ from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 
-from attest.errors import MalformedError, SignatureError
+from acxoci.attest.errors import MalformedError, SignatureError
 
 PublicKeyTypes = ed25519.Ed25519PublicKey | ec.EllipticCurvePublicKey
 PrivateKeyTypes = ed25519.Ed25519PrivateKey | ec.EllipticCurvePrivateKey

@@ -13,7 +13,7 @@ from typing import Any
 
 import rfc8785
 
-from attest.errors import MalformedError
+from acxoci.attest.errors import MalformedError
 
 MAX_JSON_BYTES = 64 * 1024 * 1024
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import binascii
 
-from attest.errors import MalformedError
+from acxoci.attest.errors import MalformedError
 
 
 def b64encode(data: bytes) -> str:
