@@ -177,7 +177,7 @@ def _trust_registry(root: Path, now: datetime) -> Any:
     from acxoci.cartridge.trust_file import load_trust_registry
 
     try:
-        return load_trust_registry(path, now=now)
+        return load_trust_registry(path)
     except AcxError:
         return None
 
