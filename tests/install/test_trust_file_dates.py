@@ -22,8 +22,9 @@ def dated(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
     """A cartridge signed 2026-03-01 by a key its trust file vouched for today (`key trust`)."""
     key = str(tmp_path / "k.pem")
     assert acx_json(capsys, "key", "generate", "-o", key)[0] == 0
+    trust = ["--trust-registry", str(tmp_path / "trust.json"), "--not-before", "2026-01-01T00:00:00Z"]
     assert acx_json(capsys, "key", "trust", str(tmp_path / "k.pub.pem"), "--publisher", "dev.example.dates",
-                    "--trust-registry", str(tmp_path / "trust.json"), "--not-before", "2026-01-01T00:00:00Z")[0] == 0
+                    *trust)[0] == 0
     assert acx_json(capsys, "cartridge", "build", str(REPO / "examples" / "agent-package"), "-o",
                     str(tmp_path / "a.acx"), "--publisher", "dev.example.dates", "--key", key,
                     "--now", "2026-03-01T00:00:00Z")[0] == 0
