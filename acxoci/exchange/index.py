@@ -10,7 +10,6 @@ The bytes are `JSON.stringify(index, null, 2) + "\\n"`, which `index_bytes` repr
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -116,14 +115,6 @@ class Derived:
 
 
 # ---- output ------------------------------------------------------------------------------------
-
-
-def _js_number(v: float) -> str:
-    if math.isnan(v) or math.isinf(v):
-        return "null"
-    if v == int(v) and abs(v) < 1e21:
-        return str(int(v))
-    return repr(v)
 
 
 def _floats_as_js(value: Any) -> Any:
