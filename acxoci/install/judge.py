@@ -745,8 +745,10 @@ def staffing_roster(ctx: Context, pulled: Sequence[Any] = ()) -> tuple[list[Any]
         if entry.manifest_digest is None:  # it could not be pulled: unstaffable, with its error
             entries.append(replace(entry, minimum=policy.minimum_trust))
             continue
-        at_digest = f"{parse(entry.source, require_ref=False).repo_string()}@{entry.manifest_digest}"
-        admit(entry, judge_reference(at_digest, member_ctx))
+        # pinned to the digest pulled, and still by the tag the roster named (a tag re-pointed at an
+        # older release is a rollback to the team as to `install REPO:TAG`)
+        pinned = replace(parse(entry.source, require_ref=False), digest=entry.manifest_digest)
+        admit(entry, judge_reference(str(pinned), member_ctx))
     return entries, JudgedLevels(levels)
 
 
