@@ -48,7 +48,7 @@ def _commands(cell: str) -> set[str]:
 @pytest.fixture
 def world(tmp_path: Path, vectors_dir: Path) -> dict[str, Any]:
     """A signed cartridge pushed to a layout, its trust registry, and a registry trusting another key."""
-    from tests.unit.test_install_support import (
+    from tests.harness.installs import (
         PUBLISHER,
         make_cartridge,
         push_cartridge,
@@ -264,7 +264,7 @@ def _provoke(world: dict[str, Any], capsys: pytest.CaptureFixture[str], tmp_path
 
 def _harness_refused(capsys: pytest.CaptureFixture[str], tmp_path: Path, key: PrivateKey) -> tuple[int, Any]:
     from tests.harness import env
-    from tests.unit.test_install_support import make_cartridge
+    from tests.harness.installs import make_cartridge
 
     bad = make_cartridge(env.vectors(), tmp_path / "hr.acx", key, harness={"schemaVersion": "nope"})
     return acx_json(capsys, "check", str(bad), "--all-tools")
@@ -290,7 +290,7 @@ def _corrupt_layer(world: dict[str, Any], tmp_path: Path) -> str:
     """A copy of the layout whose cartridge layer's bytes no longer hash to their digest."""
     import shutil
 
-    from tests.unit.test_install_support import blob_path
+    from tests.harness.installs import blob_path
 
     copy = tmp_path / "corrupt"
     shutil.copytree(world["layout"], copy)

@@ -19,7 +19,7 @@ from acxoci.attest.keys import generate_ed25519
 from acxoci.oci.layout import LayoutStore
 from tests.harness import hostilelayout as H
 from tests.harness.cli import acx_json
-from tests.unit.test_install_support import (
+from tests.harness.installs import (
     PUBLISHER,
     make_cartridge,
     registry_entry,
