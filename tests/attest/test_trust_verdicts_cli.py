@@ -1,5 +1,5 @@
-"""A hostile review of the trust verdicts: inputs that tried to make a command say yes where the
-table in docs/trust-decisions.md says no, through the real CLI (in process)."""
+"""Trust verdicts through the real CLI (in process), from a hostile review: inputs that tried to
+make a command say yes where the table in docs/trust-decisions.md says no."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""Hostile review of the cartridge reader after issue 13: files whose b-trees a plain SQLite
-reader walks differently from our `NOT INDEXED` scans. Each is built at test time from a copy of
+"""Cartridges whose b-trees a plain SQLite reader walks differently from our `NOT INDEXED` scans
+(a hostile review of the reader after issue 13). Each is built at test time from a copy of
 the trusted sample; a plain `sqlite3` query is shown to see other content than what was signed,
-and `acx cartridge verify` must not call the file trusted (tests/unit/test_cartridge_hostile.py
+and `acx cartridge verify` must not call the file trusted (tests/cartridge/test_hostile_cartridges.py
 holds the contract: never exit 0 or 70, bounded time and memory, file untouched)."""
 
 from __future__ import annotations

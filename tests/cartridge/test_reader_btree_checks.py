@@ -1,5 +1,5 @@
 """The reader's b-tree consistency checks, in process (the hostile files of
-test_cartridge_hostile_review.py, built at test time, read by `open_cartridge` here rather than a
+test_btree_walks_disagree.py, built at test time, read by `open_cartridge` here rather than a
 measured child): each index agrees with its table's typed scan entry for entry and in strict
 order, a table's scan is in key order, every scanned rowid is found again by a seek, and the key
 column is unique. Each refusal is compared whole: class, kind, message naming table/index/rowid,

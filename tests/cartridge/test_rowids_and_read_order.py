@@ -1,6 +1,6 @@
-"""Hostile review of the cartridge verifier's rowids and reading order (the typed scans, the
-one-statement seek check). Each file is built at test time from a copy of the trusted sample;
-`acx cartridge verify` must meet the contract of tests/unit/test_cartridge_hostile.py (never exit 0
+"""The cartridge verifier's rowids and reading order (the typed scans, the one-statement seek
+check), from a hostile review. Each file is built at test time from a copy of the trusted sample;
+`acx cartridge verify` must meet the contract of tests/cartridge/test_hostile_cartridges.py (never exit 0
 or 70, bounded time and memory, file untouched)."""
 
 from __future__ import annotations

@@ -200,19 +200,19 @@ def test_verdict_transfer_install_and_error_shapes(world: dict[str, Any], capsys
 #: Kinds whose test needs a live registry, a full disk or a second runner: the test that shows
 #: the CLI exits with the row's code and kind (it must exist and name the kind).
 ELSEWHERE: dict[str, str] = {
-    "verification_failed": "tests/unit/test_cli_basics.py",
+    "verification_failed": "tests/cli/test_cli_basics.py",
     "tampered": "tests/interop/test_oci_interop.py",
-    "size_mismatch": "tests/unit/test_digest_mutants.py",
-    "truncated_body": "tests/unit/test_digest_mutants.py",
+    "size_mismatch": "tests/oci/test_verifying_reader_copy.py",
+    "truncated_body": "tests/oci/test_verifying_reader_copy.py",
     "wrong_scheme": "tests/interop/test_oci_tls_loopback.py",
-    "unsupported": "tests/unit/test_keyless_oci.py",
+    "unsupported": "tests/attestation/test_keyless_oci.py",
     "manifest_too_large": "tests/oci/test_hostile_layout.py",
-    "limit_exceeded": "tests/unit/test_oci_bounds.py",
+    "limit_exceeded": "tests/oci/test_oci_bounds.py",
     "registry_protocol": "tests/oci/test_hostile_registry.py",
     "tls_failure": "tests/interop/test_oci_tls_loopback.py",
     "host_failure": "tests/interop/test_release_registries.py",
-    "lease_held": "tests/unit/test_concurrency.py",
-    "writeback_failed": "tests/unit/test_disk_full.py",
+    "lease_held": "tests/release/test_concurrency.py",
+    "writeback_failed": "tests/release/test_disk_full.py",
     "blocked": "tests/install/test_one_judge.py",
 }
 
@@ -323,8 +323,8 @@ def test_every_row_of_the_exit_code_table(world: dict[str, Any], capsys: pytest.
     # the three rows without a kind: success, interrupted, a closed stdout
     assert (0, "—") in rows and (130, "—") in rows and (141, "—") in rows
     assert got["interrupted"][0] == 130
-    assert "exit 141" in (REPO / "tests" / "unit" / "test_cli_closed_stdout.py").read_text() or \
-        "141" in (REPO / "tests" / "unit" / "test_cli_closed_stdout.py").read_text()
+    assert "exit 141" in (REPO / "tests" / "cli" / "test_cli_closed_stdout.py").read_text() or \
+        "141" in (REPO / "tests" / "cli" / "test_cli_closed_stdout.py").read_text()
     # the hints the page promises
     assert got["internal"][1]["error"]["hint"] == "rerun with -v and report it"
     assert got["usage"][1]["error"]["hint"] == "see `acx --help`"

@@ -1,6 +1,7 @@
 """Page- and schema-level edits that make a hostile cartridge from a copy of the sample, shared by
-the measured hostile-file tests (test_cartridge_hostile_review*.py) and the in-process reader tests
-(test_reader_mutants_*.py). Each works on a writable copy, never on a vector."""
+the measured hostile-file tests (tests/cartridge/test_btree_walks_disagree.py and
+test_rowids_and_read_order.py) and the in-process reader tests (tests/cartridge/test_reader_*.py).
+Each works on a writable copy, never on a vector."""
 
 from __future__ import annotations
 

@@ -299,7 +299,7 @@ def test_signed_non_regular_entries_are_refused_at_install(
 ) -> None:
     """The reader refuses ROM entries that are not regular files (decision 0009): acxoci will
     not even sign such a cartridge, so it never reaches the store, nor activation. (Cartridges
-    signed elsewhere with such modes: tests/unit/test_cartridge_hostile.py, class 6.)"""
+    signed elsewhere with such modes: tests/cartridge/test_hostile_cartridges.py, class 6.)"""
     from acxoci.errors import InvalidInput as _Invalid
 
     acx = build(env["tmp"], env["key"])

@@ -1,5 +1,5 @@
-"""Hostile review of the registry client (credential scope, bounds, digests) against the malicious
-loopback registry: each case here broke (or could have broken) a rule of docs/decisions/0011 and
+"""The registry client's refusals (credential scope, bounds, digests) against the malicious loopback
+registry, from a hostile review: each case here broke (or could have broken) a rule of docs/decisions/0011 and
 is kept so it stays fixed."""
 
 from __future__ import annotations
