@@ -92,7 +92,7 @@ def _registry(path: PathLike | None, now: datetime) -> Any:
         return None
     from acxoci.cartridge.trust_file import load_trust_registry
 
-    return load_trust_registry(Path(path), now=now)
+    return load_trust_registry(Path(path))
 
 
 def _of_judgement(j: Any) -> Verdict:

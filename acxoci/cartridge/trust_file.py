@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from datetime import datetime
 from pathlib import Path
 
 from acxoci.attest.canonical import loads_strict
@@ -15,11 +14,13 @@ from acxoci.fsutil import read_bytes
 MAX_REGISTRY_BYTES = 16 * 1024 * 1024
 
 
-def load_trust_registry(path: str | os.PathLike[str], *, now: datetime | None = None) -> TrustRegistry:
-    """Parse and validate a trust registry file; InvalidInput/NotFound name the file and field."""
+def load_trust_registry(path: str | os.PathLike[str]) -> TrustRegistry:
+    """Parse and validate a trust registry file; InvalidInput/NotFound name the file and field. What
+    the file's dates mean at a given time (a namespace proof verified after it: not yet vouched
+    for) is the trust decision's to say, not the loader's, so a past `--now` never voids the file."""
     p = Path(path)
     data = read_bytes(p, "trust registry", limit=MAX_REGISTRY_BYTES)
     try:
-        return TrustRegistry.from_json(loads_strict(data), now=now)
+        return TrustRegistry.from_json(loads_strict(data))
     except MalformedError as exc:
         raise InvalidInput(f"invalid trust registry: {exc}", where=str(p)) from exc

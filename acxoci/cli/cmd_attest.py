@@ -83,7 +83,7 @@ def _trusted_keys(key: Path | None, trust_registry: Path | None, now: datetime) 
     if key is not None:
         return [load_public_key_file(key)]
     assert trust_registry is not None
-    return trust_registry_keys(load_trust_registry(trust_registry, now=now))
+    return trust_registry_keys(load_trust_registry(trust_registry))
 
 
 
@@ -335,7 +335,7 @@ def verify_cmd(
             check = status_checker(None, issuers=level_issuers, now=now,
                                    max_age=timedelta(seconds=max_status_age), allow_offline=allow_offline,
                                    cache_dir=cache_dir)
-            registry = load_trust_registry(trust_registry, now=now) if trust_registry is not None else None
+            registry = load_trust_registry(trust_registry) if trust_registry is not None else None
             level = _level_gate(target, subject, Path(tmp), required=required, issuers=level_issuers,
                                 registry=registry, now=now, status_check=check)
     prov = None if wanted.empty else check_provenance(wanted, verified_provenance(report))

@@ -90,7 +90,7 @@ def run_handshake(
     if not is_cartridge(cartridge):
         raise InvalidInput("not a cartridge file", where=str(cartridge))
     now = datetime.now(UTC)
-    trust = load_trust_registry(registry, now=now) if registry else None
+    trust = load_trust_registry(registry) if registry else None
     result = handshake(cartridge, source, registry=trust, now=now)
     refuse_below(result.verdict.trust, minimum, str(cartridge), result.verdict.summary)
     return result

@@ -45,7 +45,7 @@ def lance(
         from acxoci.cartridge.trust_file import load_trust_registry
 
         assert trust_registry is not None
-        registry = load_trust_registry(trust_registry, now=now)
+        registry = load_trust_registry(trust_registry)
     verdict = verify_cartridge(file, registry=registry, now=now)
     ok = verdict.trust == "trusted" or (minimum == "portable" and verdict.trust == "portable")
     if policy is not None and ok:

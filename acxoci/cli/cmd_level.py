@@ -100,7 +100,7 @@ CART_TRUST_HELP = "The cartridge's trust registry: its signer must be trusted in
 
 
 def _registry(path: Path | None, now: datetime) -> TrustRegistry | None:
-    return None if path is None else load_trust_registry(path, now=now)
+    return None if path is None else load_trust_registry(path)
 
 
 @contextmanager

@@ -65,7 +65,7 @@ def _trust(path: Path | None, now: datetime) -> Any:
         return None
     from acxoci.cartridge.trust_file import load_trust_registry
 
-    return load_trust_registry(path, now=now)
+    return load_trust_registry(path)
 
 
 #: What happens to a blob once its bytes have moved, shown on its bar so a full bar is never mute.

@@ -48,7 +48,7 @@ def load_registry(path: Path | None, now: datetime) -> TrustRegistry | None:
         return None
     from acxoci.cartridge.trust_file import load_trust_registry
 
-    return load_trust_registry(path, now=now)
+    return load_trust_registry(path)
 
 
 # -- a trust flag never passes silently --------------------------------------------------------

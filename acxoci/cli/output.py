@@ -19,7 +19,7 @@ return and tab, Unicode format characters (bidi embeddings, overrides and isolat
 characters), line and paragraph separators and lone surrogates each become a visible `\\n`,
 `\\xNN` or `\\uNNNN`, and rich markup in a value is shown as written. So a value from a registry,
 a layout, a document, a file name or a certificate can neither add a line nor steer the
-terminal. Commands print only through `say`/`info`/`warn`/`debug`/`say_error` (template first,
+terminal. Commands print only through `say`/`info`/`warn`/`say_error` (template first,
 a string literal), build tree labels and table cells with `cell(...)`, and mark markup of their own
 kept in a variable with `Markup("literal")`; tests/cli/test_output_layer.py proves by the AST
 that no command prints any other way. Both consoles also neutralise terminal controls as they
@@ -438,11 +438,6 @@ def info(template: str, /, *args: object, **values: object) -> None:
 def warn(template: str, /, *args: object, **values: object) -> None:
     """`warning: ...` on stderr (silent under --json or -q); values escaped."""
     info("[yellow]warning[/yellow]: " + template, *args, **values)
-
-
-def debug(template: str, /, *args: object, **values: object) -> None:
-    if OPTS.verbose and not OPTS.json:
-        err_console.print("[dim]" + render(template, *args, **values) + "[/dim]")
 
 
 # ---- progress on a terminal ---------------------------------------------------------------

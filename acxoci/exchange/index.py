@@ -10,7 +10,6 @@ The bytes are `JSON.stringify(index, null, 2) + "\\n"`, which `index_bytes` repr
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -118,14 +117,6 @@ class Derived:
 # ---- output ------------------------------------------------------------------------------------
 
 
-def _js_number(v: float) -> str:
-    if math.isnan(v) or math.isinf(v):
-        return "null"
-    if v == int(v) and abs(v) < 1e21:
-        return str(int(v))
-    return repr(v)
-
-
 def _floats_as_js(value: Any) -> Any:
     """Floats that JavaScript prints as integers (`28.0` → `28`) become ints (iterative: the
     index holds values read from artifacts, so its depth is theirs)."""
@@ -177,7 +168,7 @@ def _trust_registry(root: Path, now: datetime) -> Any:
     from acxoci.cartridge.trust_file import load_trust_registry
 
     try:
-        return load_trust_registry(path, now=now)
+        return load_trust_registry(path)
     except AcxError:
         return None
 

@@ -128,22 +128,39 @@ def _successor_reference(record: dict[str, Any], reference: str) -> str | None:
     return f"{repo[: -len(tail)]}/{path}" if repo.endswith(tail) else None
 
 
+def seen_key(repository: str, digest: str) -> str:
+    """Where the records seen for a release are remembered: per repository and digest. A record is
+    an unsigned statement of the repository it was read from, so one that another repository (a
+    hostile mirror) served never counts for this one."""
+    return f"{repository}@{digest}"
+
+
+def _repository(name: str, target: Target) -> str:
+    try:
+        return parse_reference(name, require_ref=False).repo_string()
+    except AcxError:
+        return target.name
+
+
 def lifecycle_verdict(target: Target, subject: Descriptor, name: str, high_water: HighWater | None,
                       now: datetime | None = None) -> LifecycleVerdict:
     """The release's lifecycle verdict (withdrawn refuses, deprecated/superseded warn), never older
-    than the newest record `high_water` has seen for it. `name` is the reference as typed."""
+    than the newest record `high_water` has seen for it in this repository. `name` is the
+    reference as typed."""
     records = read_lifecycle(target, subject)
     if high_water is not None:
-        records = high_water.lifecycle(subject.digest, records, now or datetime.now(UTC),
+        key = seen_key(_repository(name, target), subject.digest)
+        records = high_water.lifecycle(key, records, now or datetime.now(UTC),
                                        lambda r: SEVERITY.get(str(r.get("status")), 3))
     return _decide(records, name)
 
 
-def lifecycle_from_high_water(subject_digest: str, name: str, high_water: HighWater,
+def lifecycle_from_high_water(key: str, name: str, high_water: HighWater,
                               now: datetime, max_age: float | None) -> LifecycleVerdict | None:
-    """The verdict from the newest record seen, when the registry cannot be read: None when nothing
-    was ever seen, or when it was checked longer than `max_age` seconds ago (None: any age)."""
-    seen = high_water.lifecycle_seen(subject_digest)
+    """The verdict from the newest record seen under `key` (`seen_key`), when the registry cannot be
+    read: None when nothing was ever seen, or when it was checked longer than `max_age` seconds
+    ago (None: any age)."""
+    seen = high_water.lifecycle_seen(key)
     if seen is None:
         return None
     records, checked = seen

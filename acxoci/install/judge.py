@@ -937,8 +937,6 @@ def judge_installed(item: InstalledItem, ctx: Context, policy: VerificationPolic
     lifecycle: C.LifecycleEvidence | None = None
     if not from_file and not problems:
         lifecycle = _installed_lifecycle(item, ctx)
-    elif from_file and not problems:  # no registry to ask, but a withdrawal seen for this digest holds
-        lifecycle = _seen_lifecycle(item, ctx)
     src = Source(kept=item.path, kept_subject=item.digest)
     gathered, meta, _ = gather(kind, path, src, replace(ctx, name=item.name), repository=repository,
                                content=evidence, tag=None, lifecycle=lifecycle, workdir=None,
@@ -987,24 +985,10 @@ def file_sha256(path: Path) -> str | None:
     return "sha256:" + h.hexdigest()
 
 
-def _seen_lifecycle(item: InstalledItem, ctx: Context) -> C.LifecycleEvidence | None:
-    """For an item loaded from a file: the lifecycle records ever seen for its digest (any age),
-    or None when none were (a record naming `file:` cannot wave a withdrawal away)."""
-    from acxoci.exchange.lifecycle import lifecycle_from_high_water
-    from acxoci.freshness import HighWater
-
-    verdict = lifecycle_from_high_water(item.digest, item.doc.reference if item.doc else item.name,
-                                        HighWater(ctx.trust_cache()), ctx.now, None)
-    if verdict is None or verdict.action == "allow":
-        return None
-    return C.LifecycleEvidence(verdict.action, f"{verdict.message} (seen before for this digest)",
-                               verdict.to_json())
-
-
 def _installed_lifecycle(item: InstalledItem, ctx: Context) -> C.LifecycleEvidence:
     """The lifecycle of an installed release, read again from the repository it came from (a
     failed read falls back to the newest record seen, which a registry cannot make older)."""
-    from acxoci.exchange.lifecycle import lifecycle_from_high_water
+    from acxoci.exchange.lifecycle import lifecycle_from_high_water, seen_key
     from acxoci.freshness import HighWater
 
     assert item.doc is not None  # only a record that decodes has files that check (judge_installed)
@@ -1018,7 +1002,8 @@ def _installed_lifecycle(item: InstalledItem, ctx: Context) -> C.LifecycleEviden
         return gather_lifecycle(ReadView(target), desc, ref_text, ctx.trust_cache(), ctx.now)
     except AcxError as exc:
         max_age = None if ctx.policy.allow_offline_cached else float(ctx.policy.max_status_list_age)
-        verdict = lifecycle_from_high_water(item.digest, ref_text, hw, ctx.now, max_age)
+        verdict = lifecycle_from_high_water(seen_key(item.doc.repository, item.digest), ref_text, hw, ctx.now,
+                                            max_age)
         if verdict is None:
             return C.LifecycleEvidence("unknown", f"lifecycle could not be read ({exc.one_line()}) and no "
                                        "fresh enough record was seen before", error=exc.one_line())

@@ -56,7 +56,7 @@ def trust_registry_policy(trust_registry: Path, now: datetime) -> VerificationPo
 def _policy_body(trust_registry: Path, now: datetime) -> bytes:
     from acxoci.cartridge.trust_file import load_trust_registry
 
-    registry = load_trust_registry(trust_registry, now=now)
+    registry = load_trust_registry(trust_registry)
     publishers = sorted({k.publisher_id for k in registry.keys if k.publisher_id})
     if not publishers:
         raise InvalidInput("the trust registry lists no publisher", where=str(trust_registry))

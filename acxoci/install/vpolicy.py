@@ -166,10 +166,12 @@ def _pinned_entry(publisher_id: str, pem: str, keyid: str | None, where: str) ->
                     namespace_proof=proof)
 
 
-def _load_registry(path: Path, now: datetime, where: str) -> tuple[TrustRegistry, FileInput]:
+def _load_registry(path: Path, proofs_by: datetime | None, where: str) -> tuple[TrustRegistry, FileInput]:
+    """A registry file; with `proofs_by`, a namespace proof verified after it voids the file (issuer
+    registries, whose keys no decision re-judges); a trust registry's dates are judged per key."""
     data = read_bytes(path, "trust registry")
     try:
-        reg = TrustRegistry.from_json(loads_strict(data), now=now)
+        reg = TrustRegistry.from_json(loads_strict(data), now=proofs_by)
     except AttestError as exc:
         raise InvalidInput(f"trust registry is invalid: {exc}", where=f"{where} ({path})") from exc
     return reg, FileInput(str(path), sha256_digest(data))
@@ -193,7 +195,7 @@ def _publisher(pub: VerificationPolicyDocPublishersItem, base: Path, now: dateti
     sources: list[FileInput] = []
     groups: list[tuple[str, tuple[TrustKey, ...]]] = []
     for i, rel in enumerate(seq(pub.trust_registries)):
-        reg, src = _load_registry(base / rel, now, f"{where}.trustRegistries[{i}]")
+        reg, src = _load_registry(base / rel, None, f"{where}.trustRegistries[{i}]")
         sources.append(src)
         groups.append((f"{where}.trustRegistries[{i}] ({base / rel})", reg.keys))
     listed = _merged(groups, where)

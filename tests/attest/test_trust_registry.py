@@ -205,7 +205,7 @@ def test_shared_vectors(vectors_dir: Path) -> None:
     kid = "ed25519:aed99efff8f08c8458bb412b28a6feba684701c9563692507eb2fe0767d56fbe"
     got = {}
     for name in ("active", "expired", "compromised"):
-        r = load_trust_registry(vectors_dir / f"sample/trust-{name}.json", now=NOW)
+        r = load_trust_registry(vectors_dir / f"sample/trust-{name}.json")
         got[name] = judge_signer(r.get(kid), signed_publisher=PUB, signed_at=SIGNED, now=NOW)
     assert got["active"].trust == "trusted"
     assert got["expired"].trust == "portable"

@@ -74,7 +74,7 @@ def test_every_file_of_a_skill_is_packed_signed_inventoried_and_activated(
     registry = write_registry(tmp_path / "trust.json", [registry_entry(key, PUBLISHER)])
     from acxoci.cartridge.trust_file import load_trust_registry
 
-    assert verify_cartridge(out, registry=load_trust_registry(registry, now=NOW), now=NOW).trust == "trusted"
+    assert verify_cartridge(out, registry=load_trust_registry(registry), now=NOW).trust == "trusted"
     assert check_spec(out).clean
     bad = tmp_path / "bad.acx"
     shutil.copyfile(out, bad)

@@ -36,7 +36,7 @@ def test_every_vector_verdict(vectors_dir: Path) -> None:
     cases = _cases(vectors_dir)
     assert len(cases) >= 14
     for name, case in cases:
-        reg = load_trust_registry(vectors_dir / case["registry"], now=NOW) if "registry" in case else None
+        reg = load_trust_registry(vectors_dir / case["registry"]) if "registry" in case else None
         v = verify_cartridge(vectors_dir / case.get("file", name), registry=reg, now=NOW)
         ref = case["reference"]
         must = case.get("acxoci_must_say")
@@ -152,7 +152,7 @@ def test_no_public_key_is_unverified(sample: Path) -> None:
 
 def test_registry_key_used_when_cartridge_has_none(vectors_dir: Path, sample: Path) -> None:
     sql(sample, "UPDATE signatures SET public_key_pem = NULL")
-    reg = load_trust_registry(vectors_dir / "sample/trust-active.json", now=NOW)
+    reg = load_trust_registry(vectors_dir / "sample/trust-active.json")
     v = verify_cartridge(sample, registry=reg, now=NOW)
     assert (v.trust, v.key_source) == ("trusted", "registry")
 
@@ -252,7 +252,7 @@ def test_verdict_json_view(vectors_dir: Path) -> None:
         "fileCount": 34,
         "file": str(sample),
     }
-    active = load_trust_registry(vectors_dir / "sample" / "trust-active.json", now=NOW)
+    active = load_trust_registry(vectors_dir / "sample" / "trust-active.json")
     assert verify_cartridge(sample, registry=active, now=NOW).to_json() == {
         "status": "verified",
         "trust": "trusted",
@@ -262,7 +262,7 @@ def test_verdict_json_view(vectors_dir: Path) -> None:
         "keySource": "registry",
         **common,
     }
-    compromised = load_trust_registry(vectors_dir / "sample" / "trust-compromised.json", now=NOW)
+    compromised = load_trust_registry(vectors_dir / "sample" / "trust-compromised.json")
     assert verify_cartridge(sample, registry=compromised, now=NOW).to_json() == {
         "status": "invalid",
         "trust": "tampered",
@@ -287,8 +287,8 @@ def test_verdict_json_view(vectors_dir: Path) -> None:
 def test_meets_orders_the_trust_levels(vectors_dir: Path) -> None:
     sample = vectors_dir / "sample" / "sample.acx"
     portable = verify_cartridge(sample, registry=None, now=NOW)
-    active = load_trust_registry(vectors_dir / "sample" / "trust-active.json", now=NOW)
-    compromised = load_trust_registry(vectors_dir / "sample" / "trust-compromised.json", now=NOW)
+    active = load_trust_registry(vectors_dir / "sample" / "trust-active.json")
+    compromised = load_trust_registry(vectors_dir / "sample" / "trust-compromised.json")
     trusted = verify_cartridge(sample, registry=active, now=NOW)
     rejected = verify_cartridge(sample, registry=compromised, now=NOW)
     assert [portable.meets(r) for r in (None, "portable", "trusted")] == [True, True, False]

@@ -530,7 +530,7 @@ def test_the_signed_time_and_publisher_come_from_the_predicate(sample: Path) -> 
 def test_the_verdict_carries_the_signer_facts_it_was_judged_on(vectors_dir: Path) -> None:
     from acxoci.cartridge.trust_file import load_trust_registry
 
-    reg = load_trust_registry(vectors_dir / "sample" / "trust-active.json", now=NOW)
+    reg = load_trust_registry(vectors_dir / "sample" / "trust-active.json")
     facts = verify_cartridge(vectors_dir / SAMPLE, registry=reg, now=NOW).extra["signerFacts"]
     assert (facts.status, facts.publisher_match, facts.window, facts.claimed_publisher,
             facts.registered_publisher, facts.signed_at) == (

@@ -29,7 +29,7 @@ def sample(vectors_dir: Path, tmp_path: Path) -> Path:
 def _registry(vectors: Path) -> TrustRegistry:
     from acxoci.cartridge.trust_file import load_trust_registry
 
-    return load_trust_registry(vectors / "sample" / "trust-active.json", now=NOW)
+    return load_trust_registry(vectors / "sample" / "trust-active.json")
 
 
 def test_decide_is_pure_over_the_facts(sample: Path, vectors_dir: Path) -> None:

@@ -44,18 +44,3 @@ def test_modules_for_picks_the_first_positional() -> None:
     assert groups.modules_for([]) == groups.ALL_MODULES
     assert groups.modules_for(["nonsense"]) == groups.ALL_MODULES
 
-
-SUB_NAMES = """
-import json, sys, typer
-from acxoci.cli import groups, main
-groups.register(main.app, tuple(sys.argv[2:]))
-group = typer.main.get_command(main.app).commands[sys.argv[1]]
-print(json.dumps(sorted(group.commands)))
-"""
-
-
-@pytest.mark.parametrize(("group", "sub"), sorted(groups.SUBCOMMAND))
-def test_each_subcommand_loads_with_its_own_module(group: str, sub: str) -> None:
-    out = subprocess.run([sys.executable, "-c", SUB_NAMES, group, *groups.SUBCOMMAND[(group, sub)]],
-                         capture_output=True, text=True, cwd=REPO, check=True)
-    assert sub in json.loads(out.stdout)

@@ -4,7 +4,6 @@ and that makes a cartridge signed by that key `trusted`."""
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -78,7 +77,7 @@ def test_cli_trust_then_verify_is_trusted(tmp_path: Path, capsys: pytest.Capture
         "2026-01-01T00:00:00Z",
     )
     assert r.returncode == 0, r.stderr
-    load_trust_registry(reg, now=datetime.now(UTC))
+    load_trust_registry(reg)
     cart = tmp_path / "a.acx"
     r = acx(
         "-q",

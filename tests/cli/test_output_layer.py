@@ -1,6 +1,6 @@
 """Every human output of the CLI goes through the output layer (acxoci/cli/output.py), proven on
 the AST of every other module of acxoci/cli: no rich import, no console, no print/echo/write to
-stdout or stderr; every say/say_error/info/warn/debug/cell call takes a string literal as its
+stdout or stderr; every say/say_error/info/warn/cell call takes a string literal as its
 template (so no value can become markup or add a line), and Markup() wraps only literals. The
 layer itself: values are escaped (newline, CR, tab, controls, format and bidi characters, lone
 surrogates, rich markup) while templates keep their line breaks."""
@@ -17,7 +17,7 @@ from acxoci.cli import output
 from tests.harness.env import REPO
 
 CLI = REPO / "acxoci" / "cli"
-TEMPLATED = frozenset({"say", "say_error", "info", "warn", "debug", "cell"})
+TEMPLATED = frozenset({"say", "say_error", "info", "warn", "cell"})
 PRINTERS = frozenset({"print", "print_json", "log", "rule", "out"})
 
 

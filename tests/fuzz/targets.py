@@ -53,7 +53,7 @@ def _verify_cartridge_bytes(s: Seeds, data: bytes, d: Path) -> str:
 
     p = d / "f.acx"
     p.write_bytes(data)
-    verdict = verify_cartridge(p, registry=load_trust_registry(s.cartridge_registry, now=NOW), now=NOW)
+    verdict = verify_cartridge(p, registry=load_trust_registry(s.cartridge_registry), now=NOW)
     if p.read_bytes() != data:
         return "the verifier wrote to the file it verified"
     if verdict.rejected or verdict.trust not in ("trusted", "portable"):
@@ -247,7 +247,7 @@ def _file_target(fn: Callable[[Path], Any], name: str) -> Callable[[Seeds, bytes
 def _trust_registry(p: Path) -> Any:
     from acxoci.cartridge.trust_file import load_trust_registry
 
-    return load_trust_registry(p, now=NOW)
+    return load_trust_registry(p)
 
 
 def _policy(p: Path) -> Any:

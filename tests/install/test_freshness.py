@@ -104,3 +104,30 @@ def test_an_unreadable_registry_falls_back_to_the_newest_record_seen_within_the_
     late = judge_installed(item, Context(pol, NOW + timedelta(days=2)))
     assert [c.id for c in late.failed] == ["lifecycle"]
     assert late.failed[0].status == "unavailable"
+
+
+def test_a_withdrawal_served_by_another_repository_never_counts_here(tmp_path: Path,
+                                                                     vectors_dir: Path) -> None:
+    """Lifecycle records are unsigned statements of the repository they were read from: a hostile
+    mirror that withdraws its copy is refused there, and the same digest elsewhere stays installable
+    (the records seen are remembered per repository, not per digest)."""
+    from acxoci.install.install import install
+    from acxoci.install.judge import judge_installed
+    from acxoci.install.store import Store
+    from acxoci.oci.copy import copy
+
+    key = generate_ed25519()
+    acx = make_cartridge(vectors_dir, tmp_path / "c.acx", key)
+    home, mirror = tmp_path / "home", tmp_path / "mirror"
+    desc = push_cartridge(home, acx, "1.0.0")
+    reg = write_registry(tmp_path / "trust.json", [registry_entry(key, PUBLISHER)])
+    pol = trusting_policy(tmp_path, reg)
+    store = Store(tmp_path / "store")
+    out = install(f"oci-layout:{home}:1.0.0", policy=load_policy(pol, now=NOW), store=store, now=NOW)
+    assert out.status == "installed" and out.name is not None
+    copy(LayoutStore(home), LayoutStore(mirror), "1.0.0")
+    push_lifecycle(LayoutStore(mirror), desc, {"status": "withdrawn", "reason": "planted by a mirror",
+                                               "recordedAt": "2026-11-29T10:00:00.000Z"}, None)
+    assert "lifecycle" in _failed(f"oci-layout:{mirror}:1.0.0", pol, NOW)
+    assert _failed(f"oci-layout:{home}:1.0.0", pol, NOW) == {}
+    assert judge_installed(store.require(out.name), Context(load_policy(pol, now=NOW), NOW)).ok

@@ -75,7 +75,7 @@ def mutate(conn: sqlite3.Connection, op: str, table: str, pick: int) -> None:
 @given(op=st.sampled_from(OPS), table=st.sampled_from(TABLES), pick=st.integers(0, 20))
 def test_schema_mutation_never_trusted(op: str, table: str, pick: int) -> None:
     vectors = env.vectors()
-    registry = load_trust_registry(vectors / "sample" / "trust-active.json", now=NOW)
+    registry = load_trust_registry(vectors / "sample" / "trust-active.json")
     with tempfile.TemporaryDirectory() as d:
         path = copy_vector(vectors, SAMPLE, Path(d) / "c.acx")
         assert verify_cartridge(path, registry=registry, now=NOW).trust == "trusted"
