@@ -1,7 +1,8 @@
 """The tests are laid out by subject (issue 31): no test module (or script) imports another test
 module, helpers live in the one support package (tests/harness; tests/fuzz is the fuzz engine
 scripts/fuzz.py runs), `tests/unit/` stays gone, no test file is named after how it came about,
-and the test sets of scripts/mutate.py and `make test-fast` name files and folders that exist."""
+a test file named by the docs, scripts or tests exists, and the test sets of scripts/mutate.py and
+`make test-fast` name files and folders that exist."""
 
 from __future__ import annotations
 
@@ -23,6 +24,11 @@ SUPPORT = {"harness", "fuzz"}
 ORIGIN = re.compile(r"hostile_review|_mutants|review2")
 #: A dotted name of a test module (`tests.<folder>.test_<name>`).
 TEST_MODULE = re.compile(r"^tests(\.\w+)*\.test_\w+$")
+#: A path of a file under tests/ as the docs and scripts name one.
+TEST_PATH = re.compile(r"\btests/[\w/]+\.py\b")
+#: Where test files are named by path. Decision records are history (they may name a test that was
+#: removed since); acxoci/ is left to its owners.
+NAMING = ("README.md", "docs/*.md", "Makefile", "action.yml", ".ci/*", "scripts/*", "tests/**/*.py")
 
 
 def imports_of_test_modules(tree: ast.AST) -> list[tuple[int, str]]:
@@ -61,6 +67,19 @@ def layout_problems(root: Path) -> list[str]:
         for line, module in imports_of_test_modules(ast.parse(path.read_text(encoding="utf-8"))):
             problems.append(f"{rel}:{line} imports the test module {module}")
     return problems
+
+
+def stale_test_paths(root: Path, skip: frozenset[str] = frozenset()) -> list[str]:
+    """`file:line: path` for every tests/....py path named in the NAMING files that does not exist."""
+    found: list[str] = []
+    files = sorted({p for pattern in NAMING for p in root.glob(pattern) if p.is_file()})
+    for path in files:
+        rel = path.relative_to(root).as_posix()
+        if rel in skip:
+            continue
+        for n, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+            found += [f"{rel}:{n}: {m[0]}" for m in TEST_PATH.finditer(line) if not (root / m[0]).is_file()]
+    return found
 
 
 def _write(root: Path, rel: str, text: str = "") -> None:
@@ -108,6 +127,21 @@ def test_the_tests_are_laid_out_by_subject() -> None:
     problems = layout_problems(REPO)
     hint = "name a test after what it tests; move what test modules share to tests/harness"
     assert not problems, "\n".join([*problems, hint])
+
+
+def test_a_moved_test_named_by_a_doc_or_script_is_seen(tmp_path: Path) -> None:
+    _write(tmp_path, "tests/oci/test_a.py", "# see tests/oci/test_b.py and tests/harness/env.py\n")
+    _write(tmp_path, "tests/harness/env.py")
+    _write(tmp_path, "docs/guide.md", "run `pytest tests/unit/test_a.py`\n")
+    _write(tmp_path, "docs/decisions/0001-x.md", "tests/unit/test_gone.py (history)\n")
+    _write(tmp_path, "Makefile", "fast:\n\tpytest tests/oci/test_a.py\n")
+    assert stale_test_paths(tmp_path) == ["docs/guide.md:1: tests/unit/test_a.py",
+                                          "tests/oci/test_a.py:1: tests/oci/test_b.py"]
+
+
+def test_every_test_file_named_exists() -> None:
+    stale = stale_test_paths(REPO, skip=frozenset({"tests/walks/test_test_layout.py"}))  # its plants
+    assert not stale, "\n".join(stale)
 
 
 @pytest.fixture(scope="module")
