@@ -83,7 +83,8 @@ def world(tmp_path: Path, vectors_dir: Path, capsys: pytest.CaptureFixture[str])
 def _verify(capsys: pytest.CaptureFixture[str], w: dict[str, Any], tag: str, *extra: str) -> tuple[int, Any]:
     d = w["dir"]
     return acx(capsys, "verify", f"{w['layout']}:{tag}", "--key", str(d / "signer.pub"),
-               "--issuers", str(d / "issuers.json"), "--cache-dir", str(d / "cache"), "--now", LATER, *extra)
+               "--issuers", str(d / "issuers.json"), "--cache-dir", str(d / "cache"), "--now", LATER,
+               "--allow-demo-level", *extra)
 
 
 def test_level_gate_pass_low_revoked(world: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
@@ -142,10 +143,22 @@ def test_require_level_lists_the_referrers_once(world: dict[str, Any],
         d = world["dir"]
         code, res = acx(capsys, "verify", "--plain-http", f"{reg.host}/acx/agent:agent", "--key",
                         str(d / "signer.pub"), "--issuers", str(d / "issuers.json"), "--cache-dir",
-                        str(d / "cache"), "--now", LATER, "--require-level", "senior")
+                        str(d / "cache"), "--now", LATER, "--require-level", "senior", "--allow-demo-level")
         assert code == 0, res
         assert res["ok"] and res["attestationsOk"] and res["level"]["ok"]
         assert reg.referrer_lists == {res["subject"]: 1}
         assert not any(r.method == "HEAD" and r.path.endswith("/manifests/agent") for r in reg.seen)
     finally:
         reg.stop()
+
+
+def test_a_demo_level_counts_only_when_allowed(world: dict[str, Any],
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """The level was measured by the demo solver: like a policy without level.allowDemo, the flags
+    form sets it aside (exit 1, saying so); --allow-demo-level counts it."""
+    d = world["dir"]
+    code, res = acx(capsys, "verify", f"{world['layout']}:agent", "--key", str(d / "signer.pub"), "--issuers",
+                    str(d / "issuers.json"), "--cache-dir", str(d / "cache"), "--now", LATER,
+                    "--require-level", "senior")
+    assert code == 1 and res["attestationsOk"] and not res["level"]["ok"], res
+    assert "a demonstration" in res["level"]["reason"] and "--allow-demo-level" in res["level"]["reason"]

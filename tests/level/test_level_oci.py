@@ -120,8 +120,12 @@ def test_layout_attach_verify_publish_revoke(
     code, res = acx(capsys, "level", "verify", f"{layout}:rex", *verify)
     assert code == 0 and res["ok"] and res["credentials"][0]["state"] == "verified"
     code, res = acx(capsys, "level", "verify", f"{layout}:rex", *verify, "--min-level", "senior")
+    assert code == 1 and "a demonstration" in res["reason"]  # the demo solver's level needs allowing
+    code, res = acx(capsys, "level", "verify", f"{layout}:rex", *verify, "--min-level", "senior",
+                    "--allow-demo-level")
     assert code == 0 and res["requiredLevel"] == 15
-    code, res = acx(capsys, "level", "verify", f"{layout}:rex", *verify, "--min-level", "19")
+    code, res = acx(capsys, "level", "verify", f"{layout}:rex", *verify, "--min-level", "19",
+                    "--allow-demo-level")
     assert code == 1 and "below the required 19" in res["reason"]
     code, res = acx(
         capsys,

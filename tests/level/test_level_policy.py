@@ -74,6 +74,7 @@ def test_min_level_decision(tmp_path: Path) -> None:
         issuers=issuers,
         now=at,
         status_check=check,
+        allow_demo=True,
         required=policy.parse_requirement("senior"),
     )
     assert senior.ok and senior.best is not None and senior.best.level == 18
@@ -84,10 +85,12 @@ def test_min_level_decision(tmp_path: Path) -> None:
         issuers=issuers,
         now=at,
         status_check=check,
+        allow_demo=True,
         required=policy.parse_requirement("staff"),
     )
     assert not staff.ok and "below the required 20" in staff.reason()
-    unresolved = policy.check_documents([("a", vc)], binding, issuers=issuers, now=at, status_check=None)
+    unresolved = policy.check_documents([("a", vc)], binding, issuers=issuers, now=at, status_check=None,
+                                        allow_demo=True)
     assert not unresolved.ok and "unresolved" in unresolved.reason()
     none = policy.check_documents([], binding, issuers=issuers, now=at, status_check=check)
     assert not none.ok and none.reason() == "no level credential attached"
@@ -99,8 +102,23 @@ def test_default_status_source_is_the_credentials_own_list(tmp_path: Path) -> No
     key, issuers, lst, vc, binding = _issued(tmp_path, str(tmp_path / "sl.json"), 5)
     at = T0 + timedelta(hours=1)
     check = policy.status_checker(None, issuers=issuers, now=at, cache_dir=tmp_path / "c")
-    ok = policy.check_documents([("a", vc)], binding, issuers=issuers, now=at, status_check=check)
+    ok = policy.check_documents([("a", vc)], binding, issuers=issuers, now=at, status_check=check,
+                                allow_demo=True)
     assert ok.ok, ok.reason()
     st.write_json_atomic(lst, st.set_status(st.read_list_file(lst), 5, key=key, now=T0))
-    revoked = policy.check_documents([("a", vc)], binding, issuers=issuers, now=at, status_check=check)
+    revoked = policy.check_documents([("a", vc)], binding, issuers=issuers, now=at, status_check=check,
+                                     allow_demo=True)
     assert not revoked.ok and "revoked" in revoked.reason()
+
+
+def test_a_demo_measurement_counts_only_when_allowed(tmp_path: Path) -> None:
+    """The demo suite and solver make a demonstration: set aside (not ok, saying why) unless
+    allow_demo, the flags form's level.allowDemo."""
+    _key, issuers, lst, vc, binding = _issued(tmp_path, LIST, 3)
+    at = T0 + timedelta(hours=1)
+    check = policy.status_checker(str(lst), issuers=issuers, now=at, cache_dir=tmp_path / "c")
+    demo = policy.check_documents([("a", vc)], binding, issuers=issuers, now=at, status_check=check,
+                                  required=policy.parse_requirement("senior"))
+    assert not demo.ok and "a demonstration" in demo.reason() and demo.demo[0][0] == "a"
+    assert policy.check_documents([("a", vc)], binding, issuers=issuers, now=at, status_check=check,
+                                  required=policy.parse_requirement("senior"), allow_demo=True).ok

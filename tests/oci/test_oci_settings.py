@@ -75,7 +75,7 @@ def test_bad_registries_file(doc: object, tmp_path: Path, cas: dict[str, Path]) 
 
 
 def test_missing_ca_file_is_usage(cas: dict[str, Path], tmp_path: Path) -> None:
-    with pytest.raises(UsageError, match="does not exist"):
+    with pytest.raises(UsageError, match="is not a regular file"):
         resolve("h", RemoteOptions(ca_file=str(tmp_path / "nope.pem")))
 
 

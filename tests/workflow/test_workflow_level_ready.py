@@ -108,7 +108,8 @@ def _revoke(w: dict[str, Any], index: int) -> None:
 def _ready(capsys: pytest.CaptureFixture[str], w: dict[str, Any], wf: Path, *roster: str,
            issuers: bool = True) -> tuple[int, Any]:
     d: Path = w["dir"]
-    extra = ["--issuers", str(d / "issuers.json"), "--cache-dir", str(d / "cache")] if issuers else []
+    extra = ["--issuers", str(d / "issuers.json"), "--cache-dir", str(d / "cache"),
+             "--allow-demo-level"] if issuers else []
     return acx(capsys, "workflow", "ready", str(wf), *roster, *extra, "--now", LATER)
 
 
@@ -130,6 +131,11 @@ def test_embedded_credential_staffs_until_revoked(world: dict[str, Any], capsys:
 
     code, res = _ready(capsys, world, wf, "--cartridges", str(roster), issuers=False)
     assert code == 1 and "no level verifier is available" in res["participants"][0]["reason"]
+
+    d2 = world["dir"]  # without --allow-demo-level the demo-measured levels do not count
+    code, res = acx(capsys, "workflow", "ready", str(wf), "--cartridges", str(roster), "--issuers",
+                    str(d2 / "issuers.json"), "--cache-dir", str(d2 / "cache"), "--now", LATER)
+    assert code == 1 and "a demonstration" in res["participants"][0]["reason"], res
 
     _revoke(world, 1)
     code, res = _ready(capsys, world, wf, "--cartridges", str(roster))
