@@ -164,9 +164,12 @@ def test_verdict_transfer_install_and_error_shapes(world: dict[str, Any], capsys
                                                    tmp_path: Path, vectors_dir: Path) -> None:
     pinned = re.compile(r"^.+@sha256:[0-9a-f]{64}$")
     # transfer: reference is REPO[:tag]@digest, and carries the digest
+    listed = str(_status_list(capsys, tmp_path))
     for args in (("push", str(world["acx"]), f"oci-layout:{tmp_path / 'p'}:1.0.0"),
                  ("pull", world["ref"], "-o", str(tmp_path / "p.acx")),
-                 ("cp", world["ref"], f"oci-layout:{tmp_path / 'c'}:1.0.0")):
+                 ("cp", world["ref"], f"oci-layout:{tmp_path / 'c'}:1.0.0"),
+                 ("attach", world["ref"], str(world["acx"]), "--artifact-type", "application/x.example"),
+                 ("status-list", "publish", listed, f"oci-layout:{tmp_path / 's'}")):
         code, out = acx_json(capsys, *args)
         assert code == 0 and pinned.match(out["reference"]) and out["reference"].endswith(out["digest"]), out
     # verdict: ok and verdict, whatever the command
@@ -212,6 +215,7 @@ ELSEWHERE: dict[str, str] = {
     "tls_failure": "tests/interop/test_oci_tls_loopback.py",
     "host_failure": "tests/interop/test_release_registries.py",
     "lease_held": "tests/release/test_concurrency.py",
+    "lease_lost": "tests/release/test_lease_owner.py",
     "writeback_failed": "tests/release/test_disk_full.py",
     "blocked": "tests/install/test_one_judge.py",
 }
