@@ -492,7 +492,7 @@ class Pulled:
 
 
 def _safe_title(title: str | None, fallback: str) -> str:
-    name = os.path.basename(title or "") or fallback
+    name = title or fallback  # held to the grammar as written: a title with a path is refused, not cut
     if not valid_title(name):  # the one title grammar (oci/descriptor.py): a plain file name
         raise InvalidInput(f"unsafe file name in the title annotation: {(title or '')[:80]!r}", where="layer")
     return name

@@ -276,7 +276,7 @@ def bench_install_requests(work: Path) -> None:
     from acxoci.oci.settings import RemoteOptions, using
     from tests.harness.evilregistry import EvilServer, Reply
     from tests.harness.faultproxy import FaultProxy
-    from tests.unit.test_install_support import (
+    from tests.harness.installs import (
         LIST_ID,
         NOW,
         PUBLISHER,

@@ -204,8 +204,11 @@ def main() -> int:
     slowest = max(float(r["slowest_s"]) for r in rows)  # type: ignore[arg-type]
     peak = max(float(r["peak_rss_mb"]) for r in rows)  # type: ignore[arg-type]
     print(f"\nbent verdicts: {bent}; report: .fuzz/report.json")
+    idle = [str(r["target"]) for r in rows if not r["inputs"]]
+    if idle:  # a target that ran nothing proved nothing: its share was too short, or it cannot start
+        print(f"no input ran for {', '.join(idle)} (give more --seconds)")
     print(f"fuzz: {inputs} inputs, {untyped} untyped, slowest {slowest:.3f} s, peak {peak:.0f} MB")
-    ok = untyped == 0 and bent == 0 and slowest < SLOW_LIMIT_S and inputs >= args.min_inputs
+    ok = untyped == 0 and bent == 0 and slowest < SLOW_LIMIT_S and inputs >= args.min_inputs and not idle
     return 0 if ok else 1
 
 

@@ -3,7 +3,7 @@
 The schemas are the one source of truth for every document's shape (DESIGN.md); the models are
 derived from them so the two cannot drift. `python scripts/gen_models.py` rewrites the model
 modules; `--check` exits 1 (and names the file) when a committed module differs from what the
-schemas generate (tests/unit/test_document_models.py runs it).
+schemas generate (tests/documents/test_models_agree.py runs it).
 
 A model says what the schema says about *types and structure*: JSON types (an integer is no
 number's fraction, a boolean is no integer, `null` only where the schema allows it), which members

@@ -3,21 +3,21 @@
 mutmut runs in scratch copies of the repository (`.mutate/<name>`, git-ignored) whose
 pyproject.toml gets a `[tool.mutmut]` section naming the files to mutate and the tests to run, so
 the repository's own files are never rewritten. Stage 1 runs each group of files (GROUPS) against
-the unit tests written for it, which is fast, then runs each survivor once more against all of the
+the tests written for it, which is fast, then runs each survivor once more against all of the
 group's test files (mutmut's trace of which tests reach a function misses some); stage 2 runs
-only the survivors left against the wide selection (every unit and property test file but those
-in WIDE_EXCLUDE), where mutmut again runs only the tests it traced reaching the function. A
+only the survivors left against the wide selection (every test file of the FAST_FOLDERS but
+those in WIDE_EXCLUDE), where mutmut again runs only the tests it traced reaching the function. A
 mutant is killed when any test fails, so the stages give the same verdicts as one wide run, in a
 fraction of the time.
 
     python scripts/mutate.py                              # both stages over every group (about an hour)
     python scripts/mutate.py --groups level checks        # some groups
     python scripts/mutate.py --report                     # re-print the last table
-    python scripts/mutate.py --work one --files acxoci/attest/dsse.py --tests tests/unit/test_dsse_verify.py
+    python scripts/mutate.py --work one --files acxoci/attest/dsse.py --tests tests/attest/test_dsse_verify.py
     python scripts/mutate.py --report --work one          # one ad-hoc run's table
-    python scripts/mutate.py --work two --survivors-of one --files acxoci/attest/dsse.py --tests tests/unit
+    python scripts/mutate.py --work two --survivors-of one --files acxoci/attest/dsse.py --tests tests/attest
     python scripts/mutate.py --work one --rerun 'acxoci.attest.dsse.x_*'   # re-run named mutants
-    python scripts/mutate.py --work one --confirm tests/unit/test_dsse_verify.py  # new tests vs survivors
+    python scripts/mutate.py --work one --confirm tests/attest/test_dsse_verify.py  # new tests vs survivors
 
 Inspect a survivor with `../../.venv/bin/mutmut show NAME` inside its scratch copy. A timeout (the
 mutant's tests ran past mutmut's CPU-time limit) counts as killed but is shown in its own column; a
@@ -57,73 +57,87 @@ TRUST_CORE = (
     "acxoci/workflow/verify.py",
     "acxoci/oci/digest.py",
 )
-TESTS = ("tests/unit", "tests/property")
-# stage 1: each group of files against the unit tests written for it
+#: the test folders of the trust core's subjects, the property tests and the source walks: stage 2's
+#: wide selection and the default of an ad-hoc run (`make test-fast` runs the same folders)
+FAST_FOLDERS = ("attest", "attestation", "cartridge", "cli", "exchange", "install", "level", "oci",
+                "policy", "property", "release", "walks", "workflow")
+TESTS = tuple(f"tests/{s}" for s in FAST_FOLDERS)
+# stage 1: each group of files against the tests written for it
 GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "checks": (("acxoci/install/checks.py",), ("tests/unit/test_install_checks.py",
-                                               "tests/unit/test_checks_mutants.py")),
+    "checks": (("acxoci/install/checks.py",), ("tests/install/test_install_checks.py",
+                                               "tests/install/test_install_check_results.py")),
     "level": (("acxoci/level/binding.py", "acxoci/level/credential.py", "acxoci/level/status.py"),
-              ("tests/unit/test_level_binding.py", "tests/unit/test_level_credential.py",
-               "tests/unit/test_level_status.py", "tests/unit/test_level_status_https.py",
-               "tests/unit/test_level_mutants.py")),
+              ("tests/level/test_level_binding.py", "tests/level/test_level_credential.py",
+               "tests/level/test_level_status.py", "tests/level/test_level_status_https.py",
+               "tests/level/test_level_reasons.py")),
     "cartridge": (("acxoci/cartridge/verify.py", "acxoci/cartridge/manifest.py"),
-                  ("tests/unit/test_cartridge_verify.py", "tests/unit/test_cartridge_verify_support.py",
-                   "tests/unit/test_cartridge_reader.py", "tests/unit/test_cartridge_mutants.py",
-                   "tests/unit/test_manifest_canonical.py", "tests/unit/test_cartridge_open_races.py")),
+                  ("tests/cartridge/test_cartridge_verify.py", "tests/cartridge/test_cartridge_reader.py",
+                   "tests/cartridge/test_manifest_and_verify_edges.py",
+                   "tests/cartridge/test_manifest_canonical.py",
+                   "tests/cartridge/test_cartridge_open_races.py")),
     "reader": (("acxoci/cartridge/reader.py", "acxoci/cartridge/sqlar.py", "acxoci/cartridge/schema.py"),
-               ("tests/unit/test_cartridge_reader.py", "tests/unit/test_cartridge_schema.py",
-                "tests/unit/test_reader_mutants_scan.py", "tests/unit/test_reader_mutants_btree.py",
-                "tests/unit/test_reader_mutants_open.py", "tests/unit/test_reader_mutants_sqlar.py",
-                "tests/unit/test_cartridge_open_races.py", "tests/unit/test_schema_tokens.py",
+               ("tests/cartridge/test_cartridge_reader.py", "tests/cartridge/test_cartridge_schema.py",
+                "tests/cartridge/test_reader_typed_scans.py",
+                "tests/cartridge/test_reader_btree_checks.py",
+                "tests/cartridge/test_reader_open_refusals.py",
+                "tests/cartridge/test_reader_sqlar_entries.py",
+                "tests/cartridge/test_cartridge_open_races.py", "tests/cartridge/test_schema_tokens.py",
                 "tests/cartridge/test_structure_as_sqlite_parses.py")),
     "attest": (("acxoci/attest/statuslist.py", "acxoci/attest/vc.py"),
-               ("tests/unit/test_statuslist_bitstring.py", "tests/unit/test_vc_eddsa.py",
-                "tests/unit/test_vc_mutants.py")),
+               ("tests/attest/test_statuslist_bitstring.py", "tests/attest/test_vc_eddsa.py",
+                "tests/attest/test_vc_refusals.py")),
     "trust": (("acxoci/attest/trust.py",),
-              ("tests/unit/test_trust_registry.py", "tests/unit/test_key_trust.py",
-               "tests/unit/test_trust_findings.py", "tests/unit/test_trust_review.py",
-               "tests/unit/test_trust_mutants.py")),
+              ("tests/attest/test_trust_registry.py", "tests/cli/test_key_trust.py",
+               "tests/attest/test_trust_findings.py", "tests/attest/test_trust_verdicts_cli.py",
+               "tests/attest/test_trust_registry_fields.py")),
     "decisions": (("acxoci/attest/trustdecision.py",),
-                  ("tests/unit/test_trust_decisions.py", "tests/unit/test_independent_time.py",
-                   "tests/unit/test_trustdecision_mutants.py")),
+                  ("tests/attest/test_trust_decisions.py", "tests/attestation/test_independent_time.py",
+                   "tests/attest/test_trust_decision_edges.py")),
     "core": (("acxoci/attest/canonical.py", "acxoci/attest/dsse.py", "acxoci/attest/intoto.py",
               "acxoci/attest/keys.py", "acxoci/attest/cosignkey.py", "acxoci/attest/bundle.py",
               "acxoci/attest/b64.py", "acxoci/attest/errors.py", "acxoci/attest/__init__.py",
               "acxoci/workflow/verify.py", "acxoci/oci/digest.py"),
-             ("tests/unit/test_canonical.py", "tests/unit/test_canonical_strict.py",
-              "tests/unit/test_dsse_verify.py", "tests/unit/test_intoto.py",
-              "tests/unit/test_intoto_strict.py",
-              "tests/unit/test_keyfiles.py", "tests/unit/test_cosignkey_files.py",
-              "tests/unit/test_bundle_model.py", "tests/unit/test_attestation_formats.py",
-              "tests/unit/test_workflow_verify_verdicts.py", "tests/unit/test_workflow_verify_bindings.py",
-              "tests/unit/test_oci_digest.py", "tests/unit/test_oci_layout.py",
-              "tests/unit/test_oci_shapes.py",
-              "tests/unit/test_oci_descriptor.py", "tests/property/test_verifying_reader.py",
-              "tests/unit/test_digest_mutants.py", "tests/unit/test_attest_mutants.py",
-              "tests/unit/test_attest_mutants_cosignkey.py")),
+             ("tests/attest/test_canonical.py", "tests/attest/test_canonical_strict.py",
+              "tests/attest/test_dsse_verify.py", "tests/attest/test_intoto.py",
+              "tests/attest/test_intoto_strict.py",
+              "tests/attest/test_keyfiles.py", "tests/attest/test_cosignkey_files.py",
+              "tests/attest/test_bundle_model.py", "tests/attestation/test_attestation_formats.py",
+              "tests/workflow/test_workflow_verify_verdicts.py",
+              "tests/workflow/test_workflow_verify_bindings.py",
+              "tests/oci/test_oci_digest.py", "tests/oci/test_oci_layout.py",
+              "tests/oci/test_oci_shapes.py",
+              "tests/oci/test_oci_descriptor.py", "tests/property/test_verifying_reader.py",
+              "tests/oci/test_verifying_reader_copy.py", "tests/attest/test_attest_reports_whole.py",
+              "tests/attest/test_cosignkey_fields.py")),
 }
 # stage 2 leaves out the test files that cannot pass under mutmut's trampolines, or test processes
 WIDE_EXCLUDE: dict[str, str] = {
-    "test_cartridge_hostile.py": "memory bound of a child `acx` that imports every mutant's code",
-    "test_cartridge_hostile_review.py": "the same measured child as test_cartridge_hostile.py",
-    "test_oci_bounds.py": "memory bound of a measured child process",
-    "test_oci_hostile_review.py": "memory bound of a measured child process",
-    "test_sigstore_verify.py": "memory bound of a measured child process",
-    "test_concurrency.py": "races real `acx` processes: timing, not verdicts",
-    "test_disk_full.py": "child processes under RLIMIT_FSIZE",
-    "test_architecture.py": "reads the import graph, which the trampolines change",
+    "tests/cartridge/test_hostile_cartridges.py":
+        "memory bound of a child `acx` that imports every mutant's code",
+    "tests/cartridge/test_btree_walks_disagree.py": "the same measured child as test_hostile_cartridges.py",
+    "tests/oci/test_oci_bounds.py": "memory bound of a measured child process",
+    "tests/oci/test_registry_client_refusals.py": "memory bound of a measured child process",
+    "tests/oci/test_hostile_layout.py": "5 s and 150 MB bounds around each command, which trampolines slow",
+    "tests/oci/test_hostile_registry.py": "5 s and 150 MB bounds around each command, which trampolines slow",
+    "tests/attestation/test_sigstore_verify.py": "memory bound of a measured child process",
+    "tests/release/test_concurrency.py": "races real `acx` processes: timing, not verdicts",
+    "tests/release/test_disk_full.py": "child processes under RLIMIT_FSIZE",
+    "tests/walks/test_architecture.py": "reads the import graph, which the trampolines change",
+    "tests/cli/test_a_command_imports_what_it_uses.py":
+        "reads the import graph, which the trampolines change",
+    "tests/walks/test_no_recursion.py": "reads the source, which the trampolines rewrite",
+    "tests/walks/test_bounded_reads.py": "reads the source, which the trampolines rewrite",
     # fails on main without any mutant (json.loads in acxoci/authoring/walk.py and install/load.py),
     # which stops stage 2 before it starts; it reads source files, not the mutated code
-    "test_canonical.py": "a source grep that fails on main today; no mutant changes its answer",
+    "tests/attest/test_canonical.py":
+        "a source grep that fails on main today; no mutant changes its answer",
 }
 
 
 def wide_tests() -> list[str]:
-    """Every unit, property and cartridge test file except WIDE_EXCLUDE."""
-    files = [*sorted((REPO / "tests" / "unit").glob("test_*.py")),
-             *sorted((REPO / "tests" / "property").glob("test_*.py")),
-             *sorted((REPO / "tests" / "cartridge").glob("test_*.py"))]
-    return [str(f.relative_to(REPO)) for f in files if f.name not in WIDE_EXCLUDE]
+    """Every test file of the FAST_FOLDERS except WIDE_EXCLUDE."""
+    files = [f for s in FAST_FOLDERS for f in sorted((REPO / "tests" / s).glob("test_*.py"))]
+    return [p for p in (str(f.relative_to(REPO)) for f in files) if p not in WIDE_EXCLUDE]
 
 
 COPY = ("acxoci", "tests", "schemas", "examples", "scripts", "docs", "README.md", "pyproject.toml")

@@ -44,8 +44,8 @@ import requests  # noqa: E402
 
 from tests.harness import env  # noqa: E402
 from tests.harness.faultproxy import FaultProxy, Rule  # noqa: E402
+from tests.harness.releases import make_world  # noqa: E402
 from tests.harness.servers import Registry, start_distribution  # noqa: E402
-from tests.unit.test_release_support import make_world  # noqa: E402
 
 OPS = ("release", "pull", "cp", "install")
 FAULTS = ("none", "reset", "5xx", "429", "truncate", "corrupt", "drip", "disk_full")

@@ -156,7 +156,7 @@ INDEXES: dict[str, tuple[str, tuple[str, ...]]] = {
 # SQLite's own classes: only these five characters are space, and every character from U+0080 up
 # is an identifier character (so U+00A0 joins the words on either side into one identifier). The
 # identifier classes are written as the ASCII they exclude (an identifier starts with A-Z, a-z, _
-# or U+0080 and up, and goes on with those, 0-9 and $; tests/unit/test_schema_tokens.py).
+# or U+0080 and up, and goes on with those, 0-9 and $; tests/cartridge/test_schema_tokens.py).
 _ID_START = r"[^\x00-\x40\x5b-\x5e\x60\x7b-\x7f]"
 _ID_PART = r"[^\x00-\x23\x25-\x2f\x3a-\x40\x5b-\x5e\x60\x7b-\x7f]"
 _TOKEN_RE = re.compile(

@@ -204,7 +204,7 @@ def _render_report(report: VerifyReport) -> None:
 
 def _level_gate(target: Target, subject: Descriptor, workdir: Path, *, required: int,
                 issuers: IssuerRegistry, registry: TrustRegistry | None, now: datetime,
-                status_check: StatusCheck | None) -> dict[str, Any]:
+                status_check: StatusCheck | None, allow_demo: bool) -> dict[str, Any]:
     """Bind the artifact's cartridge (reusing the copy `verify_artifact` pulled) and check its
     attached level credentials (revocation included) against `required`; JSON result with `ok`."""
     out: dict[str, Any] = {"required": required, "ok": False, "romDigest": None, "credentials": []}
@@ -219,7 +219,7 @@ def _level_gate(target: Target, subject: Descriptor, workdir: Path, *, required:
             pull_layer(target, layer, path)
         binding = bind_cartridge(path, now=now, registry=registry)
         check = check_attached(target, subject, binding, issuers=issuers, now=now,
-                               status_check=status_check, required=required)
+                               status_check=status_check, required=required, allow_demo=allow_demo)
     except AcxError as exc:
         out["reason"] = f"level unverifiable: {exc.one_line()}"
         return out
@@ -273,6 +273,8 @@ def verify_cmd(
     max_status_age: int = typer.Option(int(DEFAULT_MAX_AGE.total_seconds()), "--max-status-age",
                                        help="Seconds after its validFrom that a status list is stale."),
     allow_offline: bool = typer.Option(False, "--allow-offline", help="Accept a cached/stale status list."),
+    allow_demo: bool = typer.Option(False, "--allow-demo-level", help="Count a level measured by the "
+                                    "demo solver or benchmark (a policy's level.allowDemo)."),
     cache_dir: Path | None = typer.Option(None, "--cache-dir", help="Status-list cache directory."),
     now_: str | None = typer.Option(None, "--now", help="RFC 3339 time to use instead of the clock."),
     policy: Path | None = typer.Option(None, "--policy", help="Judge everything under this verification "
@@ -301,7 +303,7 @@ def verify_cmd(
     if policy is not None:
         narrower = [key, trust_registry, identity, identity_regexp, issuer, issuer_regexp, trusted_root,
                     type_, require_level, issuers, cache_dir, trust_config, repo, source_ref, signer_workflow]
-        if any(v is not None for v in narrower) or staging or no_content or allow_offline:
+        if any(v is not None for v in narrower) or staging or no_content or allow_offline or allow_demo:
             raise UsageError("--policy judges what the policy says; the other verify flags are a narrower "
                              "check", hint="put keys, identities, provenance and the level in the policy")
         from acxoci.cli.judging import judge_ref, render_judgement, verdict_json
@@ -337,7 +339,7 @@ def verify_cmd(
                                    cache_dir=cache_dir)
             registry = load_trust_registry(trust_registry) if trust_registry is not None else None
             level = _level_gate(target, subject, Path(tmp), required=required, issuers=level_issuers,
-                                registry=registry, now=now, status_check=check)
+                                registry=registry, now=now, status_check=check, allow_demo=allow_demo)
     prov = None if wanted.empty else check_provenance(wanted, verified_provenance(report))
     ok = report.ok and (level is None or bool(level["ok"])) and (prov is None or prov.ok)
     if level is not None:  # the level attestations' credentials were checked by the level gate

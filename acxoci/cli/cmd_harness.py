@@ -133,7 +133,8 @@ def negotiate(
                 "activated)")
         for b in descriptor.bindings:
             mark = "ok" if b.satisfied else ("--" if b.tier == "optional" else "XX")
-            say("  {} {:<18} -> {}  scopes {}", mark, b.role, str(b.bound_tool), list(b.scopes_granted))
+            say("  {} {:<18} -> {}  scopes {}", mark, b.role, b.bound_tool or "(unbound)",
+                list(b.scopes_granted))
         for u in descriptor.unmet:
             say("  unmet: {}", u)
         if result.host.assumed:
@@ -178,7 +179,7 @@ def check(
         for b in d.bindings:
             mark = "✓" if b.satisfied else ("·" if b.tier == "optional" else "✗")
             say("    {} {:<18} -> {}  scopes={}",
-                mark, b.role, str(b.bound_tool), ','.join(b.scopes_granted))
+                mark, b.role, b.bound_tool or "(unbound)", ','.join(b.scopes_granted))
         if req.external_tools:
             say("  External binaries:")
             have = set(result.host.descriptor.binaries or ())

@@ -9,7 +9,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import typer
-import yaml
 
 from acxoci.attest.typed import opt
 from acxoci.cli.apps import installed_app, policy_app
@@ -25,6 +24,7 @@ from acxoci.install.reverify import verify_installed
 from acxoci.install.store import Store
 from acxoci.install.vpolicy import load_policy, policy_from_json, starter_template
 from acxoci.oci.settings import active_options
+from acxoci.yamldoc import load_yaml
 
 STORE_OPT = typer.Option(None, "--store", envvar="ACX_STORE", help="Install store folder.")
 NOW_OPT = typer.Option(None, "--now", help="Judge at this RFC 3339 time instead of the clock.")
@@ -336,7 +336,8 @@ def cmd_policy_init(
     # its registries, or the policy would refuse everything.
     check = starter_policy(publisher, [str(r.resolve()) for r in trust_registry], level, issuer,
                            [str(r.resolve()) for r in issuer_registry])
-    pol = policy_from_json(yaml.safe_load(check), base=Path.cwd(), now=_now(), source=str(output))
+    pol = policy_from_json(load_yaml(check, what="policy", where=str(output)), base=Path.cwd(), now=_now(),
+                           source=str(output))
     for pub in pol.publishers:
         if not any(pub.covers(k.publisher_id) for k in pub.registry.keys):
             raise UsageError(f"no key of publisher {pub.id} in {', '.join(map(str, trust_registry))}",

@@ -33,7 +33,7 @@ from acxoci.level import oci as level_oci
 from acxoci.level import policy as level_policy
 from acxoci.level import status as st
 from acxoci.level.binding import CartridgeBinding, bind_cartridge
-from acxoci.level.constants import is_demo_measurement
+from acxoci.level.constants import demo_measurement, is_demo_measurement
 from acxoci.level.credential import LevelVerdict, issue_credential, verify_credential
 from acxoci.level.gate import (
     DEFAULT_COOLDOWN,
@@ -305,6 +305,8 @@ def verify_cmd(
     allow_offline: bool = typer.Option(False, "--allow-offline", help="Accept a cached/stale status list."),
     variant: str = typer.Option("auto", "--variant", help="Proof variant: auto, w3c or acx."),
     min_level: str | None = typer.Option(None, "--require-level", help="Require this level N or a tier."),
+    allow_demo: bool = typer.Option(False, "--allow-demo-level", help="With --require-level: count a level "
+                                    "measured by the demo solver or benchmark."),
     cache_dir: Path | None = typer.Option(None, "--cache-dir", help="Status-list cache directory."),
     trust_registry: Path | None = typer.Option(None, "--trust-registry", help=CART_TRUST_HELP),
     require: str | None = typer.Option(None, "--require", help=REQUIRE_HELP),
@@ -337,8 +339,10 @@ def verify_cmd(
             b, pulled = resolved.binding, resolved.pulled
             assert pulled is not None
             found = level_oci.find_credentials(pulled.target, pulled.manifest)
-            verdicts = [(ref.digest, run(doc, b.rom_digest, b.publisher_id, b.keyid)) for ref, doc in found]
-        decision = level_policy.LevelCheck(tuple(verdicts), required)
+            checked = [(ref.digest, doc, run(doc, b.rom_digest, b.publisher_id, b.keyid))
+                       for ref, doc in found]
+        decision = level_policy.decide(checked, required, allow_demo=allow_demo or required is None)
+        verdicts = list(decision.verdicts)
         code = 0 if decision.ok else 1
         data = {"reference": credential, "subject": pulled.manifest.digest, "romDigest": b.rom_digest,
                 "credentials": [v.to_json() | {"referrer": d} for d, v in verdicts], "ok": decision.ok,
@@ -364,11 +368,15 @@ def verify_cmd(
         assert rom_digest is not None
         expected = rom_digest
     v = run(doc, expected, publisher, keyid)
-    single = level_policy.LevelCheck((("file", v),), required)
+    single = level_policy.decide([("file", doc, v)], required, allow_demo=allow_demo or required is None)
+    demo = demo_measurement(doc) if v.ok else None
     code = 0 if single.ok else 1
 
     def human_one() -> None:
         _render_level(v)
+        if demo is not None:
+            say("  [yellow]demonstration[/yellow]: measured by {}; a level requirement sets it aside "
+                "unless --allow-demo-level (a policy: level.allowDemo)", demo)
         if v.ok and not single.ok:
             say("[bold red]FAIL[/bold red] {}", single.reason())
     emit(v.to_json() | {"credential": credential, "requiredLevel": required, "reason": single.reason(),
@@ -483,7 +491,12 @@ def status_publish_cmd(
     if issuers is not None:
         st.verify_status_list(doc, issuers=IssuerRegistry.load(issuers, now=at), now=at)
     desc, tag = level_oci.publish_status_list(ref, doc, now=at)
-    data = {"statusList": str(file), "reference": ref, "tag": tag, "digest": desc.digest}
+    import dataclasses
+
+    from acxoci.oci.reference import parse_reference
+
+    pinned = str(dataclasses.replace(parse_reference(ref, require_ref=False), tag=tag, digest=desc.digest))
+    data = {"statusList": str(file), "reference": pinned, "tag": tag, "digest": desc.digest}
     emit(data, lambda: say("[bold green]PUBLISHED[/bold green] {} :{} → {}", ref, tag, desc.digest),
          quiet_line=desc.digest)
 

@@ -159,6 +159,8 @@ def ready_cmd(
         help="Seconds after its validFrom that a status list is stale.",
     ),
     allow_offline: bool = typer.Option(False, "--allow-offline", help="Accept a cached/stale status list."),
+    allow_demo: bool = typer.Option(False, "--allow-demo-level", help="Count a level measured by the "
+                                    "demo solver or benchmark (a policy's level.allowDemo)."),
     cache_dir: Path | None = typer.Option(None, "--cache-dir", help="Status-list cache directory."),
     now: str | None = typer.Option(None, "--now", help="Evaluate trust at this time (RFC 3339)."),
     require: str | None = typer.Option(
@@ -182,7 +184,7 @@ def ready_cmd(
         raise UsageError("give --cartridges DIR and/or --roster REF")
     if policy is not None:
         narrower = [trust_registry, issuers, cache_dir, require]
-        if any(v is not None for v in narrower) or allow_offline:
+        if any(v is not None for v in narrower) or allow_offline or allow_demo:
             raise UsageError("--policy judges what the policy says; --trust-registry, --issuers, --require "
                              "and the status-list flags are the narrower check")
         _ready_under_policy(file, policy, cartridges, roster or [], store, _now(now))
@@ -218,7 +220,7 @@ def ready_cmd(
             allow_offline=allow_offline,
             cache_dir=cache_dir,
         )
-        resolver = VerifiedLevelResolver(level_issuers, at, check)
+        resolver = VerifiedLevelResolver(level_issuers, at, check, allow_demo=allow_demo)
     entries = (
         [] if cartridges is None else load_roster(directory_roster(cartridges), registry=registry, now=at)
     )

@@ -286,7 +286,7 @@ EMBEDDED: frozenset[str] = frozenset({
     "envelope", "dsseEnvelope", "registry", "entry", "integrity", "doc", "bundle", "evidence", "receipt"})
 
 #: The result kind of each command (`acx` + its words). A command not listed emits `document`;
-#: tests/unit/test_output_model.py requires every registered command to be listed.
+#: tests/interop/test_output_model.py requires every registered command to be listed.
 COMMAND_KINDS: dict[str, ResultKind] = {
     "acx cartridge verify": "verdict", "acx verify": "verdict", "acx verify-blob": "verdict",
     "acx workflow verify": "verdict", "acx workflow ready": "verdict", "acx workflow lint": "verdict",

@@ -369,11 +369,11 @@ def measurement_refusal(m: Measurement | None, policy: VerificationPolicy) -> st
     """Why a level measured this way does not count under the policy (None: it counts): the demo
     solver or the demo benchmark, unless the policy allows demo levels; a verifier the policy does
     not name, when it names verifiers."""
-    from acxoci.level.constants import is_demo_measurement
+    from acxoci.level.constants import DEMO_SOLVER_PREFIX, is_demo_measurement
 
     m = m or Measurement()
     if not policy.level_allow_demo and is_demo_measurement(m.solver, m.benchmark_digest, m.benchmark_id):
-        demo_solver = m.solver is not None and m.solver.strip().lower().startswith("reference(")
+        demo_solver = m.solver is not None and m.solver.strip().lower().startswith(DEMO_SOLVER_PREFIX)
         what = f"solver {m.solver}" if demo_solver else "the demo benchmark"
         return (f"level measured by {what}, a demonstration (the policy's level.allowDemo is false)")
     if policy.level_verifiers and m.verifier not in policy.level_verifiers:

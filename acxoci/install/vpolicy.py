@@ -311,12 +311,13 @@ def load_policy(path: Path | None, *, now: datetime) -> VerificationPolicy:
     """Read a policy file (YAML or JSON; JSON is parsed strictly), or the built-in default for None."""
     if path is None:
         return default_policy()
-    import yaml
+    from acxoci.yamldoc import load_yaml
 
     data = read_bytes(path, "verification policy")
     try:
-        doc = loads_strict(data) if path.suffix.lower() == ".json" else yaml.safe_load(data.decode("utf-8"))
-    except (AttestError, yaml.YAMLError, UnicodeDecodeError) as exc:
+        doc = loads_strict(data) if path.suffix.lower() == ".json" else load_yaml(
+            data.decode("utf-8"), what="verification policy", where=str(path))
+    except (AttestError, UnicodeDecodeError) as exc:
         raise InvalidInput(f"verification policy is not valid JSON/YAML: {parse_problem(exc)}",
                            where=str(path)) from exc
     return policy_from_json(doc, base=path.parent, now=now, source=str(path.resolve()))

@@ -36,6 +36,17 @@ def measurement_fields(doc: Mapping[str, Any]) -> dict[str, str | None]:
             "solver": text("acx:solver"), "verifier": text("acx:verifier")}
 
 
+def demo_measurement(doc: Mapping[str, Any]) -> str | None:
+    """What makes a level credential's measurement a demonstration (the demo solver or the demo
+    benchmark), or None: the one rule every level requirement applies unless demos are allowed."""
+    m = measurement_fields(doc)
+    if not is_demo_measurement(m["solver"], m["benchmark_digest"], m["benchmark_id"]):
+        return None
+    solver = m["solver"]
+    demo_solver = solver is not None and solver.strip().lower().startswith(DEMO_SOLVER_PREFIX)
+    return f"solver {solver}" if demo_solver else "the demo benchmark"
+
+
 def is_demo_measurement(solver: str | None, benchmark_digest: str | None,
                         benchmark_id: str | None = None) -> bool:
     """True for a level measured by the demo solver or on the demo benchmark (compared without

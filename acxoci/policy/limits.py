@@ -159,12 +159,13 @@ def validate_limits(doc: Any, *, host: bool = False) -> list[Issue]:
 
 def load_host_limits(path: Path) -> ResourceLimits:
     """Read a host `resource-limits.yaml` (same shape as `budget`, every value optional)."""
-    import yaml
+    from acxoci.yamldoc import load_yaml
 
     try:
-        doc = yaml.safe_load(read_bytes(path, "host limits file", limit=1 << 20).decode("utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        text = read_bytes(path, "host limits file", limit=1 << 20).decode("utf-8")
+    except UnicodeDecodeError as exc:
         raise InvalidInput(f"not valid YAML: {parse_problem(exc)}", where=str(path)) from exc
+    doc = load_yaml(text, what="host limits file", where=str(path))
     if doc is None:
         doc = {}
     if isinstance(doc, Mapping) and isinstance(doc.get("resourceLimits"), Mapping):

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 import msgspec
-import yaml
 
 from acxoci import jsonschemas
 from acxoci.attest.canonical import jcs_digest, loads_strict
@@ -30,6 +29,7 @@ from acxoci.errors import AuthError, InvalidInput, UsageError, parse_problem
 from acxoci.fsutil import read_bytes
 from acxoci.oci.reference import parse_reference
 from acxoci.oci.settings import RemoteOptions, active_options
+from acxoci.yamldoc import load_yaml
 
 SCHEMA_VERSION = "acx.release-plan/1"
 SCHEMA_FILE = "acx.release-plan-1.schema.json"
@@ -697,8 +697,9 @@ def load_plan(path: Path) -> ReleasePlan:
     """Read `acx-release.yaml` (YAML, or strict JSON for `.json`) and validate it."""
     data = read_bytes(path, "release plan", limit=1 << 22)
     try:
-        doc = loads_strict(data) if path.suffix.lower() == ".json" else yaml.safe_load(data.decode("utf-8"))
-    except (AttestError, yaml.YAMLError, UnicodeDecodeError) as exc:
+        doc = loads_strict(data) if path.suffix.lower() == ".json" else load_yaml(
+            data.decode("utf-8"), what="release plan", where=str(path))
+    except (AttestError, UnicodeDecodeError) as exc:
         raise InvalidInput(f"release plan is not valid YAML/JSON: {parse_problem(exc)}",
                            where=str(path)) from exc
     return plan_from_json(doc, path=path.resolve())

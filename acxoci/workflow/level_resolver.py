@@ -81,6 +81,7 @@ class VerifiedLevelResolver:
     status_check: StatusCheck | None
     oci_referrers: bool = True
     options: RemoteOptions | None = None
+    allow_demo: bool = False
     _checks: dict[str, LevelCheck | str] = field(default_factory=dict)
 
     def check(self, cartridge: RosterCartridge) -> LevelCheck | str:
@@ -105,7 +106,7 @@ class VerifiedLevelResolver:
                 if not docs:
                     return f"cannot read level referrers: {exc.one_line()}"
         return check_documents(docs, binding, issuers=self.issuers, now=self.now,
-                               status_check=self.status_check)
+                               status_check=self.status_check, allow_demo=self.allow_demo)
 
     def proven_level(self, cartridge: RosterCartridge) -> ProvenLevel | None:
         """The highest verified, unrevoked level bound to the cartridge's ROM digest, or None."""

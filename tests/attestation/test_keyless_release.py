@@ -15,9 +15,9 @@ import pytest
 import yaml
 
 from tests.harness.peers import Cosign
+from tests.harness.releases import acx, make_world
 from tests.harness.servers import Registry
 from tests.harness.sigstack import SigStack, clean_env
-from tests.unit.test_release_support import acx, make_world
 
 pytestmark = pytest.mark.interop
 REPO_NAME, REF, SHA = "acx-example/agents", "refs/tags/v1", "ab" * 20

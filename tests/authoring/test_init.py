@@ -5,6 +5,7 @@ FIFOs, huge and malformed manifests, deep and wide trees)."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -20,7 +21,7 @@ from acxoci.authoring.walk import walk
 from acxoci.cartridge.build import build_cartridge
 from acxoci.cartridge.spec import check_spec
 from tests.harness.cli import acx_json, run_acx
-from tests.harness.env import PEERS, REPO
+from tests.harness.env import PEERS, REPO, missing
 
 GO_TREE = (
     PEERS / "ggcr-src" / "usr" / "share" / "gocode" / "src" / "github.com" / "google" / "go-containerregistry"
@@ -67,17 +68,19 @@ def test_init_refuses_unknown_roles_and_a_folder_with_files(
     assert list((tmp_path / "elsewhere").iterdir()) == []
 
 
-def _trees() -> list[Path]:
-    trees = [REPO, REPO / "examples"]
-    if GO_TREE.is_dir():
-        trees.append(GO_TREE)
-    return trees
+#: Three real trees: this repository, go-containerregistry's Go sources (a peer `make peers`
+#: installs from Debian) and the Python sources of `requests` as installed in the venv.
+TREES = {"acxoci": REPO, "go-containerregistry": GO_TREE,
+         "requests": Path(importlib.util.find_spec("requests").origin or "").parent}  # type: ignore[union-attr]
 
 
-@pytest.mark.parametrize("tree", _trees(), ids=lambda p: p.name)
+@pytest.mark.parametrize("name", sorted(TREES))
 def test_from_code_on_real_trees_lints_valid_builds_and_repeats_byte_for_byte(
-    tree: Path, tmp_path: Path, key: PrivateKey, capsys: pytest.CaptureFixture[str]
+    name: str, tmp_path: Path, key: PrivateKey, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    tree = TREES[name]
+    if not tree.is_dir():
+        missing(f"{name} sources not found at {tree}; run `make peers`")
     code, out = acx_json(capsys, "init", "--from-code", str(tree), "--out", str(tmp_path / "a"))
     assert code == 0, out
     assert out["roles"] and out["truncated"] is None

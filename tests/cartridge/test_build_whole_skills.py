@@ -21,7 +21,7 @@ from acxoci.errors import InvalidInput
 from acxoci.install import activate
 from tests.harness.cli import acx_json
 from tests.harness.env import REPO
-from tests.unit.test_install_support import NOW, PUBLISHER, registry_entry, trusting_policy, write_registry
+from tests.harness.installs import NOW, PUBLISHER, registry_entry, trusting_policy, write_registry
 
 CREATED = "2026-05-04T09:00:00.000Z"
 EXTRA = {

@@ -15,7 +15,7 @@ import pytest
 from acxoci.cartridge import schema
 from acxoci.cartridge.schema import DDL, Header, check_schema, parse_header
 from acxoci.errors import InvalidInput
-from tests.unit.test_reader_mutants_support import refused
+from tests.harness.reader_edits import refused
 
 
 @pytest.fixture

@@ -16,9 +16,9 @@ from acxoci.cartridge import reader, schema
 from acxoci.cartridge.reader import BadEntry, open_cartridge
 from acxoci.cartridge.verify import verify_open
 from acxoci.errors import InvalidInput, WriteBackFailed
-from tests.unit.hostile_btree import graft_index
-from tests.unit.test_cartridge_verify_support import NOW, SAMPLE, copy_vector
-from tests.unit.test_reader_mutants_support import refused
+from tests.harness.btree import graft_index
+from tests.harness.cartridges import NOW, SAMPLE, copy_vector
+from tests.harness.reader_edits import refused
 
 
 @pytest.fixture

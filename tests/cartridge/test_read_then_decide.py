@@ -17,8 +17,8 @@ from acxoci.cartridge import verify
 from acxoci.cartridge.reader import open_cartridge
 from acxoci.cartridge.verify import decide, read_cartridge, verify_cartridge, verify_open
 from acxoci.errors import InvalidInput
-from tests.unit.hostile_btree import corrupt_a_sqlar_leaf
-from tests.unit.test_cartridge_verify_support import NOW, SAMPLE, copy_vector
+from tests.harness.btree import corrupt_a_sqlar_leaf
+from tests.harness.cartridges import NOW, SAMPLE, copy_vector
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from acxoci.cartridge import schema
 from acxoci.cartridge.reader import open_cartridge
 from acxoci.cartridge.verify import verify_cartridge
 from acxoci.errors import InvalidInput
-from tests.unit.test_cartridge_verify_support import NOW, SAMPLE, copy_vector
+from tests.harness.cartridges import NOW, SAMPLE, copy_vector
 
 REF_CARTRIDGE = next(d for d in schema.DDL if d.startswith("CREATE TABLE cartridge"))
 

@@ -48,7 +48,7 @@ def _commands(cell: str) -> set[str]:
 @pytest.fixture
 def world(tmp_path: Path, vectors_dir: Path) -> dict[str, Any]:
     """A signed cartridge pushed to a layout, its trust registry, and a registry trusting another key."""
-    from tests.unit.test_install_support import (
+    from tests.harness.installs import (
         PUBLISHER,
         make_cartridge,
         push_cartridge,
@@ -164,9 +164,12 @@ def test_verdict_transfer_install_and_error_shapes(world: dict[str, Any], capsys
                                                    tmp_path: Path, vectors_dir: Path) -> None:
     pinned = re.compile(r"^.+@sha256:[0-9a-f]{64}$")
     # transfer: reference is REPO[:tag]@digest, and carries the digest
+    listed = str(_status_list(capsys, tmp_path))
     for args in (("push", str(world["acx"]), f"oci-layout:{tmp_path / 'p'}:1.0.0"),
                  ("pull", world["ref"], "-o", str(tmp_path / "p.acx")),
-                 ("cp", world["ref"], f"oci-layout:{tmp_path / 'c'}:1.0.0")):
+                 ("cp", world["ref"], f"oci-layout:{tmp_path / 'c'}:1.0.0"),
+                 ("attach", world["ref"], str(world["acx"]), "--artifact-type", "application/x.example"),
+                 ("status-list", "publish", listed, f"oci-layout:{tmp_path / 's'}")):
         code, out = acx_json(capsys, *args)
         assert code == 0 and pinned.match(out["reference"]) and out["reference"].endswith(out["digest"]), out
     # verdict: ok and verdict, whatever the command
@@ -200,19 +203,20 @@ def test_verdict_transfer_install_and_error_shapes(world: dict[str, Any], capsys
 #: Kinds whose test needs a live registry, a full disk or a second runner: the test that shows
 #: the CLI exits with the row's code and kind (it must exist and name the kind).
 ELSEWHERE: dict[str, str] = {
-    "verification_failed": "tests/unit/test_cli_basics.py",
+    "verification_failed": "tests/cli/test_cli_basics.py",
     "tampered": "tests/interop/test_oci_interop.py",
-    "size_mismatch": "tests/unit/test_digest_mutants.py",
-    "truncated_body": "tests/unit/test_digest_mutants.py",
+    "size_mismatch": "tests/oci/test_verifying_reader_copy.py",
+    "truncated_body": "tests/oci/test_verifying_reader_copy.py",
     "wrong_scheme": "tests/interop/test_oci_tls_loopback.py",
-    "unsupported": "tests/unit/test_keyless_oci.py",
+    "unsupported": "tests/attestation/test_keyless_oci.py",
     "manifest_too_large": "tests/oci/test_hostile_layout.py",
-    "limit_exceeded": "tests/unit/test_oci_bounds.py",
+    "limit_exceeded": "tests/oci/test_oci_bounds.py",
     "registry_protocol": "tests/oci/test_hostile_registry.py",
     "tls_failure": "tests/interop/test_oci_tls_loopback.py",
     "host_failure": "tests/interop/test_release_registries.py",
-    "lease_held": "tests/unit/test_concurrency.py",
-    "writeback_failed": "tests/unit/test_disk_full.py",
+    "lease_held": "tests/release/test_concurrency.py",
+    "lease_lost": "tests/release/test_lease_owner.py",
+    "writeback_failed": "tests/release/test_disk_full.py",
     "blocked": "tests/install/test_one_judge.py",
 }
 
@@ -264,7 +268,7 @@ def _provoke(world: dict[str, Any], capsys: pytest.CaptureFixture[str], tmp_path
 
 def _harness_refused(capsys: pytest.CaptureFixture[str], tmp_path: Path, key: PrivateKey) -> tuple[int, Any]:
     from tests.harness import env
-    from tests.unit.test_install_support import make_cartridge
+    from tests.harness.installs import make_cartridge
 
     bad = make_cartridge(env.vectors(), tmp_path / "hr.acx", key, harness={"schemaVersion": "nope"})
     return acx_json(capsys, "check", str(bad), "--all-tools")
@@ -290,7 +294,7 @@ def _corrupt_layer(world: dict[str, Any], tmp_path: Path) -> str:
     """A copy of the layout whose cartridge layer's bytes no longer hash to their digest."""
     import shutil
 
-    from tests.unit.test_install_support import blob_path
+    from tests.harness.installs import blob_path
 
     copy = tmp_path / "corrupt"
     shutil.copytree(world["layout"], copy)
@@ -323,8 +327,8 @@ def test_every_row_of_the_exit_code_table(world: dict[str, Any], capsys: pytest.
     # the three rows without a kind: success, interrupted, a closed stdout
     assert (0, "—") in rows and (130, "—") in rows and (141, "—") in rows
     assert got["interrupted"][0] == 130
-    assert "exit 141" in (REPO / "tests" / "unit" / "test_cli_closed_stdout.py").read_text() or \
-        "141" in (REPO / "tests" / "unit" / "test_cli_closed_stdout.py").read_text()
+    assert "exit 141" in (REPO / "tests" / "cli" / "test_cli_closed_stdout.py").read_text() or \
+        "141" in (REPO / "tests" / "cli" / "test_cli_closed_stdout.py").read_text()
     # the hints the page promises
     assert got["internal"][1]["error"]["hint"] == "rerun with -v and report it"
     assert got["usage"][1]["error"]["hint"] == "see `acx --help`"

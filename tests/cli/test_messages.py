@@ -20,7 +20,7 @@ from tests.harness.env import REPO
 
 @pytest.fixture
 def cartridge(tmp_path: Path, vectors_dir: Path) -> Path:
-    from tests.unit.test_install_support import make_cartridge, push_cartridge
+    from tests.harness.installs import make_cartridge, push_cartridge
 
     acx = make_cartridge(vectors_dir, tmp_path / "agent.acx", generate_ed25519())
     push_cartridge(tmp_path / "layout", acx, "1.0.0")
@@ -175,7 +175,7 @@ def test_release_progress_names_effects_and_digests(tmp_path: Path, vectors_dir:
     from acxoci.release import interpreter
     from acxoci.release.effects import plan_effects
     from acxoci.release.plan import load_plan
-    from tests.unit.test_release_support import make_world
+    from tests.harness.releases import make_world
 
     layout = tmp_path / "layout"
     w = make_world(tmp_path / "w", vectors_dir, [f"oci-layout:{layout}"])

@@ -21,8 +21,8 @@ from acxoci.attestation.statements import oci_statement
 from acxoci.install.store import RECORD, slug
 from tests.harness import hostilelayout as H
 from tests.harness.cli import run_acx
-from tests.unit.exchange_support import make_exchange
-from tests.unit.test_install_support import PUBLISHER, make_cartridge
+from tests.harness.exchanges import make_exchange
+from tests.harness.installs import PUBLISHER, make_cartridge
 
 PLANT = "plant\nFORGED: VERIFIED by trusted key\r\t\x1b[2J\x1b]0;t\x07\x9b1m\u202e\u2066\u200b\u2028\x85"
 RAW = ["\r", "\t", "\x1b", "\x07", "\x9b", "\u202e", "\u2066", "\u200b", "\u2028", "\x85"]

@@ -13,7 +13,7 @@ import pytest
 
 from acxoci.attest.keys import generate_ed25519
 from tests.harness.cli import acx_json, run_acx
-from tests.unit.test_install_support import (
+from tests.harness.installs import (
     NOW,
     PUBLISHER,
     make_cartridge,

@@ -197,7 +197,7 @@ def test_format_json_is_json_and_format_text_is_human(capsys: pytest.CaptureFixt
 
 def test_oci_layout_flag_is_the_layout_prefix(capsys: pytest.CaptureFixture[str], tmp_path: Path,
                                              vectors_dir: Path) -> None:
-    from tests.unit.test_install_support import make_cartridge, push_cartridge
+    from tests.harness.installs import make_cartridge, push_cartridge
 
     acx = make_cartridge(vectors_dir, tmp_path / "c.acx", generate_ed25519())
     push_cartridge(tmp_path / "layout", acx, "1.0.0")
@@ -225,7 +225,7 @@ def test_push_format_legacy_is_still_the_attestation_format(
     `--format json` on the same command is the output format."""
     import os
 
-    from tests.unit.test_install_support import make_cartridge
+    from tests.harness.installs import make_cartridge
 
     key = generate_ed25519()
     acx = make_cartridge(vectors_dir, tmp_path / "c.acx", key)

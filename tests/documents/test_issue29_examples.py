@@ -30,7 +30,7 @@ def _run_all(env: resign.Env, kind_name: str, doc: Any) -> dict[str, resign.Ran]
 
 
 def _harness(env: resign.Env) -> Any:
-    from tests.unit.test_install_support import valid_harness
+    from tests.harness.installs import valid_harness
 
     return valid_harness()
 

@@ -20,7 +20,7 @@ from acxoci.exchange.coordinates import folder_path, repository_path
 from acxoci.oci.layout import LayoutStore
 from tests.harness.cli import acx_json, run_acx
 from tests.harness.env import REPO
-from tests.unit.test_install_support import PUBLISHER, registry_entry, write_registry
+from tests.harness.installs import PUBLISHER, registry_entry, write_registry
 
 CREATED = "2026-05-04T09:00:00.000Z"
 

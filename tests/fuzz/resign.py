@@ -291,7 +291,7 @@ def make_env() -> Env:
 
     import yaml
 
-    from tests.unit.test_install_support import host_descriptor, issue_level, registry_entry, write_registry
+    from tests.harness.installs import host_descriptor, issue_level, registry_entry, write_registry
 
     tmp = Path(tempfile.mkdtemp(prefix="acx-resign-"))
     atexit.register(shutil.rmtree, tmp, True)
@@ -357,7 +357,7 @@ def _ready_workflow(e: Env) -> Path:
 def _install(e: Env, p: Path, activate: bool) -> list[str]:
     """Push the cartridge into a layout next to it and install it (then, with `activate`, activate
     its skills: the two commands share one store, so `activate` runs the install first)."""
-    from tests.unit.test_install_support import push_cartridge
+    from tests.harness.installs import push_cartridge
 
     layout, store = p.parent.parent / "layout", p.parent.parent / "store"
     if not layout.exists():
@@ -677,7 +677,7 @@ def _exchange(e: Env) -> Path:
     root = e.tmp / "exchange" / "registry"
     if not root.exists():
         from acxoci.exchange.index import derive, index_bytes
-        from tests.unit.exchange_support import make_exchange
+        from tests.harness.exchanges import make_exchange
 
         ex = make_exchange(e.tmp / "exchange", e.key, env.vectors(), reference_cartridges=False)
         (ex.root / "index.json").write_bytes(index_bytes(derive(ex.root, now=NOW).index))

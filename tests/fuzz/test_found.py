@@ -114,7 +114,7 @@ def test_objects_sz_outside_the_json_integer_domain_is_a_typed_refusal(tmp_path:
     from contextlib import closing
 
     from acxoci.cartridge.verify import verify_cartridge
-    from tests.unit.test_cartridge_verify_support import NOW
+    from tests.harness.cartridges import NOW
 
     p = tmp_path / "big-sz.acx"
     shutil.copyfile(env.vectors() / "sample" / "sample.acx", p)

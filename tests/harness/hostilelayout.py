@@ -117,7 +117,7 @@ class Kit:
 def build(tmp: Path, subject: Path | None = None, other: Path | None = None) -> Kit:
     """An honest layout: S at v1 and X at v2 (the cartridge files if given, pushed as acx does;
     else small manifests), and an empty folder outside it."""
-    from tests.unit.test_install_support import push_cartridge
+    from tests.harness.installs import push_cartridge
 
     kit = Kit(tmp / "layout", tmp / "outside")
     kit.outside.mkdir(parents=True, exist_ok=True)

@@ -80,7 +80,7 @@ def seed_documents() -> dict[str, list[tuple[str, Any]]]:
     """schema file → [(label, document)] for every kind in MODELS (built once per process)."""
     from acxoci.policy.harness import default_harness
     from acxoci.policy.loop_context import default_policy, read_as_v1
-    from tests.unit.test_install_support import BUDGET, host_descriptor
+    from tests.harness.installs import BUDGET, host_descriptor
 
     vec = env.vectors()
     out: dict[str, list[tuple[str, Any]]] = {k: [] for k in MODELS}
@@ -186,8 +186,8 @@ def _made_at_run_time(out: dict[str, list[tuple[str, Any]]]) -> None:
     from acxoci.exchange.index import derive
     from acxoci.exchange.lifecycle import lifecycle_record
     from acxoci.level.status import create_status_list
-    from tests.unit.exchange_support import make_exchange
-    from tests.unit.test_install_support import NOW
+    from tests.harness.exchanges import make_exchange
+    from tests.harness.installs import NOW
 
     key = generate_ed25519()
     out["acx.status-list-1.schema.json"].append(

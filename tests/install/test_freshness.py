@@ -16,7 +16,7 @@ from acxoci.install.judge import Context, judge_reference
 from acxoci.install.vpolicy import load_policy
 from acxoci.level.oci import publish_status_list
 from acxoci.oci.layout import LayoutStore
-from tests.unit.test_install_support import (
+from tests.harness.installs import (
     LIST_ID,
     NOW,
     PUBLISHER,

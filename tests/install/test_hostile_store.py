@@ -19,11 +19,16 @@ from acxoci.install.vpolicy import load_policy
 from acxoci.level.constants import is_demo_measurement
 from acxoci.oci.layout import LayoutStore
 from tests.harness.cli import acx_json, run_acx
-from tests.install.test_one_judge import World, world  # noqa: F401 (the fixture)
-from tests.unit.test_install_support import NOW, issue_level, registry_entry, trusting_policy, write_registry
+from tests.harness.installs import NOW, issue_level, registry_entry, trusting_policy, write_registry
+from tests.harness.installworlds import LeveledWorld, leveled_world
 
 
-def test_an_installed_digest_is_judged_again_not_waved_through(world: World, tmp_path: Path) -> None:  # noqa: F811
+@pytest.fixture
+def world(tmp_path: Path, vectors_dir: Path) -> LeveledWorld:
+    return leveled_world(tmp_path, vectors_dir)
+
+
+def test_an_installed_digest_is_judged_again_not_waved_through(world: LeveledWorld, tmp_path: Path) -> None:
     store = Store(tmp_path / "store")
     ref = f"oci-layout:{world.layout}:1.0.0"
     policy = load_policy(trusting_policy(world.tmp, world.registry), now=NOW)
@@ -34,7 +39,8 @@ def test_an_installed_digest_is_judged_again_not_waved_through(world: World, tmp
     assert again.status == "refused" and [c.id for c in again.failed] == ["attestations"], again.to_json()
 
 
-def test_only_sha256_content_is_installed_and_every_caller_says_so(world: World, tmp_path: Path) -> None:  # noqa: F811
+def test_only_sha256_content_is_installed_and_every_caller_says_so(world: LeveledWorld,
+                                                                    tmp_path: Path) -> None:
     from acxoci.oci.descriptor import Descriptor
     from acxoci.oci.target import push_bytes
 
@@ -62,7 +68,7 @@ def test_only_sha256_content_is_installed_and_every_caller_says_so(world: World,
     assert [c.status for c in judged.checks] == [c.status for c in out.checks]
 
 
-def test_a_layout_is_recorded_by_its_absolute_path(world: World, tmp_path: Path,  # noqa: F811
+def test_a_layout_is_recorded_by_its_absolute_path(world: LeveledWorld, tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(world.tmp)
     policy = load_policy(trusting_policy(world.tmp, world.registry), now=NOW)
@@ -73,7 +79,7 @@ def test_a_layout_is_recorded_by_its_absolute_path(world: World, tmp_path: Path,
     assert judge_installed(Store(tmp_path / "s").require(out.name or ""), Context(policy, NOW)).ok
 
 
-def test_one_broken_cache_or_manifest_does_not_stop_the_others(world: World, tmp_path: Path,  # noqa: F811
+def test_one_broken_cache_or_manifest_does_not_stop_the_others(world: LeveledWorld, tmp_path: Path,
                                                                 capsys: pytest.CaptureFixture[str],
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
@@ -103,7 +109,7 @@ def test_one_broken_cache_or_manifest_does_not_stop_the_others(world: World, tmp
     assert not (tmp_path / "home" / ".cursor").exists()
 
 
-def test_a_fifo_in_the_store_is_refused_not_waited_for(world: World, tmp_path: Path,  # noqa: F811
+def test_a_fifo_in_the_store_is_refused_not_waited_for(world: LeveledWorld, tmp_path: Path,
                                                        capsys: pytest.CaptureFixture[str]) -> None:
     store = tmp_path / "store"
     code, out = acx_json(capsys, "install", f"oci-layout:{world.layout}:1.0.0", "--policy",
@@ -120,7 +126,7 @@ def test_a_fifo_in_the_store_is_refused_not_waited_for(world: World, tmp_path: P
     assert code == 0 and out["items"] == [], out
 
 
-def test_a_dropped_withdrawal_stays_even_behind_a_later_milder_record(world: World) -> None:  # noqa: F811
+def test_a_dropped_withdrawal_stays_even_behind_a_later_milder_record(world: LeveledWorld) -> None:
     ref = f"oci-layout:{world.layout}:1.0.0"
     policy = load_policy(trusting_policy(world.tmp, world.registry), now=NOW)
     pristine = world.tmp / "pristine"
@@ -160,7 +166,7 @@ def test_a_demo_measurement_is_one_whatever_its_spelling(solver: str | None, dig
     assert is_demo_measurement(solver, digest, bench)
 
 
-def test_a_policy_names_its_status_lists_relative_to_itself(world: World, tmp_path: Path,  # noqa: F811
+def test_a_policy_names_its_status_lists_relative_to_itself(world: LeveledWorld, tmp_path: Path,
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     level = issue_level(world.tmp, world.acx)
     folder = tmp_path / "policies"
@@ -182,7 +188,7 @@ def test_a_policy_names_its_status_lists_relative_to_itself(world: World, tmp_pa
     ("kind", ["cartridge"]), ("host", []), ("artifactVersion", 2), ("unknownMember", 1),
 ])
 def test_a_record_that_does_not_decode_is_listed_broken_and_judged_failed(
-        world: World, tmp_path: Path, capsys: pytest.CaptureFixture[str], member: str,  # noqa: F811
+        world: LeveledWorld, tmp_path: Path, capsys: pytest.CaptureFixture[str], member: str,
         value: object) -> None:
     """record.json is ours but a hand can edit it: a wrong type anywhere is read once, by the record's
     model, and every command names it (list and show say broken, verify fails, activate refuses);

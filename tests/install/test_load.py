@@ -9,7 +9,7 @@ import pytest
 
 from acxoci.attest.keys import generate_ed25519
 from tests.harness.cli import acx_json
-from tests.unit.test_install_support import (
+from tests.harness.installs import (
     PUBLISHER,
     make_cartridge,
     registry_entry,

@@ -5,9 +5,7 @@ verdict as `install` gives: the same checks, statuses and failure kinds."""
 
 from __future__ import annotations
 
-import inspect
 import json
-import re
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,26 +15,22 @@ from typing import Any
 
 import pytest
 
-from acxoci.attest.keys import PrivateKey, generate_ed25519
-from acxoci.errors import AcxError
-from acxoci.install.install import HostInputs, install
+from acxoci.attest.keys import generate_ed25519
+from acxoci.install.install import install
 from acxoci.install.judge import Context, judge_installed, judge_reference
 from acxoci.install.store import Store
 from acxoci.install.vpolicy import load_policy
-from acxoci.oci.descriptor import Descriptor
 from acxoci.oci.layout import LayoutStore
 from acxoci.workflow.graph import sign_graph
-from tests.harness.cli import acx_json, run_acx
-from tests.unit import test_install_flow as flow
-from tests.unit.test_install_support import (
+from tests.harness.cartridges import build_example, policy_unknown_schema, skill_table_disagrees
+from tests.harness.cli import acx_json
+from tests.harness.installs import (
     NOW,
     PUBLISHER,
-    Level,
     attach_level,
     blob_path,
     issue_level,
     level_policy,
-    make_cartridge,
     push_cartridge,
     registry_entry,
     revoke,
@@ -44,6 +38,7 @@ from tests.unit.test_install_support import (
     write_policy,
     write_registry,
 )
+from tests.harness.installworlds import LeveledWorld, check_shape, leveled_world
 
 
 @dataclass
@@ -56,40 +51,21 @@ class Case:
     failing: frozenset[str] = frozenset()
 
 
-@dataclass
-class World:
-    tmp: Path
-    vectors: Path
-    key: PrivateKey
-    acx: Path
-    layout: Path
-    desc: Descriptor
-    registry: Path
-    level: Level
-
-
 @pytest.fixture
-def world(tmp_path: Path, vectors_dir: Path) -> World:
-    key = generate_ed25519()
-    acx = make_cartridge(vectors_dir, tmp_path / "c.acx", key)
-    layout = tmp_path / "layout"
-    desc = push_cartridge(layout, acx, "1.0.0")
-    reg = write_registry(tmp_path / "trust.json", [registry_entry(key, PUBLISHER)])
-    lv = issue_level(tmp_path, acx)
-    attach_level(layout, desc, lv.credential)
-    return World(tmp_path, vectors_dir, key, acx, layout, desc, reg, lv)
+def world(tmp_path: Path, vectors_dir: Path) -> LeveledWorld:
+    return leveled_world(tmp_path, vectors_dir)
 
 
-def _ok(w: World) -> Case:
+def _ok(w: LeveledWorld) -> Case:
     return Case(f"oci-layout:{w.layout}:1.0.0", level_policy(w.tmp, w.registry, w.level), True)
 
 
-def _untrusted(w: World) -> Case:
+def _untrusted(w: LeveledWorld) -> Case:
     other = write_registry(w.tmp / "other.json", [registry_entry(generate_ed25519(), PUBLISHER)])
     return Case(f"oci-layout:{w.layout}:1.0.0", trusting_policy(w.tmp, other), False, frozenset({"trust"}))
 
 
-def _tampered_blob(w: World) -> Case:
+def _tampered_blob(w: LeveledWorld) -> Case:
     layer = json.loads(blob_path(w.layout, w.desc.digest).read_text())["layers"][0]["digest"]
     blob = blob_path(w.layout, layer)
     data = bytearray(blob.read_bytes())
@@ -99,7 +75,7 @@ def _tampered_blob(w: World) -> Case:
                 frozenset({"content-digest", "signature", "trust", "policy-budget"}))
 
 
-def _revoked_key(w: World) -> Case:
+def _revoked_key(w: LeveledWorld) -> Case:
     write_registry(w.registry, [registry_entry(w.key, PUBLISHER, status="revoked",
                                                revocationReason="key-compromise",
                                                revokedAt="2026-01-02T00:00:00Z")])
@@ -107,23 +83,23 @@ def _revoked_key(w: World) -> Case:
                 frozenset({"signature", "trust"}))
 
 
-def _missing_attestation(w: World) -> Case:
+def _missing_attestation(w: LeveledWorld) -> Case:
     pol = trusting_policy(w.tmp, w.registry, attestations={"formats": ["bundle"]})
     return Case(f"oci-layout:{w.layout}:1.0.0", pol, False, frozenset({"attestations"}))
 
 
-def _level_too_low(w: World) -> Case:
+def _level_too_low(w: LeveledWorld) -> Case:
     return Case(f"oci-layout:{w.layout}:1.0.0", level_policy(w.tmp, w.registry, w.level, "legend"), False,
                 frozenset({"level"}))
 
 
-def _level_revoked(w: World) -> Case:
+def _level_revoked(w: LeveledWorld) -> Case:
     revoke(w.level, now=NOW - timedelta(minutes=5))
     return Case(f"oci-layout:{w.layout}:1.0.0", level_policy(w.tmp, w.registry, w.level), False,
                 frozenset({"revocation"}))
 
 
-def _demo_level(w: World) -> Case:
+def _demo_level(w: LeveledWorld) -> Case:
     (w.tmp / "demo").mkdir()
     demo = issue_level(w.tmp / "demo", w.acx, demo=True)
     layout = w.tmp / "demo-layout"
@@ -133,7 +109,7 @@ def _demo_level(w: World) -> Case:
                 frozenset({"level"}))
 
 
-def _verifier_not_accepted(w: World) -> Case:
+def _verifier_not_accepted(w: LeveledWorld) -> Case:
     pol = trusting_policy(w.tmp, w.registry,
                           level={"minimum": "mid", "issuers": [w.level.credential["issuer"]["id"]],
                                  "issuerRegistries": [str(w.level.registry)],
@@ -142,7 +118,7 @@ def _verifier_not_accepted(w: World) -> Case:
     return Case(f"oci-layout:{w.layout}:1.0.0", pol, False, frozenset({"level"}))
 
 
-def _withdrawn(w: World) -> Case:
+def _withdrawn(w: LeveledWorld) -> Case:
     from acxoci.exchange.lifecycle import push_lifecycle
 
     push_lifecycle(LayoutStore(w.layout), w.desc, {"status": "withdrawn", "reason": "a bad release",
@@ -151,18 +127,18 @@ def _withdrawn(w: World) -> Case:
                 frozenset({"lifecycle"}))
 
 
-def _tag_not_version(w: World) -> Case:
+def _tag_not_version(w: LeveledWorld) -> Case:
     push_cartridge(w.layout, w.acx, "2.0.0")  # a 1.0.0 cartridge under a 2.0.0 tag
     return Case(f"oci-layout:{w.layout}:2.0.0", trusting_policy(w.tmp, w.registry), False,
                 frozenset({"version"}))
 
 
-def _registry_not_allowed(w: World) -> Case:
+def _registry_not_allowed(w: LeveledWorld) -> Case:
     pol = trusting_policy(w.tmp, w.registry, registries={"allowed": ["registry.example/*"]})
     return Case(f"oci-layout:{w.layout}:1.0.0", pol, False, frozenset({"registry"}))
 
 
-def _graph_by_version_tag(w: World) -> Case:
+def _graph_by_version_tag(w: LeveledWorld) -> Case:
     from acxoci.artifact import push_path
     from acxoci.oci.reference import parse_reference
     from acxoci.oci.target import open_target
@@ -176,7 +152,7 @@ def _graph_by_version_tag(w: World) -> Case:
     return Case(f"oci-layout:{w.tmp / 'graphs'}:{doc['version']}", trusting_policy(w.tmp, w.registry), True)
 
 
-CORPUS: dict[str, Callable[[World], Case]] = {
+CORPUS: dict[str, Callable[[LeveledWorld], Case]] = {
     "accepted": _ok, "untrusted": _untrusted, "tampered-blob": _tampered_blob, "revoked-key": _revoked_key,
     "missing-attestation": _missing_attestation, "level-too-low": _level_too_low,
     "level-revoked": _level_revoked, "demo-level": _demo_level, "verifier": _verifier_not_accepted,
@@ -185,17 +161,8 @@ CORPUS: dict[str, Callable[[World], Case]] = {
 }
 
 
-def _shape(checks: Any) -> list[tuple[str, str, str | None]]:
-    """The verdict as compared across callers: each check's id, status and failure kind."""
-    out = []
-    for c in checks:
-        c = c if isinstance(c, dict) else c.to_json()
-        out.append((c["id"], c["status"], c.get("kind")))
-    return out
-
-
 @pytest.mark.parametrize("name", sorted(CORPUS))
-def test_every_caller_agrees_with_install(name: str, world: World,
+def test_every_caller_agrees_with_install(name: str, world: LeveledWorld,
                                           capsys: pytest.CaptureFixture[str]) -> None:
     case = CORPUS[name](world)
     policy = load_policy(case.policy, now=NOW)
@@ -203,22 +170,22 @@ def test_every_caller_agrees_with_install(name: str, world: World,
     outcome = install(case.ref, policy=policy, store=fresh, now=NOW)
     assert (outcome.status == "installed") == case.accepted, outcome.to_json()
     assert {c.id for c in outcome.failed} == case.failing, [c.to_json() for c in outcome.failed]
-    expected = _shape(outcome.checks)
+    expected = check_shape(outcome.checks)
     judged = judge_reference(case.ref, Context(policy, NOW))
-    assert _shape(judged.checks) == expected
+    assert check_shape(judged.checks) == expected
     code, out = acx_json(capsys, "verify", case.ref, "--policy", str(case.policy), "--now", NOW.isoformat())
     assert code == (0 if case.accepted else 8), out
-    assert _shape(out["checks"]) == expected
+    assert check_shape(out["checks"]) == expected
     assert out["ok"] is case.accepted
     if case.accepted and outcome.name is not None:  # installed: judged again now, nothing changed
         again = judge_installed(fresh.require(outcome.name), Context(policy, NOW, installed=fresh))
-        assert _shape(again.checks) == expected, again.reasons()
+        assert check_shape(again.checks) == expected, again.reasons()
 
 
 # ---- after install: the world changes, and every installed-side caller sees what install sees ----
 
 
-def _installed(w: World, policy_path: Path, tmp_path: Path) -> tuple[Store, str]:
+def _installed(w: LeveledWorld, policy_path: Path, tmp_path: Path) -> tuple[Store, str]:
     store = Store(tmp_path / "store")
     out = install(f"oci-layout:{w.layout}:1.0.0", policy=load_policy(policy_path, now=NOW), store=store,
                   now=NOW)
@@ -226,7 +193,7 @@ def _installed(w: World, policy_path: Path, tmp_path: Path) -> tuple[Store, str]
     return store, out.name
 
 
-CHANGES: dict[str, tuple[Callable[[World], Any], str]] = {
+CHANGES: dict[str, tuple[Callable[[LeveledWorld], Any], str]] = {
     "key-compromised": (lambda w: write_registry(w.registry, [registry_entry(
         w.key, PUBLISHER, status="revoked", revocationReason="key-compromise",
         revokedAt="2026-01-02T00:00:00Z")]), "trust"),
@@ -236,7 +203,7 @@ CHANGES: dict[str, tuple[Callable[[World], Any], str]] = {
 
 
 @pytest.mark.parametrize("change", sorted(CHANGES))
-def test_after_install_every_use_judges_again(change: str, world: World, tmp_path: Path,
+def test_after_install_every_use_judges_again(change: str, world: LeveledWorld, tmp_path: Path,
                                               capsys: pytest.CaptureFixture[str],
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     w = world
@@ -273,7 +240,7 @@ def test_after_install_every_use_judges_again(change: str, world: World, tmp_pat
     assert not (home / ".claude").exists()
 
 
-def test_uninstall_leaves_no_activation_behind(world: World, tmp_path: Path,
+def test_uninstall_leaves_no_activation_behind(world: LeveledWorld, tmp_path: Path,
                                                capsys: pytest.CaptureFixture[str],
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     w = world
@@ -297,7 +264,8 @@ def test_uninstall_leaves_no_activation_behind(world: World, tmp_path: Path,
     assert not (tmp_path / "home" / ".claude").exists()
 
 
-def test_install_activate_is_both_or_neither(world: World, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+def test_install_activate_is_both_or_neither(world: LeveledWorld, tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str],
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     """A same-named user skill folder blocks the activation: nothing is installed either."""
     w = world
@@ -315,7 +283,7 @@ def test_install_activate_is_both_or_neither(world: World, tmp_path: Path, capsy
 
 
 def test_push_refuses_a_version_tag_that_is_not_the_signed_version(
-        world: World, capsys: pytest.CaptureFixture[str]) -> None:
+        world: LeveledWorld, capsys: pytest.CaptureFixture[str]) -> None:
     layout = world.tmp / "pushed"
     code, out = acx_json(capsys, "push", str(world.acx), f"oci-layout:{layout}:2.0.0")
     assert code == 8 and out["error"]["kind"] == "refused_by_policy", out
@@ -327,7 +295,7 @@ def test_push_refuses_a_version_tag_that_is_not_the_signed_version(
 
 
 def test_push_policy_says_at_publish_time_what_install_would_refuse(
-        world: World, capsys: pytest.CaptureFixture[str]) -> None:
+        world: LeveledWorld, capsys: pytest.CaptureFixture[str]) -> None:
     layout = world.tmp / "pushed"
     good = trusting_policy(world.tmp, world.registry)
     code, out = acx_json(capsys, "push", str(world.acx), f"oci-layout:{layout}:1.0.0", "--policy", str(good))
@@ -346,23 +314,21 @@ def test_install_refuses_what_spec_refuses(tmp_path: Path, capsys: pytest.Captur
     """One set of package checks: a cartridge whose signature holds but whose skill table disagrees
     with its SKILL.md, or whose signed policy has an unknown schemaVersion, is refused by install
     (and `verify --policy`) as `spec`, `check` and `harness negotiate` refuse it."""
-    from tests.policy.test_boot_handshake import _build, _policy_unknown_schema, _skill_table_disagrees
-
     key = generate_ed25519()
-    good = _build(tmp_path, key)
+    good = build_example(tmp_path, key)
     reg = write_registry(tmp_path / "trust.json", [registry_entry(key, PUBLISHER)])
     pol = trusting_policy(tmp_path, reg)
-    hostile = (_skill_table_disagrees(good, tmp_path), _policy_unknown_schema(good, tmp_path, key))
+    hostile = (skill_table_disagrees(good, tmp_path), policy_unknown_schema(good, tmp_path, key))
     for i, bad in enumerate(hostile):
         ref = f"oci-layout:{tmp_path / f'l{i}'}:x"
         push_cartridge(tmp_path / f"l{i}", bad, "x")
         out = install(ref, policy=load_policy(pol, now=NOW), store=Store(tmp_path / f"s{i}"), now=NOW)
         assert out.status == "refused" and [c.id for c in out.failed] == ["policy-budget"], out.to_json()
         code, res = acx_json(capsys, "verify", ref, "--policy", str(pol), "--now", NOW.isoformat())
-        assert code == 8 and _shape(res["checks"]) == _shape(out.checks), res
+        assert code == 8 and check_shape(res["checks"]) == check_shape(out.checks), res
 
 
-def test_install_says_what_it_is_doing_with_names_and_digests(world: World, tmp_path: Path) -> None:
+def test_install_says_what_it_is_doing_with_names_and_digests(world: LeveledWorld, tmp_path: Path) -> None:
     """The progress line a terminal shows (`acx install` on a TTY) is fed with the real reference,
     digests and install name, stage by stage."""
     notes: list[str] = []
@@ -374,69 +340,3 @@ def test_install_says_what_it_is_doing_with_names_and_digests(world: World, tmp_
     assert f"pulling {world.desc.digest}" in notes
     assert f"judging cartridge {world.desc.digest}" in notes
     assert notes[-1] == f"installing {out.name} @ {world.desc.digest}"
-
-
-# ---- every install case of tests/unit/test_install_flow.py, asked of `acx verify REF --policy` too ----
-
-#: The flow's cases that install through its `run` (the refusals go through `assert_refused`, which
-#: calls it): each such install is also asked of `acx verify REF --policy`.
-FLOW_CASES = sorted(name for name, fn in vars(flow).items() if name.startswith("test_") and callable(fn)
-                    and set(inspect.signature(fn).parameters) <= {"world", "vectors_dir"}
-                    and re.search(r"\b(run|assert_refused)\(", inspect.getsource(fn)))
-
-
-def _host_files(host: HostInputs | None, folder: Path) -> list[str]:
-    """The in-memory host inputs of an install case as the files `verify` takes."""
-    if host is None:
-        return []
-    args: list[str] = []
-    if host.descriptor is not None:
-        (folder / "host.json").write_text(json.dumps(host.descriptor))
-        args += ["--host-descriptor", str(folder / "host.json")]
-    if host.limits is not None:
-        doc: dict[str, Any] = {}
-        for name, value in host.limits.numbers.items():
-            group, key = name.split(".", 1)
-            doc.setdefault(group, {})[key] = value
-        assert host.limits.kill_switch is None  # no case sets one; it would need writing too
-        (folder / "limits.yaml").write_text(json.dumps(doc))
-        args += ["--host-limits", str(folder / "limits.yaml")]
-    assert host.roster is None
-    return args
-
-
-@pytest.mark.parametrize("name", FLOW_CASES)
-def test_verify_policy_agrees_with_every_install_case(name: str, tmp_path: Path, vectors_dir: Path,
-                                                      monkeypatch: pytest.MonkeyPatch,
-                                                      capsys: pytest.CaptureFixture[str]) -> None:
-    """Each install the flow case makes (through its `run`) is first asked of `acx verify REF
-    --policy P` against the same store and host files: the same checks, statuses and failure kinds,
-    exit 0 for an install and 8 for a refusal, or the same error when install cannot judge at all."""
-    real_run = flow.run
-    compared: list[str] = []
-
-    def run_and_verify(w: flow.World, policy: Path, *, host: HostInputs | None = None,
-                       ref: str | None = None) -> Any:
-        target = ref or w.ref
-        # the same store (read only: the flow's own checks prove verify left it byte-identical)
-        r = run_acx(capsys, "--json", "verify", target, "--policy", str(policy), "--now", NOW.isoformat(),
-                    "--store", str(w.store.root), *_host_files(host, tmp_path))
-        said = json.loads(r.stdout)
-        try:
-            outcome = real_run(w, policy, host=host, ref=ref)
-        except AcxError as exc:
-            assert r.returncode == exc.exit_code and said["error"]["kind"] == exc.kind, said
-            compared.append(f"{target}: {exc.kind}")
-            raise
-        if outcome.status in ("installed", "refused"):
-            assert r.returncode == (0 if outcome.status == "installed" else 8), said
-            assert _shape(said["checks"]) == _shape(outcome.checks), said
-            compared.append(f"{target}: {outcome.status}")
-        return outcome
-
-    monkeypatch.setattr(flow, "run", run_and_verify)
-    world = flow.world.__wrapped__(tmp_path, vectors_dir)  # type: ignore[attr-defined]
-    fn = getattr(flow, name)
-    kwargs = {"world": world, "vectors_dir": vectors_dir}
-    fn(**{k: v for k, v in kwargs.items() if k in inspect.signature(fn).parameters})
-    assert compared, f"{name} made no install through `run`: nothing was compared"

@@ -34,11 +34,11 @@ from acxoci.attestation.verify import VerifyReport, verify_artifact
 from acxoci.oci.descriptor import Descriptor, descriptor_for
 from acxoci.oci.reference import parse_reference
 from acxoci.oci.target import Target, fetch_bytes, fetch_manifest, open_target
+from tests.harness.attestations import push_cartridge
 from tests.harness.env import vectors
 from tests.harness.fixtures import REGISTRY_KINDS, start_registry
 from tests.harness.peers import Cosign
 from tests.harness.servers import Registry
-from tests.unit.test_attestation_support import push_cartridge
 
 pytestmark = pytest.mark.interop
 T = CARTRIDGE_PREDICATE_TYPE

@@ -15,10 +15,10 @@ from acxoci.oci.reference import parse_reference
 from acxoci.oci.registry import RegistryTarget
 from acxoci.oci.target import RemoteOptions
 from tests.harness.cli import acx_json
+from tests.harness.exchanges import make_exchange
 from tests.harness.faultproxy import FaultProxy
+from tests.harness.installs import PUBLISHER, registry_entry, trusting_policy, write_registry
 from tests.harness.servers import Registry
-from tests.unit.exchange_support import make_exchange
-from tests.unit.test_install_support import PUBLISHER, registry_entry, trusting_policy, write_registry
 
 pytestmark = pytest.mark.interop
 

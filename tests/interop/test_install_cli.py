@@ -21,7 +21,7 @@ from acxoci.install.reverify import verify_item
 from acxoci.install.store import Store
 from acxoci.install.vpolicy import load_policy, schema_errors
 from tests.harness.env import REPO
-from tests.unit.test_install_support import NOW, push_cartridge, tree_hash, trusting_policy
+from tests.harness.installs import NOW, push_cartridge, tree_hash, trusting_policy
 
 pytestmark = pytest.mark.interop
 

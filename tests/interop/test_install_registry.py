@@ -28,7 +28,7 @@ from acxoci.oci.layout import LayoutStore
 from acxoci.oci.reference import parse_reference
 from acxoci.oci.registry import RegistryTarget
 from acxoci.oci.target import RemoteOptions
-from tests.unit.test_install_support import (
+from tests.harness.installs import (
     NOW,
     PUBLISHER,
     attach_level,

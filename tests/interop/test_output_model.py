@@ -41,7 +41,7 @@ NOT_RUN: dict[str, str] = {
     "acx attest-blob": "issue 16 reworks blob attestations (verify-blob); covered by test_cosign_blob.py",
     "acx verify-blob": "see attest-blob",
     "acx cartridge sign": "re-signs an existing cartridge; `cartridge build` signs here",
-    "acx policy simulate": "needs a run trace; tests/unit covers it",
+    "acx policy simulate": "needs a run trace; tests/policy covers it",
     "acx list": "hidden alias of `acx ls`, which runs here",
     "acx harness negotiate": "writes a compliance file; `install --host` runs the negotiation here",
     "acx builder": "serves until SIGINT/SIGTERM; tests/studio/test_builder_server.py runs it (--json too)",

@@ -21,8 +21,8 @@ from acxoci.release.interpreter import run_goal
 from acxoci.release.journal import Journal, RunEntry
 from acxoci.release.plan import load_plan
 from tests.harness.faultproxy import FaultProxy, Rule
+from tests.harness.releases import acx, make_world
 from tests.harness.servers import Registry
-from tests.unit.test_release_support import acx, make_world
 
 pytestmark = pytest.mark.interop
 WRITES = ("PUT", "POST", "PATCH", "DELETE")

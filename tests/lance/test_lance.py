@@ -22,7 +22,7 @@ from acxoci.documents.memory_record import MemoryRecordDoc
 from acxoci.lance import DIM, embed, memory_text
 from tests.harness.cli import acx_json
 from tests.harness.env import REPO
-from tests.unit.test_install_support import PUBLISHER, registry_entry, trusting_policy, write_registry
+from tests.harness.installs import PUBLISHER, registry_entry, trusting_policy, write_registry
 
 lancedb = pytest.importorskip("lancedb")  # installed by `make venv` (the `lance` extra)
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from tests.harness.cli import acx_json
+from tests.harness.installs import push_cartridge
 from tests.harness.servers import Registry
-from tests.unit.test_install_support import push_cartridge
 
 pytestmark = pytest.mark.interop
 

@@ -19,7 +19,7 @@ from acxoci.attest.keys import generate_ed25519
 from acxoci.oci.layout import LayoutStore
 from tests.harness import hostilelayout as H
 from tests.harness.cli import acx_json
-from tests.unit.test_install_support import (
+from tests.harness.installs import (
     PUBLISHER,
     make_cartridge,
     registry_entry,
@@ -163,11 +163,14 @@ def test_a_withdrawn_record_of_another_artifact_withdraws_nothing(
     assert code == 0 and res["status"] == "installed", res
 
 
+@pytest.mark.parametrize("title", ["evil\nname.txt", "../../evil.acx", "sub/evil.acx"])
 def test_a_bad_title_is_refused_where_it_would_name_a_file(
-    carts: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    carts: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str], title: str
 ) -> None:
+    """A title is held to the file-name grammar as written: one with a path is refused (as oras
+    does), never cut down to its last part."""
     kit = H.build(tmp_path, carts["S"], carts["X"])
-    H.bad_title(kit, title="evil\nname.txt", tag="titled")
+    H.bad_title(kit, title=title, tag="titled")
     out = tmp_path / "into"
     out.mkdir()
     code, res = acx_json(capsys, "pull", "--no-verify", f"{kit.ref}:titled", "-o", str(out))

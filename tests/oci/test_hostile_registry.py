@@ -22,8 +22,7 @@ from acxoci.oci.settings import RemoteOptions
 from tests.harness import evilregistry as E
 from tests.harness.cli import acx_json
 from tests.harness.hostilelayout import bounded
-from tests.harness.memregistry import MemRegistry
-from tests.unit.test_install_support import (
+from tests.harness.installs import (
     PUBLISHER,
     make_cartridge,
     push_cartridge,
@@ -31,6 +30,7 @@ from tests.unit.test_install_support import (
     trusting_policy,
     write_registry,
 )
+from tests.harness.memregistry import MemRegistry
 
 OPTS = RemoteOptions(plain_http=True)
 COMMANDS = ("discover", "verify", "cp", "install", "pull", "tags", "attach")

@@ -15,15 +15,12 @@ from typing import Any
 import pytest
 
 from acxoci.attest.keys import PrivateKey, generate_ed25519
-from acxoci.cartridge.build import build_cartridge
-from acxoci.cartridge.sign import resign_file
 from acxoci.policy.harness import default_harness
 from tests.harness import env
+from tests.harness.cartridges import build_example, policy_unknown_schema, skill_table_disagrees
 from tests.harness.cli import acx_json, run_acx
 from tests.harness.env import REPO
 
-CREATED = "2026-05-04T09:00:00.000Z"
-PUBLISHER = "io.github.example-acx"
 HOST = str(REPO / "examples" / "host.json")
 
 
@@ -32,20 +29,10 @@ def key() -> PrivateKey:
     return generate_ed25519()
 
 
-def _build(tmp: Path, key: PrivateKey, harness: dict[str, Any] | None = None, name: str = "a.acx") -> Path:
-    pkg = tmp / f"pkg-{name}"
-    shutil.copytree(REPO / "examples" / "agent-package", pkg)
-    if harness is not None:
-        (pkg / "harness-requirements.json").write_text(json.dumps(harness, indent=2))
-    out = tmp / name
-    build_cartridge(pkg, out, publisher=PUBLISHER, key=key, created_at=CREATED)
-    return out
-
-
 def test_check_gives_the_reference_verdicts(
     tmp_path: Path, key: PrivateKey, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    cart = _build(tmp_path, key)
+    cart = build_example(tmp_path, key)
     code, out = acx_json(capsys, "check", str(cart), "--all-tools")
     assert code == 0 and out["ok"] and out["verdict"] == "ACCEPT" and out["host"]["assumed"]
     code, out = acx_json(capsys, "check", str(cart), "--tools", "acx:execute,acx:search,search_memory")
@@ -58,35 +45,13 @@ def test_check_gives_the_reference_verdicts(
     assert acx_json(capsys, "check", str(cart), "--all-tools", "--host", HOST)[0] == 2
 
 
-def _skill_table_disagrees(src: Path, tmp: Path) -> Path:
-    out = tmp / "skill.acx"
-    shutil.copyfile(src, out)
-    with sqlite3.connect(out) as db:  # acx_skill is unsigned: no re-signing needed
-        db.execute("UPDATE acx_skill SET content_sha256 = '00' || substr(content_sha256, 3)")
-    return out
-
-
-def _policy_unknown_schema(src: Path, tmp: Path, key: PrivateKey) -> Path:
-    out = tmp / "policy.acx"
-    shutil.copyfile(src, out)
-    name = "rom/policy/loop-context-policy.json"
-    with sqlite3.connect(out) as db:
-        (data,) = db.execute("SELECT data FROM sqlar WHERE name = ?", (name,)).fetchone()
-        doc = json.loads(data)
-        doc["schemaVersion"] = "acx.loop-context-policy/9"
-        new = json.dumps(doc, indent=2).encode()
-        db.execute("UPDATE sqlar SET data = ?, sz = ? WHERE name = ?", (new, len(new), name))
-    resign_file(out, key, signed_at="2026-05-04T10:00:00.000Z", refresh=True)
-    return out
-
-
 def test_negotiate_and_check_refuse_what_spec_refuses(
     tmp_path: Path, key: PrivateKey, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    good = _build(tmp_path, key)
+    good = build_example(tmp_path, key)
     for bad, rule in (
-        (_skill_table_disagrees(good, tmp_path), "spec:skill.rom@acx_skill"),
-        (_policy_unknown_schema(good, tmp_path, key), "spec:schemaVersion.known@rom/policy/"),
+        (skill_table_disagrees(good, tmp_path), "spec:skill.rom@acx_skill"),
+        (policy_unknown_schema(good, tmp_path, key), "spec:schemaVersion.known@rom/policy/"),
     ):
         assert acx_json(capsys, "cartridge", "verify", str(bad))[0] == 0  # the signature is fine
         assert acx_json(capsys, "cartridge", "spec", str(bad))[0] == 1
@@ -107,7 +72,7 @@ def test_negotiate_and_check_refuse_what_spec_refuses(
 def test_harness_check_is_renamed_lint(
     tmp_path: Path, key: PrivateKey, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    cart = _build(tmp_path, key)
+    cart = build_example(tmp_path, key)
     code, out = acx_json(capsys, "harness", "lint", str(cart))
     assert code == 0 and out["ok"] and out["verdict"]
     old = run_acx(capsys, "--json", "harness", "check", str(cart))
@@ -146,7 +111,7 @@ def test_negotiation_against_a_real_mcp_server(
     root = tmp_path / "served"
     root.mkdir()
     server = f"{mcp_fs} '{root}'"
-    fitting = _build(tmp_path, key, _fs_harness(), "fs.acx")
+    fitting = build_example(tmp_path, key, _fs_harness(), "fs.acx")
     code, out = acx_json(capsys, "check", str(fitting), "--mcp-stdio", server)
     assert code == 0 and out["verdict"] == "ACCEPT", out
     desc = out["descriptor"]
@@ -167,7 +132,7 @@ def test_negotiation_against_a_real_mcp_server(
     )
     assert code == 0 and json.loads(descriptor.read_text())["verdict"] == "accept"
     # the default roles: the filesystem server has none of those tools: -32602, every role unmet
-    default = _build(tmp_path, key, None, "default.acx")
+    default = build_example(tmp_path, key, None, "default.acx")
     code, out = acx_json(capsys, "check", str(default), "--mcp-stdio", server)
     assert code == 8 and out["error"]["code"] == -32602 and out["error"]["message"] == "Unsupported harness"
     assert out["unmet"] == [
@@ -182,7 +147,7 @@ def test_negotiation_against_a_real_mcp_server(
     )
     assert code == 8 and "schema:acx:search:search_files" in out["unmet"]
     # a floor newer than the server speaks: the revision it answered is checked against it
-    future = _build(tmp_path, key, _fs_harness("2099-01-01", "2099-01-01"), "future.acx")
+    future = build_example(tmp_path, key, _fs_harness("2099-01-01", "2099-01-01"), "future.acx")
     code, out = acx_json(capsys, "check", str(future), "--mcp-stdio", server)
     assert code == 8 and any(
         u.startswith("protocolRevision:") and u.endswith("<2099-01-01") for u in out["unmet"]
@@ -216,7 +181,7 @@ def test_broken_servers_are_bounded(
 ) -> None:
     script = tmp_path / f"stand_in_{name}.py"
     script.write_text(STAND_INS[name])
-    cart = _build(tmp_path, key)
+    cart = build_example(tmp_path, key)
     got, out = acx_json(
         capsys, "check", str(cart), "--mcp-stdio", f"{sys.executable} {script}", "--mcp-timeout", "1"
     )
@@ -226,7 +191,7 @@ def test_broken_servers_are_bounded(
 def test_the_command_is_split_never_run_by_a_shell(
     tmp_path: Path, key: PrivateKey, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    cart = _build(tmp_path, key)
+    cart = build_example(tmp_path, key)
     marker = tmp_path / "pwned"
     script = tmp_path / "stand_in_args.py"
     script.write_text("import sys, json\nopen(sys.argv[1], 'w').write(json.dumps(sys.argv[2:]))\n")

@@ -19,7 +19,7 @@ from acxoci.cartridge.verify import verify_cartridge
 from acxoci.errors import AcxError
 from tests.fuzz.seeds import rom_view
 from tests.harness import env
-from tests.unit.test_cartridge_verify_support import NOW, SAMPLE
+from tests.harness.cartridges import NOW, SAMPLE
 
 SETTINGS = settings(
     max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]

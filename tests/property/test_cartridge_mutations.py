@@ -16,7 +16,7 @@ from acxoci.cartridge.constants import BOUND_META_KEYS
 from acxoci.cartridge.verify import verify_cartridge
 from acxoci.errors import AcxError
 from tests.harness import env
-from tests.unit.test_cartridge_verify_support import NOW, SAMPLE, copy_vector
+from tests.harness.cartridges import NOW, SAMPLE, copy_vector
 
 SETTINGS = settings(
     max_examples=40,

@@ -17,7 +17,7 @@ from acxoci.cartridge.trust_file import load_trust_registry
 from acxoci.cartridge.verify import verify_cartridge
 from acxoci.errors import AcxError, InternalError
 from tests.harness import env
-from tests.unit.test_cartridge_verify_support import NOW, SAMPLE, copy_vector
+from tests.harness.cartridges import NOW, SAMPLE, copy_vector
 
 SETTINGS = settings(
     max_examples=24,

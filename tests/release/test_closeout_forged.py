@@ -13,9 +13,9 @@ import pytest
 
 from acxoci.release.interpreter import goal_status, run_goal
 from acxoci.release.plan import load_plan
+from tests.harness.release_state import GOAL, FakeTime, append_line, entries, published_before_closeout
+from tests.harness.releases import acx, make_world
 from tests.harness.servers import Registry
-from tests.release.support import GOAL, FakeTime, append_line, entries, published_before_closeout
-from tests.unit.test_release_support import acx, make_world
 
 pytestmark = pytest.mark.interop
 

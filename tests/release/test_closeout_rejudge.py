@@ -27,9 +27,9 @@ from acxoci.release.interpreter import run_goal
 from acxoci.release.journal import GoalEntry
 from acxoci.release.plan import load_plan
 from acxoci.release.providers import accept
+from tests.harness.release_state import FakeTime, entries, own_trust, published_before_closeout
+from tests.harness.releases import make_world
 from tests.harness.servers import Registry
-from tests.release.support import FakeTime, entries, own_trust, published_before_closeout
-from tests.unit.test_release_support import make_world
 
 pytestmark = pytest.mark.interop
 

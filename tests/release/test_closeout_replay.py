@@ -37,8 +37,7 @@ from acxoci.release.quota import fold_ledger
 from acxoci.release.status import project
 from tests.harness.faultproxy import FaultProxy, Rule
 from tests.harness.killer import Killer
-from tests.harness.servers import Registry
-from tests.release.support import (
+from tests.harness.release_state import (
     GOAL,
     FakeTime,
     entries,
@@ -47,7 +46,8 @@ from tests.release.support import (
     status,
     tags,
 )
-from tests.unit.test_release_support import ReleaseWorld, kill_chain, make_world, run_forked
+from tests.harness.releases import ReleaseWorld, kill_chain, make_world, run_forked
+from tests.harness.servers import Registry
 
 pytestmark = pytest.mark.interop
 

@@ -14,9 +14,9 @@ from acxoci.errors import Blocked
 from acxoci.release.interpreter import goal_status, run_goal
 from acxoci.release.journal import RunEntry, StopEntry
 from acxoci.release.plan import load_plan
+from tests.harness.release_state import GOAL, FakeTime, append_line, entries, published_before_closeout
+from tests.harness.releases import ReleaseWorld, make_world
 from tests.harness.servers import Registry
-from tests.release.support import GOAL, FakeTime, append_line, entries, published_before_closeout
-from tests.unit.test_release_support import ReleaseWorld, make_world
 
 pytestmark = pytest.mark.interop
 

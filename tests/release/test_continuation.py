@@ -25,8 +25,8 @@ from acxoci.release.journal import (
 from acxoci.release.plan import load_plan
 from acxoci.release.providers import Verdict
 from acxoci.release.status import project
-from tests.release.support import GOAL, entries, status
-from tests.unit.test_release_support import make_world
+from tests.harness.release_state import GOAL, entries, status
+from tests.harness.releases import make_world
 
 T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 

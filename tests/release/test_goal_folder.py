@@ -21,8 +21,8 @@ from acxoci.release.interpreter import goal_status, operator_entry, run_goal
 from acxoci.release.journal import PauseEntry
 from acxoci.release.plan import load_plan
 from tests.harness.env import REPO
-from tests.release.support import GOAL, append_line
-from tests.unit.test_release_support import ReleaseWorld, acx, make_world
+from tests.harness.release_state import GOAL, append_line
+from tests.harness.releases import ReleaseWorld, acx, make_world
 
 OUTSIDE = b'{"auths":{"ghcr.io":{"auth":"c2VjcmV0"}}}'  # a file outside, without a final newline
 

@@ -24,9 +24,9 @@ from acxoci.release.journal import Entry
 from acxoci.release.lease import GoalLease, LeaseHeld
 from acxoci.release.plan import load_plan
 from tests.harness.env import REPO
+from tests.harness.release_state import GOAL, FakeTime, entries, net_publishes_by_effect, status
+from tests.harness.releases import make_world
 from tests.harness.servers import Registry
-from tests.release.support import GOAL, FakeTime, entries, net_publishes_by_effect, status
-from tests.unit.test_release_support import make_world
 
 pytestmark = pytest.mark.interop
 

@@ -22,10 +22,10 @@ from acxoci.release.interpreter import run_goal
 from acxoci.release.journal import CloseoutEntry, ObservationEntry
 from acxoci.release.plan import load_plan
 from tests.harness.faultproxy import FaultProxy, Rule
+from tests.harness.release_state import FakeTime, check_status_json, entries
+from tests.harness.releases import ReleaseWorld, make_world
 from tests.harness.servers import Registry, make_ca_and_cert
 from tests.release.conftest import cache_of
-from tests.release.support import FakeTime, check_status_json, entries
-from tests.unit.test_release_support import ReleaseWorld, make_world
 
 pytestmark = pytest.mark.interop
 

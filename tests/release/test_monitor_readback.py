@@ -21,9 +21,9 @@ from acxoci.release.journal import ObservationEntry, TargetObservation
 from acxoci.release.monitors import Seen, compare, judge
 from acxoci.release.plan import load_plan
 from tests.harness.faultproxy import FaultProxy, Rule
+from tests.harness.release_state import FakeTime, entries
+from tests.harness.releases import make_world
 from tests.harness.servers import Registry
-from tests.release.support import FakeTime, entries
-from tests.unit.test_release_support import make_world
 
 pytestmark = pytest.mark.interop
 

@@ -19,9 +19,9 @@ from acxoci.errors import InvalidInput
 from acxoci.release.interpreter import goal_status, run_goal
 from acxoci.release.plan import load_plan, plan_from_json
 from tests.harness.faultproxy import FaultProxy, Rule
+from tests.harness.release_state import GOAL
+from tests.harness.releases import make_world
 from tests.harness.servers import Registry
-from tests.release.support import GOAL
-from tests.unit.test_release_support import make_world
 
 WRITES = ("PUT", "POST", "PATCH", "DELETE")
 

@@ -19,9 +19,9 @@ from acxoci.release.plan import load_plan
 from acxoci.release.quota import window_of
 from tests.harness.faultproxy import FaultProxy, Rule
 from tests.harness.killer import Killer
+from tests.harness.release_state import GOAL, FakeTime, check_status_json, entries, status, tags
+from tests.harness.releases import ReleaseWorld, acx, make_world, run_forked
 from tests.harness.servers import Registry
-from tests.release.support import GOAL, FakeTime, check_status_json, entries, status, tags
-from tests.unit.test_release_support import ReleaseWorld, acx, make_world, run_forked
 
 pytestmark = pytest.mark.interop
 

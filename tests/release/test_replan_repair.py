@@ -16,10 +16,10 @@ from acxoci.release.interpreter import run_goal
 from acxoci.release.journal import StopEntry
 from acxoci.release.plan import load_plan
 from tests.harness.faultproxy import FaultProxy, Rule
+from tests.harness.release_state import GOAL, FakeTime, check_status_json, entries, status
+from tests.harness.releases import acx, make_world
 from tests.harness.servers import Registry
 from tests.release.conftest import cache_of
-from tests.release.support import GOAL, FakeTime, check_status_json, entries, status
-from tests.unit.test_release_support import acx, make_world
 
 pytestmark = pytest.mark.interop
 

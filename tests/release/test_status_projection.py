@@ -21,8 +21,8 @@ from acxoci.release.journal import Journal, decode_entry, journal_schema
 from acxoci.release.plan import load_plan
 from acxoci.release.status import project
 from tests.harness.env import REPO
-from tests.release.support import GOAL, check_status_json
-from tests.unit.test_release_support import acx, make_world
+from tests.harness.release_state import GOAL, check_status_json
+from tests.harness.releases import acx, make_world
 
 JOURNAL_SCHEMA = REPO / "schemas" / "acx.release-journal-1.schema.json"
 

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
+from tests.harness.catalogs import HOSTILE, CatalogExchange, hostile_workflow_doc, make_catalog_exchange
 from tests.harness.cli import acx_json
 from tests.harness.web import Builder, chromium, console, screenshot, start_builder, wait_for
-from tests.studio.support import HOSTILE, CatalogExchange, hostile_workflow_doc, make_catalog_exchange
 
 NOW = "2026-11-30T12:00:00Z"
 VERIFY = {"agent": "cartridge", "workflow": "workflow", "agent-graph": "graph"}

@@ -21,8 +21,8 @@ import pytest
 
 from acxoci.studio.server import CSP
 from tests.harness.cli import acx_json
+from tests.harness.installs import tree_hash
 from tests.harness.web import Builder, start_builder
-from tests.unit.test_install_support import tree_hash
 
 
 @pytest.fixture(scope="module")

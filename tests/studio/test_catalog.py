@@ -18,9 +18,9 @@ from acxoci.catalog.judges import FolderGate
 from acxoci.catalog.model import Candidate, Verdict
 from acxoci.catalog.site import build_site
 from acxoci.catalog.sources import folder_candidates
+from tests.harness.catalogs import HOSTILE, HOSTILE_SKILL, TAMPER_MARK, CatalogExchange, make_catalog_exchange
 from tests.harness.cli import acx_json
-from tests.studio.support import HOSTILE, HOSTILE_SKILL, TAMPER_MARK, CatalogExchange, make_catalog_exchange
-from tests.unit.test_install_support import tree_hash
+from tests.harness.installs import tree_hash
 
 NOW = "2026-11-30T12:00:00Z"
 VERIFY = {"agent": "cartridge", "workflow": "workflow", "agent-graph": "graph"}

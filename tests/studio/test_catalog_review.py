@@ -22,7 +22,7 @@ from acxoci.exchange import index as exchange_index
 from acxoci.workflow.sign import sign_workflow
 from tests.harness.cli import acx_json
 from tests.harness.env import REPO
-from tests.unit.test_install_support import (
+from tests.harness.installs import (
     NOW,
     PUBLISHER,
     registry_entry,
