@@ -130,7 +130,8 @@ def make_world(root: Path) -> World:
     ok("status-list", "create", "--id", LIST_ID, "--issuer", ISSUER, "--issuer-key", "verifier.pem", "-o",
        "status.json", **run)
     issued = ok("level", "issue", "agent.acx", "--bench", BENCH, "--issuer", ISSUER, "--issuer-key",
-                "verifier.pem", "--status-list", "status.json", "-o", "level.vc.json", **run)
+                "verifier.pem", "--status-list", "status.json", "-o", "level.vc.json", "--attempt-log",
+                "attempts.jsonl", **run)
     graph = json.loads((root / "team.agent-graph.json").read_text())
     return World(root, root / "publisher.pem", root / "trust.json", root / "other-trust.json",
                  root / "agent.acx", root / "team.agent-graph.json", graph["version"],

@@ -198,7 +198,12 @@ def _release(case: Case, world: World) -> tuple[str, Verdict, Verdict]:
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> World:
-    return make_world(tmp_path_factory.mktemp("world"))
+    root = tmp_path_factory.mktemp("world")
+    with pytest.MonkeyPatch.context() as mp:  # nothing of the world's making lands in the user's folders
+        mp.setenv("HOME", str(root / "home"))
+        mp.setenv("XDG_CACHE_HOME", str(root / "home" / ".cache"))
+        mp.setenv("XDG_DATA_HOME", str(root / "home" / ".local" / "share"))
+        return make_world(root / "files")
 
 
 @pytest.fixture(autouse=True)
@@ -206,6 +211,7 @@ def _host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Caches, activations and release goals under this test's folder, never the user's."""
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "home" / ".cache"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "home" / ".local" / "share"))
     monkeypatch.setenv("ACX_RELEASE_DIR", str(tmp_path / "releases"))
 
 
