@@ -83,7 +83,7 @@ class Analysis:
     ecosystems: tuple[str, ...]
     files_seen: int
     truncated: str | None
-    unreadable: int
+    unreadable: tuple[str, ...]  # files and folders not read (a FIFO, a manifest too large or unparseable)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -92,7 +92,8 @@ class Analysis:
             "ecosystems": list(self.ecosystems),
             "filesSeen": self.files_seen,
             "truncated": self.truncated,
-            "unreadable": self.unreadable,
+            "unreadable": len(self.unreadable),
+            "unreadableFiles": list(self.unreadable),
         }
 
 
@@ -416,5 +417,5 @@ def detect(listing: Listing) -> Analysis:
         tuple(ecosystems),
         len(files),
         listing.truncated,
-        len(listing.unreadable),
+        listing.unreadable,
     )

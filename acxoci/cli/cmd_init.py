@@ -69,6 +69,11 @@ def init(
             say("  □ {:<16} \\[{}] {}", r.id, r.kind, r.description)
         if analysis.truncated:
             say("[yellow]stopped early: {}[/yellow]", analysis.truncated)
+        for path in analysis.unreadable[:20]:
+            say("[yellow]not read[/yellow]: {}", path)
+        if len(analysis.unreadable) > 20:
+            say("[yellow]not read[/yellow]: … and {} more (--json lists them all)",
+                len(analysis.unreadable) - 20)
         say("Next: fill agents/<role>/, then acx workflow lint {} --publish", str(dest / WORKFLOW_PATH))
 
     emit(data, human_set)

@@ -159,6 +159,8 @@ def test_hostile_trees_are_read_within_bounds_and_never_followed_out(
     listing = walk(root)
     assert "linked" not in listing.dirs and "Dockerfile" not in listing.files
     assert {"pyproject.toml", "sub/package.json", "big/Cargo.toml"} <= set(listing.unreadable)
+    r = run_acx(capsys, "init", "--from-code", str(root), "--out", str(tmp_path / "o1"))
+    assert r.returncode == 0 and "not read: big/Cargo.toml" in r.stdout + r.stderr, r.stdout + r.stderr
     assert all(f.role != "devops_engineer" for f in detect(listing).roles)
     # deep and wide trees stop at the caps, deterministically, and say so
     deep = root / "deep"
