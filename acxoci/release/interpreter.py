@@ -392,11 +392,19 @@ def _prepare(ctx: Context, e: Effect) -> Result:
 def precheck(path: Path, kind: str, rel: Release, policy: Any, now: datetime) -> dict[str, Any]:
     """Every check of the acceptance decision that can be decided before a byte is written, run by
     the same functions `acx install` (and `acx push`) use: the signature and its trust under the
-    policy, each destination's repository against the policy's registries, and each tag against
-    the signed version (a version tag of another version is a rollback to every consumer).
+    policy, a cartridge's package as `cartridge spec` reads it (policy-budget), each destination's
+    repository against the policy's registries, and each tag against the signed version (a version
+    tag of another version is a rollback to every consumer).
     validation_failed naming every refusal: a doomed release writes nothing (decision 0006)."""
     from acxoci.install import checks as C
-    from acxoci.install.judge import cartridge_signature, graph_signature, tag_decision, workflow_signature
+    from acxoci.install.judge import (
+        HostInputs,
+        cartridge_signature,
+        gather_budget,
+        graph_signature,
+        tag_decision,
+        workflow_signature,
+    )
 
     if kind == "cartridge":
         sig, _ = cartridge_signature(path, policy, now)
@@ -405,6 +413,8 @@ def precheck(path: Path, kind: str, rel: Release, policy: Any, now: datetime) ->
     else:
         sig = workflow_signature(path, policy, now)[0]
     results = [C.check_signature(sig), C.check_trust(sig, policy, now)]
+    if kind == "cartridge" and not results[0].failed:  # the package as `cartridge spec` reads it
+        results.append(C.check_budget(gather_budget(path, HostInputs()), policy))
     for dest in rel.to:
         results.append(C.check_registry(_repo_name(dest.repository), policy))
         results += [tag_decision(path, kind, tag) for tag in dest.tags]

@@ -40,7 +40,7 @@ from acxoci.install.checks import CHECK_ORDER
 from tests.harness.judgecorpus import CASES, Case, World, acx, make_world, ok, publish, write_policy
 
 #: The checks `release`'s prepare decides before anything is written (release.interpreter.precheck).
-PRECHECK = frozenset({"registry", "signature", "trust", "version"})
+PRECHECK = frozenset({"registry", "signature", "trust", "version", "policy-budget"})
 #: What the staffing of a team drops from the policy for its members (judge.staffing_policy).
 NOT_FOR_MEMBERS = frozenset({"attestations"})
 
