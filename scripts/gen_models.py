@@ -69,6 +69,8 @@ TABLE: tuple[tuple[str, str, str, str], ...] = (
      "VerificationPolicyDoc", "verification policy (`acx.verification-policy/1`, a host's install policy)"),
     ("acx.install-record-1.schema.json", "acxoci/documents/install_record.py", "InstallRecordDoc",
      "install record (`acx.install-record/1`, `record.json` of an installed item)"),
+    ("acx.activation-1.schema.json", "acxoci/documents/activation.py", "ActivationDoc",
+     "activation manifest (`acx.activation/1`, what one activation wrote into a skills folder)"),
     ("acx.trust-registry-1.schema.json", "acxoci/attest/documents/trust_registry.py", "TrustRegistryDoc",
      "trust registry (`acx.trust-registry/1`)"),
     ("acx.status-list-1.schema.json", "acxoci/attest/documents/status_list.py", "StatusListDoc",

@@ -179,7 +179,7 @@ def cmd_verify(name: str | None = typer.Argument(None, help="Install name (defau
         problems = activation_problems(act, installed.get(act.name))
         verdict = by_name.get(act.name)
         if verdict is not None and not verdict.ok:
-            problems.append(f"activated ({act.doc.get('host') or 'custom'}) {act.root}: the item no longer "
+            problems.append(f"activated ({act.host or 'custom'}) {act.root}: the item no longer "
                             "passes its policy (`acx installed sync` deactivates it)")
         activated.setdefault(act.name, []).extend(problems)
     orphans = sorted(n for n in activated if n not in installed)

@@ -32,9 +32,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import msgspec
+from msgspec import UnsetType
+
 from acxoci.attest.canonical import loads_strict
 from acxoci.attest.errors import AttestError
-from acxoci.attest.typed import opt
+from acxoci.attest.typed import DocumentTypeError, decode_as, opt
+from acxoci.documents.activation import ActivationDoc, ActivationDocFilesItem
 from acxoci.errors import AcxError, Blocked, InvalidInput, NotFound, RefusedByPolicy, Tampered, UsageError
 from acxoci.fsutil import atomic_write, read_bytes
 from acxoci.install.hosts import HOSTS
@@ -42,6 +46,7 @@ from acxoci.install.store import InstalledItem, Store, Transaction, file_digest,
 from acxoci.oci.target import RemoteOptions
 
 ACTIVATION_SCHEMA = "acx.activation/1"
+ACTIVATION_SCHEMA_FILE = "acx.activation-1.schema.json"
 SKILLS_PREFIX = "rom/skills/"
 SKILL_FILE = "SKILL.md"
 CARTRIDGE_FILE = "cartridge.acx"
@@ -206,72 +211,67 @@ def manifest_path(store: Store, name: str, root: Path) -> Path:
     return activations_dir(store) / f"{slug(name)}@{key}.json"
 
 
-def _manifest_problems(doc: Any) -> list[str]:
-    if not isinstance(doc, dict) or doc.get("schemaVersion") != ACTIVATION_SCHEMA:
-        return ["not an acx.activation/1 document"]
-    problems = []
-    if (
-        not isinstance(doc.get("name"), str)
-        or not isinstance(doc.get("root"), str)
-        or not os.path.isabs(doc["root"])
-    ):
-        problems.append("name/root missing or root not absolute")
-    skills = doc.get("skills")
-    files = doc.get("files")
-    if not isinstance(skills, list) or not all(
-        isinstance(s, str) and _SKILL_NAME_RE.fullmatch(s) for s in skills
-    ):
-        problems.append("skills[] invalid")
-        skills = []
-    if not isinstance(files, list) or len(files) > MAX_FILES:
-        return [*problems, "files[] invalid"]
-    for f in files:
-        if (
-            not isinstance(f, dict)
-            or not isinstance(f.get("path"), str)
-            or not isinstance(f.get("digest"), str)
-        ):
-            problems.append("files[] entry invalid")
-            continue
-        p = path_problem(f["path"])
-        if p is not None or f["path"].split("/", 1)[0] not in skills:
-            problems.append(f"files[] path {f['path']!r} unsafe or outside its skills")
-    return problems
+def decode_manifest(raw: Any) -> ActivationDoc:
+    """An activation manifest checked against its schema, decoded into its model, and its paths
+    re-checked (a corrupt manifest cannot point outside its skills folder); InvalidInput listing
+    the first problems otherwise."""
+    from acxoci.jsonschemas import schema_errors
+
+    errors = schema_errors(ACTIVATION_SCHEMA_FILE, raw)
+    if errors:
+        raise InvalidInput("activation manifest invalid: " + "; ".join(errors[:5]))
+    doc = decode_as(raw, ActivationDoc, document="activation manifest")
+    problems = [] if os.path.isabs(doc.root) else ["root is not an absolute path"]
+    bad = [s for s in doc.skills if not _SKILL_NAME_RE.fullmatch(s)]
+    if bad:
+        problems.append(f"skills[] invalid: {bad[0][:80]!r}")
+    problems += [f"files[] path {f.path[:200]!r} unsafe or outside its skills" for f in doc.files
+                 if path_problem(f.path) is not None or f.path.split("/", 1)[0] not in doc.skills]
+    if problems:
+        raise InvalidInput("activation manifest invalid: " + "; ".join(problems[:5]))
+    return doc
 
 
 @dataclass(frozen=True)
 class Activation:
-    """A manifest of one activation read from the store."""
+    """A manifest of one activation read from the store, decoded into its model."""
 
     path: Path
-    doc: dict[str, Any]
+    doc: ActivationDoc
 
     @property
     def name(self) -> str:
-        return str(self.doc["name"])
+        return self.doc.name
 
     @property
     def root(self) -> Path:
-        return Path(self.doc["root"])
+        return Path(self.doc.root)
 
     @property
     def skills(self) -> list[str]:
-        return [str(s) for s in self.doc["skills"]]
+        return list(self.doc.skills)
 
     @property
-    def files(self) -> list[dict[str, Any]]:
-        return list(self.doc["files"])
+    def files(self) -> list[ActivationDocFilesItem]:
+        return list(self.doc.files)
+
+    @property
+    def host(self) -> str | None:
+        return opt(self.doc.host)
+
+    @property
+    def digest(self) -> str | None:
+        return opt(self.doc.digest)
 
     def summary(self) -> dict[str, Any]:
-        d = self.doc
         return {
-            "name": d.get("name"),
-            "host": d.get("host"),
-            "root": d.get("root"),
-            "digest": d.get("digest"),
-            "skills": d.get("skills"),
+            "name": self.name,
+            "host": self.host,
+            "root": self.doc.root,
+            "digest": self.digest,
+            "skills": self.skills,
             "fileCount": len(self.files),
-            "activatedAt": d.get("activatedAt"),
+            "activatedAt": opt(self.doc.activated_at),
         }
 
 
@@ -285,10 +285,12 @@ def read_activation(path: Path) -> Activation:
         doc = loads_strict(data)
     except AttestError as exc:
         raise InvalidInput(f"activation manifest is not valid JSON: {exc}", where=str(path)) from exc
-    problems = _manifest_problems(doc)
-    if problems:
-        raise InvalidInput("activation manifest invalid: " + "; ".join(problems[:5]), where=str(path))
-    return Activation(path, doc)
+    try:
+        return Activation(path, decode_manifest(doc))
+    except InvalidInput as exc:
+        raise InvalidInput(exc.message, where=str(path)) from exc
+    except DocumentTypeError as exc:
+        raise InvalidInput(f"activation manifest invalid: {exc}", where=str(path)) from exc
 
 
 def _manifest_files(store: Store, name: str | None) -> list[Path]:
@@ -524,7 +526,7 @@ def activate_in(
         )
     created = _missing_levels(root)
     if previous is not None:
-        created = max(created, int(previous.doc.get("createdLevels") or 0))
+        created = max(created, _levels(previous))
     root.mkdir(parents=True, exist_ok=True)
     _check_root(root)
     _clean_leftovers(root)
@@ -594,11 +596,11 @@ def activate_in(
 # ---- deactivation and checking -----------------------------------------------------------------
 
 
-def file_state(root: Path, entry: dict[str, Any]) -> str:
+def file_state(root: Path, entry: ActivationDocFilesItem) -> str:
     """`ok`, `missing`, `changed` or `not-a-file` for one recorded file (symlinks never followed)."""
-    p = root.joinpath(*str(entry["path"]).split("/"))
+    p = root.joinpath(*entry.path.split("/"))
     parent = root
-    for seg in str(entry["path"]).split("/")[:-1]:
+    for seg in entry.path.split("/")[:-1]:
         parent = parent / seg
         if os.path.islink(parent):
             return "not-a-file"
@@ -607,7 +609,7 @@ def file_state(root: Path, entry: dict[str, Any]) -> str:
     st = os.lstat(p)
     if not stat.S_ISREG(st.st_mode):
         return "not-a-file"
-    return "ok" if file_digest(p) == entry.get("digest") else "changed"
+    return "ok" if file_digest(p) == entry.digest else "changed"
 
 
 def _file_issues(act: Activation) -> list[tuple[str, str]]:
@@ -615,10 +617,10 @@ def _file_issues(act: Activation) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     recorded = set()
     for entry in act.files:
-        recorded.add(entry["path"])
+        recorded.add(entry.path)
         state = file_state(act.root, entry)
         if state != "ok":
-            out.append((entry["path"].split("/", 1)[0], f"{entry['path']}: {state}"))
+            out.append((entry.path.split("/", 1)[0], f"{entry.path}: {state}"))
     for s in act.skills:
         folder = act.root / s
         if os.path.islink(folder) or not folder.is_dir():
@@ -641,12 +643,12 @@ def _dirty_skills(act: Activation) -> set[str]:
 def activation_problems(act: Activation, item: InstalledItem | None) -> list[str]:
     """Activated files missing, edited, replaced or added since activation, and an activation of
     another digest than the one installed now."""
-    where = f"activated ({act.doc.get('host') or 'custom'}) {act.root}"
+    where = f"activated ({act.host or 'custom'}) {act.root}"
     problems: list[str] = []
     if item is None:
         problems.append(f"{where}: the item is no longer installed")
-    elif act.doc.get("digest") != item.digest:
-        problems.append(f"{where}: activated from {act.doc.get('digest')}, installed is {item.digest}")
+    elif act.digest != item.digest:
+        problems.append(f"{where}: activated from {act.digest}, installed is {item.digest}")
     problems += [f"{where}/{msg}" for _skill, msg in _file_issues(act)]
     return problems
 
@@ -689,7 +691,7 @@ def _remove_recorded(act: Activation, *, only: set[str] | None, force: bool) -> 
     removed: list[str] = []
     kept: list[str] = []
     for entry in act.files:
-        rel = str(entry["path"])
+        rel = entry.path
         if only is not None and rel.split("/", 1)[0] not in only:
             continue
         state = file_state(act.root, entry)
@@ -700,7 +702,7 @@ def _remove_recorded(act: Activation, *, only: set[str] | None, force: bool) -> 
             kept.append(rel)
     dirs = set()
     for entry in act.files:
-        parts = str(entry["path"]).split("/")
+        parts = entry.path.split("/")
         if only is not None and parts[0] not in only:
             continue
         for i in range(1, len(parts)):
@@ -756,7 +758,7 @@ def _deactivate(store: Store, name: str, *, root: Path | None, force: bool) -> D
             )
         if not force:
             dirty = [
-                f"{a.root}/{e['path']}: {s}"
+                f"{a.root}/{e.path}: {s}"
                 for a in acts
                 for e in a.files
                 if (s := file_state(a.root, e)) in ("changed", "not-a-file")
@@ -777,7 +779,7 @@ def _deactivate(store: Store, name: str, *, root: Path | None, force: bool) -> D
             if sharing:  # another activation still uses the folder: it inherits what acx created
                 heir = sharing[0]
                 if _levels(heir) < levels:
-                    write_json_atomic(heir.path, {**heir.doc, "createdLevels": levels})
+                    write_json_atomic(heir.path, {**msgspec.to_builtins(heir.doc), "createdLevels": levels})
                 levels = 0
             p = a.root
             for _ in range(levels):
@@ -795,6 +797,6 @@ def _deactivate(store: Store, name: str, *, root: Path | None, force: bool) -> D
 
 def _levels(act: Activation) -> int:
     """How many folders, from the skills folder up, the activation created (at most 64)."""
-    levels = act.doc.get("createdLevels")
-    return min(levels, 64) if isinstance(levels, int) and not isinstance(levels, bool) and levels > 0 else 0
+    levels = act.doc.created_levels
+    return 0 if isinstance(levels, UnsetType) else min(max(levels, 0), 64)
 

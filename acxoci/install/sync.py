@@ -46,9 +46,9 @@ def plan(acts: Sequence[Activation], installed: Mapping[str, str],
         digest = installed.get(act.name)
         if digest is None:
             steps.append(Step(act.name, root, "deactivate", "orphaned: the item is no longer installed"))
-        elif act.doc.get("digest") != digest:
+        elif act.digest != digest:
             steps.append(Step(act.name, root, "deactivate",
-                              f"activated from {act.doc.get('digest')}, installed is {digest}"))
+                              f"activated from {act.digest}, installed is {digest}"))
         elif not verdicts[act.name].ok:
             why = "; ".join(verdicts[act.name].problems[:3]) or "not accepted"
             steps.append(Step(act.name, root, "deactivate", f"no longer passes its policy: {why}"))

@@ -39,6 +39,7 @@ MODELS: dict[str, str] = {
     "acx.lifecycle-record-1.schema.json": "acxoci.documents.lifecycle:LifecycleRecordDoc",
     "acx.verification-policy-1.schema.json": "acxoci.documents.verification_policy:VerificationPolicyDoc",
     "acx.install-record-1.schema.json": "acxoci.documents.install_record:InstallRecordDoc",
+    "acx.activation-1.schema.json": "acxoci.documents.activation:ActivationDoc",
     "acx.trust-registry-1.schema.json": "acxoci.attest.documents.trust_registry:TrustRegistryDoc",
     "acx.status-list-1.schema.json": "acxoci.attest.documents.status_list:StatusListDoc",
 }
@@ -115,6 +116,7 @@ def seed_documents() -> dict[str, list[tuple[str, Any]]]:
     out["acx.verification-policy-1.schema.json"] += [("default policy", {"schemaVersion": VPOLICY}),
                                                      ("every member", FULL_POLICY)]
     out["acx.install-record-1.schema.json"].append(("install record", install_record()))
+    out["acx.activation-1.schema.json"].append(("activation manifest", activation_manifest()))
     _made_at_run_time(out)
     return out
 
@@ -144,6 +146,15 @@ FULL_POLICY: dict[str, Any] = {
     "harness": {"requireHost": True},
     "limits": {"budgetAboveHost": "cap", "requireHostLimits": True},
 }
+
+
+def activation_manifest() -> dict[str, Any]:
+    """An activation manifest as `acx activate` writes it (every member)."""
+    return {"schemaVersion": "acx.activation/1", "name": "example/agent", "digest": "sha256:" + "b" * 64,
+            "romDigest": "sha256:" + "c" * 64, "host": "claude", "root": "/home/u/.claude/skills",
+            "skills": ["review"], "files": [{"path": "review/SKILL.md", "digest": "sha256:" + "d" * 64,
+                                             "size": 10, "mode": "644"}],
+            "createdLevels": 1, "activatedAt": "2026-12-05T00:00:00Z"}
 
 
 def install_record() -> dict[str, Any]:

@@ -219,3 +219,29 @@ def test_a_record_that_does_not_decode_is_listed_broken_and_judged_failed(
     assert code not in (0, 70) and not (tmp_path / "skills").exists(), err
     judged = judge_installed(item, Context(load_policy(policy_file, now=NOW), NOW))
     assert not judged.ok
+
+
+@pytest.mark.parametrize(("field", "value"), [
+    ("files", [{"path": 1, "digest": "x"}]), ("files", [{"path": "s/a", "digest": "x", "extra": 1}]),
+    ("files", "all"), ("skills", [[]]), ("createdLevels", "3"), ("createdLevels", -1), ("root", 5),
+    ("name", None), ("host", ["claude"]), ("activatedAt", {}), ("schemaVersion", "acx.activation/2"),
+])
+def test_a_manifest_of_the_wrong_type_is_broken_never_a_crash(
+    world: LeveledWorld, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+    field: str, value: object,
+) -> None:
+    """Activation manifests are decoded into their model (acx.activation/1): one with a value of the
+    wrong type is reported as unreadable by every command that reads it, never exit 70."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    store = tmp_path / "store"
+    code, out = acx_json(capsys, "install", f"oci-layout:{world.layout}:1.0.0", "--policy",
+                         str(trusting_policy(world.tmp, world.registry)), "--store", str(store), "--name",
+                         "a/one", "--activate", "claude")
+    assert code == 0, out
+    manifest = next((store / "activations").glob("a+one@*.json"))
+    manifest.write_text(json.dumps({**json.loads(manifest.read_text()), field: value}))
+    at = ("--now", (NOW + timedelta(minutes=1)).isoformat())
+    for args in (("installed", "list"), ("installed", "show", "a/one"), ("installed", "verify", *at),
+                 ("installed", "sync", "--dry-run", *at), ("deactivate", "a/one"), ("uninstall", "a/one")):
+        code, out = acx_json(capsys, *args, "--store", str(store))
+        assert code != 70 and "internal" not in json.dumps(out), (args, out)
