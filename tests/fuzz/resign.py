@@ -693,7 +693,10 @@ def _exchange_kind(name: str, file: str) -> Kind:
         shutil.copytree(_exchange(e), root, symlinks=True)
         from acxoci.exchange.index import index_bytes
 
-        text = index_bytes(doc) if file == "index.json" else _dumps(doc).encode("utf-8", "surrogatepass")
+        try:  # the index as the reference writes it; a lone surrogate (not UTF-8) goes in escaped
+            text = index_bytes(doc) if file == "index.json" else _dumps(doc).encode("utf-8", "surrogatepass")
+        except UnicodeEncodeError:
+            text = _dumps(doc).encode("utf-8", "surrogatepass")
         (root / file).write_bytes(text)
         return root
 
