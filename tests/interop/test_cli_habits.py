@@ -41,7 +41,7 @@ def pushed(tmp_path: Path) -> dict[str, Any]:
     """A signed cartridge in an OCI layout whose path is long (well over 80 columns)."""
     deep = tmp_path / ("a-long-folder-name-for-the-layout-store-" * 3) / "store"
     acx("key", "generate", "-o", "me.pem", cwd=tmp_path)
-    acx("key", "trust", "me.pub.pem", "--publisher", "dev.example.habits", "-r", "trust.json",
+    acx("key", "trust", "me.pub.pem", "--publisher", "dev.example.habits", "--trust-registry", "trust.json",
         "--not-before", "2026-01-01T00:00:00Z", cwd=tmp_path)
     acx("cartridge", "build", str(REPO / "examples" / "agent-package"), "-o", "agent.acx", "--publisher",
         "dev.example.habits", "--key", "me.pem", cwd=tmp_path)
@@ -148,7 +148,8 @@ def test_bad_key_files_say_so_without_library_text(tmp_path: Path, content: byte
 @pytest.mark.parametrize("days", ["0", "-1"])
 def test_valid_days_below_one_is_refused(tmp_path: Path, days: str) -> None:
     acx("key", "generate", "-o", "k.pem", cwd=tmp_path)
-    err = js(acx("--json", "key", "trust", "k.pub.pem", "--publisher", "dev.example.x", "-r", "t.json",
+    err = js(acx("--json", "key", "trust", "k.pub.pem", "--publisher", "dev.example.x",
+                 "--trust-registry", "t.json",
                  "--valid-days", days, cwd=tmp_path, code=2))["error"]
     assert "--valid-days" in err["message"]
     assert not (tmp_path / "t.json").exists()
@@ -179,11 +180,12 @@ def test_key_trust_names_the_bad_key_file_and_bounds_its_read(tmp_path: Path) ->
     """A file that is not a key is blamed on the key file (not the registry); an endless file
     (/dev/zero) is refused before a byte is read: a key file must be a regular file."""
     (tmp_path / "junk.pem").write_bytes(b"not a key\n")
-    err = js(acx("--json", "key", "trust", "junk.pem", "--publisher", "dev.example.x", "-r", "t.json",
+    err = js(acx("--json", "key", "trust", "junk.pem", "--publisher", "dev.example.x",
+                 "--trust-registry", "t.json",
                  cwd=tmp_path, code=3))["error"]
     assert err["kind"] == "invalid_input" and err["where"] == "junk.pem", err
     assert not (tmp_path / "t.json").exists()
-    for args in (["key", "trust", "/dev/zero", "--publisher", "dev.example.x", "-r", "t.json"],
+    for args in (["key", "trust", "/dev/zero", "--publisher", "dev.example.x", "--trust-registry", "t.json"],
                  ["key", "inspect", "/dev/zero"]):
         err = js(acx("--json", *args, cwd=tmp_path, code=3))["error"]
         assert err["kind"] == "invalid_input" and "not a regular file" in err["message"], err

@@ -40,7 +40,7 @@ def base(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 def _team(tmp: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
     """A publisher key, the team `init --from-code` finds in this repository, built and signed."""
     _ok(capsys, "key", "generate", "-o", str(tmp / "pub.pem"))
-    _ok(capsys, "key", "trust", str(tmp / "pub.pub.pem"), "--publisher", PUBLISHER, "-r",
+    _ok(capsys, "key", "trust", str(tmp / "pub.pub.pem"), "--publisher", PUBLISHER, "--trust-registry",
         str(tmp / "trust.json"), "--not-before", "2026-01-01T00:00:00Z")
     _ok(capsys, "init", "--from-code", str(REPO), "--out", str(tmp / "team"))
     roles = sorted(p.name for p in (tmp / "team" / "agents").iterdir())
