@@ -156,8 +156,8 @@ def cmd_mirror(
 
     at = parse_now(now)
     _folder(directory)
-    with status_line(f"mirroring {directory} to {dest}"):  # a terminal sees it working; pipes see nothing
-        report = mirror(directory, dest, now=at, remote=remote)
+    with status_line(f"mirroring {directory} to {dest}") as note:  # a terminal sees each release
+        report = mirror(directory, dest, now=at, remote=remote, note=note)
 
     def human() -> None:
         say("[bold green]MIRRORED[/bold green] {} release(s) → {}: {} blob(s), {} "

@@ -12,6 +12,7 @@ bytes is an immutable coordinate overwritten upstream: Blocked, never replaced.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -263,10 +264,11 @@ def mirror_release(
 
 
 def mirror(
-    root: Path, dest: str, *, now: datetime, remote: RemoteOptions | None = None, without_graphs: bool = False
+    root: Path, dest: str, *, now: datetime, remote: RemoteOptions | None = None,
+    without_graphs: bool = False, note: Callable[[str], None] | None = None,
 ) -> MirrorReport:
     """Verify the whole folder (as `exchange verify` does), refuse if anything is rejected, then
-    mirror every release."""
+    mirror every release (`note` is told which one, n of total, as each starts)."""
     check_destination(dest)
     derived = derive(root, now=now, allow_pending_graphs=without_graphs)
     if derived.rejected:
@@ -276,5 +278,9 @@ def mirror(
             details={"rejected": [r.to_json() for r in derived.rejected[:100]]},
         )
     opts = remote or RemoteOptions()
-    items = [mirror_release(r, derived, dest, opts, now) for r in derived.releases]
+    items = []
+    for n, r in enumerate(derived.releases, 1):
+        if note is not None:
+            note(f"{n}/{len(derived.releases)} {r.kind} {r.publisher}/{r.id}:{r.version}")
+        items.append(mirror_release(r, derived, dest, opts, now))
     return MirrorReport(dest, items, derived.pending_graphs)

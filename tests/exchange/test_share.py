@@ -263,3 +263,19 @@ def test_the_reference_registry_build_accepts_a_shared_folder(
     assert done.returncode == 0, done.stderr
     assert f"agent       {PUBLISHER}/pr-reviewer@1.0.0" in done.stdout
     assert f"agent-graph {PUBLISHER}/review-team@0.1.0 dependencies=resolved" in done.stdout
+
+
+def test_mirror_says_which_release_it_is_on(made: dict[str, Any],
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """`exchange mirror` on a terminal names each release as it starts (n/total, kind, coordinate)."""
+    from datetime import UTC, datetime
+
+    from acxoci.exchange.mirror import mirror
+
+    ex: Path = made["ex"]
+    for kind, f in (("agent", made["agent"]), ("workflow", made["flow"]), ("graph", made["graph"])):
+        assert acx_json(capsys, "share", kind, str(f), "--registry", str(ex), "--publisher", PUBLISHER)[0] == 0
+    seen: list[str] = []
+    mirror(ex, f"oci-layout:{made['tmp'] / 'm'}", now=datetime.now(UTC), note=seen.append)
+    assert [s.split(" ", 1)[0] for s in seen] == ["1/3", "2/3", "3/3"], seen
+    assert any(f"{PUBLISHER}/pr-reviewer:1.0.0" in s for s in seen), seen
