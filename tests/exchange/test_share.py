@@ -274,7 +274,8 @@ def test_mirror_says_which_release_it_is_on(made: dict[str, Any],
 
     ex: Path = made["ex"]
     for kind, f in (("agent", made["agent"]), ("workflow", made["flow"]), ("graph", made["graph"])):
-        assert acx_json(capsys, "share", kind, str(f), "--registry", str(ex), "--publisher", PUBLISHER)[0] == 0
+        code, out = acx_json(capsys, "share", kind, str(f), "--registry", str(ex), "--publisher", PUBLISHER)
+        assert code == 0, out
     seen: list[str] = []
     mirror(ex, f"oci-layout:{made['tmp'] / 'm'}", now=datetime.now(UTC), note=seen.append)
     assert [s.split(" ", 1)[0] for s in seen] == ["1/3", "2/3", "3/3"], seen
