@@ -491,11 +491,7 @@ def status_publish_cmd(
     if issuers is not None:
         st.verify_status_list(doc, issuers=IssuerRegistry.load(issuers, now=at), now=at)
     desc, tag = level_oci.publish_status_list(ref, doc, now=at)
-    import dataclasses
-
-    from acxoci.oci.reference import parse_reference
-
-    pinned = str(dataclasses.replace(parse_reference(ref, require_ref=False), tag=tag, digest=desc.digest))
+    pinned = level_oci.published_reference(ref, tag, desc.digest)
     data = {"statusList": str(file), "reference": pinned, "tag": tag, "digest": desc.digest}
     emit(data, lambda: say("[bold green]PUBLISHED[/bold green] {} :{} → {}", ref, tag, desc.digest),
          quiet_line=desc.digest)

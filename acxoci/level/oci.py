@@ -6,6 +6,7 @@ digest), and publish / fetch status lists (`application/vnd.acx.status-list.v1+j
 
 from __future__ import annotations
 
+import dataclasses
 import io
 from dataclasses import dataclass
 from datetime import datetime
@@ -34,6 +35,7 @@ from acxoci.oci.descriptor import (
     descriptor_for,
     manifest_bytes,
 )
+from acxoci.oci.reference import parse_reference
 from acxoci.oci.shapes import CARTRIDGE_ARTIFACT_TYPE, empty_config, referrer_manifest
 from acxoci.oci.target import (
     RemoteOptions,
@@ -184,6 +186,12 @@ def publish_status_list(ref: str, document: dict[str, Any], *, now: datetime,
     target.push(manifest, io.BytesIO(body))
     target.tag(manifest, tag)
     return manifest, tag
+
+
+def published_reference(ref: str, tag: str, digest: str) -> str:
+    """Where `publish_status_list(ref)` put the list: `REPO:tag@digest` (`oci://` dropped)."""
+    parsed = parse_reference(_ref_text(ref), require_ref=False)
+    return str(dataclasses.replace(parsed, tag=tag, digest=digest))
 
 
 def fetch_status_list(ref: str, *, options: RemoteOptions | None = None) -> dict[str, Any]:
