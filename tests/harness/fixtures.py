@@ -7,6 +7,8 @@ fails when CI is set (tests/harness/env.py).
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -156,19 +158,25 @@ def cosign3(tmp_path_factory: pytest.TempPathFactory) -> Cosign:
 
 
 @pytest.fixture(scope="session")
-def sigstack_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[sigstack.SigStack]:
+def sigstack_stack() -> Iterator[sigstack.SigStack]:
     """The loopback Sigstore stack, one per test session (the TSA's metrics port 2112 allows one
     per machine). Missing servers or a taken port skip locally and fail in CI."""
     for rel in sigstack.SIGSTACK_BINS:
         if not (env.PEERS / rel).exists():
             env.missing(f"Sigstore stack server {rel} not found in {env.PEERS}; run `make sigstore-stack`")
+    # its own folder, not pytest's basetemp: another pytest session of the same user prunes old
+    # basetemps, and the stack's mint secret and pid files must outlive that
+    folder = Path(tempfile.mkdtemp(prefix="acx-sigstack-"))
     try:
-        stack = sigstack.start(tmp_path_factory.mktemp("sigstack"))
-    except RuntimeError as exc:
-        env.missing(str(exc))
-        raise
-    yield stack
-    sigstack.stop(stack)
+        try:
+            stack = sigstack.start(folder)
+        except RuntimeError as exc:
+            env.missing(str(exc))
+            raise
+        yield stack
+        sigstack.stop(stack)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
