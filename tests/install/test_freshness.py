@@ -20,8 +20,6 @@ from tests.harness.installs import (
     LIST_ID,
     NOW,
     PUBLISHER,
-    attach_level,
-    issue_level,
     make_cartridge,
     push_cartridge,
     registry_entry,
@@ -29,6 +27,7 @@ from tests.harness.installs import (
     trusting_policy,
     write_registry,
 )
+from tests.harness.installworlds import leveled_world
 
 
 def _failed(ref: str, policy: Path, now: object) -> dict[str, str]:
@@ -37,13 +36,8 @@ def _failed(ref: str, policy: Path, now: object) -> dict[str, str]:
 
 
 def test_a_status_list_rollback_is_refused(tmp_path: Path, vectors_dir: Path) -> None:
-    key = generate_ed25519()
-    acx = make_cartridge(vectors_dir, tmp_path / "c.acx", key)
-    layout = tmp_path / "layout"
-    desc = push_cartridge(layout, acx, "1.0.0")
-    reg = write_registry(tmp_path / "trust.json", [registry_entry(key, PUBLISHER)])
-    lv = issue_level(tmp_path, acx)
-    attach_level(layout, desc, lv.credential)
+    w = leveled_world(tmp_path, vectors_dir)
+    layout, reg, lv = w.layout, w.registry, w.level
     lists = f"oci-layout:{tmp_path / 'lists'}:status-1"  # fetched, not the user's own file
     publish_status_list(lists, lv.status_list, now=NOW)
     old = json.loads(json.dumps(lv.status_list))
