@@ -41,6 +41,7 @@ from acxoci.cli.output import (
     write_json,
 )
 from acxoci.errors import InvalidInput, UsageError
+from acxoci.fsutil import require_file
 from acxoci.oci.descriptor import Descriptor, is_digest, parse_manifest
 from acxoci.oci.digest import file_descriptor
 from acxoci.oci.reference import Reference, parse_reference
@@ -119,13 +120,6 @@ def _trust_line(verdict: Any) -> None:
         say("  signer {}: {}", verdict["trust"], verdict.get("summary") or "")
 
 
-def _require_file(file: Path) -> None:
-    """A missing file is `not_found` (4), as everywhere else; a folder or device is not a file (3)."""
-    from acxoci.fsutil import require_file
-
-    require_file(file)
-
-
 def push_cmd(
     file: Path = typer.Argument(..., help="Cartridge (.acx), workflow (.cal.json) or .agent-graph.json."),
     ref: str = typer.Argument(..., help="host/repo:tag or oci-layout:PATH:tag"),
@@ -175,7 +169,7 @@ def push_cmd(
     if r.reference is None:
         raise UsageError("push needs a :tag (or @digest to push untagged); it never picks :latest for you",
                          where=ref, hint=f"acx push {file} {ref}:1.0.0")
-    _require_file(file)
+    require_file(file)  # missing: not_found (4); a folder, FIFO or device: invalid_input (3)
     minimum = required_trust(require, trust_registry, no_verify=no_verify)
     kind = detect_kind(file)  # refuse a non-ACX file before any target is opened
     if not allow_tag_mismatch and r.tag is not None:
@@ -402,7 +396,7 @@ def attach_cmd(
     for flag, value in (("--artifact-type", artifact_type), ("--media-type", media_type)):
         if value is not None and not is_media_type(value):
             raise UsageError(f"{flag} {value[:80]!r} is not a media type (type/subtype)")
-    _require_file(file)
+    require_file(file)  # missing: not_found (4); a folder, FIFO or device: invalid_input (3)
     ann: dict[str, str] = {}
     for a in annotation:
         key, sep, value = a.partition("=")
